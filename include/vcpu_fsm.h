@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * vcpu_fsm.h - the vCPU state machine, shared by the BPF programs (live) and
+ * user space (offline replay), so both agree by construction.
+ *
+ * Pure C: no libc, libbpf or kernel includes, no I/O, no allocation. Every
+ * function is inline and takes the current time from its caller.
+ *
+ * States (DESIGN.md section 4):
+ *
+ *   UNKNOWN    not observed yet (a thread seeded from /proc, or just discovered)
+ *   GUEST      executing guest code (VMX non-root / SVM guest mode)
+ *   HOST       on a CPU in the hypervisor: handling an exit in KVM, or in the
+ *              VMM's user space
+ *   PREEMPTED  switched out while still runnable (involuntary)
+ *   WAIT       woken up, runnable, waiting for a CPU
+ *   IDLE       blocked because the guest halted (last exit was HLT)
+ *   BLOCKED    blocked for a host-side reason (I/O emulation, a lock, a fault)
+ *
+ * Transition table (event -> new state; "-" = no state change):
+ *
+ *   event                         from                     to
+ *   ----------------------------  -----------------------  --------------------
+ *   sched_switch, prev = vCPU,    any                      PREEMPTED
+ *     still runnable (preempt or
+ *     prev_state == TASK_RUNNING)
+ *   sched_switch, prev = vCPU,    any                      IDLE if halted,
+ *     sleeping (prev_state != 0)                           else BLOCKED
+ *   sched_switch, next = vCPU     any but GUEST/HOST       HOST
+ *                                 GUEST, HOST              -   (duplicate)
+ *   sched_wakeup(_new)            IDLE, BLOCKED, UNKNOWN   WAIT
+ *                                 others                   -   (running or
+ *                                                               already runnable)
+ *   kvm_entry                     any                      GUEST; closes the open
+ *                                                          exit: one latency sample
+ *                                                          (reason, kvm_exit ->
+ *                                                          kvm_entry) and one for an
+ *                                                          open userspace exit
+ *   kvm_exit(reason, isa)         any                      HOST; opens an exit
+ *   kvm_userspace_exit(reason)    any                      HOST; opens a userspace exit
+ *   KVM_RUN entered (kvm_fpu(1))  any                      HOST; closes the open
+ *                                                          userspace exit: one sample
+ *                                                          (reason, time the VMM took
+ *                                                          before it re-entered KVM_RUN)
+ *   sched_migrate_task(dest)      any                      -   (pCPU := dest)
+ *   sched_process_exit            any                      gone: the last interval is
+ *                                                          closed, the vCPU is freed
+ *
+ * "halted" is set by kvm_exit with the HLT reason (VMX 12, SVM 0x78) and by
+ * kvm_userspace_exit with KVM_EXIT_HLT (a VMM without an in-kernel irqchip
+ * handles HLT itself). It is cleared by kvm_entry (the guest runs again), by a
+ * kvm_exit for another reason, by a userspace exit for another reason
+ * except KVM_EXIT_INTR (a signal interrupting a halted vCPU does not end the
+ * halt), and by re-entering KVM_RUN after a KVM_EXIT_HLT (the VMM resumes the
+ * guest once its halt is over).
+ *
+ * An exit is "open" from kvm_exit (or kvm_userspace_exit) until the event
+ * that ends its handling; an open exit whose end was never seen (a missed
+ * event) is dropped when the next exit of the same kind opens, never turned
+ * into a made-up sample.
+ *
+ * Time: cumulative nanoseconds per state are kept in ns[]; the open interval
+ * started at `since`. Timestamps from different CPUs (a wakeup is reported on
+ * the waker's CPU) may arrive slightly out of order: an event older than
+ * `since` closes a zero-length interval and never moves `since` backwards,
+ * so no duration is ever negative.
+ *
+ * Concurrency (BPF): a vCPU's record is written by the CPU it runs on
+ * (switch-out, KVM events) and, while it sleeps, by the waker's CPU (wakeup,
+ * migrate). The kernel orders these for one task (the switch-out completes
+ * before ttwu sees on_cpu == 0; wakeup and migration run under p->pi_lock),
+ * so each field has one writer at a time. A wakeup that finds the vCPU
+ * running or runnable writes nothing.
+ */
+#ifndef VCPU_FSM_H
+#define VCPU_FSM_H
+
+#include "exit_reasons.h"
+
+#ifndef VCPU_FSM_INLINE
+#define VCPU_FSM_INLINE static inline __attribute__((always_inline))
+#endif
+
+enum vcpu_fsm_state {
+	VCPU_UNKNOWN = 0,
+	VCPU_GUEST,
+	VCPU_HOST,
+	VCPU_PREEMPTED,
+	VCPU_WAIT,
+	VCPU_IDLE,
+	VCPU_BLOCKED,
+	VCPU_NR_STATES,
+};
+
+/* fsm.flags */
+#define VCPU_F_HALTED 0x1u  /* the guest halted; sleeping now means IDLE */
+#define VCPU_F_IN_EXIT 0x2u /* a kvm_exit is open (exit_since, exit_reason) */
+#define VCPU_F_IN_UEXIT 0x4u /* a userspace exit is open (uexit_since, uexit_reason) */
+
+#define VCPU_PCPU_NONE 0xffffffffu
+
+struct vcpu_fsm {
+	unsigned long long since;		 /* start of the open interval */
+	unsigned long long ns[VCPU_NR_STATES]; /* closed time per state */
+	unsigned long long exit_since;		 /* time of the open kvm_exit */
+	unsigned long long uexit_since;		 /* time of the open userspace exit */
+	unsigned int state;			 /* enum vcpu_fsm_state */
+	unsigned int flags;			 /* VCPU_F_* */
+	unsigned int exit_reason;		 /* last kvm_exit reason */
+	unsigned int exit_isa;			 /* its isa (KVM_ISA_VMX/SVM) */
+	unsigned int uexit_reason;		 /* last kvm_userspace_exit reason */
+	unsigned int pcpu;			 /* current or last pCPU */
+	/* event counters */
+	unsigned long long preemptions;	 /* switch-outs while runnable */
+	unsigned long long wakeups;	 /* wakeups out of IDLE/BLOCKED */
+	unsigned long long migrations;	 /* pCPU changes */
+	unsigned long long kvm_exits;	 /* kvm_exit events */
+	unsigned long long userspace_exits; /* kvm_userspace_exit events */
+};
+
+/* What kind of latency sample a step closed. */
+enum vcpu_sample_kind {
+	VCPU_SAMPLE_NONE = 0,
+	VCPU_SAMPLE_EXIT,	    /* kvm_exit -> kvm_entry, by exit reason */
+	VCPU_SAMPLE_USERSPACE_EXIT, /* kvm_userspace_exit -> kvm_entry, by reason */
+	VCPU_SAMPLE_RUNQ_WAIT,	    /* PREEMPTED/WAIT -> on a CPU (run-queue latency) */
+	VCPU_NR_SAMPLE_KINDS,
+};
+
+/*
+ * The result of one event: the state change (from == to when there is none),
+ * the duration of the interval it closed, and up to two latency samples.
+ */
+struct vcpu_fsm_sample {
+	unsigned int kind;   /* enum vcpu_sample_kind */
+	unsigned int reason; /* exit reason (EXIT, USERSPACE_EXIT), else 0 */
+	unsigned int isa;    /* KVM_ISA_* for EXIT, else 0 */
+	unsigned int pad;
+	unsigned long long ns;
+};
+
+struct vcpu_fsm_step {
+	unsigned int from, to;	/* enum vcpu_fsm_state */
+	unsigned int gone;	/* the vCPU's thread exited */
+	unsigned int pcpu_changed;
+	unsigned long long at;	/* start of the new interval */
+	unsigned long long dur; /* length of the interval that closed */
+	struct vcpu_fsm_sample sample[2];
+};
+
+VCPU_FSM_INLINE void vcpu_fsm_init(struct vcpu_fsm *f, unsigned long long now)
+{
+	unsigned int i;
+
+	f->since = now;
+	for (i = 0; i < VCPU_NR_STATES; i++)
+		f->ns[i] = 0;
+	f->exit_since = 0;
+	f->uexit_since = 0;
+	f->state = VCPU_UNKNOWN;
+	f->flags = 0;
+	f->exit_reason = 0;
+	f->exit_isa = 0;
+	f->uexit_reason = 0;
+	f->pcpu = VCPU_PCPU_NONE;
+	f->preemptions = 0;
+	f->wakeups = 0;
+	f->migrations = 0;
+	f->kvm_exits = 0;
+	f->userspace_exits = 0;
+}
+
+VCPU_FSM_INLINE void vcpu_fsm_step_clear(struct vcpu_fsm_step *s, unsigned int state)
+{
+	s->from = state;
+	s->to = state;
+	s->gone = 0;
+	s->pcpu_changed = 0;
+	s->at = 0;
+	s->dur = 0;
+	s->sample[0].kind = VCPU_SAMPLE_NONE;
+	s->sample[1].kind = VCPU_SAMPLE_NONE;
+}
+
+/* Elapsed time from t0 to t1, clamped at zero for out-of-order timestamps. */
+VCPU_FSM_INLINE unsigned long long vcpu_fsm_elapsed(unsigned long long t0, unsigned long long t1)
+{
+	return t1 > t0 ? t1 - t0 : 0;
+}
+
+/* Close the open interval at `now` and enter `to`. */
+VCPU_FSM_INLINE void vcpu_fsm_enter(struct vcpu_fsm *f, unsigned long long now, unsigned int to,
+				    struct vcpu_fsm_step *s)
+{
+	unsigned long long dur = vcpu_fsm_elapsed(f->since, now);
+
+	if (f->state < VCPU_NR_STATES)
+		f->ns[f->state] += dur;
+	if (now > f->since)
+		f->since = now;
+	s->from = f->state;
+	s->to = to;
+	s->at = f->since;
+	s->dur = dur;
+	f->state = to;
+}
+
+VCPU_FSM_INLINE void vcpu_fsm_set_sample(struct vcpu_fsm_step *s, unsigned int slot, unsigned int kind,
+					 unsigned int reason, unsigned int isa, unsigned long long ns)
+{
+	s->sample[slot].kind = kind;
+	s->sample[slot].reason = reason;
+	s->sample[slot].isa = isa;
+	s->sample[slot].pad = 0;
+	s->sample[slot].ns = ns;
+}
+
+/* sched_switch with the vCPU as prev. runnable: preempt || prev_state == TASK_RUNNING. */
+VCPU_FSM_INLINE void vcpu_fsm_switch_out(struct vcpu_fsm *f, unsigned long long now, int runnable,
+					 struct vcpu_fsm_step *s)
+{
+	unsigned int to;
+
+	vcpu_fsm_step_clear(s, f->state);
+	if (runnable) {
+		to = VCPU_PREEMPTED;
+		f->preemptions++;
+	} else {
+		to = (f->flags & VCPU_F_HALTED) ? VCPU_IDLE : VCPU_BLOCKED;
+	}
+	vcpu_fsm_enter(f, now, to, s);
+}
+
+/* sched_switch with the vCPU as next, on `cpu`. */
+VCPU_FSM_INLINE void vcpu_fsm_switch_in(struct vcpu_fsm *f, unsigned long long now, unsigned int cpu,
+					struct vcpu_fsm_step *s)
+{
+	unsigned int from = f->state;
+
+	vcpu_fsm_step_clear(s, from);
+	if (f->pcpu != cpu) {
+		if (f->pcpu != VCPU_PCPU_NONE)
+			f->migrations++;
+		f->pcpu = cpu;
+		s->pcpu_changed = 1;
+	}
+	if (from == VCPU_GUEST || from == VCPU_HOST)
+		return;
+	vcpu_fsm_enter(f, now, VCPU_HOST, s);
+	if (from == VCPU_PREEMPTED || from == VCPU_WAIT)
+		vcpu_fsm_set_sample(s, 0, VCPU_SAMPLE_RUNQ_WAIT, 0, 0, s->dur);
+}
+
+/* sched_wakeup / sched_wakeup_new of the vCPU thread (may run on another CPU). */
+VCPU_FSM_INLINE void vcpu_fsm_wakeup(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
+{
+	unsigned int from = f->state;
+
+	vcpu_fsm_step_clear(s, from);
+	if (from != VCPU_IDLE && from != VCPU_BLOCKED && from != VCPU_UNKNOWN)
+		return; /* running or already runnable: touch nothing */
+	f->wakeups++;
+	vcpu_fsm_enter(f, now, VCPU_WAIT, s);
+}
+
+/* sched_migrate_task of the vCPU thread to dest_cpu. */
+VCPU_FSM_INLINE void vcpu_fsm_migrate(struct vcpu_fsm *f, unsigned int dest_cpu, struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	if (f->pcpu == dest_cpu)
+		return;
+	if (f->pcpu != VCPU_PCPU_NONE)
+		f->migrations++;
+	f->pcpu = dest_cpu;
+	s->pcpu_changed = 1;
+}
+
+/* Closes an open kvm_exit and userspace exit at `now` into samples. */
+VCPU_FSM_INLINE void vcpu_fsm_close_exits(struct vcpu_fsm *f, unsigned long long now,
+					  struct vcpu_fsm_step *s)
+{
+	if (f->flags & VCPU_F_IN_EXIT)
+		vcpu_fsm_set_sample(s, 0, VCPU_SAMPLE_EXIT, f->exit_reason, f->exit_isa,
+				    vcpu_fsm_elapsed(f->exit_since, now));
+	if (f->flags & VCPU_F_IN_UEXIT)
+		vcpu_fsm_set_sample(s, 1, VCPU_SAMPLE_USERSPACE_EXIT, f->uexit_reason, 0,
+				    vcpu_fsm_elapsed(f->uexit_since, now));
+	f->flags &= ~(VCPU_F_IN_EXIT | VCPU_F_IN_UEXIT);
+}
+
+/* kvm_entry: the vCPU (re-)enters guest mode. */
+VCPU_FSM_INLINE void vcpu_fsm_kvm_entry(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	vcpu_fsm_close_exits(f, now, s);
+	f->flags &= ~VCPU_F_HALTED;
+	if (f->state != VCPU_GUEST)
+		vcpu_fsm_enter(f, now, VCPU_GUEST, s);
+}
+
+/* kvm_exit: the vCPU leaves guest mode for `reason` (isa says VMX or SVM). */
+VCPU_FSM_INLINE void vcpu_fsm_kvm_exit(struct vcpu_fsm *f, unsigned long long now, unsigned int reason,
+				       unsigned int isa, struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	f->kvm_exits++;
+	f->exit_reason = reason;
+	f->exit_isa = isa;
+	f->exit_since = now;
+	f->flags |= VCPU_F_IN_EXIT;
+	if (vcpustat_exit_is_hlt(reason, isa))
+		f->flags |= VCPU_F_HALTED;
+	else
+		f->flags &= ~VCPU_F_HALTED;
+	if (f->state != VCPU_HOST)
+		vcpu_fsm_enter(f, now, VCPU_HOST, s);
+}
+
+/* kvm_userspace_exit: KVM_RUN returns to the VMM with `reason` (KVM_EXIT_*). */
+VCPU_FSM_INLINE void vcpu_fsm_userspace_exit(struct vcpu_fsm *f, unsigned long long now, unsigned int reason,
+					     struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	f->userspace_exits++;
+	f->uexit_reason = reason;
+	f->uexit_since = now;
+	f->flags |= VCPU_F_IN_UEXIT;
+	if (reason == KVM_UEXIT_HLT)
+		f->flags |= VCPU_F_HALTED;
+	else if (reason != KVM_UEXIT_INTR)
+		f->flags &= ~VCPU_F_HALTED;
+	if (f->state != VCPU_HOST)
+		vcpu_fsm_enter(f, now, VCPU_HOST, s);
+}
+
+/*
+ * The vCPU thread enters the KVM_RUN ioctl (kvm_fpu(1), kvm_load_guest_fpu):
+ * the VMM is done with the last userspace exit.
+ */
+VCPU_FSM_INLINE void vcpu_fsm_run_enter(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	if (f->flags & VCPU_F_IN_UEXIT) {
+		vcpu_fsm_set_sample(s, 1, VCPU_SAMPLE_USERSPACE_EXIT, f->uexit_reason, 0,
+				    vcpu_fsm_elapsed(f->uexit_since, now));
+		f->flags &= ~VCPU_F_IN_UEXIT;
+		if (f->uexit_reason == KVM_UEXIT_HLT)
+			f->flags &= ~VCPU_F_HALTED;
+	}
+	if (f->state != VCPU_HOST)
+		vcpu_fsm_enter(f, now, VCPU_HOST, s);
+}
+
+/* sched_process_exit of the vCPU thread: close the last interval; the caller frees the vCPU. */
+VCPU_FSM_INLINE void vcpu_fsm_process_exit(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
+{
+	unsigned int state = f->state;
+
+	vcpu_fsm_step_clear(s, state);
+	vcpu_fsm_enter(f, now, state, s);
+	s->to = VCPU_UNKNOWN;
+	s->gone = 1;
+}
+
+/* Total time in `state` up to `now`, including the open interval. */
+VCPU_FSM_INLINE unsigned long long vcpu_fsm_total(const struct vcpu_fsm *f, unsigned int state,
+						  unsigned long long now)
+{
+	unsigned long long t;
+
+	if (state >= VCPU_NR_STATES)
+		return 0;
+	t = f->ns[state];
+	if (f->state == state)
+		t += vcpu_fsm_elapsed(f->since, now);
+	return t;
+}
+
+/* Parses decimal digits at comm[i..]; returns the value or -1, *end = first non-digit. */
+VCPU_FSM_INLINE int vcpu_comm_number(const char comm[16], unsigned int i, unsigned int *end)
+{
+	unsigned int n = 0, digits = 0;
+
+	for (; i < 16; i++) {
+		char c = comm[i];
+
+		if (c < '0' || c > '9')
+			break;
+		n = n * 10 + (unsigned int)(c - '0');
+		digits++;
+	}
+	*end = i;
+	return digits && digits <= 6 ? (int)n : -1;
+}
+
+/*
+ * vCPU index from a VMM thread name, or -1 if the name is not a known vCPU
+ * thread name. comm is a 16-byte task comm (NUL-padded). Known names:
+ *   "CPU <n>/KVM"   QEMU (and tools/microvm)
+ *   "fc_vcpu <n>"   Firecracker
+ *   "vcpu<n>"       cloud-hypervisor, crosvm
+ */
+VCPU_FSM_INLINE int vcpu_index_from_comm(const char comm[16])
+{
+	unsigned int end = 0;
+	int n;
+
+	if (comm[0] == 'C' && comm[1] == 'P' && comm[2] == 'U' && comm[3] == ' ') {
+		n = vcpu_comm_number(comm, 4, &end);
+		if (n < 0 || end + 4 > 16 || comm[end] != '/' || comm[end + 1] != 'K' ||
+		    comm[end + 2] != 'V' || comm[end + 3] != 'M' || (end + 4 < 16 && comm[end + 4]))
+			return -1;
+		return n;
+	}
+	if (comm[0] == 'f' && comm[1] == 'c' && comm[2] == '_' && comm[3] == 'v' && comm[4] == 'c' &&
+	    comm[5] == 'p' && comm[6] == 'u' && comm[7] == ' ') {
+		n = vcpu_comm_number(comm, 8, &end);
+		return n >= 0 && (end >= 16 || !comm[end]) ? n : -1;
+	}
+	if (comm[0] == 'v' && comm[1] == 'c' && comm[2] == 'p' && comm[3] == 'u') {
+		n = vcpu_comm_number(comm, 4, &end);
+		return n >= 0 && (end >= 16 || !comm[end]) ? n : -1;
+	}
+	return -1;
+}
+
+#endif /* VCPU_FSM_H */

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * vcpustat_abi.h - the binary interface between the BPF programs and user
+ * space: the event that drives the state machine (also the injection
+ * program's context), the ring-buffer record, and the map keys and values.
+ * docs/record-abi.md documents it; keep both in sync, and bump
+ * VCPUSTAT_ABI_VERSION on any layout change.
+ */
+#ifndef VCPUSTAT_ABI_H
+#define VCPUSTAT_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#include "vcpu_fsm.h"
+#include "latency_hist.h"
+
+#define VCPUSTAT_ABI_VERSION 1
+
+/* What happened (struct vcpustat_event.type; also record.cause). */
+enum vcpustat_event_type {
+	VCPUSTAT_EV_NONE = 0,
+	VCPUSTAT_EV_SWITCH,	    /* sched_switch: tid/tgid = prev, tid2/tgid2 = next,
+				       arg0 = prev_state (TASK_* bits, 0 = running),
+				       arg1 = preempt (1: involuntary) */
+	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu */
+	VCPUSTAT_EV_WAKEUP_NEW,	    /* sched_wakeup_new: same */
+	VCPUSTAT_EV_PROCESS_EXIT,   /* sched_process_exit: tid/tgid = exiting thread,
+				       arg0 = group_dead (last thread of the process) */
+	VCPUSTAT_EV_MIGRATE,	    /* sched_migrate_task: tid/tgid, arg0 = dest cpu,
+				       arg1 = orig cpu */
+	VCPUSTAT_EV_KVM_ENTRY,	    /* kvm_entry: tid/tgid = current, arg0 = vcpu_id */
+	VCPUSTAT_EV_KVM_EXIT,	    /* kvm_exit: arg0 = exit_reason, arg1 = isa,
+				       arg2 = vcpu_id */
+	VCPUSTAT_EV_USERSPACE_EXIT, /* kvm_userspace_exit: arg0 = reason, arg1 = errno */
+	VCPUSTAT_EV_KVM_RUN,	    /* kvm_fpu(1): KVM_RUN entered */
+	VCPUSTAT_EV_HYPERCALL,	    /* kvm_hypercall: arg0 = nr, arg1 = a0, arg2 = a1 */
+	VCPUSTAT_NR_EVENTS,
+};
+
+/*
+ * One event, as the tracepoint handlers build it and as the injection
+ * program receives it: 12 u64 slots, exactly the raw_tp u64-array context
+ * (ctx_size_in = sizeof(struct vcpustat_event) = 96 bytes). Fields the event
+ * type does not use are zero. comm is the current thread's name for KVM
+ * events (used to read the vCPU index from names like "CPU 3/KVM"); all-zero
+ * means "not given": the BPF handler then reads the current task's comm.
+ */
+struct vcpustat_event {
+	__u64 type; /* enum vcpustat_event_type */
+	__u64 ts;   /* ns, CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 cpu;  /* CPU the event happened on */
+	__u64 tid;
+	__u64 tgid;
+	__u64 tid2;
+	__u64 tgid2;
+	__u64 arg0;
+	__u64 arg1;
+	__u64 arg2;
+	char comm[16];
+};
+
+/* Ring-buffer record types (struct vcpustat_record.type). */
+enum vcpustat_record_type {
+	VCPUSTAT_REC_NONE = 0,
+	VCPUSTAT_REC_STATE,	/* vCPU state change: from -> to at ts.
+				   cause KVM_EXIT: arg0 = exit reason, arg1 = isa;
+				   cause USERSPACE_EXIT: arg0 = reason;
+				   cause SWITCH (switch-in): arg0 = cpu */
+	VCPUSTAT_REC_EXIT,	/* kvm_exit that changed no state (HOST -> HOST):
+				   arg0 = reason, arg1 = isa */
+	VCPUSTAT_REC_PCPU,	/* vCPU's pCPU changed: arg0 = new cpu */
+	VCPUSTAT_REC_VCPU_NEW,	/* a thread became a vCPU: vcpu = index, arg0 = how
+				   the index was found (enum vcpustat_index_src) */
+	VCPUSTAT_REC_VCPU_GONE, /* the vCPU's thread exited: from = last state */
+	VCPUSTAT_REC_SWITCH,	/* (level full) sched_switch on cpu: tid/tgid = prev,
+				   arg0 = next tid, arg1 = next tgid,
+				   from = 1 if prev still runnable, else 0 */
+	VCPUSTAT_REC_WAKEUP,	/* (level full) wakeup of tid on cpu arg0 */
+	VCPUSTAT_REC_HYPERCALL, /* kvm_hypercall with the sync nr: arg0/arg1 = a0 low/high */
+	VCPUSTAT_REC_SYNC_ENTRY, /* first kvm_entry after a sync hypercall: arg0/arg1 = key */
+	VCPUSTAT_NR_RECORDS,
+};
+
+#define VCPUSTAT_VCPU_NONE 0xffffu
+
+/* One ring-buffer record: 32 bytes, naturally aligned. */
+struct vcpustat_record {
+	__u64 ts;    /* ns, CLOCK_MONOTONIC */
+	__u32 tid;   /* the vCPU thread (or prev thread for REC_SWITCH) */
+	__u32 tgid;  /* its process: the VM */
+	__u8 type;   /* enum vcpustat_record_type */
+	__u8 cause;  /* enum vcpustat_event_type that produced it */
+	__u8 from;   /* enum vcpu_fsm_state before */
+	__u8 to;     /* enum vcpu_fsm_state after */
+	__u16 cpu;   /* CPU the event happened on */
+	__u16 vcpu;  /* vCPU index, VCPUSTAT_VCPU_NONE if not a vCPU */
+	__u32 arg0;
+	__u32 arg1;
+};
+
+/* Record levels (rodata record_level): what goes to the ring buffer. */
+enum vcpustat_record_level {
+	VCPUSTAT_LEVEL_NONE = 0, /* maps only: the live view and the exporters */
+	VCPUSTAT_LEVEL_VCPU,	 /* vCPU states, exit reasons, pCPUs */
+	VCPUSTAT_LEVEL_FULL,	 /* also every sched_switch and wakeup (host view) */
+};
+
+/* Where a vCPU's index came from (vcpu.index_src). */
+enum vcpustat_index_src {
+	VCPUSTAT_INDEX_ORDER = 0,  /* order of discovery in its VM */
+	VCPUSTAT_INDEX_COMM,	   /* thread name "CPU <n>/KVM" */
+	VCPUSTAT_INDEX_KVM,	   /* kvm_entry/kvm_exit vcpu_id */
+	VCPUSTAT_INDEX_SEED,	   /* set by user space (seeded from /proc) */
+};
+
+/* vcpus map: key = tid (__u32). */
+struct vcpustat_vcpu {
+	struct vcpu_fsm fsm;
+	__u64 discovered_ns;
+	__u32 tid;
+	__u32 tgid;
+	__u32 index;	 /* vCPU index in its VM */
+	__u32 index_src; /* enum vcpustat_index_src */
+	char comm[16];
+	__u64 sync_key;	  /* key of a sync hypercall waiting for its kvm_entry */
+	__u32 sync_pending;
+	__u32 pad;
+};
+
+/* vms map: key = tgid (__u32). */
+struct vcpustat_vm {
+	__u64 discovered_ns;
+	__u32 tgid;
+	__u32 next_index; /* next index handed out by order of discovery */
+	__u64 exited_ns;  /* when its last thread exited (0: alive); user space reaps it */
+};
+
+/* Histogram kinds (hist_key.kind) = enum vcpu_sample_kind. */
+struct vcpustat_hist_key {
+	__u32 tgid;
+	__u16 kind;   /* enum vcpu_sample_kind */
+	__u16 isa;    /* KVM_ISA_* for VCPU_SAMPLE_EXIT, else 0 */
+	__u32 reason; /* exit reason (VMX basic or SVM code), KVM_EXIT_* code, or 0 */
+};
+
+struct vcpustat_hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 max_ns;
+	__u64 bucket[LAT_HIST_BUCKETS];
+};
+
+/* Indexes of the per-CPU "lost" counters: nothing is dropped silently. */
+enum vcpustat_lost {
+	VCPUSTAT_LOST_RINGBUF = 0, /* ring buffer full: records dropped */
+	VCPUSTAT_LOST_VCPU_FULL,   /* vcpus map full: a vCPU not tracked */
+	VCPUSTAT_LOST_VM_FULL,	   /* vms map full */
+	VCPUSTAT_LOST_HIST_FULL,   /* hists map full: samples dropped */
+	VCPUSTAT_LOST_DEAD_FULL,   /* dead_vcpus map full: final totals dropped */
+	VCPUSTAT_NR_LOST,
+};
+
+/* Default map sizes (user space may change them before load). */
+#define VCPUSTAT_MAX_VCPUS 8192
+#define VCPUSTAT_MAX_VMS 2048
+#define VCPUSTAT_MAX_HISTS 4096
+#define VCPUSTAT_MAX_DEAD 1024
+#define VCPUSTAT_RINGBUF_BYTES (8u << 20)
+
+/* Guest clock synchronization hypercall (DESIGN.md section 5): "VCS1". */
+#define VCPUSTAT_SYNC_HYPERCALL_NR 0x56435331ULL
+
+#endif /* VCPUSTAT_ABI_H */

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Shared test helpers: skipping with a reason, child processes, files. */
+#ifndef VCPUSTAT_TEST_HELPERS_H
+#define VCPUSTAT_TEST_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Why BPF tests cannot run here (not root, no BTF, ...), or NULL if they can. */
+const char *bpf_unavailable(void);
+/* Why KVM tests cannot run here (no /dev/kvm), or NULL. */
+const char *kvm_unavailable(void);
+
+/* Skip the current test, printing why, if the reason is non-NULL. */
+#define SKIP_UNLESS(reason_expr)                                                                   \
+	do {                                                                                       \
+		const char *why_ = (reason_expr);                                                  \
+		if (why_) {                                                                        \
+			cr_log_warn("SKIPPED: %s", why_);                                        \
+			cr_skip_test("%s", why_);                                                  \
+		}                                                                                  \
+	} while (0)
+
+#endif

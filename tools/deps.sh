@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian packages that building and testing vcpustat need.
+# Does nothing (and needs no network) when they are all already installed.
+set -euo pipefail
+
+pkgs=(
+	# build
+	cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+	# libraries used by user space
+	libncurses-dev libmicrohttpd-dev libjansson-dev libzstd-dev libbabeltrace2-dev
+	# tests: unit framework, sanitizer/fuzzer runtimes, pty UI test, workloads
+	libcap-dev libcriterion-dev libclang-rt-14-dev tmux stress-ng
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing Debian packages: ${missing[*]}" >&2
+	echo "deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends "${missing[@]}"; then
+	apt-get update -qq
+	apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends "${missing[@]}"
+fi

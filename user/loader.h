@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * loader.h - libvcpustat's live layer: open, load and attach the BPF
+ * programs, inject synthetic events, and read the maps into plain C structs.
+ * The vcpustat CLI, the recorder and the exporters all sit on this.
+ *
+ * Functions return 0 (or a count) on success and a negative errno on
+ * failure; they never exit and never print, except through the log function
+ * set with vcpustat_set_log().
+ */
+#ifndef VCPUSTAT_LOADER_H
+#define VCPUSTAT_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "vcpustat_abi.h"
+
+struct vcpustat;
+struct ring_buffer;
+
+struct vcpustat_options {
+	enum vcpustat_record_level record_level; /* what goes to the ring buffer */
+	unsigned int max_vcpus;			 /* 0: VCPUSTAT_MAX_VCPUS */
+	unsigned int max_vms;			 /* 0: VCPUSTAT_MAX_VMS */
+	unsigned int max_hists;			 /* 0: VCPUSTAT_MAX_HISTS */
+	unsigned int ringbuf_bytes;		 /* 0: VCPUSTAT_RINGBUF_BYTES (power of 2) */
+	const char *btf_path;			 /* kernel BTF for CO-RE; NULL: the running kernel's */
+	bool no_kvm;				 /* do not load/attach the KVM programs */
+};
+
+/* What became of one tracepoint program. */
+enum vcpustat_prog_status {
+	VCPUSTAT_PROG_OFF = 0,	/* not loaded: not wanted (injection, --no-kvm) */
+	VCPUSTAT_PROG_MISSING,	/* not loaded: the kernel has no such tracepoint */
+	VCPUSTAT_PROG_LOADED,	/* loaded, not attached (yet) */
+	VCPUSTAT_PROG_ATTACHED, /* attached and running */
+	VCPUSTAT_PROG_FAILED,	/* attach failed: err and message say why */
+};
+
+struct vcpustat_prog {
+	const char *name;	/* program name, e.g. "on_kvm_exit" */
+	const char *tracepoint; /* "sched:sched_switch", "kvm:kvm_exit", ... */
+	bool required;		/* vcpustat cannot work without it */
+	enum vcpustat_prog_status status;
+	int err;		/* negative errno for MISSING/FAILED */
+	char message[160];	/* what went wrong, for the user */
+};
+
+typedef void (*vcpustat_log_fn)(int level, const char *msg);
+enum { VCPUSTAT_LOG_WARN = 0, VCPUSTAT_LOG_INFO, VCPUSTAT_LOG_DEBUG };
+
+/* Route library and libbpf messages up to `max_level` to fn (NULL: silence). */
+void vcpustat_set_log(vcpustat_log_fn fn, int max_level);
+
+/*
+ * What this process lacks to load BPF: writes a sentence naming the missing
+ * capability (or file) into msg and returns -EPERM/-ENOENT, or 0 if all is there.
+ */
+int vcpustat_check_privileges(char *msg, size_t len);
+
+/* Open and load the BPF object. Programs whose tracepoint is missing are left out (MISSING). */
+int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts);
+
+/*
+ * Attach every loaded tracepoint program (not the injection program).
+ * Mounts tracefs at /sys/kernel/tracing first when a tp/ program needs it.
+ * Returns the number attached; -errno if a required program failed (the
+ * others stay attached). Per-program results: vcpustat_progs().
+ */
+int vcpustat_attach(struct vcpustat *vs);
+
+/* Detach everything and free all resources. NULL is fine. */
+void vcpustat_close(struct vcpustat *vs);
+
+/* The tracepoint programs and what became of each; returns their number. */
+size_t vcpustat_progs(const struct vcpustat *vs, const struct vcpustat_prog **progs);
+
+/* Run the injection program once with ev (bpf_prog_test_run_opts). */
+int vcpustat_inject(struct vcpustat *vs, const struct vcpustat_event *ev);
+
+/*
+ * Seed the vCPU table with the vCPU threads of VMs already running: threads
+ * whose name gives a vCPU index ("CPU <n>/KVM", ...) in a process that holds
+ * a KVM VM file descriptor. They start in UNKNOWN until their first event.
+ * Returns the number of vCPUs added.
+ */
+int vcpustat_seed(struct vcpustat *vs, const char *proc_root);
+
+/* One histogram: the key and its buckets. */
+struct vcpustat_hist_entry {
+	struct vcpustat_hist_key key;
+	struct vcpustat_hist hist;
+};
+
+/* Everything in the maps at one moment. */
+struct vcpustat_snapshot {
+	__u64 ts; /* CLOCK_MONOTONIC ns when the maps were read */
+	struct vcpustat_vcpu *vcpus;
+	size_t nr_vcpus;
+	struct vcpustat_vcpu *dead; /* vCPUs whose thread exited since the last snapshot */
+	size_t nr_dead;
+	struct vcpustat_vm *vms;
+	size_t nr_vms;
+	struct vcpustat_hist_entry *hists;
+	size_t nr_hists;
+	__u64 lost[VCPUSTAT_NR_LOST];
+};
+
+/*
+ * Read all maps. Dead vCPUs are returned once and removed from the kernel
+ * map (reaped). Free with vcpustat_snapshot_free().
+ */
+int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
+void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
+
+/* Forget a VM whose process is gone: its vms entry and its histograms. */
+int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid);
+
+/* Ring buffer of records (level >= VCPU); calls fn for each record. */
+typedef int (*vcpustat_record_fn)(void *ctx, const struct vcpustat_record *rec);
+struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, vcpustat_record_fn fn, void *ctx);
+
+/* Map and program file descriptors for benchmarks and tests. */
+int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
+int vcpustat_prog_fd(const struct vcpustat *vs, const char *prog_name);
+
+/* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
+__u64 vcpustat_now_ns(void);
+
+#endif /* VCPUSTAT_LOADER_H */
