@@ -1,4 +1,61 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vcpustat - what every vCPU of a KVM host is really doing.
+ * The command table: each subcommand is user/cmd_<name>.c.
+ */
 #include <stdio.h>
-#include "loader.h"
-int main(void) { return 0; }
+#include <string.h>
+#include "cli.h"
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "top", cmd_top, "live view of every VM and vCPU (the default command)" },
+};
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out,
+		"usage: %s [COMMAND] [OPTIONS]\n"
+		"\n"
+		"What every virtual CPU of this KVM host is really doing: in guest code, in the\n"
+		"hypervisor, preempted, waiting for a CPU, idle or blocked; why it exits; who\n"
+		"took its CPU. Without COMMAND, runs `top`.\n"
+		"\n"
+		"Commands:\n",
+		cli_prog);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n`%s COMMAND --help` explains each command. `%s --version` prints the version.\n",
+		cli_prog, cli_prog);
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc > 1) {
+		if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+			usage(stdout);
+			return CLI_OK;
+		}
+		if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+			printf("vcpustat %s\n", VCPUSTAT_VERSION);
+			return CLI_OK;
+		}
+		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[1], commands[i].name))
+				return commands[i].fn(argc - 1, argv + 1);
+		if (argv[1][0] != '-') {
+			cli_err("unknown command '%s' (see `%s --help`)", argv[1], cli_prog);
+			return CLI_USAGE;
+		}
+	}
+	/* no command, or options only: the live view */
+	argv[0] = "top";
+	return cmd_top(argc, argv);
+}

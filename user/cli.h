@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * cli.h - what the vcpustat subcommands share: error output (plain text, or a
+ * JSON error object in JSON mode, like bpftool's p_err) and the command table.
+ * Each subcommand lives in user/cmd_<name>.c, parses its own options
+ * (getopt_long, with a -h/--help that teaches) and calls the library.
+ */
+#ifndef VCPUSTAT_CLI_H
+#define VCPUSTAT_CLI_H
+
+#include <stdbool.h>
+
+extern bool cli_json; /* errors as {"error": "..."} on stdout */
+extern const char *cli_prog; /* "vcpustat" */
+
+/* Print one clear error (what failed, where, what to do) to stderr, or as JSON. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Exit codes */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOPERM = 77 };
+
+/* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
+int cmd_top(int argc, char **argv);
+
+#endif

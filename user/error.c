@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdarg.h>
+#include <stdio.h>
+#include "error.h"
+
+int verror(struct vcpustat_error *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e)
+		return code;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
