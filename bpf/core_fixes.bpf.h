@@ -2,6 +2,7 @@
 /*
  * core_fixes.bpf.h - kernel differences handled in one place with CO-RE.
  * The same compiled object loads on kernels before and after each change.
+ * Callers pass BTF-typed pointers (tp_btf arguments): reads are direct loads.
  */
 #ifndef VCPUSTAT_CORE_FIXES_BPF_H
 #define VCPUSTAT_CORE_FIXES_BPF_H
@@ -16,9 +17,11 @@ struct task_struct___pre_5_14 {
 
 static __always_inline __u64 get_task_state(struct task_struct *t)
 {
+	struct task_struct___pre_5_14 *old = (void *)t;
+
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+		return t->__state;
+	return (__u64)old->state;
 }
 
 /*
@@ -34,8 +37,8 @@ static __always_inline __u32 get_task_cpu(struct task_struct *t)
 	struct task_struct___cpu_in_task *old = (void *)t;
 
 	if (bpf_core_field_exists(old->cpu))
-		return BPF_CORE_READ(old, cpu);
-	return BPF_CORE_READ(t, thread_info.cpu);
+		return old->cpu;
+	return t->thread_info.cpu;
 }
 
 #endif /* VCPUSTAT_CORE_FIXES_BPF_H */

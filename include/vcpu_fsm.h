@@ -43,6 +43,9 @@
  *                                                          (reason, time the VMM took
  *                                                          before it re-entered KVM_RUN)
  *   sched_migrate_task(dest)      any                      -   (pCPU := dest)
+ *
+ * pCPU: the CPU of the last switch, migration, or (at discovery) KVM event;
+ * every change after the first is counted as a migration.
  *   sched_process_exit            any                      gone: the last interval is
  *                                                          closed, the vCPU is freed
  *
@@ -215,13 +218,28 @@ VCPU_FSM_INLINE void vcpu_fsm_set_sample(struct vcpu_fsm_step *s, unsigned int s
 	s->sample[slot].ns = ns;
 }
 
-/* sched_switch with the vCPU as prev. runnable: preempt || prev_state == TASK_RUNNING. */
-VCPU_FSM_INLINE void vcpu_fsm_switch_out(struct vcpu_fsm *f, unsigned long long now, int runnable,
-					 struct vcpu_fsm_step *s)
+/* The vCPU is seen running on cpu: a different CPU than before is a migration. */
+VCPU_FSM_INLINE void vcpu_fsm_on_cpu(struct vcpu_fsm *f, unsigned int cpu, struct vcpu_fsm_step *s)
+{
+	if (f->pcpu == cpu)
+		return;
+	if (f->pcpu != VCPU_PCPU_NONE)
+		f->migrations++;
+	f->pcpu = cpu;
+	s->pcpu_changed = 1;
+}
+
+/*
+ * sched_switch with the vCPU as prev, on cpu.
+ * runnable: preempt || prev_state == TASK_RUNNING.
+ */
+VCPU_FSM_INLINE void vcpu_fsm_switch_out(struct vcpu_fsm *f, unsigned long long now, unsigned int cpu,
+					 int runnable, struct vcpu_fsm_step *s)
 {
 	unsigned int to;
 
 	vcpu_fsm_step_clear(s, f->state);
+	vcpu_fsm_on_cpu(f, cpu, s);
 	if (runnable) {
 		to = VCPU_PREEMPTED;
 		f->preemptions++;
@@ -231,19 +249,14 @@ VCPU_FSM_INLINE void vcpu_fsm_switch_out(struct vcpu_fsm *f, unsigned long long 
 	vcpu_fsm_enter(f, now, to, s);
 }
 
-/* sched_switch with the vCPU as next, on `cpu`. */
+/* sched_switch with the vCPU as next, on cpu. */
 VCPU_FSM_INLINE void vcpu_fsm_switch_in(struct vcpu_fsm *f, unsigned long long now, unsigned int cpu,
 					struct vcpu_fsm_step *s)
 {
 	unsigned int from = f->state;
 
 	vcpu_fsm_step_clear(s, from);
-	if (f->pcpu != cpu) {
-		if (f->pcpu != VCPU_PCPU_NONE)
-			f->migrations++;
-		f->pcpu = cpu;
-		s->pcpu_changed = 1;
-	}
+	vcpu_fsm_on_cpu(f, cpu, s);
 	if (from == VCPU_GUEST || from == VCPU_HOST)
 		return;
 	vcpu_fsm_enter(f, now, VCPU_HOST, s);
@@ -267,12 +280,7 @@ VCPU_FSM_INLINE void vcpu_fsm_wakeup(struct vcpu_fsm *f, unsigned long long now,
 VCPU_FSM_INLINE void vcpu_fsm_migrate(struct vcpu_fsm *f, unsigned int dest_cpu, struct vcpu_fsm_step *s)
 {
 	vcpu_fsm_step_clear(s, f->state);
-	if (f->pcpu == dest_cpu)
-		return;
-	if (f->pcpu != VCPU_PCPU_NONE)
-		f->migrations++;
-	f->pcpu = dest_cpu;
-	s->pcpu_changed = 1;
+	vcpu_fsm_on_cpu(f, dest_cpu, s);
 }
 
 /* Closes an open kvm_exit and userspace exit at `now` into samples. */

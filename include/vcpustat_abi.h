@@ -23,7 +23,9 @@ enum vcpustat_event_type {
 	VCPUSTAT_EV_NONE = 0,
 	VCPUSTAT_EV_SWITCH,	    /* sched_switch: tid/tgid = prev, tid2/tgid2 = next,
 				       arg0 = prev_state (TASK_* bits, 0 = running),
-				       arg1 = preempt (1: involuntary) */
+				       arg1 = preempt (1: involuntary),
+				       arg2 = prev's cgroup id, comm = prev's name
+				       (0 / empty: the handler reads them from current) */
 	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu */
 	VCPUSTAT_EV_WAKEUP_NEW,	    /* sched_wakeup_new: same */
 	VCPUSTAT_EV_PROCESS_EXIT,   /* sched_process_exit: tid/tgid = exiting thread,
@@ -44,8 +46,9 @@ enum vcpustat_event_type {
  * program receives it: 12 u64 slots, exactly the raw_tp u64-array context
  * (ctx_size_in = sizeof(struct vcpustat_event) = 96 bytes). Fields the event
  * type does not use are zero. comm is the current thread's name for KVM
- * events (used to read the vCPU index from names like "CPU 3/KVM"); all-zero
- * means "not given": the BPF handler then reads the current task's comm.
+ * events (used to read the vCPU index from names like "CPU 3/KVM") and the
+ * previous thread's name for switches (culprits); all-zero means "not given":
+ * the BPF handler then reads the current task's comm.
  */
 struct vcpustat_event {
 	__u64 type; /* enum vcpustat_event_type */
@@ -126,7 +129,47 @@ struct vcpustat_vcpu {
 	char comm[16];
 	__u64 sync_key;	  /* key of a sync hypercall waiting for its kvm_entry */
 	__u32 sync_pending;
+	__u32 wait_cpu;	  /* CPU whose run queue it waits on (VCPU_PCPU_NONE: not waiting) */
+	__u32 wait_slot;  /* its slot in that CPU's cpu.waiting[] */
+	__u32 flagged;	  /* BPF only: its task carries the vcpu_tasks fast-path flag */
+};
+
+/*
+ * cpus map: key = CPU number. The vCPUs waiting on each CPU's run queue
+ * (PREEMPTED there, or woken with it as target), so that each switch can
+ * charge the thread that just ran to the VMs it kept waiting (culprits).
+ * Written only under that CPU's run-queue lock (switches, wakeups targeting
+ * it, migrations), so one writer at a time. curr_since is the time of the
+ * last switch seen while a vCPU was involved or waiting; the thread switched
+ * out at t ran since max(curr_since, the waiter's since), which is exact
+ * because switches are skipped only while nobody waits.
+ */
+#define VCPUSTAT_WAIT_SLOTS 16
+struct vcpustat_wait_slot {
+	__u32 tid;  /* 0: free */
+	__u32 tgid; /* the waiting vCPU's VM */
+	__u64 since;
+};
+
+struct vcpustat_cpu {
+	__u64 curr_since; /* last switch the handler saw while it mattered (see below) */
+	__u32 nr_waiting; /* occupied slots */
 	__u32 pad;
+	struct vcpustat_wait_slot waiting[VCPUSTAT_WAIT_SLOTS];
+};
+
+/* culprits map: who ran while a VM's vCPUs waited for their CPU. */
+struct vcpustat_culprit_key {
+	__u32 vm_tgid; /* the VM kept waiting */
+	__u32 tid;     /* the thread that ran (0: the CPU was idle) */
+};
+
+struct vcpustat_culprit {
+	__u64 ns;	 /* vCPU-nanoseconds of waiting it caused (sum over waiting vCPUs) */
+	__u64 cgroup_id; /* its cgroup (v2) id, resolved to a path by user space */
+	__u32 tgid;	 /* its process */
+	__u32 pad;
+	char comm[16];	 /* its thread name when first seen */
 };
 
 /* vms map: key = tgid (__u32). */
@@ -159,6 +202,8 @@ enum vcpustat_lost {
 	VCPUSTAT_LOST_VM_FULL,	   /* vms map full */
 	VCPUSTAT_LOST_HIST_FULL,   /* hists map full: samples dropped */
 	VCPUSTAT_LOST_DEAD_FULL,   /* dead_vcpus map full: final totals dropped */
+	VCPUSTAT_LOST_CULPRIT_FULL, /* culprits map full: culprit time dropped */
+	VCPUSTAT_LOST_WAIT_SLOTS,  /* > VCPUSTAT_WAIT_SLOTS vCPUs waited on one CPU: not attributed */
 	VCPUSTAT_NR_LOST,
 };
 
@@ -167,6 +212,7 @@ enum vcpustat_lost {
 #define VCPUSTAT_MAX_VMS 2048
 #define VCPUSTAT_MAX_HISTS 4096
 #define VCPUSTAT_MAX_DEAD 1024
+#define VCPUSTAT_MAX_CULPRITS 16384
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)
 
 /* Guest clock synchronization hypercall (DESIGN.md section 5): "VCS1". */

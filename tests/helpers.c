@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <fcntl.h>
+#include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "helpers.h"
@@ -22,4 +24,36 @@ const char *kvm_unavailable(void)
 		return "/dev/kvm cannot be opened (no KVM on this machine, or no permission)";
 	close(fd);
 	return NULL;
+}
+
+int read_schedstat(int tid, struct schedstat *s)
+{
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu %llu", &s->run_ns, &s->wait_ns, &s->slices);
+	fclose(f);
+	return n == 3 ? 0 : -1;
+}
+
+int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+__u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }

@@ -21,4 +21,21 @@ const char *kvm_unavailable(void);
 		}                                                                                  \
 	} while (0)
 
+
+
+#include <linux/types.h>
+
+/* /proc/<tid>/schedstat: ns on CPU, ns waiting on a run queue, timeslices. */
+struct schedstat {
+	__u64 run_ns;
+	__u64 wait_ns;
+	__u64 slices;
+};
+int read_schedstat(int tid, struct schedstat *s);
+
+/* Pin the calling thread to one CPU. */
+int pin_to_cpu(int cpu);
+
+/* CLOCK_MONOTONIC ns */
+__u64 mono_ns(void);
 #endif

@@ -56,7 +56,7 @@ Test(fsm, unknown_thread_becomes_vcpu_on_first_kvm_event)
 Test(fsm, switch_out_runnable_is_preempted)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 1500, 1, &s);
+	vcpu_fsm_switch_out(&f, 1500, 0, 1, &s);
 	cr_assert_eq(s.from, VCPU_HOST);
 	cr_assert_eq(s.to, VCPU_PREEMPTED);
 	cr_assert_eq(s.dur, 500);
@@ -68,7 +68,7 @@ Test(fsm, switch_out_runnable_is_preempted)
 Test(fsm, switch_out_sleeping_not_halted_is_blocked)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 1300, 0, &s);
+	vcpu_fsm_switch_out(&f, 1300, 0, 0, &s);
 	cr_assert_eq(s.to, VCPU_BLOCKED);
 	cr_assert_eq(f.preemptions, 0);
 	cr_assert_eq(f.ns[VCPU_HOST], 300);
@@ -80,7 +80,7 @@ Test(fsm, switch_out_sleeping_after_hlt_exit_is_idle)
 	vcpu_fsm_kvm_entry(&f, 1100, &s);
 	vcpu_fsm_kvm_exit(&f, 1200, VMX_EXIT_HLT, KVM_ISA_VMX, &s);
 	cr_assert(f.flags & VCPU_F_HALTED);
-	vcpu_fsm_switch_out(&f, 1250, 0, &s);
+	vcpu_fsm_switch_out(&f, 1250, 0, 0, &s);
 	cr_assert_eq(s.from, VCPU_HOST);
 	cr_assert_eq(s.to, VCPU_IDLE);
 }
@@ -90,12 +90,12 @@ Test(fsm, svm_hlt_and_userspace_hlt_are_idle)
 	running_host();
 	vcpu_fsm_kvm_entry(&f, 1100, &s);
 	vcpu_fsm_kvm_exit(&f, 1200, SVM_EXIT_HLT, KVM_ISA_SVM, &s);
-	vcpu_fsm_switch_out(&f, 1250, 0, &s);
+	vcpu_fsm_switch_out(&f, 1250, 0, 0, &s);
 	cr_assert_eq(s.to, VCPU_IDLE);
 
 	running_host();
 	vcpu_fsm_userspace_exit(&f, 1100, KVM_UEXIT_HLT, &s);
-	vcpu_fsm_switch_out(&f, 1250, 0, &s);
+	vcpu_fsm_switch_out(&f, 1250, 0, 0, &s);
 	cr_assert_eq(s.to, VCPU_IDLE);
 }
 
@@ -104,7 +104,7 @@ Test(fsm, vmx_hlt_code_means_something_else_on_svm)
 	running_host();
 	/* 12 is HLT on VMX but read_cr... on SVM: not a halt */
 	vcpu_fsm_kvm_exit(&f, 1200, VMX_EXIT_HLT, KVM_ISA_SVM, &s);
-	vcpu_fsm_switch_out(&f, 1250, 0, &s);
+	vcpu_fsm_switch_out(&f, 1250, 0, 0, &s);
 	cr_assert_eq(s.to, VCPU_BLOCKED);
 }
 
@@ -172,7 +172,7 @@ Test(fsm, wakeup_of_running_or_runnable_vcpu_writes_nothing)
 Test(fsm, wait_after_wakeup_then_runq_sample_on_switch_in)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 2000, 0, &s); /* BLOCKED */
+	vcpu_fsm_switch_out(&f, 2000, 0, 0, &s); /* BLOCKED */
 	vcpu_fsm_wakeup(&f, 5000, &s);	      /* WAIT */
 	vcpu_fsm_switch_in(&f, 5750, 0, &s);
 	cr_assert_eq(s.from, VCPU_WAIT);
@@ -186,7 +186,7 @@ Test(fsm, wait_after_wakeup_then_runq_sample_on_switch_in)
 Test(fsm, preempted_then_back_gives_runq_sample)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 2000, 1, &s);
+	vcpu_fsm_switch_out(&f, 2000, 0, 1, &s);
 	vcpu_fsm_switch_in(&f, 2050, 0, &s);
 	cr_assert_eq(s.from, VCPU_PREEMPTED);
 	cr_assert_eq(s.to, VCPU_HOST);
@@ -197,7 +197,7 @@ Test(fsm, preempted_then_back_gives_runq_sample)
 Test(fsm, switch_in_without_wakeup_has_no_runq_sample)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 2000, 0, &s);
+	vcpu_fsm_switch_out(&f, 2000, 0, 0, &s);
 	vcpu_fsm_switch_in(&f, 2100, 0, &s);
 	cr_assert_eq(s.from, VCPU_BLOCKED);
 	cr_assert_eq(s.to, VCPU_HOST);
@@ -316,7 +316,7 @@ Test(fsm, migrate_tracks_pcpu)
 Test(fsm, process_exit_closes_last_interval)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 1200, 0, &s);
+	vcpu_fsm_switch_out(&f, 1200, 0, 0, &s);
 	vcpu_fsm_process_exit(&f, 1700, &s);
 	cr_assert(s.gone);
 	cr_assert_eq(s.from, VCPU_BLOCKED);
@@ -328,7 +328,7 @@ Test(fsm, process_exit_closes_last_interval)
 Test(fsm, out_of_order_timestamps_never_go_negative)
 {
 	running_host();
-	vcpu_fsm_switch_out(&f, 2000, 0, &s);
+	vcpu_fsm_switch_out(&f, 2000, 0, 0, &s);
 	/* the waker's clock is 30 ns behind */
 	vcpu_fsm_wakeup(&f, 1970, &s);
 	cr_assert_eq(s.to, VCPU_WAIT);
@@ -357,12 +357,12 @@ Test(fsm, scenario_msr_write_preempt_halt)
 	fresh(1000);
 	vcpu_fsm_kvm_entry(&f, 1000, &s);		   /* discovered, guest code */
 	vcpu_fsm_kvm_exit(&f, 2000, VMX_EXIT_MSR_WRITE, 1, &s); /* MSR_WRITE */
-	vcpu_fsm_switch_out(&f, 2100, 1, &s);		   /* preempted */
+	vcpu_fsm_switch_out(&f, 2100, 0, 1, &s);		   /* preempted */
 	vcpu_fsm_switch_in(&f, 2150, 0, &s);		   /* 50 ns later */
 	vcpu_fsm_kvm_entry(&f, 2200, &s);
 	cr_assert_eq(s.sample[0].ns, 200);
 	vcpu_fsm_kvm_exit(&f, 5000, VMX_EXIT_HLT, 1, &s);
-	vcpu_fsm_switch_out(&f, 5100, 0, &s);
+	vcpu_fsm_switch_out(&f, 5100, 0, 0, &s);
 	cr_assert_eq(s.to, VCPU_IDLE);
 	cr_assert_eq(f.ns[VCPU_GUEST], 1000 + 2800);
 	cr_assert_eq(f.ns[VCPU_HOST], 100 + 50 + 100);

@@ -265,6 +265,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 	}
 
 	vs->skel->rodata->record_level = opts->record_level;
+	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {
 		bpf_map__set_max_entries(vs->skel->maps.vcpus, opts->max_vcpus);
 		bpf_map__set_max_entries(vs->skel->maps.dead_vcpus, opts->max_vcpus);
@@ -463,6 +464,7 @@ void vcpustat_snapshot_free(struct vcpustat_snapshot *snap)
 	free(snap->dead);
 	free(snap->vms);
 	free(snap->hists);
+	free(snap->culprits);
 	memset(snap, 0, sizeof(*snap));
 }
 
@@ -535,34 +537,63 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	free(keys);
 	free(vals);
 
+	err = read_hash(vs->skel->maps.culprits, false, &keys, &vals, &snap->nr_culprits);
+	if (err)
+		goto fail;
+	snap->culprits = calloc(snap->nr_culprits ? snap->nr_culprits : 1, sizeof(*snap->culprits));
+	if (!snap->culprits) {
+		free(keys);
+		free(vals);
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < snap->nr_culprits; i++) {
+		snap->culprits[i].key = ((struct vcpustat_culprit_key *)keys)[i];
+		snap->culprits[i].culprit = ((struct vcpustat_culprit *)vals)[i];
+	}
+	free(keys);
+	free(vals);
+
 	err = read_lost(vs, snap->lost);
 	if (err)
 		goto fail;
+	snap->unflagged = __atomic_load_n(&vs->skel->bss->unflagged, __ATOMIC_RELAXED);
 	return 0;
 fail:
 	vcpustat_snapshot_free(snap);
 	return err;
 }
 
-int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
+/* Delete the entries of a hash map whose key starts with tgid (a __u32). */
+static int delete_by_tgid(const struct bpf_map *map, __u32 tgid)
 {
+	size_t ksz = bpf_map__key_size(map), n, i;
+	int fd = bpf_map__fd(map), err;
 	void *keys, *vals;
-	struct vcpustat_hist_key *hk;
-	size_t n, i;
-	int fd, err;
 
-	bpf_map_delete_elem(bpf_map__fd(vs->skel->maps.vms), &tgid);
-	err = read_hash(vs->skel->maps.hists, false, &keys, &vals, &n);
+	err = read_hash(map, false, &keys, &vals, &n);
 	if (err)
 		return err;
-	fd = bpf_map__fd(vs->skel->maps.hists);
-	hk = keys;
-	for (i = 0; i < n; i++)
-		if (hk[i].tgid == tgid)
-			bpf_map_delete_elem(fd, &hk[i]);
+	for (i = 0; i < n; i++) {
+		void *key = (char *)keys + i * ksz;
+
+		if (*(__u32 *)key == tgid)
+			bpf_map_delete_elem(fd, key);
+	}
 	free(keys);
 	free(vals);
 	return 0;
+}
+
+int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
+{
+	int err;
+
+	bpf_map_delete_elem(bpf_map__fd(vs->skel->maps.vms), &tgid);
+	err = delete_by_tgid(vs->skel->maps.hists, tgid);
+	if (!err)
+		err = delete_by_tgid(vs->skel->maps.culprits, tgid);
+	return err;
 }
 
 struct rb_adapter {
@@ -636,11 +667,39 @@ static int read_comm(const char *path, char comm[16])
 	return 0;
 }
 
-static int seed_process(struct vcpustat *vs, const char *proc_root, const char *pid, __u64 now)
+int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, const char *comm)
 {
-	int vcpus_fd = bpf_map__fd(vs->skel->maps.vcpus), vms_fd = bpf_map__fd(vs->skel->maps.vms);
-	struct vcpustat_vm vm = { .discovered_ns = now, .tgid = (__u32)atoi(pid) };
-	char path[512];
+	struct vcpustat_vm vm = { .tgid = tgid };
+	struct vcpustat_vcpu v;
+	__u64 now = vcpustat_now_ns();
+
+	memset(&v, 0, sizeof(v));
+	vcpu_fsm_init(&v.fsm, now);
+	v.discovered_ns = now;
+	v.tid = tid;
+	v.tgid = tgid;
+	v.index = index;
+	v.index_src = VCPUSTAT_INDEX_SEED;
+	v.wait_cpu = VCPU_PCPU_NONE;
+	if (comm)
+		memcpy(v.comm, comm, strnlen(comm, sizeof(v.comm) - 1));
+	vm.discovered_ns = now;
+	/* Count it unflagged first: the handlers then look it up until they flag its task. */
+	__sync_fetch_and_add(&vs->skel->bss->unflagged, 1);
+	if (bpf_map_update_elem(bpf_map__fd(vs->skel->maps.vcpus), &tid, &v, BPF_NOEXIST)) {
+		int err = -errno;
+
+		__sync_fetch_and_add(&vs->skel->bss->unflagged, -1);
+		return err;
+	}
+	bpf_map_update_elem(bpf_map__fd(vs->skel->maps.vms), &tgid, &vm, BPF_NOEXIST);
+	return 0;
+}
+
+static int seed_process(struct vcpustat *vs, const char *proc_root, const char *pid)
+{
+	__u32 tgid = (__u32)atoi(pid);
+	char path[512], comm[16];
 	struct dirent *de;
 	int added = 0;
 	DIR *d;
@@ -650,36 +709,23 @@ static int seed_process(struct vcpustat *vs, const char *proc_root, const char *
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		struct vcpustat_vcpu v;
 		int idx;
 
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		memset(&v, 0, sizeof(v));
 		snprintf(path, sizeof(path), "%s/%s/task/%s/comm", proc_root, pid, de->d_name);
-		if (read_comm(path, v.comm))
+		if (read_comm(path, comm))
 			continue;
-		idx = vcpu_index_from_comm(v.comm);
-		if (idx < 0)
-			continue;
-		vcpu_fsm_init(&v.fsm, now);
-		v.discovered_ns = now;
-		v.tid = (__u32)atoi(de->d_name);
-		v.tgid = vm.tgid;
-		v.index = (__u32)idx;
-		v.index_src = VCPUSTAT_INDEX_SEED;
-		if (bpf_map_update_elem(vcpus_fd, &v.tid, &v, BPF_NOEXIST) == 0)
+		idx = vcpu_index_from_comm(comm);
+		if (idx >= 0 && vcpustat_add_vcpu(vs, (__u32)atoi(de->d_name), tgid, (__u32)idx, comm) == 0)
 			added++;
 	}
 	closedir(d);
-	if (added)
-		bpf_map_update_elem(vms_fd, &vm.tgid, &vm, BPF_NOEXIST);
 	return added;
 }
 
 int vcpustat_seed(struct vcpustat *vs, const char *proc_root)
 {
-	__u64 now = vcpustat_now_ns();
 	struct dirent *de;
 	int added = 0;
 	DIR *d;
@@ -693,7 +739,7 @@ int vcpustat_seed(struct vcpustat *vs, const char *proc_root)
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		if (process_has_kvm_vm(proc_root, de->d_name))
-			added += seed_process(vs, proc_root, de->d_name, now);
+			added += seed_process(vs, proc_root, de->d_name);
 	}
 	closedir(d);
 	return added;

@@ -87,10 +87,22 @@ int vcpustat_inject(struct vcpustat *vs, const struct vcpustat_event *ev);
  */
 int vcpustat_seed(struct vcpustat *vs, const char *proc_root);
 
+/*
+ * Track thread tid of process tgid as vCPU `index` from now on (state UNKNOWN
+ * until its first event); comm may be NULL. -EEXIST if already tracked.
+ */
+int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, const char *comm);
+
 /* One histogram: the key and its buckets. */
 struct vcpustat_hist_entry {
 	struct vcpustat_hist_key key;
 	struct vcpustat_hist hist;
+};
+
+/* One culprit: who ran (key.tid) while VM key.vm_tgid waited. */
+struct vcpustat_culprit_entry {
+	struct vcpustat_culprit_key key;
+	struct vcpustat_culprit culprit;
 };
 
 /* Everything in the maps at one moment. */
@@ -104,7 +116,10 @@ struct vcpustat_snapshot {
 	size_t nr_vms;
 	struct vcpustat_hist_entry *hists;
 	size_t nr_hists;
+	struct vcpustat_culprit_entry *culprits;
+	size_t nr_culprits;
 	__u64 lost[VCPUSTAT_NR_LOST];
+	__s64 unflagged; /* vCPUs whose thread the fast-path filter does not know yet */
 };
 
 /*
@@ -114,7 +129,7 @@ struct vcpustat_snapshot {
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
 void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
 
-/* Forget a VM whose process is gone: its vms entry and its histograms. */
+/* Forget a VM whose process is gone: its vms entry, histograms and culprits. */
 int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid);
 
 /* Ring buffer of records (level >= VCPU); calls fn for each record. */

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * vcpustat_handler.h - what happens on each event: vCPU discovery, the state
+ * machine step (vcpu_fsm.h), histograms, culprits, and ring-buffer records.
+ *
+ * Shared by the BPF programs (bpf/vcpustat.bpf.c: maps and helpers) and by
+ * user-space replay (user/replay.c: hash tables), so a capture replayed
+ * offline produces exactly what the kernel produced live. Pure C.
+ *
+ * The includer defines, before including this file, these functions over
+ * its storage (all static inline; "insert" never overwrites an existing key):
+ *
+ *   struct vcpustat_vcpu *env_vcpu_lookup(__u32 tid);
+ *   int   env_vcpu_insert(__u32 tid, const struct vcpustat_vcpu *v);   0 or <0 (full)
+ *   void  env_vcpu_delete(__u32 tid);
+ *   int   env_dead_insert(__u32 tid, const struct vcpustat_vcpu *v);   0 or <0 (full)
+ *   struct vcpustat_vm *env_vm_lookup(__u32 tgid);
+ *   int   env_vm_insert(__u32 tgid, const struct vcpustat_vm *vm);
+ *   struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k);      lookup or create zeroed
+ *   struct vcpustat_culprit *env_culprit_get(const struct vcpustat_culprit_key *k,
+ *                                            const struct vcpustat_culprit *init);
+ *   struct vcpustat_cpu *env_cpu(__u32 cpu);                           NULL if out of range
+ *   struct vcpustat_vcpu *env_scratch_vcpu(void);                      room to build a new vCPU
+ *   struct vcpustat_record *env_record_reserve(void);                  NULL if full
+ *   void  env_record_submit(struct vcpustat_record *r);
+ *   void  env_lost(__u32 what);                                        count a VCPUSTAT_LOST_*
+ *   void  env_current_comm(char comm[16]);                             the current thread's name
+ *   __u64 env_current_cgroup(void);                                    its cgroup v2 id
+ *   __u32 env_record_level(void);                                      enum vcpustat_record_level
+ *   void  env_vcpu_new(struct vcpustat_vcpu *v);                       a vCPU was created
+ *   void  env_vcpu_gone(struct vcpustat_vcpu *v);                      ... is about to be deleted
+ */
+#ifndef VCPUSTAT_HANDLER_H
+#define VCPUSTAT_HANDLER_H
+
+#include "vcpustat_abi.h"
+
+#ifndef HANDLER_INLINE
+#define HANDLER_INLINE static inline __attribute__((always_inline))
+#endif
+
+HANDLER_INLINE void emit(const struct vcpustat_event *ev, __u32 tid, __u32 tgid, __u32 vcpu, __u8 type, __u8 from,
+			 __u8 to, __u32 arg0, __u32 arg1)
+{
+	struct vcpustat_record *r = env_record_reserve();
+
+	if (!r) {
+		env_lost(VCPUSTAT_LOST_RINGBUF);
+		return;
+	}
+	r->ts = ev->ts;
+	r->tid = tid;
+	r->tgid = tgid;
+	r->type = type;
+	r->cause = (__u8)ev->type;
+	r->from = from;
+	r->to = to;
+	r->cpu = (__u16)ev->cpu;
+	r->vcpu = (__u16)vcpu;
+	r->arg0 = arg0;
+	r->arg1 = arg1;
+	env_record_submit(r);
+}
+
+HANDLER_INLINE void emit_vcpu(const struct vcpustat_event *ev, const struct vcpustat_vcpu *v, __u8 type, __u8 from,
+			      __u8 to, __u32 arg0, __u32 arg1)
+{
+	if (env_record_level() >= VCPUSTAT_LEVEL_VCPU)
+		emit(ev, v->tid, v->tgid, v->index, type, from, to, arg0, arg1);
+}
+
+HANDLER_INLINE void hist_add(__u32 tgid, const struct vcpu_fsm_sample *smp)
+{
+	struct vcpustat_hist_key key = {
+		.tgid = tgid,
+		.kind = (__u16)smp->kind,
+		.isa = (__u16)smp->isa,
+		.reason = smp->reason,
+	};
+	struct vcpustat_hist *h;
+	__u64 ns = smp->ns, old;
+	__u32 idx;
+	int i;
+
+	h = env_hist_get(&key);
+	if (!h) {
+		env_lost(VCPUSTAT_LOST_HIST_FULL);
+		return;
+	}
+	idx = lat_hist_bucket(ns);
+	if (idx >= LAT_HIST_BUCKETS)
+		return;
+	__sync_fetch_and_add(&h->bucket[idx], 1);
+	__sync_fetch_and_add(&h->sum_ns, ns);
+	__sync_fetch_and_add(&h->count, 1);
+	for (i = 0; i < 4; i++) { /* max: lock-free, retried a few times under contention */
+		old = h->max_ns;
+		if (ns <= old || __sync_val_compare_and_swap(&h->max_ns, old, ns) == old)
+			break;
+	}
+}
+
+/* Everything a state-machine step produced: histogram samples and records. */
+HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, const struct vcpustat_vcpu *v,
+			       const struct vcpu_fsm_step *s, __u32 arg0, __u32 arg1)
+{
+	if (s->sample[0].kind != VCPU_SAMPLE_NONE)
+		hist_add(v->tgid, &s->sample[0]);
+	if (s->sample[1].kind != VCPU_SAMPLE_NONE)
+		hist_add(v->tgid, &s->sample[1]);
+	if (s->from != s->to)
+		emit_vcpu(ev, v, VCPUSTAT_REC_STATE, (__u8)s->from, (__u8)s->to, arg0, arg1);
+	else if (ev->type == VCPUSTAT_EV_KVM_EXIT)
+		emit_vcpu(ev, v, VCPUSTAT_REC_EXIT, (__u8)s->from, (__u8)s->to, arg0, arg1);
+	if (s->pcpu_changed && ev->type != VCPUSTAT_EV_SWITCH)
+		emit_vcpu(ev, v, VCPUSTAT_REC_PCPU, (__u8)s->to, (__u8)s->to, v->fsm.pcpu, 0);
+}
+
+/* ---- culprits: who ran while vCPUs waited ---- */
+
+/* The vCPU starts waiting on cpu's run queue at ts. */
+HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
+{
+	struct vcpustat_cpu *c = env_cpu(cpu);
+	__u32 i;
+
+	if (!c)
+		return;
+	for (i = 0; i < VCPUSTAT_WAIT_SLOTS; i++) {
+		if (c->waiting[i].tid)
+			continue;
+		c->waiting[i].tgid = v->tgid;
+		c->waiting[i].since = ts;
+		c->waiting[i].tid = v->tid;
+		c->nr_waiting++;
+		v->wait_cpu = cpu;
+		v->wait_slot = i;
+		return;
+	}
+	env_lost(VCPUSTAT_LOST_WAIT_SLOTS);
+}
+
+/* The vCPU no longer waits (it runs, sleeps, exits or moves). */
+HANDLER_INLINE void wait_end(struct vcpustat_vcpu *v)
+{
+	struct vcpustat_cpu *c;
+	__u32 slot = v->wait_slot;
+
+	if (v->wait_cpu == VCPU_PCPU_NONE)
+		return;
+	c = env_cpu(v->wait_cpu);
+	v->wait_cpu = VCPU_PCPU_NONE;
+	if (!c || slot >= VCPUSTAT_WAIT_SLOTS || c->waiting[slot].tid != v->tid)
+		return;
+	c->waiting[slot].tid = 0;
+	if (c->nr_waiting)
+		c->nr_waiting--;
+}
+
+/*
+ * A switch on this CPU at ev->ts: the thread that ran since curr_since kept
+ * every waiting vCPU from running; charge the overlap to it, per VM.
+ */
+HANDLER_INLINE void charge_culprits(const struct vcpustat_event *ev, struct vcpustat_cpu *c)
+{
+	struct vcpustat_culprit init = {};
+	__u32 i;
+
+	if (!c->nr_waiting)
+		return;
+	init.tgid = (__u32)ev->tgid;
+	init.cgroup_id = ev->arg2 ? ev->arg2 : env_current_cgroup();
+	if (ev->comm[0])
+		__builtin_memcpy(init.comm, ev->comm, sizeof(init.comm));
+	else
+		env_current_comm(init.comm);
+	for (i = 0; i < VCPUSTAT_WAIT_SLOTS; i++) {
+		struct vcpustat_culprit_key key;
+		struct vcpustat_culprit *cu;
+		__u64 from;
+
+		if (!c->waiting[i].tid)
+			continue;
+		from = c->waiting[i].since > c->curr_since ? c->waiting[i].since : c->curr_since;
+		if (ev->ts <= from)
+			continue;
+		key.vm_tgid = c->waiting[i].tgid;
+		key.tid = (__u32)ev->tid;
+		cu = env_culprit_get(&key, &init);
+		if (!cu) {
+			env_lost(VCPUSTAT_LOST_CULPRIT_FULL);
+			continue;
+		}
+		__sync_fetch_and_add(&cu->ns, ev->ts - from);
+	}
+}
+
+/* ---- events ---- */
+
+/*
+ * The vCPU record of the current thread for a KVM event, creating it on the
+ * thread's first KVM event (vCPU discovery). kvm_vcpu_id is the vcpu_id the
+ * event carries, or -1.
+ */
+HANDLER_INLINE struct vcpustat_vcpu *vcpu_discover(const struct vcpustat_event *ev, int kvm_vcpu_id)
+{
+	__u32 tid = (__u32)ev->tid, tgid = (__u32)ev->tgid;
+	struct vcpustat_vcpu *v;
+	struct vcpustat_vm *vm;
+	int idx;
+
+	v = env_vcpu_lookup(tid);
+	if (v) {
+		if (kvm_vcpu_id >= 0 && (v->index_src != VCPUSTAT_INDEX_KVM || v->index != (__u32)kvm_vcpu_id)) {
+			v->index = (__u32)kvm_vcpu_id;
+			v->index_src = VCPUSTAT_INDEX_KVM;
+			emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_NEW, (__u8)v->fsm.state, (__u8)v->fsm.state,
+				  VCPUSTAT_INDEX_KVM, 0);
+		}
+		return v;
+	}
+
+	vm = env_vm_lookup(tgid);
+	if (!vm) {
+		struct vcpustat_vm init = { .discovered_ns = ev->ts, .tgid = tgid };
+
+		env_vm_insert(tgid, &init);
+		vm = env_vm_lookup(tgid);
+		if (!vm) {
+			env_lost(VCPUSTAT_LOST_VM_FULL);
+			return NULL;
+		}
+	}
+
+	v = env_scratch_vcpu();
+	if (!v)
+		return NULL;
+	__builtin_memset(v, 0, sizeof(*v));
+	vcpu_fsm_init(&v->fsm, ev->ts);
+	v->discovered_ns = ev->ts;
+	v->tid = tid;
+	v->tgid = tgid;
+	v->wait_cpu = VCPU_PCPU_NONE;
+	v->fsm.pcpu = (__u32)ev->cpu; /* KVM events run in the vCPU thread, on its CPU */
+	if (ev->comm[0])
+		__builtin_memcpy(v->comm, ev->comm, sizeof(v->comm));
+	else
+		env_current_comm(v->comm);
+	if (kvm_vcpu_id >= 0) {
+		v->index = (__u32)kvm_vcpu_id;
+		v->index_src = VCPUSTAT_INDEX_KVM;
+	} else if ((idx = vcpu_index_from_comm(v->comm)) >= 0) {
+		v->index = (__u32)idx;
+		v->index_src = VCPUSTAT_INDEX_COMM;
+	} else {
+		v->index = __sync_fetch_and_add(&vm->next_index, 1);
+		v->index_src = VCPUSTAT_INDEX_ORDER;
+	}
+	if (env_vcpu_insert(tid, v)) {
+		env_lost(VCPUSTAT_LOST_VCPU_FULL);
+		return NULL;
+	}
+	emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_NEW, VCPU_UNKNOWN, VCPU_UNKNOWN, v->index_src, 0);
+	v = env_vcpu_lookup(tid);
+	if (v)
+		env_vcpu_new(v);
+	return v;
+}
+
+HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
+{
+	__u32 prev = (__u32)ev->tid, next = (__u32)ev->tid2, cpu = (__u32)ev->cpu;
+	int runnable = ev->arg1 || ev->arg0 == 0;
+	struct vcpu_fsm_step s;
+	struct vcpustat_vcpu *v;
+	struct vcpustat_cpu *c;
+
+	c = env_cpu(cpu);
+	if (c)
+		charge_culprits(ev, c);
+
+	v = env_vcpu_lookup(prev);
+	if (v) {
+		vcpu_fsm_switch_out(&v->fsm, ev->ts, cpu, runnable, &s);
+		apply_step(ev, v, &s, (__u32)ev->arg0, 0);
+		wait_end(v); /* normally not waiting; be safe */
+		if (runnable)
+			wait_begin(v, cpu, ev->ts);
+	}
+	v = env_vcpu_lookup(next);
+	if (v) {
+		wait_end(v);
+		vcpu_fsm_switch_in(&v->fsm, ev->ts, cpu, &s);
+		apply_step(ev, v, &s, cpu, 0);
+	}
+	if (c)
+		c->curr_since = ev->ts;
+	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
+		emit(ev, prev, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_SWITCH, (__u8)runnable, 0, next,
+		     (__u32)ev->tgid2);
+}
+
+HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
+{
+	__u32 tid = (__u32)ev->tid;
+	struct vcpu_fsm_step s;
+	struct vcpustat_vcpu *v;
+
+	v = env_vcpu_lookup(tid);
+	if (v) {
+		vcpu_fsm_wakeup(&v->fsm, ev->ts, &s);
+		apply_step(ev, v, &s, (__u32)ev->arg0, 0);
+		if (v->fsm.state == VCPU_WAIT && v->wait_cpu == VCPU_PCPU_NONE)
+			wait_begin(v, (__u32)ev->arg0, ev->ts);
+	}
+	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
+		emit(ev, tid, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_WAKEUP, 0, 0, (__u32)ev->arg0, 0);
+}
+
+HANDLER_INLINE void on_migrate(const struct vcpustat_event *ev)
+{
+	__u32 tid = (__u32)ev->tid, dest = (__u32)ev->arg0;
+	struct vcpu_fsm_step s;
+	struct vcpustat_vcpu *v;
+
+	v = env_vcpu_lookup(tid);
+	if (!v)
+		return;
+	vcpu_fsm_migrate(&v->fsm, dest, &s);
+	apply_step(ev, v, &s, 0, 0);
+	if (v->wait_cpu != VCPU_PCPU_NONE && v->wait_cpu != dest) {
+		/* a queued vCPU moved to another run queue: it now waits there */
+		wait_end(v);
+		wait_begin(v, dest, ev->ts);
+	}
+}
+
+HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
+{
+	__u32 tid = (__u32)ev->tid, tgid = (__u32)ev->tgid;
+	struct vcpu_fsm_step s;
+	struct vcpustat_vcpu *v;
+	struct vcpustat_vm *vm;
+
+	v = env_vcpu_lookup(tid);
+	if (v) {
+		wait_end(v);
+		vcpu_fsm_process_exit(&v->fsm, ev->ts, &s);
+		emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_GONE, (__u8)s.from, VCPU_UNKNOWN, 0, 0);
+		if (env_dead_insert(tid, v))
+			env_lost(VCPUSTAT_LOST_DEAD_FULL);
+		env_vcpu_gone(v);
+		env_vcpu_delete(tid);
+	}
+	if (ev->arg0) {
+		vm = env_vm_lookup(tgid);
+		if (vm)
+			vm->exited_ns = ev->ts;
+	}
+}
+
+HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
+{
+	int kvm_vcpu_id = -1;
+	struct vcpu_fsm_step s;
+	struct vcpustat_vcpu *v;
+	__u32 arg0 = 0, arg1 = 0;
+
+	if (ev->type == VCPUSTAT_EV_KVM_ENTRY)
+		kvm_vcpu_id = (int)ev->arg0;
+	else if (ev->type == VCPUSTAT_EV_KVM_EXIT)
+		kvm_vcpu_id = (int)ev->arg2;
+	if (kvm_vcpu_id > 0xfffe) /* absent (-1) or out of the record's range */
+		kvm_vcpu_id = -1;
+
+	v = vcpu_discover(ev, kvm_vcpu_id);
+	if (!v)
+		return;
+
+	switch (ev->type) {
+	case VCPUSTAT_EV_KVM_ENTRY:
+		vcpu_fsm_kvm_entry(&v->fsm, ev->ts, &s);
+		if (v->sync_pending) {
+			v->sync_pending = 0;
+			if (env_record_level() >= VCPUSTAT_LEVEL_VCPU)
+				emit(ev, v->tid, v->tgid, v->index, VCPUSTAT_REC_SYNC_ENTRY, 0, 0, (__u32)v->sync_key,
+				     (__u32)(v->sync_key >> 32));
+		}
+		break;
+	case VCPUSTAT_EV_KVM_EXIT:
+		vcpu_fsm_kvm_exit(&v->fsm, ev->ts, (__u32)ev->arg0, (__u32)ev->arg1, &s);
+		arg0 = (__u32)ev->arg0;
+		arg1 = (__u32)ev->arg1;
+		break;
+	case VCPUSTAT_EV_USERSPACE_EXIT:
+		vcpu_fsm_userspace_exit(&v->fsm, ev->ts, (__u32)ev->arg0, &s);
+		arg0 = (__u32)ev->arg0;
+		break;
+	case VCPUSTAT_EV_KVM_RUN:
+		vcpu_fsm_run_enter(&v->fsm, ev->ts, &s);
+		break;
+	case VCPUSTAT_EV_HYPERCALL:
+		if (ev->arg0 != VCPUSTAT_SYNC_HYPERCALL_NR)
+			return;
+		v->sync_key = ev->arg1;
+		v->sync_pending = 1;
+		if (env_record_level() >= VCPUSTAT_LEVEL_VCPU)
+			emit(ev, v->tid, v->tgid, v->index, VCPUSTAT_REC_HYPERCALL, 0, 0, (__u32)ev->arg1,
+			     (__u32)(ev->arg1 >> 32));
+		return;
+	default:
+		return;
+	}
+	apply_step(ev, v, &s, arg0, arg1);
+}
+
+/* The one entry point: real tracepoints, injection and replay all end here. */
+HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
+{
+	switch (ev->type) {
+	case VCPUSTAT_EV_SWITCH:
+		on_switch(ev);
+		break;
+	case VCPUSTAT_EV_WAKEUP:
+	case VCPUSTAT_EV_WAKEUP_NEW:
+		on_wakeup(ev);
+		break;
+	case VCPUSTAT_EV_MIGRATE:
+		on_migrate(ev);
+		break;
+	case VCPUSTAT_EV_PROCESS_EXIT:
+		on_process_exit(ev);
+		break;
+	case VCPUSTAT_EV_KVM_ENTRY:
+	case VCPUSTAT_EV_KVM_EXIT:
+	case VCPUSTAT_EV_USERSPACE_EXIT:
+	case VCPUSTAT_EV_KVM_RUN:
+	case VCPUSTAT_EV_HYPERCALL:
+		on_kvm_event(ev);
+		break;
+	}
+	return 0;
+}
+
+#endif /* VCPUSTAT_HANDLER_H */

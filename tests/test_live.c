@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Live tests: attach every program to this kernel's real tracepoints and check
+ * what they count against the kernel's own accounting (/proc/<tid>/schedstat).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "helpers.h"
+#include "loader.h"
+
+static struct vcpustat *vs;
+
+static void live_setup(void)
+{
+	int n;
+
+	SKIP_UNLESS(bpf_unavailable());
+	cr_assert_eq(vcpustat_open(&vs, NULL), 0);
+	n = vcpustat_attach(vs);
+	cr_assert_gt(n, 0, "vcpustat_attach: %s", n < 0 ? strerror(-n) : "nothing attached");
+}
+
+static void live_teardown(void)
+{
+	vcpustat_close(vs);
+	vs = NULL;
+}
+
+TestSuite(live, .init = live_setup, .fini = live_teardown, .timeout = 60);
+
+static int pipes[2][2];
+
+static void *pong(void *arg)
+{
+	char c;
+
+	for (int i = 0; i < 2000; i++) {
+		if (read(pipes[0][0], &c, 1) != 1 || write(pipes[1][1], &c, 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+Test(live, attach_all_programs_and_count_real_sched_switches)
+{
+	const struct vcpustat_prog *progs;
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int stats_fd, fd;
+	pthread_t t;
+	size_t n;
+	char c = 'x';
+
+	n = vcpustat_progs(vs, &progs);
+	for (size_t i = 0; i < n; i++) {
+		if (progs[i].required)
+			cr_assert_eq(progs[i].status, VCPUSTAT_PROG_ATTACHED, "%s: %s", progs[i].name,
+				     progs[i].message);
+		else
+			cr_assert(progs[i].status == VCPUSTAT_PROG_ATTACHED ||
+					  (progs[i].status == VCPUSTAT_PROG_MISSING && progs[i].message[0]),
+				  "%s: status %d %s", progs[i].name, progs[i].status, progs[i].message);
+		if (!access("/dev/kvm", F_OK) && !strncmp(progs[i].tracepoint, "kvm:", 4))
+			cr_assert_eq(progs[i].status, VCPUSTAT_PROG_ATTACHED, "KVM is here: %s must attach (%s)",
+				     progs[i].name, progs[i].message);
+	}
+
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	cr_assert_geq(stats_fd, 0, "bpf_enable_stats: %s", strerror(errno));
+	cr_assert_eq(pipe(pipes[0]), 0);
+	cr_assert_eq(pipe(pipes[1]), 0);
+	pthread_create(&t, NULL, pong, NULL);
+	for (int i = 0; i < 2000; i++) {
+		cr_assert_eq(write(pipes[0][1], &c, 1), 1);
+		cr_assert_eq(read(pipes[1][0], &c, 1), 1);
+	}
+	pthread_join(t, NULL);
+
+	fd = vcpustat_prog_fd(vs, "on_sched_switch");
+	memset(&info, 0, sizeof(info));
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+	cr_assert_geq(info.run_cnt, 4000, "a 2000-round pipe ping-pong makes >= 4000 switches; saw %llu",
+		      (unsigned long long)info.run_cnt);
+	cr_assert_gt(info.run_time_ns, 0);
+	cr_log_info("on_sched_switch: %llu runs, %llu ns/run", (unsigned long long)info.run_cnt,
+		    (unsigned long long)(info.run_time_ns / info.run_cnt));
+
+	for (int i = 0; i < 2; i++) {
+		close(pipes[i][0]);
+		close(pipes[i][1]);
+	}
+	close(stats_fd);
+}
+
+/*
+ * A thread tracked as a vCPU, pinned to CPU 0 with a busy competitor: it runs
+ * 2 ms, sleeps 1 ms, again and again. Its run time must match the kernel's
+ * sum_exec_runtime and its PREEMPTED+WAIT time the kernel's run_delay over the
+ * same window, within 5 % of the window.
+ */
+static atomic_int stop;
+static atomic_int worker_tid;
+
+static void spin_us(__u64 us)
+{
+	__u64 end = mono_ns() + us * 1000;
+
+	while (mono_ns() < end)
+		;
+}
+
+static void *worker(void *arg)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	pin_to_cpu(0);
+	worker_tid = (int)syscall(SYS_gettid);
+	while (!stop) {
+		spin_us(2000);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+static void *hog(void *arg)
+{
+	pin_to_cpu(0);
+	while (!stop)
+		;
+	return NULL;
+}
+
+struct totals {
+	__u64 run, wait, sleep, preemptions, wakeups;
+};
+
+static void read_totals(__u32 tid, struct totals *t)
+{
+	struct vcpustat_vcpu v;
+	__u64 now;
+
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vcpus"), &tid, &v), 0);
+	now = vcpustat_now_ns();
+	t->run = vcpu_fsm_total(&v.fsm, VCPU_GUEST, now) + vcpu_fsm_total(&v.fsm, VCPU_HOST, now);
+	t->wait = vcpu_fsm_total(&v.fsm, VCPU_PREEMPTED, now) + vcpu_fsm_total(&v.fsm, VCPU_WAIT, now);
+	t->sleep = vcpu_fsm_total(&v.fsm, VCPU_IDLE, now) + vcpu_fsm_total(&v.fsm, VCPU_BLOCKED, now);
+	t->preemptions = v.fsm.preemptions;
+	t->wakeups = v.fsm.wakeups;
+}
+
+Test(live, tracked_thread_run_and_wait_match_schedstat)
+{
+	struct schedstat s0, s1;
+	struct totals a, b;
+	pthread_t w, h;
+	__u64 t0, t1, window;
+	double run_err, wait_err;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 1)
+		cr_skip_test("no CPU 0");
+	stop = 0;
+	worker_tid = 0;
+	pthread_create(&w, NULL, worker, NULL);
+	while (!worker_tid)
+		usleep(1000);
+	cr_assert_eq(vcpustat_add_vcpu(vs, (__u32)worker_tid, (__u32)getpid(), 0, "CPU 0/KVM"), 0);
+	pthread_create(&h, NULL, hog, NULL);
+	usleep(200000); /* let the tracked thread leave UNKNOWN */
+
+	t0 = mono_ns();
+	cr_assert_eq(read_schedstat(worker_tid, &s0), 0);
+	read_totals((__u32)worker_tid, &a);
+	usleep(1500000);
+	cr_assert_eq(read_schedstat(worker_tid, &s1), 0);
+	read_totals((__u32)worker_tid, &b);
+	t1 = mono_ns();
+	stop = 1;
+	pthread_join(w, NULL);
+	pthread_join(h, NULL);
+
+	window = t1 - t0;
+	run_err = ((double)(b.run - a.run) - (double)(s1.run_ns - s0.run_ns)) / (double)window;
+	wait_err = ((double)(b.wait - a.wait) - (double)(s1.wait_ns - s0.wait_ns)) / (double)window;
+	cr_log_info("window %.3f s: run %.1f ms (schedstat %.1f, error %+.2f%%), wait %.1f ms (schedstat %.1f, "
+		    "error %+.2f%%), sleep %.1f ms, %llu preemptions, %llu wakeups",
+		    window / 1e9, (b.run - a.run) / 1e6, (s1.run_ns - s0.run_ns) / 1e6, run_err * 100,
+		    (b.wait - a.wait) / 1e6, (s1.wait_ns - s0.wait_ns) / 1e6, wait_err * 100,
+		    (b.sleep - a.sleep) / 1e6, (unsigned long long)(b.preemptions - a.preemptions),
+		    (unsigned long long)(b.wakeups - a.wakeups));
+	cr_assert_gt(s1.run_ns - s0.run_ns, window / 20, "the worker must have run");
+	cr_assert_gt(s1.wait_ns - s0.wait_ns, window / 20, "and waited behind the hog");
+	cr_assert_lt(run_err < 0 ? -run_err : run_err, 0.05, "run time off by %.2f%% of the window", run_err * 100);
+	cr_assert_lt(wait_err < 0 ? -wait_err : wait_err, 0.05, "wait time off by %.2f%% of the window",
+		     wait_err * 100);
+	cr_assert_gt(b.preemptions - a.preemptions, 0);
+	cr_assert_gt(b.wakeups - a.wakeups, 0);
+	cr_assert_gt(b.sleep - a.sleep, 0, "1 ms sleeps are BLOCKED time");
+	/* the seeded thread got its fast-path flag at its first scheduler event */
+	{
+		struct vcpustat_snapshot snap;
+
+		cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+		cr_assert_eq(snap.unflagged, 0);
+		vcpustat_snapshot_free(&snap);
+	}
+	/* the whole window is accounted for, in exactly one state at a time */
+	{
+		__u64 sum = (b.run - a.run) + (b.wait - a.wait) + (b.sleep - a.sleep);
+		double err = ((double)sum - (double)window) / (double)window;
+
+		cr_assert_lt(err < 0 ? -err : err, 0.01, "states sum to %.3f s over a %.3f s window", sum / 1e9,
+			     window / 1e9);
+	}
+}
