@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hashmap.h"
+
+enum { SLOT_EMPTY = 0, SLOT_FULL, SLOT_DEAD };
+
+static size_t slot_size(const struct hashmap *m)
+{
+	return 1 + m->key_size + m->value_size;
+}
+
+static unsigned char *slot(const struct hashmap *m, size_t i)
+{
+	return m->slots + i * slot_size(m);
+}
+
+/* FNV-1a over the key bytes, then a final mix. */
+static uint64_t hash(const void *key, size_t n)
+{
+	const unsigned char *p = key;
+	uint64_t h = 1469598103934665603ull;
+
+	while (n--)
+		h = (h ^ *p++) * 1099511628211ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
+int hashmap_init(struct hashmap *m, size_t key_size, size_t value_size, size_t max_entries)
+{
+	memset(m, 0, sizeof(*m));
+	m->key_size = key_size;
+	m->value_size = value_size;
+	m->max_entries = max_entries;
+	m->cap = 16;
+	m->slots = calloc(m->cap, slot_size(m));
+	return m->slots ? 0 : -ENOMEM;
+}
+
+void hashmap_free(struct hashmap *m)
+{
+	free(m->slots);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Index of key's slot, or of the slot where it would go (*found false). */
+static size_t find(const struct hashmap *m, const void *key, bool *found)
+{
+	size_t i = hash(key, m->key_size) & (m->cap - 1), first_dead = SIZE_MAX;
+
+	for (;;) {
+		unsigned char *s = slot(m, i);
+
+		if (s[0] == SLOT_EMPTY) {
+			*found = false;
+			return first_dead != SIZE_MAX ? first_dead : i;
+		}
+		if (s[0] == SLOT_DEAD) {
+			if (first_dead == SIZE_MAX)
+				first_dead = i;
+		} else if (!memcmp(s + 1, key, m->key_size)) {
+			*found = true;
+			return i;
+		}
+		i = (i + 1) & (m->cap - 1);
+	}
+}
+
+static int grow(struct hashmap *m)
+{
+	struct hashmap bigger = *m;
+	size_t i;
+
+	bigger.cap = m->count * 4 > m->cap ? m->cap * 2 : m->cap; /* rehash in place when mostly tombstones */
+	bigger.slots = calloc(bigger.cap, slot_size(m));
+	if (!bigger.slots)
+		return -ENOMEM;
+	bigger.count = 0;
+	bigger.tombstones = 0;
+	for (i = 0; i < m->cap; i++) {
+		unsigned char *s = slot(m, i);
+		bool found;
+
+		if (s[0] != SLOT_FULL)
+			continue;
+		memcpy(slot(&bigger, find(&bigger, s + 1, &found)), s, slot_size(m));
+		bigger.count++;
+	}
+	free(m->slots);
+	*m = bigger;
+	return 0;
+}
+
+void *hashmap_lookup(const struct hashmap *m, const void *key)
+{
+	bool found;
+	size_t i = find(m, key, &found);
+
+	return found ? slot(m, i) + 1 + m->key_size : NULL;
+}
+
+static int put(struct hashmap *m, const void *key, const void *value, bool overwrite)
+{
+	unsigned char *s;
+	bool found;
+	size_t i;
+	int err;
+
+	i = find(m, key, &found);
+	if (found && !overwrite)
+		return -EEXIST;
+	if (!found) {
+		if (m->max_entries && m->count >= m->max_entries)
+			return -E2BIG;
+		if ((m->count + m->tombstones + 1) * 4 > m->cap * 3) {
+			err = grow(m);
+			if (err)
+				return err;
+			i = find(m, key, &found);
+		}
+		s = slot(m, i);
+		if (s[0] == SLOT_DEAD)
+			m->tombstones--;
+		s[0] = SLOT_FULL;
+		memcpy(s + 1, key, m->key_size);
+		m->count++;
+	}
+	s = slot(m, i);
+	if (value)
+		memcpy(s + 1 + m->key_size, value, m->value_size);
+	else
+		memset(s + 1 + m->key_size, 0, m->value_size);
+	return 0;
+}
+
+int hashmap_insert(struct hashmap *m, const void *key, const void *value)
+{
+	return put(m, key, value, false);
+}
+
+int hashmap_update(struct hashmap *m, const void *key, const void *value)
+{
+	return put(m, key, value, true);
+}
+
+int hashmap_delete(struct hashmap *m, const void *key)
+{
+	bool found;
+	size_t i = find(m, key, &found);
+
+	if (!found)
+		return -ENOENT;
+	slot(m, i)[0] = SLOT_DEAD;
+	m->count--;
+	m->tombstones++;
+	return 0;
+}
+
+bool hashmap_next(const struct hashmap *m, size_t *pos, void **key, void **value)
+{
+	for (; *pos < m->cap; (*pos)++) {
+		unsigned char *s = slot(m, *pos);
+
+		if (s[0] != SLOT_FULL)
+			continue;
+		*key = s + 1;
+		*value = s + 1 + m->key_size;
+		(*pos)++;
+		return true;
+	}
+	return false;
+}

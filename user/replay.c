@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* replay.c - include/vcpustat_handler.h over user-space hash tables. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hashmap.h"
+#include "replay.h"
+
+struct replay {
+	struct replay_options opts;
+	struct hashmap vcpus, dead, vms, hists, culprits;
+	struct vcpustat_cpu *cpus;
+	struct vcpustat_vcpu scratch;
+	struct vcpustat_record record;
+	__u64 lost[VCPUSTAT_NR_LOST];
+	int cb_err;
+	__u64 now; /* ts of the event being handled */
+};
+
+/* The handler's storage functions see the replay being run. */
+static __thread struct replay *cur;
+
+static inline struct vcpustat_vcpu *env_vcpu_lookup(__u32 tid)
+{
+	return hashmap_lookup(&cur->vcpus, &tid);
+}
+
+static inline int env_vcpu_insert(__u32 tid, const struct vcpustat_vcpu *v)
+{
+	return hashmap_insert(&cur->vcpus, &tid, v);
+}
+
+static inline void env_vcpu_delete(__u32 tid)
+{
+	hashmap_delete(&cur->vcpus, &tid);
+}
+
+static inline int env_dead_insert(__u32 tid, const struct vcpustat_vcpu *v)
+{
+	return hashmap_update(&cur->dead, &tid, v);
+}
+
+static inline struct vcpustat_vm *env_vm_lookup(__u32 tgid)
+{
+	return hashmap_lookup(&cur->vms, &tgid);
+}
+
+static inline int env_vm_insert(__u32 tgid, const struct vcpustat_vm *vm)
+{
+	return hashmap_insert(&cur->vms, &tgid, vm);
+}
+
+static inline struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k)
+{
+	struct vcpustat_hist *h = hashmap_lookup(&cur->hists, k);
+
+	if (h || hashmap_insert(&cur->hists, k, NULL))
+		return h;
+	return hashmap_lookup(&cur->hists, k);
+}
+
+static inline struct vcpustat_culprit *env_culprit_get(const struct vcpustat_culprit_key *k,
+						       const struct vcpustat_culprit *init)
+{
+	struct vcpustat_culprit *c = hashmap_lookup(&cur->culprits, k);
+
+	if (c || hashmap_insert(&cur->culprits, k, init))
+		return c;
+	return hashmap_lookup(&cur->culprits, k);
+}
+
+static inline struct vcpustat_cpu *env_cpu(__u32 cpu)
+{
+	return cpu < cur->opts.nr_cpus ? &cur->cpus[cpu] : NULL;
+}
+
+static inline struct vcpustat_vcpu *env_scratch_vcpu(void)
+{
+	return &cur->scratch;
+}
+
+static inline struct vcpustat_record *env_record_reserve(void)
+{
+	return &cur->record;
+}
+
+static inline void env_record_submit(struct vcpustat_record *r)
+{
+	if (cur->opts.on_record && !cur->cb_err)
+		cur->cb_err = cur->opts.on_record(cur->opts.ctx, r);
+}
+
+static inline void env_lost(__u32 what)
+{
+	if (what < VCPUSTAT_NR_LOST)
+		cur->lost[what]++;
+}
+
+static inline void env_current_comm(char comm[16])
+{
+	memset(comm, 0, 16); /* a replayed event carries its names, or has none */
+}
+
+static inline __u64 env_current_cgroup(void)
+{
+	return 0;
+}
+
+static inline __u32 env_record_level(void)
+{
+	return cur->opts.record_level;
+}
+
+static inline void env_vcpu_new(struct vcpustat_vcpu *v)
+{
+}
+
+static inline void env_vcpu_gone(struct vcpustat_vcpu *v)
+{
+}
+
+#include "vcpustat_handler.h"
+
+void replay_free(struct replay *r)
+{
+	if (!r)
+		return;
+	hashmap_free(&r->vcpus);
+	hashmap_free(&r->dead);
+	hashmap_free(&r->vms);
+	hashmap_free(&r->hists);
+	hashmap_free(&r->culprits);
+	free(r->cpus);
+	free(r);
+}
+
+/* The kernel's dead_vcpus map: VCPUSTAT_MAX_DEAD, or max_vcpus when that was set. */
+static size_t dead_max(const struct replay *r)
+{
+	return r->opts.max_vcpus != VCPUSTAT_MAX_VCPUS ? r->opts.max_vcpus : VCPUSTAT_MAX_DEAD;
+}
+
+int replay_new(struct replay **out, const struct replay_options *opts)
+{
+	struct replay *r;
+	int err = 0;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	if (opts)
+		r->opts = *opts;
+	if (!r->opts.nr_cpus)
+		r->opts.nr_cpus = 1024;
+	if (!r->opts.max_vcpus)
+		r->opts.max_vcpus = VCPUSTAT_MAX_VCPUS;
+	if (!r->opts.max_vms)
+		r->opts.max_vms = VCPUSTAT_MAX_VMS;
+	if (!r->opts.max_hists)
+		r->opts.max_hists = VCPUSTAT_MAX_HISTS;
+	if (!r->opts.max_culprits)
+		r->opts.max_culprits = VCPUSTAT_MAX_CULPRITS;
+	r->cpus = calloc(r->opts.nr_cpus, sizeof(*r->cpus));
+	if (!r->cpus)
+		err = -ENOMEM;
+	if (!err)
+		err = hashmap_init(&r->vcpus, sizeof(__u32), sizeof(struct vcpustat_vcpu), r->opts.max_vcpus);
+	if (!err)
+		err = hashmap_init(&r->dead, sizeof(__u32), sizeof(struct vcpustat_vcpu), dead_max(r));
+	if (!err)
+		err = hashmap_init(&r->vms, sizeof(__u32), sizeof(struct vcpustat_vm), r->opts.max_vms);
+	if (!err)
+		err = hashmap_init(&r->hists, sizeof(struct vcpustat_hist_key), sizeof(struct vcpustat_hist),
+				   r->opts.max_hists);
+	if (!err)
+		err = hashmap_init(&r->culprits, sizeof(struct vcpustat_culprit_key), sizeof(struct vcpustat_culprit),
+				   r->opts.max_culprits);
+	if (err) {
+		replay_free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+int replay_event(struct replay *r, const struct vcpustat_event *ev)
+{
+	struct replay *saved = cur;
+
+	cur = r;
+	r->now = ev->ts;
+	handle_event(ev);
+	cur = saved;
+	return r->cb_err;
+}
+
+/* Copy all values of a map into a new array (of value_size each). */
+static int values_of(const struct hashmap *m, void **out, size_t *n)
+{
+	size_t pos = 0, i = 0;
+	void *k, *v;
+	char *arr;
+
+	arr = calloc(m->count ? m->count : 1, m->value_size);
+	if (!arr)
+		return -ENOMEM;
+	while (hashmap_next(m, &pos, &k, &v))
+		memcpy(arr + i++ * m->value_size, v, m->value_size);
+	*out = arr;
+	*n = i;
+	return 0;
+}
+
+int replay_snapshot(struct replay *r, struct vcpustat_snapshot *snap)
+{
+	size_t pos, i;
+	void *k, *v;
+	int err;
+
+	memset(snap, 0, sizeof(*snap));
+	snap->ts = r->now;
+	err = values_of(&r->vcpus, (void **)&snap->vcpus, &snap->nr_vcpus);
+	if (!err)
+		err = values_of(&r->dead, (void **)&snap->dead, &snap->nr_dead);
+	if (!err)
+		err = values_of(&r->vms, (void **)&snap->vms, &snap->nr_vms);
+	if (err)
+		goto fail;
+	snap->hists = calloc(r->hists.count ? r->hists.count : 1, sizeof(*snap->hists));
+	snap->culprits = calloc(r->culprits.count ? r->culprits.count : 1, sizeof(*snap->culprits));
+	if (!snap->hists || !snap->culprits) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (pos = 0, i = 0; hashmap_next(&r->hists, &pos, &k, &v); i++) {
+		memcpy(&snap->hists[i].key, k, sizeof(snap->hists[i].key));
+		memcpy(&snap->hists[i].hist, v, sizeof(snap->hists[i].hist));
+	}
+	snap->nr_hists = i;
+	for (pos = 0, i = 0; hashmap_next(&r->culprits, &pos, &k, &v); i++) {
+		memcpy(&snap->culprits[i].key, k, sizeof(snap->culprits[i].key));
+		memcpy(&snap->culprits[i].culprit, v, sizeof(snap->culprits[i].culprit));
+	}
+	snap->nr_culprits = i;
+	memcpy(snap->lost, r->lost, sizeof(snap->lost));
+	/* dead vCPUs are reported once, as by the live layer */
+	hashmap_free(&r->dead);
+	return hashmap_init(&r->dead, sizeof(__u32), sizeof(struct vcpustat_vcpu), dead_max(r));
+fail:
+	vcpustat_snapshot_free(snap);
+	return err;
+}
