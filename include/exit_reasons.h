@@ -115,23 +115,23 @@
 	X(0x035, "write_dr5") \
 	X(0x036, "write_dr6") \
 	X(0x037, "write_dr7") \
-	X(0x040, "+ 0 DE excp") \
-	X(0x040, "+ 1 DB excp") \
-	X(0x040, "+ 3 BP excp") \
-	X(0x040, "+ 4 OF excp") \
-	X(0x040, "+ 5 BR excp") \
-	X(0x040, "+ 6 UD excp") \
-	X(0x040, "+ 7 NM excp") \
-	X(0x040, "+ 8 DF excp") \
-	X(0x040, "+ 10 TS excp") \
-	X(0x040, "+ 11 NP excp") \
-	X(0x040, "+ 12 SS excp") \
-	X(0x040, "+ 13 GP excp") \
-	X(0x040, "+ 14 PF excp") \
-	X(0x040, "+ 16 MF excp") \
-	X(0x040, "+ 17 AC excp") \
-	X(0x040, "+ 18 MC excp") \
-	X(0x040, "+ 19 XF excp") \
+	X(0x040, "DE excp") \
+	X(0x041, "DB excp") \
+	X(0x043, "BP excp") \
+	X(0x044, "OF excp") \
+	X(0x045, "BR excp") \
+	X(0x046, "UD excp") \
+	X(0x047, "NM excp") \
+	X(0x048, "DF excp") \
+	X(0x04a, "TS excp") \
+	X(0x04b, "NP excp") \
+	X(0x04c, "SS excp") \
+	X(0x04d, "GP excp") \
+	X(0x04e, "PF excp") \
+	X(0x050, "MF excp") \
+	X(0x051, "AC excp") \
+	X(0x052, "MC excp") \
+	X(0x053, "XF excp") \
 	X(0x060, "interrupt") \
 	X(0x061, "nmi") \
 	X(0x062, "smi") \

@@ -23,4 +23,18 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOPERM = 77 };
 /* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
 int cmd_top(int argc, char **argv);
 
+
+
+#include "loader.h"
+
+/*
+ * Check privileges, load and attach the BPF programs, seed the vCPUs of
+ * running VMs, and warn about programs that could not attach. On failure,
+ * prints one clear error and returns the exit code to use (CLI_NOPERM,
+ * CLI_FAIL); 0 on success.
+ */
+int cli_open_live(struct vcpustat **vs, const struct vcpustat_options *opts, bool verbose, bool quiet);
+
+/* Route libbpf/library messages to stderr (verbose: libbpf debug output too). */
+void cli_setup_log(bool verbose);
 #endif

@@ -1,54 +1,329 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* vcpustat top: the live view (first cut: one batch table per interval). */
+/*
+ * vcpustat [top]: the live view of every VM and vCPU, refreshed every -d SEC:
+ * interactive (ncurses), batch text (-b) or one JSON document per refresh (-j).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "loader.h"
+#include "summary.h"
+#include "ui.h"
 
-static const char *state_names[VCPU_NR_STATES] = { "unknown", "guest", "host", "preempted", "wait", "idle", "blocked" };
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [top] [-d SEC] [-n N] [-b | -j] [--vm NAME|PID]... [--demo] [-v]\n"
+		"\n"
+		"Every VM and vCPU of this host, refreshed every SEC seconds: the share of the\n"
+		"interval each vCPU spent in guest code, in the hypervisor (host), preempted,\n"
+		"waiting for a CPU, idle (halted) or blocked; preemptions, wakeups and\n"
+		"migrations per second; the top exit reasons with rate and p50/p99 handling\n"
+		"latency; and who ran while the VM's vCPUs waited for their CPU.\n"
+		"\n"
+		"  -d, --delay SEC    refresh interval (default 1; decimals allowed)\n"
+		"  -n, --iterations N refresh N times, then exit (-n 1: one-shot)\n"
+		"  -b, --batch        plain text, for logs and pipes (no terminal UI)\n"
+		"  -j, --json         one JSON document per refresh, one per line (docs/json.md)\n"
+		"      --vm NAME|PID  show only this VM (repeatable); the name is the VMM's -name\n"
+		"      --top N        rows per exit/culprit table in batch mode (default 5, 0: all)\n"
+		"      --demo         start a demo: two small VMs (tools/microvm) and a CPU hog\n"
+		"                     sharing CPU 0; stopped when vcpustat exits\n"
+		"  -v, --verbose      libbpf's log on stderr\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"Interactive keys: q quit, p pause, s/S sort column, r reverse, f filter, arrows\n"
+		"select a VM, h help. Needs root (CAP_BPF + CAP_PERFMON) and kernel BTF.\n",
+		cli_prog);
+}
+
+/* ---- demo: tools/microvm next to this binary, plus a CPU hog ---- */
+
+struct demo {
+	pid_t vmm, hog;
+};
+
+static int exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	return 0;
+}
+
+static int demo_start(struct demo *d)
+{
+	char dir[PATH_MAX], vmm[PATH_MAX + 16];
+	cpu_set_t cpu0;
+
+	memset(d, 0, sizeof(*d));
+	if (exe_dir(dir, sizeof(dir))) {
+		cli_err("--demo: cannot find my own directory");
+		return -1;
+	}
+	snprintf(vmm, sizeof(vmm), "%s/microvm", dir);
+	if (access(vmm, X_OK)) {
+		cli_err("--demo: %s: %s (it is built with vcpustat: ./build.sh build)", vmm, strerror(errno));
+		return -1;
+	}
+	if (access("/dev/kvm", R_OK | W_OK)) {
+		cli_err("--demo: /dev/kvm: %s (the demo runs two small VMs)", strerror(errno));
+		return -1;
+	}
+	d->hog = fork();
+	if (d->hog == 0) {
+		prctl(PR_SET_NAME, "demo-cpu-hog");
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		CPU_ZERO(&cpu0);
+		CPU_SET(0, &cpu0);
+		sched_setaffinity(0, sizeof(cpu0), &cpu0);
+		for (;;)
+			;
+	}
+	d->vmm = fork();
+	if (d->vmm == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execl(vmm, vmm, "--vms", "2", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us", "2000",
+		      "-name", "demo", (char *)NULL);
+		_exit(127);
+	}
+	if (d->hog < 0 || d->vmm < 0) {
+		cli_err("--demo: fork: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void demo_stop(struct demo *d)
+{
+	pid_t pids[2] = { d->vmm, d->hog };
+
+	for (int i = 0; i < 2; i++) {
+		if (pids[i] <= 0)
+			continue;
+		kill(pids[i], SIGTERM);
+		waitpid(pids[i], NULL, 0);
+	}
+}
+
+/* ---- the loop ---- */
+
+static __u64 mono_ns(void)
+{
+	return vcpustat_now_ns();
+}
+
+/* Reap VMs that exited and have been shown once. */
+static void reap_exited(struct vcpustat *vs, const struct vcpustat_snapshot *snap)
+{
+	for (size_t i = 0; i < snap->nr_vms; i++)
+		if (snap->vms[i].exited_ns)
+			vcpustat_reap_vm(vs, snap->vms[i].tgid);
+}
 
 int cmd_top(int argc, char **argv)
 {
-	struct vcpustat_snapshot snap;
-	struct vcpustat *vs;
-	char msg[256];
-	int err, n = 1, c;
+	static const struct option longopts[] = {
+		{ "delay", required_argument, NULL, 'd' },   { "iterations", required_argument, NULL, 'n' },
+		{ "batch", no_argument, NULL, 'b' },	     { "json", no_argument, NULL, 'j' },
+		{ "vm", required_argument, NULL, 'V' },	     { "top", required_argument, NULL, 'T' },
+		{ "demo", no_argument, NULL, 'D' },	     { "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },	     { NULL, 0, NULL, 0 },
+	};
+	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat_snapshot prev, cur;
+	const struct vcpustat_prog *progs;
+	struct summary_filter filter = { 0 };
+	const char *vm_filter[64];
+	struct summary shown = { 0 };
+	struct demo demo = { 0 };
+	bool batch = false, json = false, verbose = false, want_demo = false, have_shown = false;
+	struct ui *ui = NULL;
+	struct vcpustat *vs = NULL;
+	struct names names;
+	long iterations = -1, top = 5;
 	double delay = 1.0;
+	size_t nr_progs;
+	int c, ret = CLI_FAIL;
+	__u64 next;
+	char *end;
 
-	while ((c = getopt(argc, argv, "d:n:h")) != -1) {
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:n:bjvh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': delay = atof(optarg); break;
-		case 'n': n = atoi(optarg); break;
-		default:
-			fprintf(c == 'h' ? stdout : stderr, "usage: vcpustat [-d SEC] [-n N]\n");
-			return c == 'h' ? CLI_OK : CLI_USAGE;
+		case 'd':
+			delay = strtod(optarg, &end);
+			if (*end || !(delay >= 0.01 && delay <= 86400)) {
+				cli_err("-d %s: the delay is a number of seconds between 0.01 and 86400", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'n':
+			iterations = strtol(optarg, &end, 10);
+			if (*end || iterations < 1) {
+				cli_err("-n %s: the number of refreshes must be a positive integer", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'b': batch = true; break;
+		case 'j': json = true; cli_json = true; break;
+		case 'V':
+			if (filter.nr_vms >= sizeof(vm_filter) / sizeof(vm_filter[0])) {
+				cli_err("--vm: at most 64 VMs");
+				return CLI_USAGE;
+			}
+			vm_filter[filter.nr_vms++] = optarg;
+			filter.vms = vm_filter;
+			break;
+		case 'T':
+			top = strtol(optarg, &end, 10);
+			if (*end || top < 0) {
+				cli_err("--top %s: a number of rows (0: all)", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'D': want_demo = true; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return CLI_OK;
+		default: usage(stderr); return CLI_USAGE;
 		}
 	}
-	if (vcpustat_check_privileges(msg, sizeof(msg))) {
-		cli_err("%s", msg);
-		return CLI_NOPERM;
+	if (optind < argc) {
+		cli_err("unexpected argument '%s' (see --help)", argv[optind]);
+		return CLI_USAGE;
 	}
-	err = vcpustat_open(&vs, NULL);
-	if (err) {
-		cli_err("cannot load the BPF programs: %s", strerror(-err));
+	if (batch && json) {
+		cli_err("-b and -j exclude each other");
+		return CLI_USAGE;
+	}
+	if (!batch && !json && !isatty(STDOUT_FILENO))
+		batch = true; /* not a terminal: text */
+
+	ret = cli_open_live(&vs, &opts, verbose, json || (!batch && !json));
+	if (ret)
+		return ret;
+	ret = CLI_FAIL;
+	if (names_init(&names, NULL, NULL)) {
+		cli_err("out of memory");
+		vcpustat_close(vs);
 		return CLI_FAIL;
 	}
-	vcpustat_attach(vs);
-	vcpustat_seed(vs, NULL);
-	while (n-- > 0) {
-		usleep((useconds_t)(delay * 1e6));
-		if (vcpustat_snapshot(vs, &snap))
-			break;
-		for (size_t i = 0; i < snap.nr_vcpus; i++) {
-			struct vcpustat_vcpu *v = &snap.vcpus[i];
-
-			printf("%u %u %u %s\n", v->tgid, v->index, v->tid, state_names[v->fsm.state % VCPU_NR_STATES]);
-		}
-		vcpustat_snapshot_free(&snap);
+	nr_progs = vcpustat_progs(vs, &progs);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, on_signal);
+	if (want_demo && demo_start(&demo))
+		goto out;
+	if (!batch && !json && ui_open(&ui, delay)) {
+		cli_err("cannot start the terminal UI (TERM=%s); use -b or -j", getenv("TERM") ?: "");
+		goto out;
 	}
+	if (vcpustat_snapshot(vs, &prev)) {
+		cli_err("cannot read the BPF maps");
+		goto out;
+	}
+	next = prev.ts;
+	while (!stop && iterations != 0) {
+		struct summary s;
+		int err;
+
+		next += (__u64)(delay * 1e9);
+		/* wait for the next tick, reacting to keys meanwhile */
+		while (!stop) {
+			__u64 now = mono_ns();
+			int wait_ms;
+
+			if (now >= next)
+				break;
+			wait_ms = (int)((next - now + 999999) / 1000000);
+			if (ui) {
+				enum ui_action a = ui_input(ui, wait_ms);
+
+				if (a == UI_QUIT)
+					stop = 1;
+				else if (a == UI_REDRAW && have_shown)
+					ui_draw(ui, &shown, progs, nr_progs);
+			} else {
+				struct timespec ts = { wait_ms / 1000, (long)(wait_ms % 1000) * 1000000 };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+		if (stop)
+			break;
+		if (vcpustat_snapshot(vs, &cur)) {
+			cli_err("cannot read the BPF maps");
+			break;
+		}
+		names_refresh(&names);
+		err = summary_build(&s, &prev, &cur, &names, &filter);
+		if (err) {
+			cli_err("cannot summarize: %s", strerror(-err));
+			vcpustat_snapshot_free(&cur);
+			break;
+		}
+		if (json) {
+			json_t *doc = summary_json(&s, progs, nr_progs);
+
+			json_dumpf(doc, stdout, JSON_COMPACT);
+			fputc('\n', stdout);
+			fflush(stdout);
+			json_decref(doc);
+		} else if (batch) {
+			summary_print(stdout, &s, progs, nr_progs, (unsigned int)top);
+		}
+		if (ui && !ui_paused(ui)) {
+			summary_free(&shown);
+			shown = s;
+			have_shown = true;
+			ui_draw(ui, &shown, progs, nr_progs);
+		} else {
+			summary_free(&s);
+		}
+		reap_exited(vs, &cur);
+		vcpustat_snapshot_free(&prev);
+		prev = cur;
+		if (iterations > 0)
+			iterations--;
+	}
+	vcpustat_snapshot_free(&prev);
+	ret = CLI_OK;
+out:
+	ui_close(ui);
+	summary_free(&shown);
+	if (want_demo)
+		demo_stop(&demo);
+	names_free(&names);
 	vcpustat_close(vs);
-	return CLI_OK;
+	return ret;
 }

@@ -120,19 +120,13 @@ int vcpustat_check_privileges(char *msg, size_t len)
 	cap_t caps;
 	size_t i;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		snprintf(msg, len,
-			 "kernel BTF (/sys/kernel/btf/vmlinux) is missing: the kernel needs CONFIG_DEBUG_INFO_BTF=y, "
-			 "or pass --btf FILE");
-		return -ENOENT;
-	}
 	caps = cap_get_proc();
 	if (!caps)
-		return 0; /* cannot tell: let the kernel decide */
+		goto btf; /* cannot tell: let the kernel decide */
 	/* CAP_SYS_ADMIN covers both on kernels before 5.8 and still works after. */
 	if (cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &v) == 0 && v == CAP_SET) {
 		cap_free(caps);
-		return 0;
+		goto btf;
 	}
 	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		if (cap_get_flag(caps, need[i].cap, CAP_EFFECTIVE, &v) || v != CAP_SET) {
@@ -145,6 +139,13 @@ int vcpustat_check_privileges(char *msg, size_t len)
 		}
 	}
 	cap_free(caps);
+btf:
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(msg, len,
+			 "kernel BTF (/sys/kernel/btf/vmlinux) is missing: vcpustat's tp_btf programs need a kernel "
+			 "built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOENT;
+	}
 	return 0;
 }
 
@@ -209,12 +210,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		goto fail;
 	}
 
-	if (opts->btf_path) {
-		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = opts->btf_path);
-		vs->skel = vcpustat_bpf__open_opts(&oo);
-	} else {
-		vs->skel = vcpustat_bpf__open();
-	}
+	vs->skel = vcpustat_bpf__open();
 	if (!vs->skel) {
 		err = -errno;
 		vlog(VCPUSTAT_LOG_WARN, "cannot open the BPF object: %s", strerror(errno));
@@ -498,11 +494,12 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	int err;
 
 	memset(snap, 0, sizeof(*snap));
-	snap->ts = vcpustat_now_ns();
 
 	err = read_hash(vs->skel->maps.vcpus, false, &keys, &vals, &snap->nr_vcpus);
 	if (err)
 		goto fail;
+	/* after the read: the open intervals of what was read end now */
+	snap->ts = vcpustat_now_ns();
 	free(keys);
 	snap->vcpus = vals;
 

@@ -25,7 +25,6 @@ struct vcpustat_options {
 	unsigned int max_vms;			 /* 0: VCPUSTAT_MAX_VMS */
 	unsigned int max_hists;			 /* 0: VCPUSTAT_MAX_HISTS */
 	unsigned int ringbuf_bytes;		 /* 0: VCPUSTAT_RINGBUF_BYTES (power of 2) */
-	const char *btf_path;			 /* kernel BTF for CO-RE; NULL: the running kernel's */
 	bool no_kvm;				 /* do not load/attach the KVM programs */
 };
 
@@ -55,7 +54,8 @@ void vcpustat_set_log(vcpustat_log_fn fn, int max_level);
 
 /*
  * What this process lacks to load BPF: writes a sentence naming the missing
- * capability (or file) into msg and returns -EPERM/-ENOENT, or 0 if all is there.
+ * capability into msg and returns -EPERM, or names the missing kernel BTF and
+ * returns -ENOENT; 0 if all is there.
  */
 int vcpustat_check_privileges(char *msg, size_t len);
 

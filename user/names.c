@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "names.h"
+#include "vcpu_fsm.h"
+
+#define NAME_LEN 64
+#define PATH_LEN 256
+
+static const char *const state_names[VCPU_NR_STATES] = {
+	[VCPU_UNKNOWN] = "unknown", [VCPU_GUEST] = "guest", [VCPU_HOST] = "host",	 [VCPU_PREEMPTED] = "preempted",
+	[VCPU_WAIT] = "wait",	    [VCPU_IDLE] = "idle",   [VCPU_BLOCKED] = "blocked",
+};
+
+const char *vcpu_state_name(unsigned int state)
+{
+	return state < VCPU_NR_STATES ? state_names[state] : "invalid";
+}
+
+int vcpu_state_from_name(const char *s)
+{
+	for (int i = 0; i < VCPU_NR_STATES; i++)
+		if (!strcmp(s, state_names[i]))
+			return i;
+	return -1;
+}
+
+const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len)
+{
+#define X(code, name)                                                                                              \
+	case code:                                                                                                 \
+		return #name;
+	if (isa == KVM_ISA_VMX) {
+		switch (VMX_BASIC_REASON(reason)) {
+			VCPUSTAT_VMX_EXIT_REASONS(X)
+		}
+		snprintf(buf, len, "VMX_%u", VMX_BASIC_REASON(reason));
+		return buf;
+	}
+#undef X
+#define X(code, name)                                                                                              \
+	case code:                                                                                                 \
+		return name;
+	if (isa == KVM_ISA_SVM) {
+		switch (reason) {
+			VCPUSTAT_SVM_EXIT_REASONS(X)
+		}
+		snprintf(buf, len, "SVM_0x%x", reason);
+		return buf;
+	}
+#undef X
+	snprintf(buf, len, "ISA%u_%u", isa, reason);
+	return buf;
+}
+
+const char *userspace_exit_name(unsigned int reason, char *buf, size_t len)
+{
+#define X(code, name)                                                                                              \
+	case code:                                                                                                 \
+		return #name;
+	switch (reason) {
+		VCPUSTAT_KVM_EXIT_REASONS(X)
+	}
+#undef X
+	snprintf(buf, len, "KVM_EXIT_%u", reason);
+	return buf;
+}
+
+/* Copy one `-name` option value's name part into out (unescaping ",,"). */
+static int parse_name_value(const char *v, char *out, size_t outlen)
+{
+	const char *p = v;
+	size_t o = 0;
+
+	/* options are comma separated; the name is `guest=X` or the first bare token */
+	while (*p) {
+		const char *tok = p, *val = NULL;
+		char buf[256];
+		size_t b = 0;
+
+		while (*p) {
+			if (*p == ',' && p[1] == ',') {
+				if (b < sizeof(buf) - 1)
+					buf[b++] = ',';
+				p += 2;
+				continue;
+			}
+			if (*p == ',')
+				break;
+			if (b < sizeof(buf) - 1)
+				buf[b++] = *p;
+			p++;
+		}
+		buf[b] = '\0';
+		if (*p == ',')
+			p++;
+		if (!strncmp(buf, "guest=", 6))
+			val = buf + 6;
+		else if (tok == v && !strchr(buf, '='))
+			val = buf;
+		if (val && *val) {
+			for (o = 0; val[o] && o < outlen - 1; o++)
+				out[o] = val[o];
+			out[o] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int vm_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t outlen)
+{
+	size_t i = 0;
+
+	if (!outlen)
+		return -1;
+	while (i < len) {
+		const char *arg = cmdline + i;
+		size_t alen = strnlen(arg, len - i);
+
+		if ((!strcmp(arg, "-name") || !strcmp(arg, "--name")) && i + alen + 1 < len) {
+			const char *v = arg + alen + 1;
+			char val[512];
+			size_t vlen = strnlen(v, len - (i + alen + 1));
+
+			if (vlen >= sizeof(val))
+				vlen = sizeof(val) - 1;
+			memcpy(val, v, vlen);
+			val[vlen] = '\0';
+			if (parse_name_value(val, out, outlen) == 0)
+				return 0;
+		}
+		i += alen + 1;
+	}
+	return -1;
+}
+
+int names_init(struct names *n, const char *proc_root, const char *cgroup_root)
+{
+	int err;
+
+	memset(n, 0, sizeof(*n));
+	snprintf(n->proc_root, sizeof(n->proc_root), "%s", proc_root ? proc_root : "/proc");
+	snprintf(n->cgroup_root, sizeof(n->cgroup_root), "%s", cgroup_root ? cgroup_root : "/sys/fs/cgroup");
+	err = hashmap_init(&n->vms, sizeof(__u32), NAME_LEN, 0);
+	if (!err)
+		err = hashmap_init(&n->procs, sizeof(__u32), NAME_LEN, 0);
+	if (!err)
+		err = hashmap_init(&n->cgroups, sizeof(__u64), PATH_LEN, 0);
+	if (err)
+		names_free(n);
+	n->cgroup_scanned = 1;
+	return err;
+}
+
+void names_free(struct names *n)
+{
+	hashmap_free(&n->vms);
+	hashmap_free(&n->procs);
+	hashmap_free(&n->cgroups);
+}
+
+void names_refresh(struct names *n)
+{
+	n->cgroup_scanned = 1;
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t r;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, len);
+	close(fd);
+	return r;
+}
+
+const char *names_process(struct names *n, __u32 tgid)
+{
+	char path[256], name[NAME_LEN] = "";
+	const char *cached = hashmap_lookup(&n->procs, &tgid);
+	ssize_t r;
+
+	if (cached)
+		return cached;
+	snprintf(path, sizeof(path), "%s/%u/comm", n->proc_root, tgid);
+	r = read_file(path, name, sizeof(name) - 1);
+	if (r > 0) {
+		name[r] = '\0';
+		name[strcspn(name, "\n")] = '\0';
+	} else if (tgid == 0) {
+		snprintf(name, sizeof(name), "idle");
+	} else {
+		snprintf(name, sizeof(name), "pid %u", tgid); /* gone before we looked */
+	}
+	if (hashmap_update(&n->procs, &tgid, name))
+		return "?";
+	return hashmap_lookup(&n->procs, &tgid);
+}
+
+const char *names_vm(struct names *n, __u32 tgid)
+{
+	char path[256], cmdline[8192], name[NAME_LEN];
+	const char *cached = hashmap_lookup(&n->vms, &tgid);
+	ssize_t r;
+
+	if (cached)
+		return cached;
+	snprintf(path, sizeof(path), "%s/%u/cmdline", n->proc_root, tgid);
+	r = read_file(path, cmdline, sizeof(cmdline));
+	if (r <= 0 || vm_name_from_cmdline(cmdline, (size_t)r, name, sizeof(name)))
+		snprintf(name, sizeof(name), "%s", names_process(n, tgid));
+	if (hashmap_update(&n->vms, &tgid, name))
+		return "?";
+	return hashmap_lookup(&n->vms, &tgid);
+}
+
+/* Walk the cgroup v2 tree: a cgroup's id is its directory's inode number. */
+static void scan_cgroups(struct names *n, const char *dir, size_t root_len, int depth)
+{
+	char path[PATH_LEN + 128];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (depth > 32 || stat(dir, &st))
+		return;
+	{
+		__u64 id = st.st_ino;
+		char rel[PATH_LEN];
+
+		snprintf(rel, sizeof(rel), "%s", dir[root_len] ? dir + root_len : "/");
+		hashmap_update(&n->cgroups, &id, rel);
+	}
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		scan_cgroups(n, path, root_len, depth + 1);
+	}
+	closedir(d);
+}
+
+const char *names_cgroup(struct names *n, __u64 id)
+{
+	const char *p = hashmap_lookup(&n->cgroups, &id);
+
+	if (p || !id)
+		return p ? p : "";
+	if (n->cgroup_scanned > 0) {
+		n->cgroup_scanned--;
+		scan_cgroups(n, n->cgroup_root, strlen(n->cgroup_root), 0);
+		p = hashmap_lookup(&n->cgroups, &id);
+	}
+	return p ? p : "";
+}

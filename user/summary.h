@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * summary.h - what happened to every VM and vCPU over a window: state
+ * shares, rates, exit reasons with latency percentiles, and who took the CPU.
+ * Built from two snapshots (live maps, or replayed captures) and rendered
+ * as text, JSON or by the ncurses UI. The live view, reports and exporters
+ * all show this one model.
+ */
+#ifndef VCPUSTAT_SUMMARY_H
+#define VCPUSTAT_SUMMARY_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "loader.h"
+#include "names.h"
+
+struct vcpu_summary {
+	__u32 tid, tgid, index, index_src;
+	__u32 state; /* current state (at the end of the window) */
+	__u32 pcpu;  /* current or last pCPU, VCPU_PCPU_NONE if unknown */
+	char comm[16];
+	bool gone;			 /* its thread exited during the window */
+	__u64 ns[VCPU_NR_STATES];	 /* in the window */
+	__u64 ns_total[VCPU_NR_STATES]; /* since it was first seen */
+	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits; /* in the window */
+};
+
+/* One histogram's share of the window. */
+struct latency_summary {
+	__u32 kind;   /* enum vcpu_sample_kind */
+	__u32 isa;    /* for VCPU_SAMPLE_EXIT */
+	__u32 reason; /* exit reason / KVM_EXIT_* code */
+	char name[32];
+	__u64 count, sum_ns, max_ns; /* max since attach (the kernel keeps no per-window max) */
+	double rate;		     /* per second */
+	__u64 p50_ns, p90_ns, p99_ns;
+	__u64 bucket[LAT_HIST_BUCKETS]; /* in the window */
+	__u64 count_total;		/* since attach */
+};
+
+struct culprit_summary {
+	__u32 tid, tgid;
+	__u64 cgroup_id;
+	char comm[16];
+	char process[64];
+	char cgroup[256];
+	char vm[64];	/* if the thread is a vCPU of a VM: that VM's name, else "" */
+	int vcpu;	/* and its index, else -1 */
+	__u64 ns;	/* vCPU-ns the VM waited while it ran, in the window */
+	double share;	/* of the VM's preempted + wait time in the window */
+};
+
+struct vm_summary {
+	__u32 tgid;
+	char name[64];
+	bool exited;
+	struct vcpu_summary *vcpus; /* sorted by index */
+	size_t nr_vcpus;
+	__u64 ns[VCPU_NR_STATES]; /* summed over its vCPUs */
+	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits;
+	struct latency_summary *exits; /* kvm exits, by rate, descending */
+	size_t nr_exits;
+	struct latency_summary *uexits; /* userspace exits, by rate */
+	size_t nr_uexits;
+	struct latency_summary runq; /* run-queue wait latency */
+	struct culprit_summary *culprits; /* by ns, descending */
+	size_t nr_culprits;
+};
+
+struct summary {
+	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach) */
+	double seconds; /* t1 - t0 */
+	struct vm_summary *vms; /* sorted by name, then pid */
+	size_t nr_vms;
+	__u64 lost[VCPUSTAT_NR_LOST];	    /* since attach */
+	__u64 lost_window[VCPUSTAT_NR_LOST]; /* in the window */
+};
+
+struct summary_filter {
+	const char *const *vms; /* VM names or pids to keep; NULL/0: all */
+	size_t nr_vms;
+};
+
+/*
+ * The window from prev to cur (prev NULL: since each vCPU was first seen).
+ * Snapshots are not modified. names resolves VM, process and cgroup names.
+ */
+int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const struct vcpustat_snapshot *cur,
+		  struct names *names, const struct summary_filter *filter);
+void summary_free(struct summary *s);
+
+/* Latency percentile (0 < q < 1) of a bucket array: interpolated within its bucket. */
+__u64 latency_percentile(const __u64 *bucket, __u64 count, double q);
+
+/* Share of the window a vCPU spent in state (0..1). */
+double vcpu_share(const struct summary *s, const struct vcpu_summary *v, unsigned int state);
+/* Share of the VM's vCPU-time in state (0..1). */
+double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned int state);
+
+/* The one JSON document of a refresh (docs/json.md). progs may be NULL. */
+json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);
+
+/* Plain-text tables (batch mode), top `top` rows per table (0: all). */
+void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs,
+		   unsigned int top);
+
+#endif

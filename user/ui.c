@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ui.c - the ncurses live view. */
+#include <curses.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ui.h"
+
+enum sort_col { SORT_NAME = 0, SORT_GUEST, SORT_HOST, SORT_PREEMPTED, SORT_WAIT, SORT_IDLE, SORT_BLOCKED,
+		SORT_PREEMPT_RATE, SORT_WAKE_RATE, NR_SORT };
+
+static const char *const sort_names[NR_SORT] = { "name", "guest", "host", "preempted", "wait",
+						 "idle", "blocked", "preempt/s", "wake/s" };
+
+struct ui {
+	double delay_s;
+	int sort;
+	bool reverse;
+	bool paused;
+	bool help;
+	int selected; /* index of the selected VM in display order */
+	char filter[64];
+	const struct summary *last; /* what was drawn last (owned by the caller) */
+	const struct vcpustat_prog *progs;
+	size_t nr_progs;
+};
+
+int ui_open(struct ui **out, double delay_s)
+{
+	struct ui *ui = calloc(1, sizeof(*ui));
+
+	if (!ui)
+		return -1;
+	if (!initscr()) {
+		free(ui);
+		return -1;
+	}
+	cbreak();
+	noecho();
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	if (has_colors()) {
+		start_color();
+		use_default_colors();
+		init_pair(1, COLOR_BLACK, COLOR_CYAN);	/* header */
+		init_pair(2, COLOR_RED, -1);		/* preempted, lost */
+		init_pair(3, COLOR_YELLOW, -1);		/* wait */
+		init_pair(4, COLOR_GREEN, -1);		/* guest */
+		init_pair(5, COLOR_BLACK, COLOR_WHITE); /* selection */
+	}
+	ui->delay_s = delay_s;
+	ui->sort = SORT_PREEMPTED;
+	*out = ui;
+	return 0;
+}
+
+void ui_close(struct ui *ui)
+{
+	if (!ui)
+		return;
+	endwin();
+	free(ui);
+}
+
+bool ui_paused(const struct ui *ui)
+{
+	return ui->paused;
+}
+
+const char *ui_filter(const struct ui *ui)
+{
+	return ui->filter;
+}
+
+static double vm_key(const struct summary *s, const struct vm_summary *vm, int col)
+{
+	switch (col) {
+	case SORT_GUEST: return vm_share(s, vm, VCPU_GUEST);
+	case SORT_HOST: return vm_share(s, vm, VCPU_HOST);
+	case SORT_PREEMPTED: return vm_share(s, vm, VCPU_PREEMPTED);
+	case SORT_WAIT: return vm_share(s, vm, VCPU_WAIT);
+	case SORT_IDLE: return vm_share(s, vm, VCPU_IDLE);
+	case SORT_BLOCKED: return vm_share(s, vm, VCPU_BLOCKED);
+	case SORT_PREEMPT_RATE: return s->seconds > 0 ? vm->preemptions / s->seconds : 0;
+	case SORT_WAKE_RATE: return s->seconds > 0 ? vm->wakeups / s->seconds : 0;
+	}
+	return 0;
+}
+
+static const struct summary *sort_summary;
+static int sort_col;
+static bool sort_reverse;
+
+static int cmp_vm(const void *a, const void *b)
+{
+	const struct vm_summary *x = *(const struct vm_summary *const *)a, *y = *(const struct vm_summary *const *)b;
+	int c;
+
+	if (sort_col == SORT_NAME) {
+		c = strcmp(x->name, y->name);
+	} else {
+		double kx = vm_key(sort_summary, x, sort_col), ky = vm_key(sort_summary, y, sort_col);
+
+		c = kx > ky ? -1 : kx < ky ? 1 : strcmp(x->name, y->name);
+	}
+	return sort_reverse ? -c : c;
+}
+
+static bool matches_filter(const struct ui *ui, const struct vm_summary *vm)
+{
+	char pid[16];
+
+	if (!ui->filter[0])
+		return true;
+	snprintf(pid, sizeof(pid), "%u", vm->tgid);
+	return strstr(vm->name, ui->filter) || !strcmp(pid, ui->filter);
+}
+
+static void fmt_ns(__u64 ns, char *buf, size_t len)
+{
+	if (ns < 10000)
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else
+		snprintf(buf, len, "%.1fms", ns / 1e6);
+}
+
+static void pct(int y, int x, double share, int pair)
+{
+	if (pair && share >= 0.05 && has_colors())
+		attron(COLOR_PAIR(pair));
+	mvprintw(y, x, "%6.1f%%", 100 * share);
+	if (pair && has_colors())
+		attroff(COLOR_PAIR(pair));
+}
+
+static void draw_help(void)
+{
+	static const char *lines[] = {
+		"vcpustat - keys",
+		"",
+		"  q          quit",
+		"  p, space   pause / resume (sampling goes on)",
+		"  s / S      sort by the next / previous column",
+		"  r          reverse the sort order",
+		"  f          filter VMs by name or pid (empty: all)",
+		"  up / down  select a VM: its exit reasons and culprits are shown below",
+		"  h, ?       this help (any key closes it)",
+		"",
+		"States: guest = in guest code; host = in KVM or the VMM on a CPU;",
+		"preempted = switched out while runnable; wait = woken, waiting for a CPU;",
+		"idle = asleep after the guest halted; blocked = asleep for a host reason.",
+	};
+	int h = (int)(sizeof(lines) / sizeof(lines[0])) + 2, w = 78, y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
+
+	if (y0 < 0)
+		y0 = 0;
+	if (x0 < 0)
+		x0 = 0;
+	for (int i = 0; i < h; i++)
+		mvhline(y0 + i, x0, ' ', w);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		mvprintw(y0 + 1 + (int)i, x0 + 2, "%s", lines[i]);
+}
+
+void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
+{
+	const struct vm_summary **order;
+	size_t n = 0, nvcpus = 0;
+	__u64 lost = 0;
+	int y = 0, sel_y = -1;
+	char ts[16];
+	time_t now = time(NULL);
+
+	ui->last = s;
+	ui->progs = progs;
+	ui->nr_progs = nr_progs;
+	erase();
+	order = calloc(s->nr_vms ? s->nr_vms : 1, sizeof(*order));
+	if (!order)
+		return;
+	for (size_t i = 0; i < s->nr_vms; i++) {
+		nvcpus += s->vms[i].nr_vcpus;
+		if (matches_filter(ui, &s->vms[i]))
+			order[n++] = &s->vms[i];
+	}
+	sort_summary = s;
+	sort_col = ui->sort;
+	sort_reverse = ui->reverse;
+	qsort(order, n, sizeof(*order), cmp_vm);
+	if (ui->selected >= (int)n)
+		ui->selected = n ? (int)n - 1 : 0;
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		lost += s->lost[i];
+
+	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+	if (has_colors())
+		attron(COLOR_PAIR(1));
+	mvhline(0, 0, ' ', COLS);
+	mvprintw(0, 0, "vcpustat %s  every %.1fs  VMs %zu  vCPUs %zu  sort %s%s%s%s  [h]elp [q]uit", ts, ui->delay_s,
+		 s->nr_vms, nvcpus, sort_names[ui->sort], ui->reverse ? " (rev)" : "", ui->paused ? "  PAUSED" : "",
+		 ui->filter[0] ? "  filter on" : "");
+	if (has_colors())
+		attroff(COLOR_PAIR(1));
+	y = 1;
+	if (lost) {
+		attron(COLOR_PAIR(2) | A_BOLD);
+		mvprintw(y++, 0, "LOST: %llu events could not be recorded (see -j for the kinds)", (unsigned long long)lost);
+		attroff(COLOR_PAIR(2) | A_BOLD);
+	}
+	for (size_t i = 0; i < nr_progs; i++)
+		if (progs[i].status == VCPUSTAT_PROG_FAILED || progs[i].status == VCPUSTAT_PROG_MISSING)
+			mvprintw(y++, 0, "not attached: %s: %s", progs[i].tracepoint, progs[i].message);
+	if (ui->filter[0])
+		mvprintw(y++, 0, "filter: %s", ui->filter);
+	attron(A_BOLD);
+	mvprintw(y++, 0, "%-22s %8s %-9s %4s %7s %7s %7s %7s %7s %7s %9s %8s", "VM / vCPU", "TID", "STATE", "PCPU",
+		 "GUEST", "HOST", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s");
+	attroff(A_BOLD);
+	if (!n)
+		mvprintw(y++, 0, s->nr_vms ? "no VM matches the filter" :
+					     "no VMs seen yet: vCPU threads appear at their first KVM event");
+	for (size_t i = 0; i < n && y < LINES - 8; i++) {
+		const struct vm_summary *vm = order[i];
+		char label[96];
+
+		if ((int)i == ui->selected) {
+			sel_y = y;
+			attron(A_REVERSE);
+		}
+		snprintf(label, sizeof(label), "%s (%u)%s", vm->name, vm->tgid, vm->exited ? " exited" : "");
+		mvprintw(y, 0, "%-22.22s %8s %-9s %4s", label, "", "", "");
+		pct(y, 46, vm_share(s, vm, VCPU_GUEST), 4);
+		pct(y, 54, vm_share(s, vm, VCPU_HOST), 0);
+		pct(y, 62, vm_share(s, vm, VCPU_PREEMPTED), 2);
+		pct(y, 70, vm_share(s, vm, VCPU_WAIT), 3);
+		pct(y, 78, vm_share(s, vm, VCPU_IDLE), 0);
+		pct(y, 86, vm_share(s, vm, VCPU_BLOCKED), 0);
+		mvprintw(y, 94, "%9.0f %8.0f", s->seconds > 0 ? vm->preemptions / s->seconds : 0,
+			 s->seconds > 0 ? vm->wakeups / s->seconds : 0);
+		if ((int)i == ui->selected)
+			attroff(A_REVERSE);
+		y++;
+		for (size_t v = 0; v < vm->nr_vcpus && y < LINES - 8; v++, y++) {
+			const struct vcpu_summary *c = &vm->vcpus[v];
+			char pcpu[12];
+
+			snprintf(pcpu, sizeof(pcpu), c->pcpu == VCPU_PCPU_NONE ? "-" : "%u", c->pcpu);
+			mvprintw(y, 0, "  vCPU %-15u %8u %-9s %4s", c->index, c->tid,
+				 c->gone ? "exited" : vcpu_state_name(c->state), pcpu);
+			pct(y, 46, vcpu_share(s, c, VCPU_GUEST), 4);
+			pct(y, 54, vcpu_share(s, c, VCPU_HOST), 0);
+			pct(y, 62, vcpu_share(s, c, VCPU_PREEMPTED), 2);
+			pct(y, 70, vcpu_share(s, c, VCPU_WAIT), 3);
+			pct(y, 78, vcpu_share(s, c, VCPU_IDLE), 0);
+			pct(y, 86, vcpu_share(s, c, VCPU_BLOCKED), 0);
+			mvprintw(y, 94, "%9.0f %8.0f", s->seconds > 0 ? c->preemptions / s->seconds : 0,
+				 s->seconds > 0 ? c->wakeups / s->seconds : 0);
+		}
+	}
+	/* details of the selected VM */
+	if (n && sel_y >= 0) {
+		const struct vm_summary *vm = order[ui->selected];
+		int dy = y + 1, col2 = COLS / 2;
+
+		attron(A_BOLD);
+		mvprintw(dy, 0, "%-16.16s %9s %9s %9s", "EXIT REASON", "RATE/s", "P50", "P99");
+		mvprintw(dy, col2, "WHO TOOK %.20s's CPU", vm->name);
+		attroff(A_BOLD);
+		for (int r = 0; dy + 1 + r < LINES; r++) {
+			const struct latency_summary *l = NULL;
+			char a[16], b[16];
+
+			if ((size_t)r < vm->nr_exits)
+				l = &vm->exits[r];
+			else if ((size_t)r < vm->nr_exits + vm->nr_uexits)
+				l = &vm->uexits[r - vm->nr_exits];
+			if (l) {
+				fmt_ns(l->p50_ns, a, sizeof(a));
+				fmt_ns(l->p99_ns, b, sizeof(b));
+				mvprintw(dy + 1 + r, 0, "%s%-15.15s %9.1f %9s %9s", l->kind == VCPU_SAMPLE_EXIT ? "" : "u:",
+					 l->name, l->rate, l->count ? a : "-", l->count ? b : "-");
+			}
+			if ((size_t)r < vm->nr_culprits) {
+				const struct culprit_summary *c = &vm->culprits[r];
+				char who[384];
+
+				if (c->vm[0])
+					snprintf(who, sizeof(who), "VM %s vCPU %d", c->vm, c->vcpu);
+				else
+					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid, c->cgroup);
+				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8, who);
+			}
+			if (!l && (size_t)r >= vm->nr_culprits)
+				break;
+		}
+	}
+	if (ui->help)
+		draw_help();
+	refresh();
+	free(order);
+}
+
+static void prompt_filter(struct ui *ui)
+{
+	char buf[64] = "";
+
+	echo();
+	curs_set(1);
+	mvhline(LINES - 1, 0, ' ', COLS);
+	mvprintw(LINES - 1, 0, "filter VMs (name or pid, empty = all): ");
+	timeout(-1);
+	getnstr(buf, sizeof(buf) - 1);
+	noecho();
+	curs_set(0);
+	snprintf(ui->filter, sizeof(ui->filter), "%s", buf);
+	ui->selected = 0;
+}
+
+enum ui_action ui_input(struct ui *ui, int timeout_ms)
+{
+	int ch;
+
+	timeout(timeout_ms < 0 ? 0 : timeout_ms);
+	ch = getch();
+	if (ch == ERR)
+		return UI_NONE;
+	if (ui->help) {
+		ui->help = false;
+		return UI_REDRAW;
+	}
+	switch (ch) {
+	case 'q':
+	case 'Q':
+		return UI_QUIT;
+	case 'p':
+	case ' ':
+		ui->paused = !ui->paused;
+		break;
+	case 's':
+		ui->sort = (ui->sort + 1) % NR_SORT;
+		break;
+	case 'S':
+		ui->sort = (ui->sort + NR_SORT - 1) % NR_SORT;
+		break;
+	case 'r':
+		ui->reverse = !ui->reverse;
+		break;
+	case 'f':
+	case '/':
+		prompt_filter(ui);
+		break;
+	case KEY_UP:
+	case 'k':
+		if (ui->selected > 0)
+			ui->selected--;
+		break;
+	case KEY_DOWN:
+	case 'j':
+		ui->selected++;
+		break;
+	case 'h':
+	case '?':
+		ui->help = true;
+		break;
+	case KEY_RESIZE:
+		break;
+	default:
+		return UI_NONE;
+	}
+	return UI_REDRAW;
+}
