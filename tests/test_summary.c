@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The window model and the names: pure user space, driven through replay. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include "names.h"
+#include "replay.h"
+#include "summary.h"
+
+Test(names, exit_reasons_vmx_svm_userspace)
+{
+	char buf[32];
+
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_VMX, 32, buf, sizeof(buf)), "MSR_WRITE");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_VMX, 12, buf, sizeof(buf)), "HLT");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_VMX, 0x80000000u | 33, buf, sizeof(buf)), "INVALID_STATE");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_VMX, 999, buf, sizeof(buf)), "VMX_999");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_SVM, 0x78, buf, sizeof(buf)), "hlt");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_SVM, 0x43, buf, sizeof(buf)), "BP excp");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_SVM, 0x400, buf, sizeof(buf)), "npf");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_SVM, 0xffffffffu, buf, sizeof(buf)), "invalid_guest_state");
+	cr_assert_str_eq(exit_reason_name(KVM_ISA_SVM, 0x3ff, buf, sizeof(buf)), "SVM_0x3ff");
+	cr_assert_str_eq(userspace_exit_name(2, buf, sizeof(buf)), "IO");
+	cr_assert_str_eq(userspace_exit_name(5, buf, sizeof(buf)), "HLT");
+	cr_assert_str_eq(userspace_exit_name(200, buf, sizeof(buf)), "KVM_EXIT_200");
+}
+
+Test(names, states)
+{
+	for (int i = 0; i < VCPU_NR_STATES; i++)
+		cr_assert_eq(vcpu_state_from_name(vcpu_state_name((unsigned int)i)), i);
+	cr_assert_str_eq(vcpu_state_name(VCPU_PREEMPTED), "preempted");
+	cr_assert_eq(vcpu_state_from_name("nope"), -1);
+}
+
+static int name_of(const char *args, size_t len, char *out)
+{
+	return vm_name_from_cmdline(args, len, out, 64);
+}
+
+#define CMDLINE(s) s, sizeof(s)
+
+Test(names, vm_name_from_qemu_and_libvirt_command_lines)
+{
+	char out[64];
+
+	cr_assert_eq(name_of(CMDLINE("qemu-system-x86_64\0-m\0001024\0-name\0web1\0-smp\0002"), out), 0);
+	cr_assert_str_eq(out, "web1");
+	cr_assert_eq(name_of(CMDLINE("qemu\0-name\0guest=db-7,debug-threads=on\0-S"), out), 0);
+	cr_assert_str_eq(out, "db-7");
+	cr_assert_eq(name_of(CMDLINE("qemu\0-name\0debug-threads=on,guest=x"), out), 0);
+	cr_assert_str_eq(out, "x");
+	cr_assert_eq(name_of(CMDLINE("qemu\0--name\0a,,b,process=foo"), out), 0);
+	cr_assert_str_eq(out, "a,b", "',,' is an escaped comma");
+	cr_assert_eq(name_of(CMDLINE("qemu\0-name\0process=foo"), out), -1, "no guest name");
+	cr_assert_eq(name_of(CMDLINE("qemu\0-m\0001024"), out), -1);
+	cr_assert_eq(name_of(CMDLINE("qemu\0-name"), out), -1, "-name without a value");
+	cr_assert_eq(name_of(CMDLINE("microvm\0--vms\0001\0-name\0guest=demo-1"), out), 0);
+	cr_assert_str_eq(out, "demo-1");
+}
+
+Test(names, process_and_vm_names_from_a_fake_proc)
+{
+	char root[] = "/tmp/vcpustat-names-XXXXXX", cmd[512];
+	struct names n;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/10 %s/20 && printf 'qemu-kvm\\n' > %s/10/comm && "
+				   "printf 'qemu\\0-name\\0guest=alpha\\0' > %s/10/cmdline && printf 'fc\\n' > %s/20/comm",
+		 root, root, root, root, root);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(names_init(&n, root, root), 0);
+	cr_assert_str_eq(names_vm(&n, 10), "alpha");
+	cr_assert_str_eq(names_process(&n, 10), "qemu-kvm");
+	cr_assert_str_eq(names_vm(&n, 20), "fc", "no -name: the process name");
+	cr_assert_str_eq(names_vm(&n, 30), "pid 30", "gone");
+	cr_assert_str_eq(names_process(&n, 0), "idle");
+	/* cached: still known after the process is gone */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/10", root);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_str_eq(names_vm(&n, 10), "alpha");
+	/* cgroup ids are directory inode numbers */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/system.slice/x.service", root);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/system.slice/x.service", root);
+	{
+		struct stat st;
+
+		cr_assert_eq(stat(cmd, &st), 0);
+		cr_assert_str_eq(names_cgroup(&n, st.st_ino), "/system.slice/x.service");
+	}
+	names_free(&n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(summary, percentiles_interpolate_within_buckets)
+{
+	__u64 b[LAT_HIST_BUCKETS] = { 0 };
+
+	cr_assert_eq(latency_percentile(b, 0, 0.5), 0);
+	b[lat_hist_bucket(1000)] = 100;
+	{
+		__u64 p50 = latency_percentile(b, 100, 0.5), p99 = latency_percentile(b, 100, 0.99);
+		unsigned int k = lat_hist_bucket(1000);
+
+		cr_assert_geq(p50, lat_hist_lower(k));
+		cr_assert_lt(p50, lat_hist_upper(k));
+		cr_assert_geq(p99, p50);
+		cr_assert_lt(p99, lat_hist_upper(k));
+	}
+	memset(b, 0, sizeof(b));
+	b[lat_hist_bucket(100)] = 98;	  /* 98 fast */
+	b[lat_hist_bucket(1000000)] = 2; /* 2 slow */
+	cr_assert_lt(latency_percentile(b, 100, 0.5), 120);
+	cr_assert_lt(latency_percentile(b, 100, 0.98), 120);
+	cr_assert_geq(latency_percentile(b, 100, 0.99), lat_hist_lower(lat_hist_bucket(1000000)));
+}
+
+/* Drive a replay, take snapshots, and check the window arithmetic. */
+static struct replay *rp;
+
+static void ev(__u64 type, __u64 ts, __u32 cpu, __u32 tid, __u32 tgid, __u32 tid2, __u32 tgid2, __u64 a0, __u64 a1)
+{
+	struct vcpustat_event e = { .type = type, .ts = ts, .cpu = cpu, .tid = tid, .tgid = tgid, .tid2 = tid2,
+				    .tgid2 = tgid2, .arg0 = a0, .arg1 = a1, .arg2 = 7 };
+
+	snprintf(e.comm, sizeof(e.comm), type == VCPUSTAT_EV_SWITCH ? "hog" : "CPU %u/KVM", tid % 10);
+	cr_assert_eq(replay_event(rp, &e), 0);
+}
+
+Test(summary, window_shares_rates_exits_and_culprits)
+{
+	struct vcpustat_snapshot a, b;
+	struct summary s;
+	struct names n;
+	const struct vm_summary *vm;
+
+	cr_assert_eq(replay_new(&rp, NULL), 0);
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	/* vCPU 0 (tid 11) of VM 10 and vCPU 1 (tid 12) */
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 1, 12, 10, 0, 0, 1, 0);
+	/* snapshot at t = 1 s */
+	ev(VCPUSTAT_EV_KVM_EXIT, 1000000000, 0, 11, 10, 0, 0, 30, KVM_ISA_VMX);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	/* in the next second: vCPU 0 is preempted by a hog (tid 99) for 0.5 s */
+	ev(VCPUSTAT_EV_KVM_ENTRY, 1000001000, 0, 11, 10, 0, 0, 0, 0);	   /* exit took 1 us */
+	ev(VCPUSTAT_EV_KVM_EXIT, 1200000000, 0, 11, 10, 0, 0, 30, KVM_ISA_VMX);
+	ev(VCPUSTAT_EV_SWITCH, 1200000000, 0, 11, 10, 99, 99, 0, 1);
+	ev(VCPUSTAT_EV_SWITCH, 1700000000, 0, 99, 99, 11, 10, 0, 1);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 1700002000, 0, 11, 10, 0, 0, 0, 0); /* exit took 500 ms incl. preemption */
+	ev(VCPUSTAT_EV_KVM_EXIT, 2000000000, 0, 12, 10, 0, 0, 12, KVM_ISA_VMX);
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	/* replay snapshots are stamped with the last event time */
+	a.ts = 1000000000;
+	b.ts = 2000000000;
+
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	cr_assert_eq(s.nr_vms, 1);
+	vm = &s.vms[0];
+	cr_assert_eq(vm->tgid, 10);
+	cr_assert_eq(vm->nr_vcpus, 2);
+	cr_assert_eq(vm->vcpus[0].index, 0);
+	cr_assert_eq(vm->vcpus[0].ns[VCPU_PREEMPTED], 500000000);
+	cr_assert_eq(vm->vcpus[0].ns[VCPU_GUEST], (1200000000 - 1000001000) + (2000000000 - 1700002000));
+	cr_assert_eq(vm->vcpus[0].ns[VCPU_HOST], 1000 + 2000);
+	cr_assert_eq(vm->vcpus[0].preemptions, 1);
+	cr_assert_eq(vm->vcpus[0].ns_total[VCPU_GUEST], 1000000000 + vm->vcpus[0].ns[VCPU_GUEST]);
+	cr_assert_eq(vm->vcpus[1].ns[VCPU_GUEST], 1000000000);
+	cr_assert_float_eq(vcpu_share(&s, &vm->vcpus[0], VCPU_PREEMPTED), 0.5, 1e-9);
+	cr_assert_float_eq(vm_share(&s, vm, VCPU_PREEMPTED), 0.25, 1e-9);
+	/* exits: reason 30 closed twice in the window (1 us, 500 ms); HLT still open */
+	cr_assert_eq(vm->nr_exits, 1);
+	cr_assert_str_eq(vm->exits[0].name, "IO_INSTRUCTION");
+	cr_assert_eq(vm->exits[0].count, 2);
+	cr_assert_float_eq(vm->exits[0].rate, 2.0, 1e-9);
+	cr_assert_lt(vm->exits[0].p50_ns, 1200);
+	cr_assert_geq(vm->exits[0].p99_ns, 400000000);
+	cr_assert_eq(vm->exits[0].max_ns, 500002000);
+	/* the hog took 0.5 s of vCPU 0's time: all of the VM's waiting */
+	cr_assert_eq(vm->nr_culprits, 1);
+	cr_assert_eq(vm->culprits[0].tid, 99);
+	cr_assert_str_eq(vm->culprits[0].comm, "hog");
+	cr_assert_eq(vm->culprits[0].ns, 500000000);
+	cr_assert_float_eq(vm->culprits[0].share, 1.0, 1e-9);
+	cr_assert_eq(vm->runq.count, 1);
+	{
+		json_t *doc = summary_json(&s, NULL, 0), *v0;
+
+		v0 = json_array_get(json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "vcpus"), 0);
+		cr_assert_str_eq(json_string_value(json_object_get(v0, "state")), "guest");
+		cr_assert_eq(json_integer_value(json_object_get(json_object_get(v0, "ns"), "preempted")), 500000000);
+		cr_assert_eq(json_integer_value(json_object_get(v0, "tid")), 11);
+		cr_assert_eq(json_integer_value(json_object_get(v0, "pid")), 10);
+		cr_assert_not_null(json_object_get(json_object_get(v0, "ns_total"), "blocked"));
+		json_decref(doc);
+	}
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	names_free(&n);
+	replay_free(rp);
+}
+
+Test(summary, vm_filter_by_name_or_pid)
+{
+	struct vcpustat_snapshot a;
+	struct summary s;
+	struct names n;
+	const char *want[] = { "20" };
+	struct summary_filter f = { want, 1 };
+
+	cr_assert_eq(replay_new(&rp, NULL), 0);
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	ev(VCPUSTAT_EV_KVM_RUN, 10, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_RUN, 10, 0, 21, 20, 0, 0, 0, 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	cr_assert_eq(summary_build(&s, NULL, &a, &n, &f), 0);
+	cr_assert_eq(s.nr_vms, 1);
+	cr_assert_eq(s.vms[0].tgid, 20);
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	names_free(&n);
+	replay_free(rp);
+}
