@@ -427,6 +427,32 @@ Test(microvm, sigterm_stops_cleanly_with_a_report)
 	json_decref(report);
 }
 
+Test(microvm, sigterm_ends_a_long_halt_at_once)
+{
+	char cpu[16];
+	const char *args[] = { "--busy-us", "100", "--idle-us", "3600000000", "--pin", cpu, NULL };
+	struct timespec let_it_halt = { 0, 200 * 1000 * 1000 };
+	json_t *report, *vm, *vcpu;
+
+	SKIP_UNLESS(kvm_unavailable());
+	pin_cpu(cpu, sizeof(cpu));
+	start_microvm(args, true);
+	json_decref(wait_ready(60));
+	nanosleep(&let_it_halt, NULL);
+	cr_assert_eq(kill(run.pid, SIGTERM), 0);
+	/* An hour-long halt: only the kick (SIGUSR1 unblocked in the sleep) ends it in time. */
+	cr_assert_eq(wait_microvm(60), 0, "stderr: %s", read_text(run.err));
+	report = load_json(run.report);
+	vm = json_array_get(jget(report, "vms"), 0);
+	vcpu = json_array_get(jget(vm, "vcpus"), 0);
+	cr_assert_not_null(vcpu);
+	cr_assert_eq(jint(vcpu, "halts"), 1);
+	cr_assert(json_is_true(jget(vcpu, "halt_cut_short")));
+	cr_assert_gt(jint(vcpu, "halted_ns"), 0);
+	check_vcpu_accounting(vm, vcpu, 3600000000LL);
+	json_decref(report);
+}
+
 Test(microvm, a_vm_that_dies_fails_the_run_and_stops_the_others)
 {
 	char cpu[16];
@@ -471,6 +497,7 @@ Test(microvm, bad_options_exit_2_naming_the_option)
 		{ { "--vms" }, "--vms" },
 		{ { "--frobnicate" }, "--frobnicate" },
 		{ { "stray" }, "stray" },
+		{ { "--json", "/nonexistent-dir/report.json" }, "--json" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

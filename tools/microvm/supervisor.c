@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -328,6 +329,22 @@ static int write_report(struct supervisor *s, uint64_t wall_ns)
 	return err;
 }
 
+/* Fail early, not after a long run, when an output file cannot be written. */
+static int check_output_dir(const char *opt, const char *path)
+{
+	char *copy = strdup(path), *dir;
+	int ok;
+
+	if (!copy)
+		return -1;
+	dir = dirname(copy);
+	ok = access(dir, W_OK | X_OK) == 0;
+	if (!ok)
+		sup_err("%s %s: cannot write in directory %s: %s", opt, path, dir, strerror(errno));
+	free(copy);
+	return ok ? 0 : -1;
+}
+
 /* ---- the loop ----------------------------------------------------------- */
 
 static bool any_alive(const struct supervisor *s)
@@ -452,6 +469,10 @@ int microvm_supervise(const struct microvm_opts *o, const char *argv0)
 	uint64_t start;
 	ssize_t n;
 	int sig_fd, ret = MICROVM_EXIT_FAIL;
+
+	if ((o->json_path && check_output_dir("--json", o->json_path)) ||
+	    (o->ready_path && check_output_dir("--ready", o->ready_path)))
+		return MICROVM_EXIT_USAGE;
 
 	/* Our own executable, by its real path (so the VMs' comm is "microvm", not "exe"). */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
