@@ -493,6 +493,7 @@ Test(microvm, bad_options_exit_2_naming_the_option)
 		{ { "--duration", "soon" }, "--duration" },
 		{ { "-name", "guest=" }, "-name" },
 		{ { "-name", "a/b" }, "-name" },
+		{ { "-name", "a123456789b123456789c123456789d123456789e123456789" }, "longer than 48" },
 		{ { "-name", "guest=x,color=red" }, "-name" },
 		{ { "--vms" }, "--vms" },
 		{ { "--frobnicate" }, "--frobnicate" },

@@ -192,7 +192,7 @@ static int parse_name(const char *s, char *name, size_t namelen, char *err, size
 		ret = fail(err, errlen, "-name: '%s' has no name (use -name NAME or -name guest=NAME)", s);
 		goto out;
 	}
-	if (strlen(value) > MICROVM_NAME_MAX) {
+	if (strlen(value) >= namelen) { /* the supervisor checks MICROVM_NAME_MAX, without the -<i> suffix */
 		ret = fail(err, errlen, "-name: '%s' is longer than %d characters", value, MICROVM_NAME_MAX);
 		goto out;
 	}
@@ -293,6 +293,8 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 	}
 	if (optind < argc)
 		return fail(err, errlen, "unexpected argument '%s' (options only)", argv[optind]);
+	if (o->vm_index < 0 && strlen(o->name) > MICROVM_NAME_MAX)
+		return fail(err, errlen, "-name: '%s' is longer than %d characters", o->name, MICROVM_NAME_MAX);
 	if ((o->vm_index < 0) != (o->report_fd < 0))
 		return fail(err, errlen, "--vm-index and --report-fd are internal and go together");
 	return 0;
