@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * microvm.h - a micro-VMM on /dev/kvm for vcpustat's demos, tests and
+ * benchmarks (docs/microvm.md).
+ *
+ * One program, two roles:
+ *   supervisor (supervisor.c)  what the user runs: starts one VM process per
+ *                              VM (fork + exec of itself), forwards signals,
+ *                              writes the --ready file and the final report;
+ *   VM process (vm.c)          one KVM VM with M vCPU threads ("CPU n/KVM")
+ *                              running the guest program (guest.c); reports
+ *                              to the supervisor over a pipe, one JSON
+ *                              document per line.
+ * Options (opts.c) are shared: the supervisor passes its own options on to
+ * each VM process, plus the internal --vm-index and --report-fd.
+ */
+#ifndef MICROVM_H
+#define MICROVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MICROVM_MAX_VMS 64
+#define MICROVM_MAX_VCPUS 64
+#define MICROVM_NAME_MAX 48 /* characters of a VM name, without the "-<i>" suffix */
+
+/* Exit codes */
+#define MICROVM_EXIT_OK 0
+#define MICROVM_EXIT_FAIL 1  /* a run-time failure (KVM, a VM process, a file) */
+#define MICROVM_EXIT_USAGE 2 /* bad options */
+
+struct microvm_opts {
+	unsigned int vms;	  /* --vms */
+	unsigned int vcpus;	  /* --vcpus */
+	uint64_t busy_us;	  /* --busy-us */
+	uint64_t idle_us;	  /* --idle-us, 0 = never halt */
+	uint64_t chunk_iters;	  /* --chunk-iters, 0 = calibrate to chunk_us */
+	uint64_t chunk_us;	  /* --chunk-us */
+	int pin;		  /* --pin CPU, -1 = no pinning */
+	double duration_s;	  /* --duration, 0 = until SIGINT/SIGTERM */
+	const char *duration_arg; /* as given, passed on to the VM processes */
+	const char *json_path;	  /* --json, NULL = stdout */
+	const char *ready_path;	  /* --ready, NULL = none */
+	char name[MICROVM_NAME_MAX + 8]; /* from -name (guest=NAME or NAME) */
+	/* internal: set in VM processes only */
+	int vm_index;  /* --vm-index, -1 in the supervisor */
+	int report_fd; /* --report-fd */
+};
+
+/*
+ * Parse argv into o. Returns 0 to run, 1 when --help was asked (usage has
+ * been printed to stdout), -1 on a bad option (err holds a sentence naming
+ * the option and the value).
+ */
+int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err, size_t errlen);
+void microvm_usage(FILE *f);
+
+/* The supervisor: run o->vms VM processes, return an exit code. */
+int microvm_supervise(const struct microvm_opts *o, const char *argv0);
+
+/* One VM process: run the VM, report on o->report_fd, return an exit code. */
+int microvm_vm_main(const struct microvm_opts *o);
+
+/* guest.c: the guest program and where it lives in guest memory. */
+#define GUEST_MEM_SIZE 0x10000u /* 64 KiB of guest RAM at guest physical 0 */
+#define GUEST_CODE_ADDR 0x1000u	 /* CS = 0, IP = 0x1000, real mode */
+#define GUEST_PORT_WORK 0x10u	 /* `in eax, 0x10`: iterations of work, 0 = halt */
+extern const unsigned char guest_code[];
+extern const size_t guest_code_size;
+
+/* util.c */
+uint64_t now_ns(void);		/* CLOCK_MONOTONIC */
+uint64_t thread_cpu_ns(void);	/* CLOCK_THREAD_CPUTIME_ID */
+int write_all(int fd, const char *buf, size_t len);	/* 0 or -errno */
+/* Write text to path atomically (path.tmp.<pid>, then rename): 0 or -errno. */
+int write_file_atomic(const char *path, const char *text);
+
+#endif

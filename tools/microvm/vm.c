@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * One VM process: a KVM VM with no in-kernel irqchip (so HLT exits to user
+ * space), 64 KiB of guest RAM holding the guest program (guest.c), and one
+ * thread per vCPU named like QEMU's ("CPU <n>/KVM").
+ *
+ * Threads and signals:
+ * - SIGINT, SIGTERM and SIGUSR1 are blocked in every thread. The main thread
+ *   takes SIGINT/SIGTERM from a signalfd (stop), and waits for the vCPU
+ *   threads (eventfd: all ready, or one failed) and for --duration.
+ * - SIGUSR1 kicks a vCPU thread when stopping. It is unblocked only inside
+ *   KVM_RUN (KVM_SET_SIGNAL_MASK) and inside the halt sleep (ppoll's mask),
+ *   so a kick can never be lost between a check of the stop flag and the
+ *   blocking call: a pending kick makes either return EINTR at once.
+ *
+ * Per vCPU the thread measures (CLOCK_MONOTONIC) the time inside each
+ * KVM_RUN call and the time from a KVM_EXIT_HLT to the next KVM_RUN call
+ * (the halt sleep); the two kinds of intervals never overlap.
+ *
+ * Reporting: one JSON document per line on --report-fd, {"type":"ready",...}
+ * once every vCPU has returned from its first KVM_RUN, then
+ * {"type":"report",...} at the end. Errors go to stderr as sentences.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/kvm.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <jansson.h>
+#include "exit_reasons.h"
+#include "microvm.h"
+
+#define KICK_SIGNAL SIGUSR1
+#define TSS_ADDR 0xfffbd000ul /* where QEMU puts it: below the BIOS, outside our RAM */
+#define NR_EXIT_CODES 64      /* KVM_EXIT_* codes we count by number (higher: the last slot) */
+#define CHUNK_ITERS_MAX 1000000000ull
+
+#define X(code, name) [code] = #name,
+static const char *const kvm_exit_names[] = { VCPUSTAT_KVM_EXIT_REASONS(X) };
+#undef X
+
+struct vm;
+
+struct vcpu_stats {
+	uint64_t exits[NR_EXIT_CODES]; /* by KVM_EXIT_* code */
+	uint64_t kvm_runs;	       /* KVM_RUN calls */
+	uint64_t kvm_run_ns;	       /* time inside KVM_RUN */
+	uint64_t halts;		       /* KVM_EXIT_HLT exits */
+	uint64_t halted_ns;	       /* time from KVM_EXIT_HLT to the next KVM_RUN (or the stop) */
+	bool halt_cut_short;	       /* the stop ended the last halt before idle-us */
+	uint64_t busy_periods;	       /* busy periods begun */
+	uint64_t chunks;	       /* chunks of work handed to the guest */
+	uint64_t chunk_iters;	       /* loop iterations per chunk (calibrated or --chunk-iters) */
+	bool schedstat_ok;
+	uint64_t sched_run_ns, sched_wait_ns, sched_timeslices;
+};
+
+struct vcpu {
+	struct vm *vm;
+	unsigned int index;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool started;
+	pid_t tid;
+	struct vcpu_stats st;
+	char error[320];
+};
+
+struct vm {
+	const struct microvm_opts *o;
+	int kvm_fd, vm_fd;
+	void *mem;
+	size_t run_size;
+	struct vcpu *vcpus;
+	unsigned int nr_vcpus;
+	int wake_fd;		/* eventfd: a vCPU got ready or failed */
+	int stop;		/* atomic: vCPU threads must return */
+	unsigned int nr_ready;	/* atomic: vCPUs back from their first KVM_RUN */
+	int failed;		/* atomic: a vCPU thread failed (its error[] says why) */
+	uint64_t busy_ns, idle_ns, chunk_ns;
+	sigset_t sleep_mask;	/* the threads' mask without KICK_SIGNAL */
+};
+
+static void err_msg(const struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void err_msg(const struct vm *vm, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "microvm: VM %s: %s\n", vm->o->name, msg);
+}
+
+static void wake_main(struct vm *vm)
+{
+	uint64_t one = 1;
+
+	if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
+		/* cannot happen for an eventfd below its maximum; the main thread polls anyway */
+	}
+}
+
+static int vcpu_fail(struct vcpu *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int vcpu_fail(struct vcpu *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v->error, sizeof(v->error), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&v->vm->failed, 1, __ATOMIC_RELEASE);
+	wake_main(v->vm);
+	return -1;
+}
+
+static const char *exit_name(unsigned int code, char *buf, size_t len)
+{
+	if (code < sizeof(kvm_exit_names) / sizeof(kvm_exit_names[0]) && kvm_exit_names[code])
+		return kvm_exit_names[code];
+	snprintf(buf, len, "EXIT_%u", code);
+	return buf;
+}
+
+/* ---- the vCPU thread ---------------------------------------------------- */
+
+/*
+ * Chunk calibration (no --chunk-iters): hand out chunks of 1, 2, 4, 8, ...
+ * loop iterations, CAL_SAMPLES of each size, and measure each chunk in
+ * thread CPU time (not wall time, so that preemption does not count) from
+ * the answer to the next I/O exit. The cheapest of the samples of a size is
+ * its cost (noise, such as an interrupt, only ever adds). The cost of a
+ * 1-iteration chunk is the fixed cost of the exit round trip; once a size
+ * costs twice that (or the target), the slope gives ns per iteration and
+ * chunk_iters = chunk-us / slope.
+ */
+#define CAL_SAMPLES 3
+#define CAL_MAX_ITERS (1ull << 26)
+
+struct calibration {
+	bool active;
+	uint64_t iters;	       /* the size being measured */
+	unsigned int samples;  /* taken of this size */
+	uint64_t min_ns;       /* the cheapest of them */
+	uint64_t base_ns;      /* the cost of a 1-iteration chunk */
+	uint64_t answered_cpu; /* thread CPU time when the chunk was handed out */
+};
+
+static void calibrate(struct vcpu *v, struct calibration *c, uint64_t iters, uint64_t cost)
+{
+	uint64_t target = v->vm->chunk_ns;
+	double slope, n;
+
+	if (iters != c->iters)
+		return;
+	if (!c->samples++ || cost < c->min_ns)
+		c->min_ns = cost;
+	if (c->samples < CAL_SAMPLES)
+		return;
+	c->samples = 0;
+	if (c->iters == 1) {
+		c->base_ns = c->min_ns;
+		c->iters = 2;
+		return;
+	}
+	if (c->min_ns < 2 * c->base_ns && c->min_ns < target && c->iters < CAL_MAX_ITERS) {
+		c->iters *= 2;
+		return;
+	}
+	slope = c->min_ns > c->base_ns ? (double)(c->min_ns - c->base_ns) / (double)(c->iters - 1) : 0;
+	n = slope > 0 ? (double)target / slope : (double)c->iters;
+	if (n < 1)
+		n = 1;
+	if (n > CHUNK_ITERS_MAX)
+		n = CHUNK_ITERS_MAX;
+	v->st.chunk_iters = (uint64_t)n;
+	c->active = false;
+}
+
+struct busy_state {
+	uint64_t start;		 /* start of the current busy period */
+	uint64_t chunks;	 /* chunks handed out in it */
+	uint64_t last_answer;	 /* iterations of the chunk the guest is running, 0 = none */
+};
+
+/* `in eax, 0x10`: answer the next chunk's iterations, or 0 = halt. */
+static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct calibration *c)
+{
+	struct kvm_run *run = v->run;
+	struct vm *vm = v->vm;
+	uint32_t answer;
+
+	if (run->io.direction != KVM_EXIT_IO_IN || run->io.port != GUEST_PORT_WORK || run->io.size != 4 ||
+	    run->io.count != 1)
+		return vcpu_fail(v, "vCPU %u: unexpected port I/O: %s port 0x%x, size %u, count %u", v->index,
+				 run->io.direction == KVM_EXIT_IO_IN ? "in" : "out", run->io.port, run->io.size,
+				 run->io.count);
+	if (c->active && b->last_answer)
+		calibrate(v, c, b->last_answer, thread_cpu_ns() - c->answered_cpu);
+
+	if (vm->idle_ns && b->chunks && now - b->start >= vm->busy_ns) {
+		answer = 0; /* busy period over: the guest halts */
+	} else {
+		answer = (uint32_t)(c->active ? c->iters : v->st.chunk_iters);
+		b->chunks++;
+		v->st.chunks++;
+	}
+	b->last_answer = answer;
+	memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
+	if (c->active && answer)
+		c->answered_cpu = thread_cpu_ns();
+	return 0;
+}
+
+/* Sleep until `until` (CLOCK_MONOTONIC ns), or until kicked to stop. */
+static void halt_sleep(struct vm *vm, uint64_t until)
+{
+	while (!__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t t = now_ns(), rem;
+		struct timespec ts;
+
+		if (t >= until)
+			return;
+		rem = until - t;
+		ts.tv_sec = (time_t)(rem / 1000000000ull);
+		ts.tv_nsec = (long)(rem % 1000000000ull);
+		ppoll(NULL, 0, &ts, &vm->sleep_mask); /* 0 = slept, -1/EINTR = kicked */
+	}
+}
+
+static int unexpected_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	struct kvm_regs regs;
+	char rip[32] = "?", nb[24];
+
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0)
+		snprintf(rip, sizeof(rip), "0x%llx", (unsigned long long)regs.rip);
+	switch (run->exit_reason) {
+	case KVM_EXIT_SHUTDOWN:
+		return vcpu_fail(v, "vCPU %u: the guest shut down (triple fault) at rip %s", v->index, rip);
+	case KVM_EXIT_FAIL_ENTRY:
+		return vcpu_fail(v, "vCPU %u: KVM could not enter the guest (hardware reason 0x%llx) at rip %s",
+				 v->index, (unsigned long long)run->fail_entry.hardware_entry_failure_reason, rip);
+	case KVM_EXIT_INTERNAL_ERROR:
+		return vcpu_fail(v, "vCPU %u: KVM internal error, suberror %u (1 = emulation failed) at rip %s",
+				 v->index, run->internal.suberror, rip);
+	case KVM_EXIT_MMIO:
+		return vcpu_fail(v, "vCPU %u: unexpected MMIO %s at 0x%llx at rip %s", v->index,
+				 run->mmio.is_write ? "write" : "read", (unsigned long long)run->mmio.phys_addr, rip);
+	default:
+		return vcpu_fail(v, "vCPU %u: unexpected exit KVM_EXIT_%s (%u) at rip %s", v->index,
+				 exit_name(run->exit_reason, nb, sizeof(nb)), run->exit_reason, rip);
+	}
+}
+
+static void read_schedstat(struct vcpu *v)
+{
+	char path[64];
+	unsigned long long run, wait, slices;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)v->tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu %llu %llu", &run, &wait, &slices) == 3) {
+		v->st.sched_run_ns = run;
+		v->st.sched_wait_ns = wait;
+		v->st.sched_timeslices = slices;
+		v->st.schedstat_ok = true;
+	}
+	fclose(f);
+}
+
+static void mark_ready(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+
+	if (__atomic_add_fetch(&vm->nr_ready, 1, __ATOMIC_ACQ_REL) == vm->nr_vcpus)
+		wake_main(vm);
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	struct vm *vm = v->vm;
+	struct vcpu_stats *st = &v->st;
+	struct calibration cal = { .active = !vm->o->chunk_iters, .iters = 1 };
+	struct busy_state busy = { 0 };
+	uint64_t halt_start = 0, t0, t1;
+	bool halted = false, first = true;
+	char comm[16];
+	int err;
+
+	v->tid = gettid();
+	snprintf(comm, sizeof(comm), "CPU %u/KVM", v->index);
+	err = pthread_setname_np(pthread_self(), comm);
+	if (err) {
+		vcpu_fail(v, "vCPU %u: naming the thread '%s': %s", v->index, comm, strerror(err));
+		goto out;
+	}
+	if (vm->o->pin >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(vm->o->pin, &set);
+		if (sched_setaffinity(0, sizeof(set), &set)) {
+			vcpu_fail(v, "vCPU %u: pinning to CPU %d: %s", v->index, vm->o->pin, strerror(errno));
+			goto out;
+		}
+	}
+
+	busy.start = now_ns();
+	st->busy_periods = 1;
+	while (!__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
+		t0 = now_ns();
+		if (halted) { /* the halt is over: a new busy period begins */
+			st->halted_ns += t0 - halt_start;
+			halted = false;
+			busy = (struct busy_state){ .start = t0 };
+			st->busy_periods++;
+		}
+		err = ioctl(v->fd, KVM_RUN, 0);
+		t1 = now_ns();
+		st->kvm_runs++;
+		st->kvm_run_ns += t1 - t0;
+		if (first) {
+			first = false;
+			mark_ready(v);
+		}
+		if (err < 0) {
+			if (errno == EINTR || errno == EAGAIN) { /* kicked (KVM_EXIT_INTR) */
+				st->exits[KVM_EXIT_INTR]++;
+				continue;
+			}
+			vcpu_fail(v, "vCPU %u: KVM_RUN: %s", v->index, strerror(errno));
+			break;
+		}
+		st->exits[v->run->exit_reason < NR_EXIT_CODES ? v->run->exit_reason : NR_EXIT_CODES - 1]++;
+		if (v->run->exit_reason == KVM_EXIT_IO) {
+			if (handle_io(v, t1, &busy, &cal))
+				break;
+		} else if (v->run->exit_reason == KVM_EXIT_HLT) {
+			st->halts++;
+			halted = true;
+			halt_start = t1;
+			busy.last_answer = 0;
+			halt_sleep(vm, t1 + vm->idle_ns);
+		} else {
+			unexpected_exit(v);
+			break;
+		}
+	}
+	if (halted) { /* stopped while halted: close the halt at the stop */
+		uint64_t t = now_ns();
+
+		st->halted_ns += t - halt_start;
+		st->halt_cut_short = t - halt_start < vm->idle_ns;
+	}
+	if (cal.active) /* stopped before calibration finished: report what it was at */
+		st->chunk_iters = cal.iters;
+out:
+	read_schedstat(v);
+	return NULL;
+}
+
+/* ---- setting the VM up -------------------------------------------------- */
+
+static int kvm_ioctl(struct vm *vm, int fd, unsigned long req, void *arg, const char *what)
+{
+	int r;
+
+	do
+		r = ioctl(fd, req, arg);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		err_msg(vm, "%s: %s", what, strerror(errno));
+	return r;
+}
+
+static int vcpu_setup(struct vm *vm, struct vcpu *v)
+{
+	union {
+		struct kvm_signal_mask head;
+		unsigned char bytes[sizeof(struct kvm_signal_mask) + 8]; /* the kernel's sigset_t: 64 signals */
+	} mask;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs = { .rip = GUEST_CODE_ADDR, .rflags = 0x2, .rsp = GUEST_MEM_SIZE - 16 };
+	char what[64];
+
+	snprintf(what, sizeof(what), "KVM_CREATE_VCPU %u", v->index);
+	v->fd = kvm_ioctl(vm, vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index, what);
+	if (v->fd < 0)
+		return -1;
+	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED) {
+		v->run = NULL;
+		err_msg(vm, "mmap of vCPU %u's kvm_run: %s", v->index, strerror(errno));
+		return -1;
+	}
+	/* Real mode at 0000:1000 (the reset state has CS = f000, base ffff0000). */
+	if (kvm_ioctl(vm, v->fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS") < 0)
+		return -1;
+	sregs.cs.base = 0;
+	sregs.cs.selector = 0;
+	sregs.ds.base = sregs.es.base = sregs.ss.base = sregs.fs.base = sregs.gs.base = 0;
+	sregs.ds.selector = sregs.es.selector = sregs.ss.selector = sregs.fs.selector = sregs.gs.selector = 0;
+	if (kvm_ioctl(vm, v->fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS") < 0 ||
+	    kvm_ioctl(vm, v->fd, KVM_SET_REGS, &regs, "KVM_SET_REGS") < 0)
+		return -1;
+	/* Inside KVM_RUN, the threads' mask without the kick signal. */
+	mask.head.len = 8;
+	memcpy(mask.bytes + offsetof(struct kvm_signal_mask, sigset), &vm->sleep_mask, 8);
+	if (kvm_ioctl(vm, v->fd, KVM_SET_SIGNAL_MASK, &mask, "KVM_SET_SIGNAL_MASK") < 0)
+		return -1;
+	if (vm->o->chunk_iters)
+		v->st.chunk_iters = vm->o->chunk_iters;
+	return 0;
+}
+
+static int vm_setup(struct vm *vm)
+{
+	const struct microvm_opts *o = vm->o;
+	struct kvm_userspace_memory_region region;
+	int r, max_vcpus;
+
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0) {
+		err_msg(vm, "/dev/kvm: %s%s", strerror(errno),
+			errno == ENOENT ? " (no KVM on this machine: is the kvm module loaded?)" :
+			errno == EACCES ? " (run as root or join the kvm group)" : "");
+		return -1;
+	}
+	r = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (r != KVM_API_VERSION) {
+		err_msg(vm, "/dev/kvm: KVM API version %d, expected %d", r, KVM_API_VERSION);
+		return -1;
+	}
+	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	if (max_vcpus <= 0)
+		max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	if (max_vcpus > 0 && o->vcpus > (unsigned int)max_vcpus) {
+		err_msg(vm, "--vcpus %u: this KVM supports at most %d vCPUs per VM", o->vcpus, max_vcpus);
+		return -1;
+	}
+	r = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (r < (int)sizeof(struct kvm_run)) {
+		err_msg(vm, "KVM_GET_VCPU_MMAP_SIZE: %s", r < 0 ? strerror(errno) : "too small");
+		return -1;
+	}
+	vm->run_size = (size_t)r;
+
+	vm->vm_fd = kvm_ioctl(vm, vm->kvm_fd, KVM_CREATE_VM, 0, "KVM_CREATE_VM");
+	if (vm->vm_fd < 0)
+		return -1;
+	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SET_TSS_ADDR) > 0 &&
+	    kvm_ioctl(vm, vm->vm_fd, KVM_SET_TSS_ADDR, (void *)TSS_ADDR, "KVM_SET_TSS_ADDR") < 0)
+		return -1;
+
+	vm->mem = mmap(NULL, GUEST_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (vm->mem == MAP_FAILED) {
+		vm->mem = NULL;
+		err_msg(vm, "guest memory (%u KiB): %s", GUEST_MEM_SIZE / 1024, strerror(errno));
+		return -1;
+	}
+	memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code, guest_code_size);
+	region = (struct kvm_userspace_memory_region){
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = GUEST_MEM_SIZE,
+		.userspace_addr = (uintptr_t)vm->mem,
+	};
+	if (kvm_ioctl(vm, vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region, "KVM_SET_USER_MEMORY_REGION") < 0)
+		return -1;
+
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		if (vcpu_setup(vm, &vm->vcpus[i]))
+			return -1;
+	return 0;
+}
+
+static void vm_teardown(struct vm *vm)
+{
+	for (unsigned int i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (v->run)
+			munmap(v->run, vm->run_size);
+		if (v->fd >= 0)
+			close(v->fd);
+	}
+	free(vm->vcpus);
+	if (vm->mem)
+		munmap(vm->mem, GUEST_MEM_SIZE);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (vm->wake_fd >= 0)
+		close(vm->wake_fd);
+}
+
+/* ---- reporting ---------------------------------------------------------- */
+
+static json_t *vm_json_head(const struct vm *vm)
+{
+	return json_pack("{s:i, s:i, s:s}", "index", vm->o->vm_index, "pid", (int)getpid(), "name", vm->o->name);
+}
+
+static json_t *vcpu_json(const struct vcpu *v)
+{
+	const struct vcpu_stats *st = &v->st;
+	json_t *exits = json_object(), *o;
+	char nb[24];
+
+	for (unsigned int c = 0; c < NR_EXIT_CODES; c++)
+		if (st->exits[c])
+			json_object_set_new(exits, exit_name(c, nb, sizeof(nb)), json_integer((json_int_t)st->exits[c]));
+	o = json_pack("{s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I}", "index", (int)v->index, "tid",
+		      (int)v->tid, "exits", exits, "kvm_runs", (json_int_t)st->kvm_runs, "kvm_run_ns",
+		      (json_int_t)st->kvm_run_ns, "halts", (json_int_t)st->halts, "halted_ns",
+		      (json_int_t)st->halted_ns, "halt_cut_short", st->halt_cut_short, "busy_periods",
+		      (json_int_t)st->busy_periods, "chunks", (json_int_t)st->chunks, "chunk_iters",
+		      (json_int_t)st->chunk_iters);
+	if (o)
+		json_object_set_new(o, "schedstat",
+				    st->schedstat_ok ?
+					    json_pack("{s:I, s:I, s:I}", "run_ns", (json_int_t)st->sched_run_ns,
+						      "wait_ns", (json_int_t)st->sched_wait_ns, "timeslices",
+						      (json_int_t)st->sched_timeslices) :
+					    json_null());
+	return o;
+}
+
+/* Send one {"type": type, "vm": body} line to the supervisor; steals body. */
+static int send_line(struct vm *vm, const char *type, json_t *body)
+{
+	json_t *msg = json_pack("{s:s, s:o}", "type", type, "vm", body);
+	char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	size_t len;
+	int err = -ENOMEM;
+
+	if (text) {
+		len = strlen(text);
+		text[len] = '\n'; /* replaces the NUL: we write len + 1 bytes, not a C string */
+		err = write_all(vm->o->report_fd, text, len + 1);
+		text[len] = '\0';
+	}
+	free(text);
+	json_decref(msg);
+	if (err)
+		err_msg(vm, "reporting to the supervisor (fd %d): %s", vm->o->report_fd, strerror(-err));
+	return err;
+}
+
+static int send_ready(struct vm *vm)
+{
+	json_t *body = vm_json_head(vm), *vcpus = json_array();
+
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		json_array_append_new(vcpus, json_pack("{s:i, s:i}", "index", (int)vm->vcpus[i].index, "tid",
+						       (int)vm->vcpus[i].tid));
+	json_object_set_new(body, "vcpus", vcpus);
+	return send_line(vm, "ready", body);
+}
+
+static int send_report(struct vm *vm, uint64_t wall_ns, uint64_t running_ns, const char *stopped_by)
+{
+	json_t *body = vm_json_head(vm), *vcpus = json_array();
+
+	json_object_set_new(body, "wall_ns", json_integer((json_int_t)wall_ns));
+	json_object_set_new(body, "running_ns", json_integer((json_int_t)running_ns));
+	json_object_set_new(body, "stopped_by", json_string(stopped_by));
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		json_array_append_new(vcpus, vcpu_json(&vm->vcpus[i]));
+	json_object_set_new(body, "vcpus", vcpus);
+	return send_line(vm, "report", body);
+}
+
+/* ---- the VM process ----------------------------------------------------- */
+
+static void on_kick(int sig)
+{
+	(void)sig; /* only there to interrupt KVM_RUN and the halt sleep */
+}
+
+/*
+ * Wait until the VM should stop; returns what stopped it ("duration",
+ * "SIGINT", "SIGTERM") or NULL on a failure.
+ */
+static const char *wait_for_stop(struct vm *vm, int sig_fd, uint64_t *running_since)
+{
+	uint64_t deadline = 0;
+	bool ready_sent = false;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sig_fd, .events = POLLIN }, { .fd = vm->wake_fd, .events = POLLIN } };
+		struct timespec ts, *tsp = NULL;
+		uint64_t t = now_ns(), count;
+
+		if (deadline) {
+			if (t >= deadline)
+				return "duration";
+			ts.tv_sec = (time_t)((deadline - t) / 1000000000ull);
+			ts.tv_nsec = (long)((deadline - t) % 1000000000ull);
+			tsp = &ts;
+		}
+		if (ppoll(p, 2, tsp, NULL) < 0 && errno != EINTR) {
+			err_msg(vm, "ppoll: %s", strerror(errno));
+			return NULL;
+		}
+		if (p[1].revents & POLLIN && read(vm->wake_fd, &count, sizeof(count)) < 0) {
+			/* nothing to do: the state below is what counts */
+		}
+		if (__atomic_load_n(&vm->failed, __ATOMIC_ACQUIRE))
+			return NULL;
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				return si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+		}
+		if (!ready_sent && __atomic_load_n(&vm->nr_ready, __ATOMIC_ACQUIRE) == vm->nr_vcpus) {
+			if (send_ready(vm))
+				return NULL;
+			ready_sent = true;
+			*running_since = now_ns();
+			if (vm->o->duration_s > 0)
+				deadline = *running_since + (uint64_t)(vm->o->duration_s * 1e9);
+		}
+	}
+}
+
+static void stop_vcpus(struct vm *vm)
+{
+	__atomic_store_n(&vm->stop, 1, __ATOMIC_RELEASE);
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].started)
+			pthread_kill(vm->vcpus[i].thread, KICK_SIGNAL);
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].started)
+			pthread_join(vm->vcpus[i].thread, NULL);
+}
+
+int microvm_vm_main(const struct microvm_opts *o)
+{
+	struct vm vm = { .o = o, .kvm_fd = -1, .vm_fd = -1, .wake_fd = -1, .nr_vcpus = o->vcpus };
+	struct sigaction sa = { .sa_handler = on_kick }; /* no SA_RESTART: kicks interrupt */
+	uint64_t start, running_since = 0;
+	const char *stopped_by = NULL;
+	sigset_t block, stop_sigs;
+	int sig_fd = -1, ret = MICROVM_EXIT_FAIL, err;
+
+	vm.busy_ns = o->busy_us * 1000;
+	vm.idle_ns = o->idle_us * 1000;
+	vm.chunk_ns = o->chunk_us * 1000;
+
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGTERM);
+	block = stop_sigs;
+	sigaddset(&block, KICK_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+	pthread_sigmask(SIG_BLOCK, NULL, &vm.sleep_mask);
+	sigdelset(&vm.sleep_mask, KICK_SIGNAL);
+	sigaction(KICK_SIGNAL, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a gone supervisor is an EPIPE, reported */
+
+	sig_fd = signalfd(-1, &stop_sigs, SFD_CLOEXEC);
+	vm.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	vm.vcpus = calloc(vm.nr_vcpus, sizeof(*vm.vcpus));
+	if (sig_fd < 0 || vm.wake_fd < 0 || !vm.vcpus) {
+		err_msg(&vm, "setting up signals and vCPUs: %s", strerror(errno));
+		goto out;
+	}
+	for (unsigned int i = 0; i < vm.nr_vcpus; i++)
+		vm.vcpus[i] = (struct vcpu){ .vm = &vm, .index = i, .fd = -1 };
+
+	start = now_ns();
+	if (vm_setup(&vm))
+		goto out;
+	for (unsigned int i = 0; i < vm.nr_vcpus; i++) {
+		err = pthread_create(&vm.vcpus[i].thread, NULL, vcpu_thread, &vm.vcpus[i]);
+		if (err) {
+			err_msg(&vm, "starting the thread of vCPU %u: %s", i, strerror(err));
+			break;
+		}
+		vm.vcpus[i].started = true;
+	}
+	if (vm.vcpus[vm.nr_vcpus - 1].started)
+		stopped_by = wait_for_stop(&vm, sig_fd, &running_since);
+	stop_vcpus(&vm);
+	for (unsigned int i = 0; i < vm.nr_vcpus; i++)
+		if (vm.vcpus[i].error[0])
+			err_msg(&vm, "%s", vm.vcpus[i].error);
+	if (!stopped_by)
+		goto out;
+	{
+		uint64_t end = now_ns();
+
+		if (send_report(&vm, end - start, running_since ? end - running_since : 0, stopped_by) == 0)
+			ret = MICROVM_EXIT_OK;
+	}
+out:
+	vm_teardown(&vm);
+	if (sig_fd >= 0)
+		close(sig_fd);
+	return ret;
+}
