@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "names.h"
 #include "replay.h"
 #include "summary.h"
@@ -63,7 +64,6 @@ Test(names, process_and_vm_names_from_a_fake_proc)
 {
 	char root[] = "/tmp/vcpustat-names-XXXXXX", cmd[512];
 	struct names n;
-	FILE *f;
 
 	cr_assert_not_null(mkdtemp(root));
 	snprintf(cmd, sizeof(cmd), "mkdir -p %s/10 %s/20 && printf 'qemu-kvm\\n' > %s/10/comm && "

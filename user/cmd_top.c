@@ -96,6 +96,8 @@ static int demo_start(struct demo *d)
 	}
 	d->hog = fork();
 	if (d->hog == 0) {
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
 		prctl(PR_SET_NAME, "demo-cpu-hog");
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		CPU_ZERO(&cpu0);
@@ -108,6 +110,9 @@ static int demo_start(struct demo *d)
 	if (d->vmm == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (null >= 0) {
 			dup2(null, STDOUT_FILENO);

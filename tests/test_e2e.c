@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * End to end: real vCPU threads (tools/microvm) and the real `vcpustat`
+ * binary, checked against the kernel's own accounting (/proc/<tid>/schedstat)
+ * and the micro-VMM's own halt accounting.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers.h"
+
+static const char *build_dir(void)
+{
+	const char *d = getenv("VCPUSTAT_BUILD_DIR");
+
+	return d ? d : VCPUSTAT_BUILD_DIR;
+}
+
+/* fork+exec argv; its stdout on *out_fd if out_fd. */
+static pid_t spawn(char *const argv[], int *out_fd)
+{
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out_fd && pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (out_fd) {
+			dup2(p[1], STDOUT_FILENO);
+			close(p[0]);
+			close(p[1]);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (out_fd) {
+		close(p[1]);
+		*out_fd = p[0];
+	}
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Wait for microvm's --ready file and return its parsed JSON. */
+static json_t *wait_ready(const char *path, double timeout_s)
+{
+	for (int i = 0; i < (int)(timeout_s * 100); i++) {
+		json_t *j = json_load_file(path, 0, NULL);
+
+		if (j)
+			return j;
+		usleep(10000);
+	}
+	return NULL;
+}
+
+/* Read all of fd into JSON documents, one per line. */
+static size_t read_json_lines(int fd, json_t **docs, size_t max)
+{
+	FILE *f = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0, n = 0;
+
+	while (f && getline(&line, &cap, f) > 0) {
+		json_error_t e;
+		json_t *d = json_loads(line, 0, &e);
+
+		cr_assert_not_null(d, "vcpustat printed a line that is not JSON: %s (%s)", line, e.text);
+		if (n < max)
+			docs[n++] = d;
+		else
+			json_decref(d);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* ---- schedstat sampling, to read the kernel's accounting at vcpustat's instants ---- */
+
+#define MAX_TIDS 8
+#define MAX_SAMPLES 20000
+
+struct sample {
+	__u64 t;
+	struct schedstat s[MAX_TIDS];
+};
+
+static struct sample *samples;
+static atomic_int nsamples;
+static atomic_int sampling;
+static int tids[MAX_TIDS], ntids;
+
+static void *sampler(void *arg)
+{
+	while (sampling && nsamples < MAX_SAMPLES) {
+		struct sample *sm = &samples[nsamples];
+
+		sm->t = mono_ns();
+		for (int i = 0; i < ntids; i++)
+			read_schedstat(tids[i], &sm->s[i]);
+		nsamples++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+/* run_ns / wait_ns of tid i at time t, interpolated between samples. */
+static void schedstat_at(int i, __u64 t, double *run, double *wait)
+{
+	for (int k = 1; k < nsamples; k++) {
+		const struct sample *a = &samples[k - 1], *b = &samples[k];
+
+		if (b->t < t)
+			continue;
+		double f = b->t > a->t ? (double)(t - a->t) / (double)(b->t - a->t) : 0;
+
+		if (t < a->t)
+			f = 0;
+		*run = a->s[i].run_ns + f * ((double)b->s[i].run_ns - (double)a->s[i].run_ns);
+		*wait = a->s[i].wait_ns + f * ((double)b->s[i].wait_ns - (double)a->s[i].wait_ns);
+		return;
+	}
+	cr_assert_fail("no schedstat sample around t=%llu", (unsigned long long)t);
+}
+
+static atomic_int hog_stop;
+
+static void *hog(void *arg)
+{
+	pin_to_cpu(0);
+	while (!hog_stop)
+		;
+	return NULL;
+}
+
+static json_t *vcpu_of(json_t *doc, int tid)
+{
+	json_t *vm, *v;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(doc, "vms"), i, vm)
+		json_array_foreach(json_object_get(vm, "vcpus"), j, v)
+			if (json_integer_value(json_object_get(v, "tid")) == tid)
+				return v;
+	return NULL;
+}
+
+static double total(json_t *v, const char *key, const char *const *states, int n)
+{
+	double t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += (double)json_integer_value(json_object_get(json_object_get(v, key), states[i]));
+	return t;
+}
+
+/*
+ * Two vCPUs pinned to CPU 0 with a busy thread competing: per vCPU thread,
+ * guest+host must match schedstat's run time and preempted+wait its run-queue
+ * wait, over the same window, within 5 % of the window.
+ */
+Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
+{
+	char vcpustat[512], microvm[512], ready[] = "/tmp/vcpustat-e2e-ready-XXXXXX";
+	static const char *const run_states[] = { "guest", "host" }, *const wait_states[] = { "preempted", "wait" };
+	json_t *r, *docs[32], *vm, *v;
+	pthread_t sampler_thread, hog_thread;
+	pid_t vmm, top;
+	size_t ndocs, i;
+	int fd, out;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	snprintf(vcpustat, sizeof(vcpustat), "%s/bin/vcpustat", build_dir());
+	snprintf(microvm, sizeof(microvm), "%s/bin/microvm", build_dir());
+	fd = mkstemp(ready);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	unlink(ready);
+
+	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
+			     "1000", "--duration", "12", "-name", "e2e-contended", "--ready", ready, "--json",
+			     "/dev/null", NULL };
+	vmm = spawn(vmm_argv, NULL);
+	cr_assert_gt(vmm, 0);
+	r = wait_ready(ready, 30);
+	cr_assert_not_null(r, "microvm never got ready");
+	vm = json_array_get(json_object_get(r, "vms"), 0);
+	json_array_foreach(json_object_get(vm, "vcpus"), i, v)
+		tids[ntids++] = (int)json_integer_value(json_object_get(v, "tid"));
+	cr_assert_eq(ntids, 2);
+	hog_stop = 0;
+	pthread_create(&hog_thread, NULL, hog, NULL);
+
+	samples = calloc(MAX_SAMPLES, sizeof(*samples));
+	nsamples = 0;
+	sampling = 1;
+	pthread_create(&sampler_thread, NULL, sampler, NULL);
+
+	char *top_argv[] = { vcpustat, "-j", "-n", "5", "-d", "1", "--vm", "e2e-contended", NULL };
+	top = spawn(top_argv, &out);
+	cr_assert_gt(top, 0);
+	ndocs = read_json_lines(out, docs, 32);
+	cr_assert_eq(wait_exit(top), 0, "vcpustat failed");
+	sampling = 0;
+	pthread_join(sampler_thread, NULL);
+	hog_stop = 1;
+	pthread_join(hog_thread, NULL);
+	kill(vmm, SIGTERM);
+	wait_exit(vmm);
+	unlink(ready);
+
+	cr_assert_eq(ndocs, 5, "one document per refresh");
+	/* window: from the second refresh (every vCPU seen by then) to the last */
+	json_t *a = docs[1], *b = docs[ndocs - 1];
+	__u64 ta = (__u64)json_integer_value(json_object_get(a, "ts"));
+	__u64 tb = (__u64)json_integer_value(json_object_get(b, "ts"));
+	double window = (double)(tb - ta);
+
+	cr_assert_gt(window, 2e9);
+	for (int k = 0; k < ntids; k++) {
+		json_t *va = vcpu_of(a, tids[k]), *vb = vcpu_of(b, tids[k]);
+		double run0, wait0, run1, wait1, our_run, our_wait, run_err, wait_err;
+
+		cr_assert_not_null(va, "vCPU thread %d missing from vcpustat's output", tids[k]);
+		cr_assert_not_null(vb);
+		cr_assert_str_eq(json_string_value(json_object_get(vb, "vm")), "e2e-contended");
+		cr_assert_eq(json_integer_value(json_object_get(vb, "vcpu")), k, "index from the thread name");
+		schedstat_at(k, ta, &run0, &wait0);
+		schedstat_at(k, tb, &run1, &wait1);
+		our_run = total(vb, "ns_total", run_states, 2) - total(va, "ns_total", run_states, 2);
+		our_wait = total(vb, "ns_total", wait_states, 2) - total(va, "ns_total", wait_states, 2);
+		run_err = (our_run - (run1 - run0)) / window;
+		wait_err = (our_wait - (wait1 - wait0)) / window;
+		cr_log_info("vCPU %d (tid %d) over %.2f s: run %.1f ms vs schedstat %.1f ms (%+.2f%% of the window), "
+			    "wait %.1f ms vs %.1f ms (%+.2f%%)",
+			    k, tids[k], window / 1e9, our_run / 1e6, (run1 - run0) / 1e6, run_err * 100,
+			    our_wait / 1e6, (wait1 - wait0) / 1e6, wait_err * 100);
+		cr_assert_gt(wait1 - wait0, 0.1 * window, "the vCPU must really have waited behind the hog");
+		cr_assert_lt(run_err < 0 ? -run_err : run_err, 0.05, "run time off by %.2f%% of the window",
+			     run_err * 100);
+		cr_assert_lt(wait_err < 0 ? -wait_err : wait_err, 0.05, "wait time off by %.2f%% of the window",
+			     wait_err * 100);
+	}
+
+	/* who took the CPU: the culprits account for the VM's waiting, and the hog is among them */
+	{
+		double culprit_ns = 0, waited = 0, hog_ns = 0;
+
+		for (size_t d = 2; d < ndocs; d++) {
+			json_t *vmd = json_array_get(json_object_get(docs[d], "vms"), 0), *c;
+
+			waited += total(vmd, "ns", wait_states, 2);
+			json_array_foreach(json_object_get(vmd, "culprits"), i, c) {
+				culprit_ns += (double)json_integer_value(json_object_get(c, "ns"));
+				if (json_integer_value(json_object_get(c, "pid")) == getpid())
+					hog_ns += (double)json_integer_value(json_object_get(c, "ns"));
+			}
+		}
+		cr_log_info("culprits: %.1f ms charged for %.1f ms of waiting; this test's hog %.1f ms", culprit_ns / 1e6,
+			    waited / 1e6, hog_ns / 1e6);
+		cr_assert_gt(hog_ns, 0.2 * waited, "the hog thread is a main culprit");
+		cr_assert_lt(culprit_ns > waited ? culprit_ns - waited : waited - culprit_ns, 0.05 * waited,
+			     "culprit time sums to the waiting time");
+	}
+	for (i = 0; i < ndocs; i++)
+		json_decref(docs[i]);
+	json_decref(r);
+	free(samples);
+	ntids = 0;
+}
+
+/*
+ * An uncontended vCPU that halts: over its whole life (reported once it is
+ * gone), IDLE matches the micro-VMM's own halt accounting.
+ */
+Test(e2e, idle_time_matches_microvm_halt_accounting, .timeout = 120)
+{
+	char vcpustat[512], microvm[512], report[] = "/tmp/vcpustat-e2e-report-XXXXXX";
+	json_t *docs[64], *rep, *rv, *gone = NULL;
+	pid_t vmm, top;
+	size_t ndocs;
+	int out, fd;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	snprintf(vcpustat, sizeof(vcpustat), "%s/bin/vcpustat", build_dir());
+	snprintf(microvm, sizeof(microvm), "%s/bin/microvm", build_dir());
+	fd = mkstemp(report);
+	cr_assert_geq(fd, 0);
+	close(fd);
+
+	char *top_argv[] = { vcpustat, "-j", "-n", "10", "-d", "0.5", "--vm", "e2e-idle", NULL };
+	top = spawn(top_argv, &out);
+	usleep(700000); /* attached before the VM starts: its whole life is seen */
+	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "1", "--pin", "1", "--busy-us", "1000", "--idle-us",
+			     "4000", "--duration", "2.5", "-name", "e2e-idle", "--json", report, NULL };
+	vmm = spawn(vmm_argv, NULL);
+	cr_assert_eq(wait_exit(vmm), 0, "microvm failed");
+	ndocs = read_json_lines(out, docs, 64);
+	cr_assert_eq(wait_exit(top), 0);
+
+	rep = json_load_file(report, 0, NULL);
+	unlink(report);
+	cr_assert_not_null(rep);
+	rv = json_array_get(json_object_get(json_array_get(json_object_get(rep, "vms"), 0), "vcpus"), 0);
+	for (size_t d = 0; d < ndocs && !gone; d++) {
+		json_t *v = vcpu_of(docs[d], (int)json_integer_value(json_object_get(rv, "tid")));
+
+		if (v && json_is_true(json_object_get(v, "gone")))
+			gone = v;
+	}
+	cr_assert_not_null(gone, "the vCPU's exit was reported");
+	{
+		double halted = (double)json_integer_value(json_object_get(rv, "halted_ns"));
+		double idle = (double)json_integer_value(json_object_get(json_object_get(gone, "ns_total"), "idle"));
+		double blocked = (double)json_integer_value(json_object_get(json_object_get(gone, "ns_total"), "blocked"));
+		double life = 0;
+		static const char *const all[] = { "guest", "host", "preempted", "wait", "idle", "blocked" };
+
+		life = total(gone, "ns_total", all, 6);
+		cr_log_info("idle %.1f ms, blocked %.1f ms; microvm halted %.1f ms; life %.1f ms", idle / 1e6,
+			    blocked / 1e6, halted / 1e6, life / 1e6);
+		cr_assert_gt(halted, 0.3 * life, "the guest halted most of the time");
+		cr_assert_lt(idle > halted ? idle - halted : halted - idle, 0.05 * life,
+			     "idle %.1f ms vs halted %.1f ms", idle / 1e6, halted / 1e6);
+		cr_assert_lt(blocked, 0.05 * life);
+	}
+	for (size_t d = 0; d < ndocs; d++)
+		json_decref(docs[d]);
+	json_decref(rep);
+}
+
+/* The interactive UI in a real terminal (tmux): the VM shows up; keys work. */
+Test(e2e, interactive_ui_in_a_terminal_shows_the_vms, .timeout = 60)
+{
+	char cmd[1024], microvm[512], screen[65536];
+	pid_t vmm;
+	FILE *p;
+	size_t n;
+	bool seen = false;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	if (system("command -v tmux > /dev/null 2>&1"))
+		cr_skip_test("tmux is not installed (tools/deps.sh installs it)");
+	snprintf(microvm, sizeof(microvm), "%s/bin/microvm", build_dir());
+	char *vmm_argv[] = { microvm, "--vms", "2", "--vcpus", "1", "--duration", "15", "-name", "uitest", "--json",
+			     "/dev/null", NULL };
+	vmm = spawn(vmm_argv, NULL);
+	system("tmux kill-session -t vcpustat-ui-test 2>/dev/null");
+	snprintf(cmd, sizeof(cmd),
+		 "tmux new-session -d -s vcpustat-ui-test -x 160 -y 45 '%s/bin/vcpustat -d 0.5; sleep 30'", build_dir());
+	cr_assert_eq(system(cmd), 0);
+	for (int i = 0; i < 40 && !seen; i++) {
+		usleep(250000);
+		p = popen("tmux capture-pane -p -t vcpustat-ui-test", "r");
+		n = fread(screen, 1, sizeof(screen) - 1, p);
+		pclose(p);
+		screen[n] = '\0';
+		seen = strstr(screen, "uitest-0") && strstr(screen, "uitest-1") && strstr(screen, "vCPU 0");
+	}
+	cr_assert(seen, "the UI never showed both VMs; screen:\n%s", screen);
+	cr_assert(strstr(screen, "PREEMPT"), "column headers");
+	/* help, then quit */
+	system("tmux send-keys -t vcpustat-ui-test h");
+	usleep(600000);
+	p = popen("tmux capture-pane -p -t vcpustat-ui-test", "r");
+	n = fread(screen, 1, sizeof(screen) - 1, p);
+	pclose(p);
+	screen[n] = '\0';
+	cr_assert(strstr(screen, "vcpustat - keys"), "help screen:\n%s", screen);
+	system("tmux send-keys -t vcpustat-ui-test x q");
+	usleep(800000);
+	p = popen("tmux capture-pane -p -t vcpustat-ui-test", "r");
+	n = fread(screen, 1, sizeof(screen) - 1, p);
+	pclose(p);
+	screen[n] = '\0';
+	cr_assert_null(strstr(screen, "WAKE/s"), "q quits the UI:\n%s", screen);
+	system("tmux kill-session -t vcpustat-ui-test");
+	kill(vmm, SIGTERM);
+	wait_exit(vmm);
+}
+
+/* Without privileges: one sentence naming the missing capability. */
+Test(e2e, unprivileged_user_is_told_which_capability_is_missing, .timeout = 30)
+{
+	char cmd[1024], out[4096];
+	FILE *p;
+	size_t n;
+	int st;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to drop to an unprivileged user");
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all %s/bin/vcpustat "
+				   "-b -n 1 2>&1; echo rc=$?",
+		 build_dir());
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	st = pclose(p);
+	out[n] = '\0';
+	cr_assert_eq(st, 0);
+	cr_assert(strstr(out, "missing capability CAP_BPF"), "%s", out);
+	cr_assert(strstr(out, "rc=77"), "exit code 77 (no permission): %s", out);
+}
+
+Test(e2e, bad_options_are_refused_clearly)
+{
+	char cmd[1024], out[4096];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat -d -3 2>&1; echo rc=$?; %s/bin/vcpustat -n x 2>&1; echo rc=$?; "
+				   "%s/bin/vcpustat frobnicate 2>&1; echo rc=$?; %s/bin/vcpustat -b -j 2>&1; echo rc=$?",
+		 build_dir(), build_dir(), build_dir(), build_dir());
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	pclose(p);
+	out[n] = '\0';
+	cr_assert(strstr(out, "-d -3: the delay is a number of seconds"), "%s", out);
+	cr_assert(strstr(out, "-n x: the number of refreshes must be a positive integer"), "%s", out);
+	cr_assert(strstr(out, "unknown command 'frobnicate'"), "%s", out);
+	cr_assert(strstr(out, "-b and -j exclude each other"), "%s", out);
+	cr_assert_eq(strstr(out, "rc=0"), NULL, "%s", out);
+}
