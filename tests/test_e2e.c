@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "helpers.h"
@@ -230,6 +231,12 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 	wait_exit(vmm);
 	unlink(ready);
 
+	{
+		struct stat st;
+
+		cr_assert_eq(stat("/dev/null", &st), 0);
+		cr_assert(S_ISCHR(st.st_mode), "microvm --json /dev/null must write to the device, not replace it");
+	}
 	cr_assert_eq(ndocs, 5, "one document per refresh");
 	/* window: from the second refresh (every vCPU seen by then) to the last */
 	json_t *a = docs[1], *b = docs[ndocs - 1];

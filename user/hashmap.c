@@ -7,9 +7,22 @@
 
 enum { SLOT_EMPTY = 0, SLOT_FULL, SLOT_DEAD };
 
+/* A slot: a state word, the key, the value; each part 8-byte aligned. */
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
+static size_t key_off(void)
+{
+	return 8;
+}
+
+static size_t value_off(const struct hashmap *m)
+{
+	return 8 + ALIGN8(m->key_size);
+}
+
 static size_t slot_size(const struct hashmap *m)
 {
-	return 1 + m->key_size + m->value_size;
+	return value_off(m) + ALIGN8(m->value_size);
 }
 
 static unsigned char *slot(const struct hashmap *m, size_t i)
@@ -62,7 +75,7 @@ static size_t find(const struct hashmap *m, const void *key, bool *found)
 		if (s[0] == SLOT_DEAD) {
 			if (first_dead == SIZE_MAX)
 				first_dead = i;
-		} else if (!memcmp(s + 1, key, m->key_size)) {
+		} else if (!memcmp(s + key_off(), key, m->key_size)) {
 			*found = true;
 			return i;
 		}
@@ -87,7 +100,7 @@ static int grow(struct hashmap *m)
 
 		if (s[0] != SLOT_FULL)
 			continue;
-		memcpy(slot(&bigger, find(&bigger, s + 1, &found)), s, slot_size(m));
+		memcpy(slot(&bigger, find(&bigger, s + key_off(), &found)), s, slot_size(m));
 		bigger.count++;
 	}
 	free(m->slots);
@@ -100,7 +113,7 @@ void *hashmap_lookup(const struct hashmap *m, const void *key)
 	bool found;
 	size_t i = find(m, key, &found);
 
-	return found ? slot(m, i) + 1 + m->key_size : NULL;
+	return found ? slot(m, i) + value_off(m) : NULL;
 }
 
 static int put(struct hashmap *m, const void *key, const void *value, bool overwrite)
@@ -126,14 +139,14 @@ static int put(struct hashmap *m, const void *key, const void *value, bool overw
 		if (s[0] == SLOT_DEAD)
 			m->tombstones--;
 		s[0] = SLOT_FULL;
-		memcpy(s + 1, key, m->key_size);
+		memcpy(s + key_off(), key, m->key_size);
 		m->count++;
 	}
 	s = slot(m, i);
 	if (value)
-		memcpy(s + 1 + m->key_size, value, m->value_size);
+		memcpy(s + value_off(m), value, m->value_size);
 	else
-		memset(s + 1 + m->key_size, 0, m->value_size);
+		memset(s + value_off(m), 0, m->value_size);
 	return 0;
 }
 
@@ -167,8 +180,8 @@ bool hashmap_next(const struct hashmap *m, size_t *pos, void **key, void **value
 
 		if (s[0] != SLOT_FULL)
 			continue;
-		*key = s + 1;
-		*value = s + 1 + m->key_size;
+		*key = s + key_off();
+		*value = s + value_off(m);
 		(*pos)++;
 		return true;
 	}

@@ -246,6 +246,13 @@ static int latency_append(struct latency_summary **arr, size_t *n, const struct 
 	return 0;
 }
 
+/* qsort that accepts an empty (NULL) array */
+static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 static int by_rate(const void *a, const void *b)
 {
 	const struct latency_summary *x = a, *y = b;
@@ -404,14 +411,14 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		struct vm_summary *vm = &s->vms[i];
 		__u64 waited = vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT];
 
-		qsort(vm->vcpus, vm->nr_vcpus, sizeof(*vm->vcpus), by_index);
-		qsort(vm->exits, vm->nr_exits, sizeof(*vm->exits), by_rate);
-		qsort(vm->uexits, vm->nr_uexits, sizeof(*vm->uexits), by_rate);
-		qsort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
+		sort(vm->vcpus, vm->nr_vcpus, sizeof(*vm->vcpus), by_index);
+		sort(vm->exits, vm->nr_exits, sizeof(*vm->exits), by_rate);
+		sort(vm->uexits, vm->nr_uexits, sizeof(*vm->uexits), by_rate);
+		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			vm->culprits[c].share = waited ? (double)vm->culprits[c].ns / (double)waited : 0;
 	}
-	qsort(s->vms, s->nr_vms, sizeof(*s->vms), by_name);
+	sort(s->vms, s->nr_vms, sizeof(*s->vms), by_name);
 	for (i = 0; i < VCPUSTAT_NR_LOST; i++) {
 		s->lost[i] = cur->lost[i];
 		s->lost_window[i] = prev ? sub0(cur->lost[i], prev->lost[i]) : cur->lost[i];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "microvm.h"
 
@@ -46,9 +47,25 @@ int write_all(int fd, const char *buf, size_t len)
 int write_file_atomic(const char *path, const char *text)
 {
 	size_t len = strlen(path) + 32;
-	char *tmp = malloc(len);
+	struct stat st;
+	char *tmp;
 	int fd, err;
 
+	/*
+	 * Only a regular file (or a new one) is replaced by rename: a device,
+	 * FIFO or socket (/dev/null, /dev/stdout) is written in place, never
+	 * replaced by a regular file.
+	 */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		err = write_all(fd, text, strlen(text));
+		if (close(fd) && !err)
+			err = -errno;
+		return err;
+	}
+	tmp = malloc(len);
 	if (!tmp)
 		return -ENOMEM;
 	snprintf(tmp, len, "%s.tmp.%d", path, (int)getpid());
