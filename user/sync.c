@@ -620,13 +620,44 @@ struct keyed {
 	size_t index;
 };
 
-static int keyed_cmp(const void *a, const void *b)
+/* Stable LSD radix sort on host time, 11 bits a pass, skipping the passes
+ * where every key has the same digit (the high bits of a trace's times):
+ * about 5 passes for hours of data, several times faster than qsort. */
+static int radix_sort(struct keyed *v, size_t n)
 {
-	const struct keyed *x = a, *y = b;
+	struct keyed *tmp = malloc(n * sizeof(*tmp)), *src = v, *dst = tmp;
+	static const unsigned int bits = 11, size = 1u << 11;
+	size_t *count = calloc(size, sizeof(*count));
 
-	if (x->host_ns != y->host_ns)
-		return x->host_ns < y->host_ns ? -1 : 1;
-	return (x->index > y->index) - (x->index < y->index);
+	if (!tmp || !count) {
+		free(tmp);
+		free(count);
+		return -ENOMEM;
+	}
+	for (unsigned int shift = 0; shift < 64; shift += bits) {
+		size_t i, sum = 0;
+
+		memset(count, 0, size * sizeof(*count));
+		for (i = 0; i < n; i++)
+			count[(src[i].host_ns >> shift) & (size - 1)]++;
+		if (count[(src[0].host_ns >> shift) & (size - 1)] == n)
+			continue;
+		for (i = 0; i < size; i++) {
+			size_t c = count[i];
+
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[count[(src[i].host_ns >> shift) & (size - 1)]++] = src[i];
+		dst = src;
+		src = src == v ? tmp : v;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
+	free(count);
+	return 0;
 }
 
 int vcpustat_sync_solve(const struct vcpustat_sync_match *m, size_t n, struct vcpustat_sync_result *r,
@@ -656,7 +687,10 @@ int vcpustat_sync_solve(const struct vcpustat_sync_match *m, size_t n, struct vc
 		}
 		for (i = 0; i < n; i++)
 			order[i] = (struct keyed){ match_host_ns(&m[i]), i };
-		qsort(order, n, sizeof(*order), keyed_cmp);
+		if (radix_sort(order, n)) {
+			ret = verror(err, -ENOMEM, "sync: out of memory sorting %zu matches", n);
+			goto out;
+		}
 	}
 	for (i = 0; i < n; i++) {
 		size_t k = order ? order[i].index : i;

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include "sync.h"
 
 /* ---- the pairs file ---- */
@@ -49,13 +48,21 @@ static int pairs_error(struct vcpustat_error *err, const struct pairs_pos *pos, 
 	return verror(err, -EINVAL, "%s:%zu:%zu: %s", pos->name, pos->line, (size_t)(at - pos->line_start) + 1, what);
 }
 
-/* "host" -> 0, "guest" -> 1, else -1 */
+/* "host" -> 0, "guest" -> 1, else -1 (any case) */
 static int parse_side(const char *s, size_t len)
 {
-	if (len == 4 && !strncasecmp(s, "host", 4))
-		return 0;
-	if (len == 5 && !strncasecmp(s, "guest", 5))
-		return 1;
+	static const char *const names[2] = { "host", "guest" };
+
+	for (int side = 0; side < 2; side++) {
+		size_t i;
+
+		if (len != strlen(names[side]))
+			continue;
+		for (i = 0; i < len && (s[i] | 0x20) == names[side][i]; i++)
+			;
+		if (i == len)
+			return side;
+	}
 	return -1;
 }
 
