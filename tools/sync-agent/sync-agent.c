@@ -38,7 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <cpuid.h>
 #define HAVE_HYPERCALL 1
 #else
@@ -271,20 +271,22 @@ static enum insn cpu_insn(void)
 	return !strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine") ? INSN_VMMCALL : INSN_VMCALL;
 }
 
-/* KVM's convention: nr in rax, arguments in rbx, rcx, rdx, rsi; result in rax. */
+/* KVM's convention: nr in rax, arguments in rbx, rcx, rdx, rsi; result in rax.
+ * KVM preserves the argument registers; another hypervisor might not, so they
+ * are declared clobbered. */
 static long vmcall(unsigned long nr, unsigned long a0, unsigned long a1)
 {
-	long ret;
+	long ret = (long)nr;
 
-	__asm__ volatile("vmcall" : "=a"(ret) : "a"(nr), "b"(a0), "c"(a1) : "memory");
+	__asm__ volatile("vmcall" : "+a"(ret), "+b"(a0), "+c"(a1) : : "rdx", "rsi", "memory");
 	return ret;
 }
 
 static long vmmcall(unsigned long nr, unsigned long a0, unsigned long a1)
 {
-	long ret;
+	long ret = (long)nr;
 
-	__asm__ volatile("vmmcall" : "=a"(ret) : "a"(nr), "b"(a0), "c"(a1) : "memory");
+	__asm__ volatile("vmmcall" : "+a"(ret), "+b"(a0), "+c"(a1) : : "rdx", "rsi", "memory");
 	return ret;
 }
 #endif
