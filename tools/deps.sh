@@ -4,8 +4,8 @@
 set -euo pipefail
 
 pkgs=(
-	# build
-	cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+	# build (libc6-dev: the static libc for vcpustat-sync-agent)
+	cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libc6-dev
 	# libraries used by user space
 	libncurses-dev libmicrohttpd-dev libjansson-dev libzstd-dev libbabeltrace2-dev
 	# tests: unit framework, sanitizer/fuzzer runtimes, pty UI test, workloads

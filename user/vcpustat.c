@@ -13,6 +13,7 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{ "top", cmd_top, "live view of every VM and vCPU (the default command)" },
+	{ "sync", cmd_sync, "map a guest's clock onto the host's (convex hull synchronization)" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* vcpustat sync: map a guest's clock onto its host's (user/sync.h does the work). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <jansson.h>
+#include "cli.h"
+#include "sync.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: %s sync --pairs FILE [--json]\n"
+		"       %s sync --host HOST_TRACE --guest GUEST_TRACE   (not yet: arrives with the trace importer)\n"
+		"\n"
+		"Synchronize a guest's clock to its host's from messages exchanged between them\n"
+		"(the fully incremental convex hull algorithm), and print the transform\n"
+		"host = a * guest + b, its error bounds and its quality.\n"
+		"\n"
+		"  -p, --pairs FILE   one message per line: sender,send_ts,receiver,recv_ts\n"
+		"                     sender and receiver are host or guest, timestamps integer ns\n"
+		"                     in each side's own clock; '#' comments and blank lines are fine.\n"
+		"                     FILE '-' reads standard input.\n"
+		"  -j, --json         machine-readable output (and errors as {\"error\": ...})\n"
+		"      --host FILE, --guest FILE\n"
+		"                     synchronize from host and guest traces (the vcpustat_sync\n"
+		"                     markers and kvm_hypercall events): reserved, not implemented\n"
+		"                     yet; the trace importer will add it.\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"Quality: accurate (error bounds known), approximate (a line fits but the drift is\n"
+		"bounded on one side only: exchange messages both ways over a longer time),\n"
+		"incomplete (messages in one direction only), absent (no message), fail (no\n"
+		"line fits every message: a clock jumped or two messages were mismatched; the\n"
+		"last good transform is printed).\n"
+		"Exit status: 0 once the file is read (whatever the quality), 1 if it cannot be\n"
+		"read or a line is malformed, 2 for bad options. docs/sync.md explains it all.\n",
+		cli_prog, cli_prog);
+}
+
+/* The whole file (or stdin) in memory. */
+static int read_all(const char *path, char **buf, size_t *len)
+{
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	size_t cap = 1 << 16, n = 0;
+	struct stat st;
+	char *b = NULL;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (size_t)st.st_size + 1;
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n == cap) {
+			char *nb;
+
+			if (b)
+				cap *= 2;
+			nb = realloc(b, cap);
+			if (!nb) {
+				ret = -ENOMEM;
+				break;
+			}
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static const char *dir_sender(enum vcpustat_sync_dir d)
+{
+	return d == VCPUSTAT_SYNC_HOST_TO_GUEST ? "host" : "guest";
+}
+
+static const char *dir_receiver(enum vcpustat_sync_dir d)
+{
+	return d == VCPUSTAT_SYNC_HOST_TO_GUEST ? "guest" : "host";
+}
+
+static double duration_s(const struct vcpustat_sync_result *r)
+{
+	return (double)(r->host_last_ns - r->host_first_ns) / 1e9;
+}
+
+/* "+ 5.000000000 s" / "- 0.000001000 s" */
+static void fmt_offset(char *dst, size_t size, long double ns)
+{
+	snprintf(dst, size, "%c %.9Lf s", ns < 0 ? '-' : '+', fabsl(ns) / 1e9L);
+}
+
+/* The one sentence a person reads. */
+static void summary(char *dst, size_t size, const struct vcpustat_sync_result *r)
+{
+	char off[64];
+	int n;
+
+	fmt_offset(off, sizeof(off), r->beta);
+	if (r->quality == VCPUSTAT_SYNC_FAIL) {
+		n = snprintf(dst, size,
+			     "fail: no line fits every match; the match on line %llu (%s,%llu,%s,%llu) contradicts "
+			     "the earlier ones (a clock jump or a mismatched message?). ",
+			     (unsigned long long)r->fail_match.key, dir_sender(r->fail_match.dir),
+			     (unsigned long long)r->fail_match.send_ns, dir_receiver(r->fail_match.dir),
+			     (unsigned long long)r->fail_match.recv_ns);
+		if (n < 0 || (size_t)n >= size)
+			return;
+		dst += n;
+		size -= (size_t)n;
+		if (r->transform_quality == VCPUSTAT_SYNC_ABSENT) {
+			snprintf(dst, size, "No good transform before it.");
+			return;
+		}
+		snprintf(dst, size, "Kept the last good one (%s, from %llu matches): guest clock = host × %.9Lf %s",
+			 vcpustat_sync_quality_name(r->transform_quality),
+			 (unsigned long long)(r->nr_host_to_guest + r->nr_guest_to_host), r->alpha, off);
+		return;
+	}
+	switch (r->quality) {
+	case VCPUSTAT_SYNC_ACCURATE:
+		snprintf(dst, size, "guest clock = host × %.9Lf %s; accurate: error ≤ %.0Lf ns over %.1f s of host time",
+			 r->alpha, off, ceill(r->transform.max_error_ns), duration_s(r));
+		break;
+	case VCPUSTAT_SYNC_APPROXIMATE:
+		snprintf(dst, size,
+			 "guest clock ≈ host × %.9Lf %s; approximate: the messages bound the drift on one side only, "
+			 "so there is no error bound (exchange messages both ways over a longer time)",
+			 r->alpha, off);
+		break;
+	case VCPUSTAT_SYNC_INCOMPLETE:
+		snprintf(dst, size,
+			 "incomplete: %s messages only; assuming no drift, guest clock %s host %s (the fastest "
+			 "message taking no time); add %s messages for an estimate",
+			 r->nr_host_to_guest ? "host->guest" : "guest->host", r->nr_host_to_guest ? "≤" : "≥", off,
+			 r->nr_host_to_guest ? "guest->host" : "host->guest");
+		break;
+	default:
+		snprintf(dst, size, "absent: no match, nothing to synchronize (identity transform)");
+		break;
+	}
+}
+
+static void print_line(const char *label, const struct vcpustat_sync_line *fit)
+{
+	struct vcpustat_sync_line inv = vcpustat_sync_line_inverse(fit);
+	char off[64], ioff[64];
+
+	fmt_offset(off, sizeof(off), vcpustat_sync_line_offset(fit));
+	fmt_offset(ioff, sizeof(ioff), vcpustat_sync_line_offset(&inv));
+	printf("  %-10s guest = host × %.12Lf %s   (host = guest × %.12Lf %s)\n", label, fit->slope, off, inv.slope,
+	       ioff);
+}
+
+static void print_text(const char *source, const struct vcpustat_sync_result *r)
+{
+	const struct vcpustat_sync_transform *t = &r->transform;
+	char off[64], line[1024];
+	long double ref;
+
+	printf("source:      %s\n", source);
+	printf("matches:     %llu host->guest, %llu guest->host used", (unsigned long long)r->nr_host_to_guest,
+	       (unsigned long long)r->nr_guest_to_host);
+	if (r->nr_matches != r->nr_host_to_guest + r->nr_guest_to_host)
+		printf(" (of %llu)", (unsigned long long)r->nr_matches);
+	printf("\n");
+	if (r->nr_host_to_guest + r->nr_guest_to_host)
+		printf("host time:   %.9f s .. %.9f s (%.1f s)\n", r->host_first_ns / 1e9, r->host_last_ns / 1e9,
+		       duration_s(r));
+	printf("quality:     %s", vcpustat_sync_quality_name(r->quality));
+	if (r->quality == VCPUSTAT_SYNC_FAIL)
+		printf(" (transform below: the last good one, %s)", vcpustat_sync_quality_name(r->transform_quality));
+	printf("\n");
+	fmt_offset(off, sizeof(off), vcpustat_sync_line_offset(&t->mean));
+	printf("transform:   host = guest × %.12Lf %s   (a, b)\n", t->mean.slope, off);
+	ref = roundl(t->mean.x_ref);
+	printf("             host = %.0Lf + %.12Lf × (guest - %.0Lf)   (precise form)\n",
+	       vcpustat_sync_line_at(&t->mean, ref), t->mean.slope, ref);
+	fmt_offset(off, sizeof(off), r->beta);
+	printf("guest line:  guest = host × %.12Lf %s   (alpha, beta)\n", r->alpha, off);
+	if (r->has_min_slope || r->has_max_slope) {
+		printf("bounds:      extreme feasible lines:\n");
+		if (r->has_min_slope)
+			print_line("min-slope", &r->min_slope);
+		if (r->has_max_slope)
+			print_line("max-slope", &r->max_slope);
+	}
+	if (isfinite(t->max_error_ns))
+		printf("error:       ≤ %.0Lf ns over the measured range (a guaranteed bound)\n", ceill(t->max_error_ns));
+	else
+		printf("error:       unbounded\n");
+	summary(line, sizeof(line), r);
+	printf("%s\n", line);
+}
+
+/* JSON has no infinity or NaN: those become null (a degenerate transform). */
+static json_t *json_num(long double v)
+{
+	return isfinite(v) ? json_real((double)v) : json_null();
+}
+
+static json_t *json_ns(long double v)
+{
+	return isfinite(v) && fabsl(v) < 9.2e18L ? json_integer((json_int_t)roundl(v)) : json_null();
+}
+
+static json_t *json_line(const struct vcpustat_sync_line *fit)
+{
+	struct vcpustat_sync_line inv = vcpustat_sync_line_inverse(fit);
+
+	return json_pack("{s:o, s:o, s:o, s:o}", "alpha", json_num(fit->slope), "beta",
+			 json_num(vcpustat_sync_line_offset(fit)), "a", json_num(inv.slope), "b",
+			 json_num(vcpustat_sync_line_offset(&inv)));
+}
+
+static void print_json(const char *source, const struct vcpustat_sync_result *r)
+{
+	const struct vcpustat_sync_transform *t = &r->transform;
+	long double ref_guest = roundl(t->mean.x_ref);
+	char line[1024];
+	json_t *o, *bounds;
+
+	summary(line, sizeof(line), r);
+	bounds = json_pack("{s:o, s:o, s:o}", "max_error_ns", json_num(t->max_error_ns), "min_slope",
+			   r->has_min_slope ? json_line(&r->min_slope) : json_null(), "max_slope",
+			   r->has_max_slope ? json_line(&r->max_slope) : json_null());
+	o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I}, s:I, s:I, s:f, s:s}",
+		      "source", source, "quality", vcpustat_sync_quality_name(r->quality), "transform_quality",
+		      vcpustat_sync_quality_name(r->transform_quality), "a", json_num(t->mean.slope), "b",
+		      json_num(vcpustat_sync_line_offset(&t->mean)), "ref_guest_ns", json_ns(ref_guest), "ref_host_ns",
+		      json_ns(vcpustat_sync_line_at(&t->mean, ref_guest)), "alpha", json_num(r->alpha), "beta",
+		      json_num(r->beta), "bounds", bounds, "matches", "host_to_guest", (json_int_t)r->nr_host_to_guest,
+		      "guest_to_host", (json_int_t)r->nr_guest_to_host, "total", (json_int_t)r->nr_matches,
+		      "host_first_ns", (json_int_t)r->host_first_ns, "host_last_ns", (json_int_t)r->host_last_ns,
+		      "duration_s", duration_s(r), "summary", line);
+	if (o && r->quality == VCPUSTAT_SYNC_FAIL)
+		json_object_set_new(o, "fail",
+				    json_pack("{s:I, s:I, s:s, s:I, s:s, s:I}", "line", (json_int_t)r->fail_match.key,
+					      "index", (json_int_t)r->fail_index, "sender", dir_sender(r->fail_match.dir),
+					      "send_ts", (json_int_t)r->fail_match.send_ns, "receiver",
+					      dir_receiver(r->fail_match.dir), "recv_ts", (json_int_t)r->fail_match.recv_ns));
+	if (!o) {
+		cli_err("cannot build the JSON output");
+		return;
+	}
+	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	fputc('\n', stdout);
+	json_decref(o);
+}
+
+int cmd_sync(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pairs", required_argument, NULL, 'p' }, { "json", no_argument, NULL, 'j' },
+		{ "host", required_argument, NULL, 'H' },  { "guest", required_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },	   { 0 },
+	};
+	const char *pairs = NULL, *traces = NULL, *source;
+	struct vcpustat_sync_match *m = NULL;
+	struct vcpustat_sync_result r;
+	struct vcpustat_error err = { 0 };
+	size_t len = 0, n = 0;
+	char *buf = NULL;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': pairs = optarg; break;
+		case 'j': cli_json = true; break;
+		case 'H':
+		case 'G': traces = c == 'H' ? "--host" : "--guest"; break;
+		case 'h': usage(stdout); return CLI_OK;
+		default:
+			fprintf(stderr, "see `%s sync --help`\n", cli_prog);
+			return CLI_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_err("sync: unexpected argument '%s' (see `%s sync --help`)", argv[optind], cli_prog);
+		return CLI_USAGE;
+	}
+	if (traces) {
+		cli_err("sync: %s: synchronizing from traces is not implemented yet (it arrives with the trace "
+			"importer); use --pairs FILE",
+			traces);
+		return CLI_USAGE;
+	}
+	if (!pairs) {
+		cli_err("sync: which matches? give --pairs FILE (see `%s sync --help`)", cli_prog);
+		return CLI_USAGE;
+	}
+	source = strcmp(pairs, "-") ? pairs : "<stdin>";
+	ret = read_all(pairs, &buf, &len);
+	if (ret) {
+		cli_err("sync: cannot read %s: %s", source, strerror(-ret));
+		return CLI_FAIL;
+	}
+	ret = vcpustat_sync_parse_pairs(buf, len, source, &m, &n, &err);
+	free(buf);
+	if (!ret)
+		ret = vcpustat_sync_solve(m, n, &r, &err);
+	free(m);
+	if (ret) {
+		cli_err("%s", err.msg);
+		return CLI_FAIL;
+	}
+	if (r.transform_quality != VCPUSTAT_SYNC_ABSENT && !(r.alpha > 0 && isfinite(r.alpha)))
+		cli_warn("sync: %s: the best fit has the guest clock standing still or running backwards (slope %Lg): "
+			 "the matches are probably wrong",
+			 source, r.alpha);
+	if (cli_json)
+		print_json(source, &r);
+	else
+		print_text(source, &r);
+	return CLI_OK;
+}
