@@ -78,6 +78,9 @@ int main(int argc, char **argv)
 	struct empty_bpf *empty = NULL;
 	struct vcpustat *vs = NULL;
 	char **workload = dflt;
+	struct prog_cost all0[16], all1[16];
+	const char *all_names[16];
+	size_t nall = 0;
 	int c, stats_fd = -1, err = 1, n_inject = 100000, seconds = 4;
 	__u64 t0, t1;
 
@@ -109,6 +112,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	{
+		const struct vcpustat_prog *progs;
+		size_t n = vcpustat_progs(vs, &progs);
+
+		nall = n < 16 ? n : 16;
+		for (size_t i = 0; i < nall; i++) {
+			all_names[i] = progs[i].name;
+			prog_cost(vcpustat_prog_fd(vs, progs[i].name), &all0[i]);
+		}
+	}
 	prog_cost(vcpustat_prog_fd(vs, "on_sched_switch"), &v_sw0);
 	prog_cost(vcpustat_prog_fd(vs, "on_sched_wakeup"), &v_wk0);
 	prog_cost(bpf_program__fd(empty->progs.empty_sched_switch), &e_sw0);
@@ -117,6 +130,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "handler-cost: the workload failed\n");
 		goto out;
 	}
+	for (size_t i = 0; i < nall; i++)
+		prog_cost(vcpustat_prog_fd(vs, all_names[i]), &all1[i]);
 	prog_cost(vcpustat_prog_fd(vs, "on_sched_switch"), &v_sw1);
 	prog_cost(vcpustat_prog_fd(vs, "on_sched_wakeup"), &v_wk1);
 	prog_cost(bpf_program__fd(empty->progs.empty_sched_switch), &e_sw1);
@@ -147,6 +162,11 @@ int main(int argc, char **argv)
 	printf("injection: %d events, %.1f ns/event in the kernel (bpf_stats), %.0f ns/event from user space "
 	       "(with the syscall)\n",
 	       n_inject, per_run(&inj0, &inj1), (double)(t1 - t0) / n_inject);
+	printf("every vcpustat program during the workload (runs/s, ns/run):\n");
+	for (size_t i = 0; i < nall; i++)
+		if (all1[i].run_cnt > all0[i].run_cnt)
+			printf("  %-24s %10.0f/s %7.1f ns\n", all_names[i],
+			       (double)(all1[i].run_cnt - all0[i].run_cnt) / seconds, per_run(&all0[i], &all1[i]));
 	err = 0;
 out:
 	if (stats_fd >= 0)
