@@ -25,6 +25,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by user space before load. */
 const volatile __u32 record_level = VCPUSTAT_LEVEL_NONE;
+const volatile bool record_raw = false; /* also put every handled event in the ring buffer */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -277,6 +278,31 @@ static __always_inline bool is_vcpu_task(struct task_struct *t)
 	return true;
 }
 
+/*
+ * Capture mode: the event, complete with what the handler would read from the
+ * current task (its name, its cgroup), goes to the ring buffer before it is
+ * handled, so that user-space replay sees exactly what the kernel saw.
+ */
+static __always_inline int run_event(struct vcpustat_event *ev)
+{
+	if (record_raw) {
+		struct vcpustat_event *r;
+
+		if (!ev->comm[0] && (ev->type == VCPUSTAT_EV_SWITCH || ev->type >= VCPUSTAT_EV_KVM_ENTRY))
+			bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		if (ev->type == VCPUSTAT_EV_SWITCH && !ev->arg2)
+			ev->arg2 = bpf_get_current_cgroup_id();
+		r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+		if (r) {
+			__builtin_memcpy(r, ev, sizeof(*r));
+			bpf_ringbuf_submit(r, 0);
+		} else {
+			env_lost(VCPUSTAT_LOST_RINGBUF);
+		}
+	}
+	return handle_event(ev);
+}
+
 /* After a KVM event in the current thread: flag it if it is (now) a vCPU. */
 static __always_inline int flag_current(void)
 {
@@ -310,7 +336,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	ev.tgid2 = (__u32)next->tgid;
 	ev.arg0 = get_task_state(prev);
 	ev.arg1 = preempt;
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -322,7 +348,7 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_WAKEUP, p);
 	ev.arg0 = get_task_cpu(p);
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp_btf/sched_wakeup_new")
@@ -334,7 +360,7 @@ int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_WAKEUP_NEW, p);
 	ev.arg0 = get_task_cpu(p);
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp_btf/sched_migrate_task")
@@ -347,7 +373,7 @@ int BPF_PROG(on_sched_migrate_task, struct task_struct *p, int dest_cpu)
 	event_task(&ev, VCPUSTAT_EV_MIGRATE, p);
 	ev.arg0 = (__u32)dest_cpu;
 	ev.arg1 = get_task_cpu(p);
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -361,7 +387,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_PROCESS_EXIT, p);
 	ev.arg0 = group_dead;
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp/kvm/kvm_entry")
@@ -371,7 +397,7 @@ int on_kvm_entry(struct trace_event_raw_kvm_entry *ctx)
 
 	event_current(&ev, VCPUSTAT_EV_KVM_ENTRY);
 	ev.arg0 = BPF_CORE_READ(ctx, vcpu_id);
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp/kvm/kvm_exit")
@@ -386,7 +412,7 @@ int on_kvm_exit(struct trace_event_raw_kvm_exit *ctx)
 		ev.arg2 = BPF_CORE_READ(ctx, vcpu_id);
 	else
 		ev.arg2 = 0xffffffffu;
-	return handle_event(&ev);
+	return run_event(&ev);
 }
 
 SEC("tp_btf/kvm_userspace_exit")
@@ -397,7 +423,7 @@ int BPF_PROG(on_kvm_userspace_exit, __u32 reason, int errno)
 	event_current(&ev, VCPUSTAT_EV_USERSPACE_EXIT);
 	ev.arg0 = reason;
 	ev.arg1 = (__u32)errno;
-	handle_event(&ev);
+	run_event(&ev);
 	return flag_current();
 }
 
@@ -409,7 +435,7 @@ int BPF_PROG(on_kvm_fpu, int load)
 	if (!load)
 		return 0; /* leaving KVM_RUN: kvm_userspace_exit follows and says why */
 	event_current(&ev, VCPUSTAT_EV_KVM_RUN);
-	handle_event(&ev);
+	run_event(&ev);
 	return flag_current();
 }
 
@@ -424,7 +450,7 @@ int BPF_PROG(on_kvm_hypercall, unsigned long nr, unsigned long a0, unsigned long
 	ev.arg0 = nr;
 	ev.arg1 = a0;
 	ev.arg2 = a1;
-	handle_event(&ev);
+	run_event(&ev);
 	return flag_current();
 }
 

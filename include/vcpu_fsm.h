@@ -181,8 +181,13 @@ VCPU_FSM_INLINE void vcpu_fsm_step_clear(struct vcpu_fsm_step *s, unsigned int s
 	s->pcpu_changed = 0;
 	s->at = 0;
 	s->dur = 0;
-	s->sample[0].kind = VCPU_SAMPLE_NONE;
-	s->sample[1].kind = VCPU_SAMPLE_NONE;
+	for (unsigned int i = 0; i < 2; i++) {
+		s->sample[i].kind = VCPU_SAMPLE_NONE;
+		s->sample[i].reason = 0;
+		s->sample[i].isa = 0;
+		s->sample[i].pad = 0;
+		s->sample[i].ns = 0;
+	}
 }
 
 /* Elapsed time from t0 to t1, clamped at zero for out-of-order timestamps. */

@@ -83,6 +83,8 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_WAKEUP,	/* (level full) wakeup of tid on cpu arg0 */
 	VCPUSTAT_REC_HYPERCALL, /* kvm_hypercall with the sync nr: arg0/arg1 = a0 low/high */
 	VCPUSTAT_REC_SYNC_ENTRY, /* first kvm_entry after a sync hypercall: arg0/arg1 = key */
+	VCPUSTAT_REC_UEXIT,	/* kvm_userspace_exit that changed no state: arg0 = reason */
+	VCPUSTAT_REC_RUN,	/* KVM_RUN entered, closing an open userspace exit: arg0 = its reason */
 	VCPUSTAT_NR_RECORDS,
 };
 
@@ -102,6 +104,14 @@ struct vcpustat_record {
 	__u32 arg0;
 	__u32 arg1;
 };
+
+/*
+ * With record_raw set (rodata), every event the handler runs on also goes to
+ * the ring buffer as a whole struct vcpustat_event (96 bytes, with comm and
+ * cgroup id filled in) just before it is handled: a capture that user-space
+ * replay turns into exactly the same records. Ring-buffer entries are told
+ * apart by size: 32 bytes = struct vcpustat_record, 96 = struct vcpustat_event.
+ */
 
 /* Record levels (rodata record_level): what goes to the ring buffer. */
 enum vcpustat_record_level {

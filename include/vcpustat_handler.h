@@ -39,8 +39,8 @@
 #define HANDLER_INLINE static inline __attribute__((always_inline))
 #endif
 
-HANDLER_INLINE void emit(const struct vcpustat_event *ev, __u32 tid, __u32 tgid, __u32 vcpu, __u8 type, __u8 from,
-			 __u8 to, __u32 arg0, __u32 arg1)
+HANDLER_INLINE void emit_at(const struct vcpustat_event *ev, __u64 ts, __u32 tid, __u32 tgid, __u32 vcpu, __u8 type,
+			    __u8 from, __u8 to, __u32 arg0, __u32 arg1)
 {
 	struct vcpustat_record *r = env_record_reserve();
 
@@ -48,7 +48,7 @@ HANDLER_INLINE void emit(const struct vcpustat_event *ev, __u32 tid, __u32 tgid,
 		env_lost(VCPUSTAT_LOST_RINGBUF);
 		return;
 	}
-	r->ts = ev->ts;
+	r->ts = ts;
 	r->tid = tid;
 	r->tgid = tgid;
 	r->type = type;
@@ -62,11 +62,23 @@ HANDLER_INLINE void emit(const struct vcpustat_event *ev, __u32 tid, __u32 tgid,
 	env_record_submit(r);
 }
 
+HANDLER_INLINE void emit(const struct vcpustat_event *ev, __u32 tid, __u32 tgid, __u32 vcpu, __u8 type, __u8 from,
+			 __u8 to, __u32 arg0, __u32 arg1)
+{
+	emit_at(ev, ev->ts, tid, tgid, vcpu, type, from, to, arg0, arg1);
+}
+
+/*
+ * A record about vCPU v, stamped on the vCPU's own clock: never before its
+ * last state change, so one vCPU's records are in time order even when an
+ * event came from a CPU whose clock is slightly behind.
+ */
 HANDLER_INLINE void emit_vcpu(const struct vcpustat_event *ev, const struct vcpustat_vcpu *v, __u8 type, __u8 from,
 			      __u8 to, __u32 arg0, __u32 arg1)
 {
 	if (env_record_level() >= VCPUSTAT_LEVEL_VCPU)
-		emit(ev, v->tid, v->tgid, v->index, type, from, to, arg0, arg1);
+		emit_at(ev, ev->ts > v->fsm.since ? ev->ts : v->fsm.since, v->tid, v->tgid, v->index, type, from, to,
+			arg0, arg1);
 }
 
 HANDLER_INLINE void hist_add(__u32 tgid, const struct vcpu_fsm_sample *smp)
@@ -112,6 +124,10 @@ HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, const struct vcp
 		emit_vcpu(ev, v, VCPUSTAT_REC_STATE, (__u8)s->from, (__u8)s->to, arg0, arg1);
 	else if (ev->type == VCPUSTAT_EV_KVM_EXIT)
 		emit_vcpu(ev, v, VCPUSTAT_REC_EXIT, (__u8)s->from, (__u8)s->to, arg0, arg1);
+	else if (ev->type == VCPUSTAT_EV_USERSPACE_EXIT)
+		emit_vcpu(ev, v, VCPUSTAT_REC_UEXIT, (__u8)s->from, (__u8)s->to, arg0, arg1);
+	else if (ev->type == VCPUSTAT_EV_KVM_RUN && s->sample[1].kind == VCPU_SAMPLE_USERSPACE_EXIT)
+		emit_vcpu(ev, v, VCPUSTAT_REC_RUN, (__u8)s->from, (__u8)s->to, s->sample[1].reason, 0);
 	if (s->pcpu_changed && ev->type != VCPUSTAT_EV_SWITCH)
 		emit_vcpu(ev, v, VCPUSTAT_REC_PCPU, (__u8)s->to, (__u8)s->to, v->fsm.pcpu, 0);
 }

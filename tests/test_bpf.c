@@ -37,7 +37,11 @@ static void open_level(enum vcpustat_record_level level, unsigned int ringbuf_by
 	SKIP_UNLESS(bpf_unavailable());
 	err = vcpustat_open(&vs, &o);
 	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
-	rb = vcpustat_ring_buffer(vs, on_record, NULL);
+	{
+		struct vcpustat_consumer c = { .on_record = on_record };
+
+		rb = vcpustat_ring_buffer(vs, &c);
+	}
 	cr_assert_not_null(rb);
 	nrecs = 0;
 }
@@ -416,6 +420,29 @@ Test(bpf, userspace_exit_histogram_closed_by_kvm_run)
 	cr_assert(get_vcpu(401, &v));
 	cr_assert_eq(v.fsm.userspace_exits, 2);
 	cr_assert_not(v.fsm.flags & VCPU_F_HALTED);
+
+	/* the record stream carries what an offline reader needs to rebuild these latencies */
+	drain();
+	{
+		static const struct {
+			__u8 type;
+			__u64 ts;
+			__u32 arg0;
+		} want[] = {
+			{ VCPUSTAT_REC_VCPU_NEW, 1000, VCPUSTAT_INDEX_COMM },
+			{ VCPUSTAT_REC_STATE, 1000, KVM_UEXIT_IO }, /* UNKNOWN -> HOST */
+			{ VCPUSTAT_REC_RUN, 1250, KVM_UEXIT_IO },
+			{ VCPUSTAT_REC_UEXIT, 2000, KVM_UEXIT_HLT },
+			{ VCPUSTAT_REC_RUN, 9000, KVM_UEXIT_HLT },
+		};
+
+		cr_assert_eq(nrecs, 5);
+		for (size_t i = 0; i < 5; i++) {
+			cr_assert_eq(recs[i].type, want[i].type, "record %zu type %u", i, recs[i].type);
+			cr_assert_eq(recs[i].ts, want[i].ts, "record %zu ts", i);
+			cr_assert_eq(recs[i].arg0, want[i].arg0, "record %zu arg0", i);
+		}
+	}
 }
 
 Test(bpf, migration_of_a_waiting_vcpu_moves_its_culprit_accounting)

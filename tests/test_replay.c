@@ -159,7 +159,11 @@ Test(replay, kernel_and_user_space_replay_are_identical, .timeout = 120)
 	cr_assert_eq(vcpustat_open(&vs, &o), 0);
 	ro.nr_cpus = (unsigned int)libbpf_num_possible_cpus();
 	cr_assert_eq(replay_new(&rp, &ro), 0);
-	rb = vcpustat_ring_buffer(vs, log_record, &live);
+	{
+		struct vcpustat_consumer c = { .on_record = log_record, .ctx = &live };
+
+		rb = vcpustat_ring_buffer(vs, &c);
+	}
 	cr_assert_not_null(rb);
 
 	for (int round = 0; round < 20; round++) {

@@ -53,6 +53,7 @@ static const struct prog_def prog_defs[] = {
 
 struct vcpustat {
 	struct vcpustat_bpf *skel;
+	struct vcpustat_consumer consumer;
 	struct vcpustat_prog progs[NR_PROGS];
 	struct bpf_link *links[NR_PROGS];
 	int ncpus;
@@ -261,6 +262,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 	}
 
 	vs->skel->rodata->record_level = opts->record_level;
+	vs->skel->rodata->record_raw = opts->record_raw;
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {
 		bpf_map__set_max_entries(vs->skel->maps.vcpus, opts->max_vcpus);
@@ -593,27 +595,21 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 	return err;
 }
 
-struct rb_adapter {
-	vcpustat_record_fn fn;
-	void *ctx;
-};
-
 static int rb_callback(void *ctx, void *data, size_t size)
 {
-	struct rb_adapter *a = ctx;
+	const struct vcpustat_consumer *c = ctx;
 
-	if (size < sizeof(struct vcpustat_record))
-		return 0;
-	return a->fn(a->ctx, data);
+	if (size == sizeof(struct vcpustat_record))
+		return c->on_record ? c->on_record(c->ctx, data) : 0;
+	if (size == sizeof(struct vcpustat_event))
+		return c->on_event ? c->on_event(c->ctx, data) : 0;
+	return 0;
 }
 
-struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, vcpustat_record_fn fn, void *ctx)
+struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpustat_consumer *c)
 {
-	static __thread struct rb_adapter adapter; /* one consumer per thread */
-
-	adapter.fn = fn;
-	adapter.ctx = ctx;
-	return ring_buffer__new(bpf_map__fd(vs->skel->maps.records), rb_callback, &adapter, NULL);
+	vs->consumer = *c;
+	return ring_buffer__new(bpf_map__fd(vs->skel->maps.records), rb_callback, &vs->consumer, NULL);
 }
 
 /* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */

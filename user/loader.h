@@ -26,6 +26,7 @@ struct vcpustat_options {
 	unsigned int max_hists;			 /* 0: VCPUSTAT_MAX_HISTS */
 	unsigned int ringbuf_bytes;		 /* 0: VCPUSTAT_RINGBUF_BYTES (power of 2) */
 	bool no_kvm;				 /* do not load/attach the KVM programs */
+	bool record_raw;			 /* also capture every handled event (ring buffer) */
 };
 
 /* What became of one tracepoint program. */
@@ -132,9 +133,21 @@ void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
 /* Forget a VM whose process is gone: its vms entry, histograms and culprits. */
 int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid);
 
-/* Ring buffer of records (level >= VCPU); calls fn for each record. */
+/* What to call for each ring-buffer entry (a non-zero return stops the poll and is returned). */
 typedef int (*vcpustat_record_fn)(void *ctx, const struct vcpustat_record *rec);
-struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, vcpustat_record_fn fn, void *ctx);
+typedef int (*vcpustat_event_fn)(void *ctx, const struct vcpustat_event *ev);
+struct vcpustat_consumer {
+	vcpustat_record_fn on_record; /* records (level >= VCPU) */
+	vcpustat_event_fn on_event;   /* raw events (record_raw); NULL: ignored */
+	void *ctx;
+};
+
+/*
+ * The ring buffer of records and raw events, consumed with libbpf's
+ * ring_buffer__poll/consume (free with ring_buffer__free before vcpustat_close).
+ * One consumer per struct vcpustat.
+ */
+struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpustat_consumer *c);
 
 /* Map and program file descriptors for benchmarks and tests. */
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
