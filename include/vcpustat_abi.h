@@ -79,7 +79,8 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_VCPU_GONE, /* the vCPU's thread exited: from = last state */
 	VCPUSTAT_REC_SWITCH,	/* (level full) sched_switch on cpu: tid/tgid = prev,
 				   arg0 = next tid, arg1 = next tgid,
-				   from = 1 if prev still runnable, else 0 */
+				   from = 1 if prev still runnable, else 0;
+				   to = 1 if prev is exiting */
 	VCPUSTAT_REC_WAKEUP,	/* (level full) wakeup of tid on cpu arg0 */
 	VCPUSTAT_REC_HYPERCALL, /* kvm_hypercall with the sync nr: arg0/arg1 = a0 low/high */
 	VCPUSTAT_REC_SYNC_ENTRY, /* first kvm_entry after a sync hypercall: arg0/arg1 = key */

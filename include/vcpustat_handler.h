@@ -311,9 +311,10 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	}
 	if (c)
 		c->curr_since = ev->ts;
+	/* to = 1: prev is exiting (TASK_DEAD, EXIT_ZOMBIE or EXIT_DEAD) */
 	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
-		emit(ev, prev, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_SWITCH, (__u8)runnable, 0, next,
-		     (__u32)ev->tgid2);
+		emit(ev, prev, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_SWITCH, (__u8)runnable,
+		     (ev->arg0 & 0xb0) ? 1 : 0, next, (__u32)ev->tgid2);
 }
 
 HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)

@@ -487,6 +487,11 @@ static int read_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
 	return 0;
 }
 
+int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
+{
+	return read_lost(vs, lost);
+}
+
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 {
 	void *keys = NULL, *vals = NULL;

@@ -130,6 +130,9 @@ struct vcpustat_snapshot {
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
 void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
 
+/* The lost counters (summed over CPUs), without reading the other maps. */
+int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST]);
+
 /* Forget a VM whose process is gone: its vms entry, histograms and culprits. */
 int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid);
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -221,6 +222,34 @@ const char *names_vm(struct names *n, __u32 tgid)
 	if (hashmap_update(&n->vms, &tgid, name))
 		return "?";
 	return hashmap_lookup(&n->vms, &tgid);
+}
+
+const char *names_thread(struct names *n, __u32 tid, __u32 *tgid, char *buf, size_t len)
+{
+	char path[256], status[4096];
+	ssize_t r;
+	char *p;
+
+	*tgid = 0;
+	if (!tid) {
+		snprintf(buf, len, "idle");
+		return buf;
+	}
+	snprintf(path, sizeof(path), "%s/%u/status", n->proc_root, tid);
+	r = read_file(path, status, sizeof(status) - 1);
+	if (r <= 0)
+		return NULL;
+	status[r] = '\0';
+	p = strstr(status, "\nTgid:");
+	if (p)
+		*tgid = (__u32)strtoul(p + 6, NULL, 10);
+	if (strncmp(status, "Name:", 5))
+		return NULL;
+	p = status + 5;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+	return buf;
 }
 
 /* Walk the cgroup v2 tree: a cgroup's id is its directory's inode number. */

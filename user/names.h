@@ -45,6 +45,8 @@ void names_refresh(struct names *n);
 const char *names_vm(struct names *n, __u32 tgid);
 /* The process name (comm of the thread group leader), else "pid <tgid>". */
 const char *names_process(struct names *n, __u32 tgid);
+/* A thread's name and process (from /proc/<tid>); NULL if it is gone. Not cached. */
+const char *names_thread(struct names *n, __u32 tid, __u32 *tgid, char *buf, size_t len);
 /* The cgroup v2 path of id ("/system.slice/x.service"), or "" if unknown. */
 const char *names_cgroup(struct names *n, __u64 id);
 

@@ -321,14 +321,19 @@ static int culprit_add(struct vm_summary *vm, const struct vcpustat_culprit_entr
 	return 0;
 }
 
+void summary_free_vm(struct vm_summary *vm)
+{
+	free(vm->vcpus);
+	free(vm->exits);
+	free(vm->uexits);
+	free(vm->culprits);
+	memset(vm, 0, sizeof(*vm));
+}
+
 void summary_free(struct summary *s)
 {
-	for (size_t i = 0; i < s->nr_vms; i++) {
-		free(s->vms[i].vcpus);
-		free(s->vms[i].exits);
-		free(s->vms[i].uexits);
-		free(s->vms[i].culprits);
-	}
+	for (size_t i = 0; i < s->nr_vms; i++)
+		summary_free_vm(&s->vms[i]);
 	free(s->vms);
 	memset(s, 0, sizeof(*s));
 }
@@ -625,6 +630,8 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		nvcpus += s->vms[i].nr_vcpus;
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		lost += s->lost[i];
+	if (s->wall_t1)
+		now = (time_t)(s->wall_t1 / 1000000000ull);
 	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
 	fprintf(f, "vcpustat %s  interval %.2fs  VMs %zu  vCPUs %zu  lost %llu\n", ts, s->seconds, s->nr_vms, nvcpus,
 		(unsigned long long)lost);

@@ -69,7 +69,8 @@ struct vm_summary {
 };
 
 struct summary {
-	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach) */
+	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach); reports: ns since trace start */
+	__u64 wall_t1;	/* CLOCK_REALTIME ns of t1 for the text header (0: now) */
 	double seconds; /* t1 - t0 */
 	struct vm_summary *vms; /* sorted by name, then pid */
 	size_t nr_vms;
@@ -89,6 +90,7 @@ struct summary_filter {
 int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const struct vcpustat_snapshot *cur,
 		  struct names *names, const struct summary_filter *filter);
 void summary_free(struct summary *s);
+void summary_free_vm(struct vm_summary *vm);
 
 /* Latency percentile (0 < q < 1) of a bucket array: interpolated within its bucket. */
 __u64 latency_percentile(const __u64 *bucket, __u64 count, double q);

@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Recording: the SHT file a live capture writes agrees with the live maps;
+ * a capture replayed offline gives the same file; a killed recorder leaves a
+ * readable file; rotation; capture files reject bad input clearly.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "capture.h"
+#include "helpers.h"
+#include "loader.h"
+#include "record.h"
+#include "replay.h"
+#include "report.h"
+
+static const char *build_dir(void)
+{
+	const char *d = getenv("VCPUSTAT_BUILD_DIR");
+
+	return d ? d : VCPUSTAT_BUILD_DIR;
+}
+
+static pid_t start_microvm(const char *name, const char *extra_pin, double duration)
+{
+	char bin[512], dur[32];
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/bin/microvm", build_dir());
+	snprintf(dur, sizeof(dur), "%.1f", duration);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, STDOUT_FILENO);
+		execl(bin, bin, "--vms", "1", "--vcpus", "2", "--pin", extra_pin, "--busy-us", "2000", "--idle-us",
+		      "1500", "--duration", dur, "-name", name, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *tmpfile_path(const char *suffix)
+{
+	static char paths[8][128];
+	static int n;
+	char *p = paths[n++ % 8];
+	int fd;
+
+	snprintf(p, 128, "/tmp/vcpustat-rec-XXXXXX");
+	fd = mkstemp(p);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	unlink(p);
+	strcat(p, suffix);
+	return p;
+}
+
+struct live_rec {
+	struct recorder *rec;
+	struct vcpustat_error err;
+	int failed;
+};
+
+static int to_recorder(void *ctx, const struct vcpustat_record *r)
+{
+	struct live_rec *l = ctx;
+
+	if (!l->failed)
+		l->failed = recorder_add(l->rec, r, &l->err);
+	return 0;
+}
+
+static const char *name_by_pid(void *ctx, uint32_t tgid)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "vm%u", tgid);
+	return buf;
+}
+
+/*
+ * One BPF instance feeds both the ring buffer (-> recorder -> SHT) and the
+ * maps (snapshots): over the same window, the file's per-state time of
+ * every vCPU equals the maps' exactly.
+ */
+Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_VCPU };
+	struct recorder_opts ro = { 0 };
+	struct vcpustat_snapshot a, b;
+	struct live_rec l = { 0 };
+	struct vcpustat_error err = { 0 };
+	struct ring_buffer *rb;
+	struct sht_reader *rd;
+	struct vcpustat *vs;
+	struct summary s;
+	bool culprits;
+	char *path = tmpfile_path(".sht");
+	__u64 mono0, end;
+	pid_t vmm;
+	size_t compared = 0;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	cr_assert_eq(vcpustat_open(&vs, &o), 0);
+	cr_assert_gt(vcpustat_attach(vs), 0);
+	mono0 = vcpustat_now_ns();
+	ro.path = path;
+	ro.mono_start_ns = mono0;
+	ro.real_start_ns = (__u64)time(NULL) * 1000000000ull;
+	ro.vm_name = name_by_pid;
+	ro.no_sync = true;
+	cr_assert_eq(recorder_open(&l.rec, &ro, &l.err), 0, "%s", l.err.msg);
+	{
+		struct vcpustat_consumer c = { .on_record = to_recorder, .ctx = &l };
+
+		rb = vcpustat_ring_buffer(vs, &c);
+	}
+	vmm = start_microvm("rec-window", "0", 4.0);
+	for (int i = 0; i < 10; i++)
+		ring_buffer__poll(rb, 100);
+	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
+	for (int i = 0; i < 20; i++)
+		ring_buffer__poll(rb, 100);
+	cr_assert_eq(vcpustat_snapshot(vs, &b), 0);
+	cr_assert_eq(wait_exit(vmm), 0);
+	ring_buffer__consume(rb);
+	end = vcpustat_now_ns();
+	cr_assert_eq(l.failed, 0, "%s", l.err.msg);
+	cr_assert_eq(recorder_close(l.rec, end, &l.err), 0, "%s", l.err.msg);
+	cr_assert_eq(b.lost[VCPUSTAT_LOST_RINGBUF], 0, "no record may be lost for an exact comparison");
+
+	cr_assert_eq(sht_open(&rd, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(report_build(&s, rd, a.ts - mono0, b.ts - mono0, NULL, &culprits, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < b.nr_vcpus; i++) {
+		const struct vcpustat_vcpu *vb = &b.vcpus[i], *va = NULL;
+		const struct vcpu_summary *fv = NULL;
+
+		for (size_t j = 0; j < a.nr_vcpus; j++)
+			if (a.vcpus[j].tid == vb->tid)
+				va = &a.vcpus[j];
+		for (size_t m = 0; m < s.nr_vms; m++)
+			for (size_t v = 0; v < s.vms[m].nr_vcpus; v++)
+				if (s.vms[m].vcpus[v].tid == vb->tid)
+					fv = &s.vms[m].vcpus[v];
+		if (!va || va->fsm.state == VCPU_UNKNOWN)
+			continue;
+		cr_assert_not_null(fv, "vCPU %u is in the maps but not in the file", vb->tid);
+		for (unsigned int st = VCPU_GUEST; st < VCPU_NR_STATES; st++) {
+			__u64 live = vcpu_fsm_total(&vb->fsm, st, b.ts) - vcpu_fsm_total(&va->fsm, st, a.ts);
+
+			cr_assert_eq(fv->ns[st], live, "vCPU %u state %u: file %llu ns, maps %llu ns", vb->tid, st,
+				     (unsigned long long)fv->ns[st], (unsigned long long)live);
+		}
+		cr_assert_eq(fv->preemptions, vb->fsm.preemptions - va->fsm.preemptions);
+		cr_assert_eq(fv->userspace_exits, vb->fsm.userspace_exits - va->fsm.userspace_exits);
+		compared++;
+	}
+	cr_assert_eq(compared, 2, "both vCPUs of the VM compared");
+	summary_free(&s);
+	sht_close(rd);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	ring_buffer__free(rb);
+	vcpustat_close(vs);
+	unlink(path);
+}
+
+/* Every interval of every attribute of two files, compared. */
+static void assert_same_files(const char *p1, const char *p2)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r1, *r2;
+	size_t total = 0;
+
+	cr_assert_eq(sht_open(&r1, p1, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_open(&r2, p2, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_nattrs(r1), sht_nattrs(r2), "%u vs %u attributes", sht_nattrs(r1), sht_nattrs(r2));
+	for (uint32_t a = 0; a < sht_nattrs(r1); a++) {
+		struct sht_interval *i1, *i2;
+		size_t n1, n2;
+		uint32_t b;
+		const char *path = sht_attr_path(r1, a);
+
+		cr_assert_eq(sht_attr_lookup(r2, path, &b), 0, "%s missing from the replayed file", path);
+		cr_assert_eq(sht_query_range(r1, a, NULL, 0, UINT64_MAX - 1, &i1, &n1, &err), 0, "%s", err.msg);
+		cr_assert_eq(sht_query_range(r2, b, NULL, 0, UINT64_MAX - 1, &i2, &n2, &err), 0, "%s", err.msg);
+		cr_assert_eq(n1, n2, "%s: %zu vs %zu intervals", path, n1, n2);
+		for (size_t i = 0; i < n1; i++) {
+			cr_assert_eq(i1[i].start, i2[i].start, "%s interval %zu start", path, i);
+			cr_assert_eq(i1[i].end, i2[i].end, "%s interval %zu end", path, i);
+			cr_assert_eq(i1[i].value.type, i2[i].value.type, "%s interval %zu type", path, i);
+			if (i1[i].value.type == SHT_INT)
+				cr_assert_eq(i1[i].value.i, i2[i].value.i, "%s interval %zu", path, i);
+			if (i1[i].value.type == SHT_STR)
+				cr_assert_str_eq(i1[i].value.s, i2[i].value.s, "%s interval %zu", path, i);
+		}
+		total += n1;
+		free(i1);
+		free(i2);
+	}
+	cr_log_info("%u attributes, %zu intervals identical", sht_nattrs(r1), total);
+	cr_assert_gt(total, 100);
+	sht_close(r1);
+	sht_close(r2);
+}
+
+static int run(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(record, replayed_capture_gives_the_same_file_as_the_live_recording, .timeout = 120)
+{
+	char *live = tmpfile_path(".sht"), *cap = tmpfile_path(".vcap"), *off = tmpfile_path(".sht"), cmd[2048];
+	pid_t vmm;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	vmm = start_microvm("rec-replay", "0", 3.0);
+	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat record -q --level full -o %s --capture %s --duration 2.5",
+		 build_dir(), live, cap);
+	cr_assert_eq(run(cmd), 0, "%s", cmd);
+	wait_exit(vmm);
+	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat replay -q %s -o %s", build_dir(), cap, off);
+	cr_assert_eq(run(cmd), 0, "%s", cmd);
+	assert_same_files(live, off);
+	unlink(live);
+	unlink(cap);
+	unlink(off);
+}
+
+Test(record, killed_recorder_leaves_a_readable_file, .timeout = 120)
+{
+	char *path = tmpfile_path(".sht"), bin[512], cmd[2048];
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	struct stat st;
+	pid_t vmm, rec;
+	uint32_t a;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	vmm = start_microvm("rec-kill", "1", 8.0);
+	rec = fork();
+	if (rec == 0) {
+		execl(bin, bin, "record", "-q", "--level", "full", "-o", path, (char *)NULL);
+		_exit(127);
+	}
+	/* wait until some nodes are sealed, then kill it mid-stream */
+	for (int i = 0; i < 100; i++) {
+		usleep(100000);
+		if (stat(path, &st) == 0 && st.st_size > 256 * 1024)
+			break;
+	}
+	cr_assert_gt(st.st_size, 64 * 1024, "the recorder wrote nodes");
+	kill(rec, SIGKILL);
+	cr_assert_eq(wait_exit(rec), 128 + SIGKILL);
+	kill(vmm, SIGTERM);
+	wait_exit(vmm);
+
+	snprintf(cmd, sizeof(cmd), "%s check %s > /dev/null", bin, path);
+	cr_assert_eq(run(cmd), 0, "check accepts the unfinished file");
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert(sht_get_info(r)->recovered, "marked as an unfinished recording");
+	cr_assert_eq(sht_attr_lookup(r, "/vms/rec-kill/vcpus/0/state", &a), 0);
+	{
+		struct sht_interval *iv;
+		size_t n;
+
+		cr_assert_eq(sht_query_range(r, a, NULL, 0, sht_get_info(r)->horizon, &iv, &n, &err), 0, "%s", err.msg);
+		cr_assert_gt(n, 10, "the vCPU's intervals up to the last sealed node are there");
+		free(iv);
+	}
+	sht_close(r);
+	snprintf(cmd, sizeof(cmd), "%s query %s --path /vms/rec-kill/vcpus/1/state --json > /dev/null", bin, path);
+	cr_assert_eq(run(cmd), 0);
+	unlink(path);
+}
+
+Test(record, rotation_keeps_the_newest_files_each_complete, .timeout = 120)
+{
+	char dir[] = "/tmp/vcpustat-rot-XXXXXX", cmd[2048], path[512];
+	struct vcpustat_error err = { 0 };
+	struct dirent *de;
+	int files = 0;
+	DIR *d;
+	pid_t vmm;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	cr_assert_not_null(mkdtemp(dir));
+	vmm = start_microvm("rec-rot", "1", 5.0);
+	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat record -q -o %s/cap.sht --rotate-every 1s --keep 2 --duration 3.5",
+		 build_dir(), dir);
+	cr_assert_eq(run(cmd), 0);
+	wait_exit(vmm);
+	d = opendir(dir);
+	while ((de = readdir(d))) {
+		struct sht_reader *r;
+		struct sht_interval *iv;
+		uint32_t a;
+		size_t n;
+
+		if (!strstr(de->d_name, ".sht"))
+			continue;
+		files++;
+		cr_assert(!strncmp(de->d_name, "cap-", 4), "%s: named after the series", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+		cr_assert(sht_get_info(r)->closed);
+		cr_assert_eq(sht_attr_lookup(r, "/vms/rec-rot/vcpus/0/state", &a), 0, "%s", path);
+		/* the file starts with the vCPU's state: no gap at its start */
+		cr_assert_eq(sht_query_range(r, a, NULL, sht_get_info(r)->start, sht_get_info(r)->start, &iv, &n, &err),
+			     0);
+		cr_assert_geq(n, 1, "%s: a value at the file's first instant", path);
+		cr_assert_eq(iv[0].value.type, SHT_INT);
+		free(iv);
+		sht_close(r);
+		unlink(path);
+	}
+	closedir(d);
+	cr_assert_eq(files, 2, "--keep 2");
+	rmdir(dir);
+}
+
+/* ---- capture files: round trip and bad input ---- */
+
+static void write_capture(const char *path, int n, bool close_it)
+{
+	struct vcpustat_error err = { 0 };
+	struct capture_writer *w;
+
+	cr_assert_eq(capture_create(&w, path, 1000, 2000, "level=vcpu\ncpus=2\n", &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_name(w, 77, "web", &err), 0);
+	for (int i = 0; i < n; i++) {
+		struct vcpustat_event ev = { .type = VCPUSTAT_EV_KVM_RUN, .ts = 1000 + (__u64)i, .tid = 78, .tgid = 77 };
+
+		cr_assert_eq(capture_write(w, &ev, &err), 0, "%s", err.msg);
+	}
+	if (close_it) {
+		cr_assert_eq(capture_write_end(w, 99999, &err), 0);
+		cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
+	} else {
+		cr_assert_eq(capture_flush(w, &err), 0);
+		/* leave it like a killed writer: the events of a half-written block follow */
+		capture_close(w, &err);
+	}
+}
+
+static int read_all(const char *path, struct vcpustat_error *err, size_t *n)
+{
+	struct capture_reader *r;
+	struct vcpustat_event ev;
+	int e;
+
+	*n = 0;
+	e = capture_open(&r, path, err);
+	if (e)
+		return e;
+	while ((e = capture_next(r, &ev, err)) == 1)
+		(*n)++;
+	capture_close_reader(r);
+	return e;
+}
+
+Test(capture, round_trip_names_and_end)
+{
+	char *path = tmpfile_path(".vcap");
+	struct vcpustat_error err = { 0 };
+	struct capture_reader *r;
+	struct vcpustat_event ev;
+	size_t n = 0;
+
+	write_capture(path, 10000, true);
+	cr_assert_eq(capture_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(capture_vm_name(r, 77), "web");
+	cr_assert_eq(capture_end(r), 99999);
+	cr_assert_eq(capture_get_info(r)->mono_start_ns, 1000);
+	while (capture_next(r, &ev, &err) == 1) {
+		cr_assert_eq(ev.ts, 1000 + n);
+		n++;
+	}
+	cr_assert_eq(n, 10000);
+	cr_assert_eq(capture_truncated(r, NULL), 0);
+	capture_close_reader(r);
+	unlink(path);
+}
+
+Test(capture, truncated_file_reads_up_to_the_last_complete_block)
+{
+	char *path = tmpfile_path(".vcap");
+	struct vcpustat_error err = { 0 };
+	struct stat st;
+	size_t n;
+
+	write_capture(path, 5000, true); /* blocks of 4096 + 904 events */
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(truncate(path, st.st_size - 500), 0);
+	cr_assert_eq(read_all(path, &err, &n), 0, "a cut file is not an error: %s", err.msg);
+	cr_assert_eq(n, 4096, "the complete first block");
+	unlink(path);
+}
+
+Test(capture, bad_input_gives_one_error_naming_the_offset)
+{
+	char *path = tmpfile_path(".vcap");
+	struct vcpustat_error err = { 0 };
+	unsigned char byte;
+	size_t n;
+	int fd;
+
+	/* a flipped byte in the events of the first block */
+	write_capture(path, 100, true);
+	fd = open(path, O_RDWR);
+	cr_assert_eq(pread(fd, &byte, 1, 200), 1);
+	byte ^= 0x40;
+	cr_assert_eq(pwrite(fd, &byte, 1, 200), 1);
+	close(fd);
+	cr_assert_eq(read_all(path, &err, &n), -EBADMSG);
+	cr_assert(strstr(err.msg, path) && strstr(err.msg, "checksum"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "offset "), "%s", err.msg);
+
+	/* wrong magic */
+	write_capture(path, 10, true);
+	fd = open(path, O_RDWR);
+	cr_assert_eq(pwrite(fd, "X", 1, 0), 1);
+	close(fd);
+	cr_assert_eq(read_all(path, &err, &n), -EBADMSG);
+	cr_assert(strstr(err.msg, "offset 0: not a vcpustat capture"), "%s", err.msg);
+
+	/* wrong version */
+	write_capture(path, 10, true);
+	fd = open(path, O_RDWR);
+	byte = 9;
+	cr_assert_eq(pwrite(fd, &byte, 1, 8), 1);
+	close(fd);
+	cr_assert_eq(read_all(path, &err, &n), -EPROTONOSUPPORT);
+	cr_assert(strstr(err.msg, "offset 8: capture version 9"), "%s", err.msg);
+
+	/* too short */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	cr_assert_eq(write(fd, "VCPUCAP", 7), 7);
+	close(fd);
+	cr_assert_eq(read_all(path, &err, &n), -EBADMSG);
+	cr_assert(strstr(err.msg, "too short"), "%s", err.msg);
+	unlink(path);
+}

@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* record.c - records -> State History Tree files (docs/sht-attributes.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "hashmap.h"
+#include "names.h"
+#include "record.h"
+
+#define REORDER_DEFAULT_NS 20000000ull
+
+/* An attribute we write, with its current value (carried into a new file at rotation). */
+struct attr {
+	char *path;
+	uint32_t id; /* in the current file, SHT_NO_ATTR until used there */
+	enum sht_type type;
+	int64_t i;
+	const char *s; /* interned */
+};
+
+struct vcpu_attrs {
+	uint32_t tgid, index;
+	size_t state, exit, uexit, pcpu, tid, sync;
+};
+
+struct thread_attrs {
+	size_t state, name, pid;
+};
+
+struct pending {
+	struct vcpustat_record rec;
+	uint64_t seq;
+};
+
+struct recorder {
+	struct recorder_opts o;
+	struct sht_writer *w;
+	char path[4096];
+	char **files; /* files written, oldest first (rotation) */
+	size_t nfiles;
+	uint64_t file_start; /* t of the current file's first instant */
+	struct attr *attrs;
+	size_t nattrs;
+	struct hashmap vcpus;	/* tid -> struct vcpu_attrs */
+	struct hashmap threads; /* tid -> struct thread_attrs */
+	struct hashmap cpus;	/* cpu -> size_t attr index of current_tid */
+	struct hashmap vms;	/* tgid -> char[64] path name */
+	struct hashmap vm_names; /* char[64] path name -> tgid */
+	struct hashmap strings; /* char[SHT_MAX_STRING] -> char * (interned) */
+	struct hashmap reason_names; /* (kind << 40 | isa << 32 | reason) -> interned name */
+	const char *s_running, *s_preempted, *s_blocked, *s_wait;
+	size_t lost_attr;
+	struct pending *heap;
+	size_t nheap, capheap;
+	uint64_t seq, max_ts, last_t;
+	struct recorder_stats st;
+	uint64_t intervals_closed; /* intervals of files already closed */
+};
+
+static const char *intern(struct recorder *r, const char *s)
+{
+	char key[SHT_MAX_STRING] = { 0 };
+	char **hit, *copy;
+
+	snprintf(key, sizeof(key), "%s", s);
+	hit = hashmap_lookup(&r->strings, key);
+	if (hit)
+		return *hit;
+	copy = strdup(key);
+	if (!copy || hashmap_insert(&r->strings, key, &copy)) {
+		free(copy);
+		return NULL;
+	}
+	return copy;
+}
+
+static int attr_new(struct recorder *r, const char *path, size_t *idx)
+{
+	struct attr *a = realloc(r->attrs, (r->nattrs + 1) * sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	r->attrs = a;
+	a = &r->attrs[r->nattrs];
+	memset(a, 0, sizeof(*a));
+	a->path = strdup(path);
+	if (!a->path)
+		return -ENOMEM;
+	a->id = SHT_NO_ATTR;
+	a->type = SHT_NULL;
+	*idx = r->nattrs++;
+	return 0;
+}
+
+static int attr_id(struct recorder *r, struct attr *a)
+{
+	if (a->id == SHT_NO_ATTR)
+		return sht_writer_attr(r->w, a->path, &a->id);
+	return 0;
+}
+
+/*
+ * The attribute at idx holds v from t on (nothing is written when it already
+ * does). Strings must be interned (intern(), reason_name()): equal strings
+ * are the same pointer.
+ */
+static int attr_set(struct recorder *r, size_t idx, uint64_t t, enum sht_type type, int64_t i, const char *s)
+{
+	struct attr *a = &r->attrs[idx];
+	struct sht_value v = { .type = type, .i = i };
+	int err;
+
+	if (type == SHT_STR && !s)
+		return -ENOMEM; /* a failed intern() */
+	if (a->type == type && (type == SHT_NULL || (type == SHT_INT && a->i == i) || (type == SHT_STR && a->s == s)))
+		return 0;
+	if (a->type == SHT_NULL && type == SHT_NULL)
+		return 0;
+	a->type = type;
+	a->i = i;
+	a->s = s;
+	err = attr_id(r, a);
+	if (err)
+		return err;
+	v.s = s;
+	return sht_writer_set(r->w, a->id, t, &v);
+}
+
+static int set_int(struct recorder *r, size_t idx, uint64_t t, int64_t i)
+{
+	return attr_set(r, idx, t, SHT_INT, i, NULL);
+}
+
+static int set_str(struct recorder *r, size_t idx, uint64_t t, const char *s)
+{
+	return attr_set(r, idx, t, SHT_STR, 0, s);
+}
+
+static int set_null(struct recorder *r, size_t idx, uint64_t t)
+{
+	return attr_set(r, idx, t, SHT_NULL, 0, NULL);
+}
+
+/* ---- files ---- */
+
+static void file_name(struct recorder *r, uint64_t t, char *out, size_t len)
+{
+	const char *p = r->o.path;
+	size_t stem = strlen(p);
+	time_t secs;
+	struct tm tm;
+	char stamp[32];
+
+	if (!r->o.max_bytes && !r->o.rotate_ns) {
+		snprintf(out, len, "%s", p);
+		return;
+	}
+	if (stem > 4 && !strcmp(p + stem - 4, ".sht"))
+		stem -= 4;
+	secs = (time_t)((r->o.real_start_ns + t) / 1000000000ull);
+	localtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(out, len, "%.*s-%s.sht", (int)stem, p, stamp);
+	/* two rotations within a second: add a counter */
+	for (int n = 2; access(out, F_OK) == 0 && n < 1000; n++)
+		snprintf(out, len, "%.*s-%s-%d.sht", (int)stem, p, stamp, n);
+}
+
+static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
+{
+	struct sht_writer_opts wo = {
+		.tree_start = t,
+		.mono_start_ns = r->o.mono_start_ns,
+		.real_start_ns = r->o.real_start_ns,
+		.meta = r->o.meta,
+		.nmeta = r->o.nmeta,
+		.no_sync = r->o.no_sync,
+	};
+	char **files;
+	int e;
+
+	file_name(r, t, r->path, sizeof(r->path));
+	e = sht_writer_create(&r->w, r->path, &wo, err);
+	if (e)
+		return e;
+	r->file_start = t;
+	files = realloc(r->files, (r->nfiles + 1) * sizeof(*files));
+	if (!files)
+		return verror(err, -ENOMEM, "out of memory");
+	r->files = files;
+	r->files[r->nfiles] = strdup(r->path);
+	if (!r->files[r->nfiles])
+		return verror(err, -ENOMEM, "out of memory");
+	r->nfiles++;
+	r->st.files++;
+	/* every attribute starts the file with its current value */
+	for (size_t i = 0; i < r->nattrs; i++) {
+		struct attr *a = &r->attrs[i];
+		struct sht_value v = { .type = a->type, .i = a->i, .s = a->s };
+
+		a->id = SHT_NO_ATTR;
+		if (a->type == SHT_NULL)
+			continue;
+		e = attr_id(r, a);
+		if (!e)
+			e = sht_writer_set(r->w, a->id, t, &v);
+		if (e)
+			return verror(err, e, "%s: %s", r->path, strerror(-e));
+	}
+	/* rotation keeps the newest files */
+	while (r->o.keep && r->nfiles > r->o.keep) {
+		unlink(r->files[0]);
+		free(r->files[0]);
+		memmove(r->files, r->files + 1, (r->nfiles - 1) * sizeof(*r->files));
+		r->nfiles--;
+	}
+	return 0;
+}
+
+static int file_close(struct recorder *r, uint64_t t, struct vcpustat_error *err)
+{
+	struct sht_writer_stats ws;
+	int e;
+
+	if (!r->w)
+		return 0;
+	sht_writer_get_stats(r->w, &ws);
+	e = sht_writer_close(r->w, t, err);
+	r->w = NULL;
+	r->intervals_closed += ws.intervals;
+	return e;
+}
+
+static int maybe_rotate(struct recorder *r, uint64_t t, struct vcpustat_error *err)
+{
+	struct sht_writer_stats ws;
+	bool due = false;
+	int e;
+
+	if (!r->o.max_bytes && !r->o.rotate_ns)
+		return 0;
+	sht_writer_get_stats(r->w, &ws);
+	if (r->o.max_bytes && ws.bytes >= r->o.max_bytes)
+		due = true;
+	if (r->o.rotate_ns && t >= r->file_start + r->o.rotate_ns)
+		due = true;
+	if (!due || t <= r->file_start)
+		return 0;
+	e = file_close(r, t, err);
+	if (!e)
+		e = file_open(r, t, err);
+	return e;
+}
+
+/* ---- attributes of vCPUs, threads, CPUs ---- */
+
+static const char *vm_path_name(struct recorder *r, uint32_t tgid)
+{
+	char name[64] = { 0 }, cand[64] = { 0 };
+	char *hit = hashmap_lookup(&r->vms, &tgid);
+	const char *given;
+	uint32_t *owner;
+
+	if (hit)
+		return hit;
+	given = r->o.vm_name ? r->o.vm_name(r->o.ctx, tgid) : NULL;
+	if (given && *given)
+		snprintf(name, sizeof(name), "%s", given);
+	else
+		snprintf(name, sizeof(name), "pid%u", tgid);
+	for (char *c = name; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	snprintf(cand, sizeof(cand), "%s", name);
+	owner = hashmap_lookup(&r->vm_names, cand);
+	if (owner && *owner != tgid) { /* two VMs with one name: the second gets its pid */
+		memset(cand, 0, sizeof(cand));
+		snprintf(cand, sizeof(cand), "%.50s#%u", name, tgid);
+	}
+	if (hashmap_update(&r->vms, &tgid, cand) || hashmap_update(&r->vm_names, cand, &tgid))
+		return NULL;
+	return hashmap_lookup(&r->vms, &tgid);
+}
+
+static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, struct vcpu_attrs *va, uint64_t t)
+{
+	static const char *const leaf[] = { "state", "exit_reason", "userspace_exit", "pcpu", "tid", "sync" };
+	size_t *slots[] = { &va->state, &va->exit, &va->uexit, &va->pcpu, &va->tid, &va->sync };
+	const char *vm = vm_path_name(r, tgid);
+	char path[512];
+	int e;
+
+	if (!vm)
+		return -ENOMEM;
+	va->tgid = tgid;
+	va->index = index;
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/%s", vm, index, leaf[i]);
+		e = attr_new(r, path, slots[i]);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
+{
+	char path[512];
+	size_t idx;
+	int e;
+
+	snprintf(path, sizeof(path), "/vms/%s/pid", vm_path_name(r, tgid));
+	for (size_t i = 0; i < r->nattrs; i++)
+		if (!strcmp(r->attrs[i].path, path))
+			return 0;
+	e = attr_new(r, path, &idx);
+	return e ? e : set_int(r, idx, t, tgid);
+}
+
+static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
+{
+	size_t all[] = { va->state, va->exit, va->uexit, va->pcpu, va->tid, va->sync };
+	int e = 0;
+
+	for (size_t i = 0; i < 6 && !e; i++)
+		e = set_null(r, all[i], t);
+	return e;
+}
+
+/* The vCPU of a record, created (or re-indexed) as needed. */
+static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, int *err)
+{
+	struct vcpu_attrs *va = hashmap_lookup(&r->vcpus, &rec->tid), fresh;
+
+	*err = 0;
+	if (rec->vcpu == VCPUSTAT_VCPU_NONE)
+		return va;
+	if (va && va->index == rec->vcpu && va->tgid == rec->tgid)
+		return va;
+	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
+		struct vcpu_attrs old = *va;
+		size_t oldi[] = { old.state, old.exit, old.uexit, old.pcpu, old.tid, old.sync };
+		struct attr saved[6];
+
+		for (size_t i = 0; i < 6; i++)
+			saved[i] = r->attrs[oldi[i]];
+		*err = vcpu_null_all(r, va, t);
+		if (!*err)
+			*err = vcpu_attrs_make(r, rec->tgid, rec->vcpu, &fresh, t);
+		if (*err)
+			return NULL;
+		{
+			size_t newi[] = { fresh.state, fresh.exit, fresh.uexit, fresh.pcpu, fresh.tid, fresh.sync };
+
+			for (size_t i = 0; i < 6 && !*err; i++)
+				*err = attr_set(r, newi[i], t, saved[i].type, saved[i].i, saved[i].s);
+		}
+	} else {
+		*err = vcpu_attrs_make(r, rec->tgid, rec->vcpu, &fresh, t);
+		if (!*err)
+			*err = vm_pid_attr(r, rec->tgid, t);
+		if (!*err)
+			*err = set_int(r, fresh.tid, t, rec->tid);
+	}
+	if (*err || hashmap_update(&r->vcpus, &rec->tid, &fresh)) {
+		*err = *err ? *err : -ENOMEM;
+		return NULL;
+	}
+	return hashmap_lookup(&r->vcpus, &rec->tid);
+}
+
+static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_t t, int *err)
+{
+	struct thread_attrs *ta = hashmap_lookup(&r->threads, &tid), fresh;
+	const char *name = NULL;
+	uint32_t tgid = 0;
+	char path[256];
+
+	*err = 0;
+	if (ta)
+		return ta;
+	snprintf(path, sizeof(path), "/host/threads/%u/state", tid);
+	*err = attr_new(r, path, &fresh.state);
+	snprintf(path, sizeof(path), "/host/threads/%u/name", tid);
+	if (!*err)
+		*err = attr_new(r, path, &fresh.name);
+	snprintf(path, sizeof(path), "/host/threads/%u/pid", tid);
+	if (!*err)
+		*err = attr_new(r, path, &fresh.pid);
+	if (!*err && r->o.thread_name)
+		name = r->o.thread_name(r->o.ctx, tid, &tgid);
+	if (!*err && name)
+		*err = set_str(r, fresh.name, t, intern(r, name));
+	if (!*err && name)
+		*err = set_int(r, fresh.pid, t, tgid);
+	if (*err || hashmap_update(&r->threads, &tid, &fresh)) {
+		*err = *err ? *err : -ENOMEM;
+		return NULL;
+	}
+	return hashmap_lookup(&r->threads, &tid);
+}
+
+static int cpu_attr(struct recorder *r, uint32_t cpu, size_t *idx)
+{
+	size_t *hit = hashmap_lookup(&r->cpus, &cpu);
+	char path[128];
+	int e;
+
+	if (hit) {
+		*idx = *hit;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/host/cpus/%u/current_tid", cpu);
+	e = attr_new(r, path, idx);
+	return e ? e : hashmap_update(&r->cpus, &cpu, idx);
+}
+
+/* The interned name of an exit reason (userspace: a KVM_EXIT_* code), cached by code. */
+static const char *reason_name(struct recorder *r, bool userspace, uint32_t isa, uint32_t reason)
+{
+	uint64_t key = (uint64_t)userspace << 40 | (uint64_t)(isa & 0xff) << 32 | reason;
+	const char **hit = hashmap_lookup(&r->reason_names, &key), *s;
+	char buf[32];
+
+	if (hit)
+		return *hit;
+	s = intern(r, userspace ? userspace_exit_name(reason, buf, sizeof(buf)) :
+				  exit_reason_name(isa, reason, buf, sizeof(buf)));
+	if (s && hashmap_insert(&r->reason_names, &key, &s))
+		return NULL;
+	return s;
+}
+
+/* ---- one record ---- */
+
+static int apply(struct recorder *r, const struct vcpustat_record *rec)
+{
+	uint64_t t = rec->ts > r->o.mono_start_ns ? rec->ts - r->o.mono_start_ns : 0;
+	struct vcpu_attrs *va;
+	int e = 0;
+
+	if (t < r->last_t) {
+		t = r->last_t; /* behind the reorder window: clamp */
+		r->st.late++;
+	}
+	r->last_t = t;
+	e = maybe_rotate(r, t, NULL);
+	if (e)
+		return e;
+
+	switch (rec->type) {
+	case VCPUSTAT_REC_SWITCH: {
+		struct thread_attrs *prev, *next;
+		size_t cpu;
+
+		e = cpu_attr(r, rec->cpu, &cpu);
+		if (!e)
+			e = set_int(r, cpu, t, rec->arg0);
+		prev = e ? NULL : thread_get(r, rec->tid, t, &e);
+		if (prev && rec->tid)
+			e = rec->to ? set_null(r, prev->state, t) :
+				      set_str(r, prev->state, t, rec->from ? r->s_preempted : r->s_blocked);
+		next = e ? NULL : thread_get(r, rec->arg0, t, &e);
+		if (next && rec->arg0)
+			e = set_str(r, next->state, t, r->s_running);
+		return e;
+	}
+	case VCPUSTAT_REC_WAKEUP: {
+		struct thread_attrs *th = thread_get(r, rec->tid, t, &e);
+
+		return th ? set_str(r, th->state, t, r->s_wait) : e;
+	}
+	default:
+		break;
+	}
+
+	va = vcpu_get(r, rec, t, &e);
+	if (!va)
+		return e;
+	switch (rec->type) {
+	case VCPUSTAT_REC_STATE:
+		e = set_int(r, va->state, t, rec->to);
+		if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
+			e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
+		if (!e && rec->cause == VCPUSTAT_EV_USERSPACE_EXIT)
+			e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
+		if (!e && rec->to == VCPU_GUEST) { /* kvm_entry ends both kinds of exit */
+			e = set_null(r, va->exit, t);
+			if (!e)
+				e = set_null(r, va->uexit, t);
+		}
+		if (!e && rec->cause == VCPUSTAT_EV_KVM_RUN)
+			e = set_null(r, va->uexit, t);
+		if (!e && rec->cause == VCPUSTAT_EV_SWITCH)
+			e = set_int(r, va->pcpu, t, rec->cpu);
+		break;
+	case VCPUSTAT_REC_EXIT:
+		e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
+		break;
+	case VCPUSTAT_REC_UEXIT:
+		e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
+		break;
+	case VCPUSTAT_REC_RUN:
+		e = set_null(r, va->uexit, t);
+		break;
+	case VCPUSTAT_REC_PCPU:
+		e = set_int(r, va->pcpu, t, rec->arg0);
+		break;
+	case VCPUSTAT_REC_HYPERCALL:
+		e = set_int(r, va->sync, t, (int64_t)(rec->arg0 | (uint64_t)rec->arg1 << 32));
+		break;
+	case VCPUSTAT_REC_SYNC_ENTRY:
+		e = set_null(r, va->sync, t);
+		break;
+	case VCPUSTAT_REC_VCPU_GONE:
+		e = vcpu_null_all(r, va, t);
+		hashmap_delete(&r->vcpus, &rec->tid);
+		break;
+	default: /* VCPU_NEW: vcpu_get did the work */
+		break;
+	}
+	return e;
+}
+
+/* ---- the reorder window: a min-heap by (ts, arrival) ---- */
+
+static bool before(const struct pending *a, const struct pending *b)
+{
+	return a->rec.ts < b->rec.ts || (a->rec.ts == b->rec.ts && a->seq < b->seq);
+}
+
+static int heap_push(struct recorder *r, const struct vcpustat_record *rec)
+{
+	size_t i;
+
+	if (r->nheap == r->capheap) {
+		size_t cap = r->capheap ? r->capheap * 2 : 4096;
+		struct pending *h = realloc(r->heap, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		r->heap = h;
+		r->capheap = cap;
+	}
+	i = r->nheap++;
+	r->heap[i].rec = *rec;
+	r->heap[i].seq = r->seq++;
+	while (i && before(&r->heap[i], &r->heap[(i - 1) / 2])) {
+		struct pending tmp = r->heap[i];
+
+		r->heap[i] = r->heap[(i - 1) / 2];
+		r->heap[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+static void heap_pop(struct recorder *r, struct pending *out)
+{
+	size_t i = 0;
+
+	*out = r->heap[0];
+	r->heap[0] = r->heap[--r->nheap];
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		struct pending tmp;
+
+		if (l < r->nheap && before(&r->heap[l], &r->heap[m]))
+			m = l;
+		if (l + 1 < r->nheap && before(&r->heap[l + 1], &r->heap[m]))
+			m = l + 1;
+		if (m == i)
+			break;
+		tmp = r->heap[i];
+		r->heap[i] = r->heap[m];
+		r->heap[m] = tmp;
+		i = m;
+	}
+}
+
+static int drain(struct recorder *r, bool all, struct vcpustat_error *err)
+{
+	while (r->nheap && (all || r->heap[0].rec.ts + r->o.reorder_ns <= r->max_ts)) {
+		struct pending p;
+		int e;
+
+		heap_pop(r, &p);
+		e = apply(r, &p.rec);
+		if (e) {
+			const struct vcpustat_error *we = r->w ? sht_writer_error(r->w) : NULL;
+
+			if (we && we->code)
+				return verror(err, e, "%s", we->msg);
+			return verror(err, e, "%s: %s", r->path, strerror(-e));
+		}
+	}
+	return 0;
+}
+
+int recorder_add(struct recorder *r, const struct vcpustat_record *rec, struct vcpustat_error *err)
+{
+	int e = heap_push(r, rec);
+
+	if (e)
+		return verror(err, e, "out of memory");
+	r->st.records++;
+	if (rec->ts > r->max_ts)
+		r->max_ts = rec->ts;
+	return drain(r, false, err);
+}
+
+int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat_error *err)
+{
+	uint64_t rel;
+	int e;
+
+	/* everything before t goes first, so /meta/lost lines up with the records */
+	if (t > r->max_ts)
+		r->max_ts = t;
+	e = drain(r, false, err);
+	if (e)
+		return e;
+	rel = t > r->o.mono_start_ns ? t - r->o.mono_start_ns : 0;
+	if (rel < r->last_t)
+		rel = r->last_t;
+	e = set_int(r, r->lost_attr, rel, (int64_t)lost);
+	return e ? verror(err, e, "%s: %s", r->path, strerror(-e)) : 0;
+}
+
+int recorder_flush(struct recorder *r, struct vcpustat_error *err)
+{
+	int e = sht_writer_flush(r->w);
+
+	return e ? verror(err, e, "%s: %s", r->path, strerror(-e)) : 0;
+}
+
+void recorder_get_stats(const struct recorder *r, struct recorder_stats *st)
+{
+	struct sht_writer_stats ws = { 0 };
+
+	*st = r->st;
+	if (r->w)
+		sht_writer_get_stats(r->w, &ws);
+	st->intervals = r->intervals_closed + ws.intervals;
+	st->bytes = ws.bytes;
+	snprintf(st->path, sizeof(st->path), "%s", r->path);
+}
+
+static void recorder_free(struct recorder *r)
+{
+	size_t pos = 0;
+	void *k, *v;
+
+	if (!r)
+		return;
+	if (r->w)
+		sht_writer_abandon(r->w);
+	for (size_t i = 0; i < r->nattrs; i++)
+		free(r->attrs[i].path);
+	free(r->attrs);
+	while (hashmap_next(&r->strings, &pos, &k, &v))
+		free(*(char **)v);
+	hashmap_free(&r->strings);
+	hashmap_free(&r->reason_names);
+	hashmap_free(&r->vcpus);
+	hashmap_free(&r->threads);
+	hashmap_free(&r->cpus);
+	hashmap_free(&r->vms);
+	hashmap_free(&r->vm_names);
+	for (size_t i = 0; i < r->nfiles; i++)
+		free(r->files[i]);
+	free(r->files);
+	free(r->heap);
+	free(r);
+}
+
+int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct vcpustat_error *err)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	int e;
+
+	*rp = NULL;
+	if (!r)
+		return verror(err, -ENOMEM, "out of memory");
+	r->o = *opts;
+	if (!r->o.reorder_ns)
+		r->o.reorder_ns = REORDER_DEFAULT_NS;
+	e = hashmap_init(&r->vcpus, sizeof(uint32_t), sizeof(struct vcpu_attrs), 0);
+	if (!e)
+		e = hashmap_init(&r->threads, sizeof(uint32_t), sizeof(struct thread_attrs), 0);
+	if (!e)
+		e = hashmap_init(&r->cpus, sizeof(uint32_t), sizeof(size_t), 0);
+	if (!e)
+		e = hashmap_init(&r->vms, sizeof(uint32_t), 64, 0);
+	if (!e)
+		e = hashmap_init(&r->vm_names, 64, sizeof(uint32_t), 0);
+	if (!e)
+		e = hashmap_init(&r->strings, SHT_MAX_STRING, sizeof(char *), 0);
+	if (!e)
+		e = hashmap_init(&r->reason_names, sizeof(uint64_t), sizeof(char *), 0);
+	if (!e)
+		e = attr_new(r, "/meta/lost", &r->lost_attr);
+	if (!e) {
+		r->s_running = intern(r, "running");
+		r->s_preempted = intern(r, "preempted");
+		r->s_blocked = intern(r, "blocked");
+		r->s_wait = intern(r, "wait");
+		if (!r->s_running || !r->s_preempted || !r->s_blocked || !r->s_wait)
+			e = -ENOMEM;
+	}
+	if (e) {
+		recorder_free(r);
+		return verror(err, e, "out of memory");
+	}
+	e = file_open(r, 0, err);
+	if (e) {
+		recorder_free(r);
+		return e;
+	}
+	e = set_int(r, r->lost_attr, 0, 0);
+	if (e) {
+		recorder_free(r);
+		return verror(err, e, "%s: %s", opts->path, strerror(-e));
+	}
+	*rp = r;
+	return 0;
+}
+
+int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_error *err)
+{
+	uint64_t t;
+	int e;
+
+	e = drain(r, true, err);
+	t = end_mono_ns > r->o.mono_start_ns ? end_mono_ns - r->o.mono_start_ns : 0;
+	if (t < r->last_t)
+		t = r->last_t;
+	if (!e)
+		e = file_close(r, t, err);
+	recorder_free(r);
+	return e;
+}

@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* report.c - the window model from an SHT file. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hashmap.h"
+#include "report.h"
+
+static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
+{
+	for (uint32_t c = sht_attr_first_child(r, parent); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c))
+		if (!strcmp(sht_attr_name(r, c), name))
+			return c;
+	return SHT_NO_ATTR;
+}
+
+static uint64_t lo(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t hi(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Intervals of attr meeting [t1, t2] (empty if attr is absent). */
+static int range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out, size_t *n,
+		 struct vcpustat_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (attr == SHT_NO_ATTR)
+		return 0;
+	return sht_query_range(r, attr, NULL, t1, t2, out, n, err);
+}
+
+/* The value of the interval covering t, in intervals sorted by start. */
+static const struct sht_interval *covering(const struct sht_interval *iv, size_t n, uint64_t t)
+{
+	size_t a = 0, b = n;
+
+	while (a < b) { /* last interval with start <= t */
+		size_t m = (a + b) / 2;
+
+		if (iv[m].start <= t)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (!a || iv[a - 1].end <= t || iv[a - 1].value.type == SHT_NULL)
+		return NULL;
+	return &iv[a - 1];
+}
+
+struct latency_acc {
+	struct hashmap by_name; /* char[32] -> struct latency_summary */
+};
+
+static int latency_add(struct hashmap *m, unsigned int kind, const char *name, uint64_t ns)
+{
+	char key[32] = { 0 };
+	struct latency_summary *l;
+	unsigned int b;
+
+	snprintf(key, sizeof(key), "%s", name);
+	l = hashmap_lookup(m, key);
+	if (!l) {
+		struct latency_summary fresh;
+
+		memset(&fresh, 0, sizeof(fresh));
+		fresh.kind = kind;
+		snprintf(fresh.name, sizeof(fresh.name), "%s", name);
+		if (hashmap_insert(m, key, &fresh))
+			return -ENOMEM;
+		l = hashmap_lookup(m, key);
+	}
+	b = lat_hist_bucket(ns);
+	l->bucket[b]++;
+	l->count++;
+	l->count_total++;
+	l->sum_ns += ns;
+	if (ns > l->max_ns)
+		l->max_ns = ns;
+	return 0;
+}
+
+static void latency_finish(struct latency_summary *l, double seconds)
+{
+	l->rate = seconds > 0 ? (double)l->count / seconds : 0;
+	l->p50_ns = lo(latency_percentile(l->bucket, l->count, 0.50), l->max_ns);
+	l->p90_ns = lo(latency_percentile(l->bucket, l->count, 0.90), l->max_ns);
+	l->p99_ns = lo(latency_percentile(l->bucket, l->count, 0.99), l->max_ns);
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct latency_summary *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int latency_collect(struct hashmap *m, struct latency_summary **out, size_t *n, double seconds)
+{
+	size_t pos = 0, i = 0;
+	void *k, *v;
+
+	*out = calloc(m->count ? m->count : 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	while (hashmap_next(m, &pos, &k, &v)) {
+		(*out)[i] = *(struct latency_summary *)v;
+		latency_finish(&(*out)[i], seconds);
+		i++;
+	}
+	*n = i;
+	if (i > 1)
+		qsort(*out, i, sizeof(**out), by_count);
+	return 0;
+}
+
+/* Who ran on each CPU: current_tid intervals per CPU, fetched once. */
+struct cpu_runs {
+	struct hashmap cpus; /* cpu -> { struct sht_interval *iv; size_t n; } */
+	uint32_t host_cpus;  /* /host/cpus attribute */
+	uint64_t t1, t2;
+};
+
+struct runs {
+	struct sht_interval *iv;
+	size_t n;
+};
+
+static struct runs *cpu_runs_get(struct sht_reader *r, struct cpu_runs *cr, uint32_t cpu,
+				 struct vcpustat_error *err, int *e)
+{
+	struct runs *hit = hashmap_lookup(&cr->cpus, &cpu), fresh = { 0 };
+	char name[16];
+	uint32_t a;
+
+	*e = 0;
+	if (hit)
+		return hit;
+	snprintf(name, sizeof(name), "%u", cpu);
+	a = child(r, cr->host_cpus, name);
+	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : child(r, a, "current_tid");
+	*e = range(r, a, cr->t1, cr->t2, &fresh.iv, &fresh.n, err);
+	if (*e || hashmap_insert(&cr->cpus, &cpu, &fresh)) {
+		free(fresh.iv);
+		*e = *e ? *e : -ENOMEM;
+		return NULL;
+	}
+	return hashmap_lookup(&cr->cpus, &cpu);
+}
+
+struct culprit_acc {
+	struct hashmap by_tid; /* tid -> ns */
+};
+
+/* Charge the threads that ran on cpu during [a, b) to the VM. */
+static int charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a,
+		  uint64_t b, struct vcpustat_error *err)
+{
+	struct runs *runs;
+	int e;
+
+	runs = cpu_runs_get(r, cr, cpu, err, &e);
+	if (!runs)
+		return e;
+	for (size_t i = 0; i < runs->n; i++) {
+		const struct sht_interval *iv = &runs->iv[i];
+		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
+		uint32_t tid;
+		uint64_t *ns;
+
+		if (t <= s || iv->value.type != SHT_INT)
+			continue;
+		tid = (uint32_t)iv->value.i;
+		ns = hashmap_lookup(acc, &tid);
+		if (!ns) {
+			uint64_t zero = 0;
+
+			if (hashmap_insert(acc, &tid, &zero))
+				return -ENOMEM;
+			ns = hashmap_lookup(acc, &tid);
+		}
+		*ns += t - s;
+	}
+	return 0;
+}
+
+static int64_t int_at(struct sht_reader *r, uint32_t attr, uint64_t t, int64_t def)
+{
+	struct sht_interval *iv = NULL;
+	const struct sht_interval *c;
+	int64_t v = def;
+	size_t n;
+
+	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, t, t, &iv, &n, NULL))
+		return def;
+	c = covering(iv, n, t);
+	if (c && c->value.type == SHT_INT)
+		v = c->value.i;
+	free(iv);
+	return v;
+}
+
+/* The first non-null integer of attr (a VM's pid, a vCPU's tid). */
+static int64_t int_any(struct sht_reader *r, uint32_t attr, int64_t def)
+{
+	const struct sht_info *info = sht_get_info(r);
+	struct sht_interval *iv = NULL;
+	int64_t v = def;
+	size_t n;
+
+	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, info->start, info->end, &iv, &n, NULL))
+		return def;
+	for (size_t i = 0; i < n; i++)
+		if (iv[i].value.type == SHT_INT) {
+			v = iv[i].value.i;
+			break;
+		}
+	free(iv);
+	return v;
+}
+
+static bool wanted(const struct summary_filter *f, const char *name, uint32_t pid)
+{
+	char p[16];
+
+	if (!f || !f->nr_vms)
+		return true;
+	snprintf(p, sizeof(p), "%u", pid);
+	for (size_t i = 0; i < f->nr_vms; i++)
+		if (!strcmp(f->vms[i], name) || !strcmp(f->vms[i], p))
+			return true;
+	return false;
+}
+
+/* One vCPU's window: states, transitions, exits, waits (and the culprits of its waits). */
+static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
+		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
+		       struct cpu_runs *cr, struct hashmap *culprits, struct vcpustat_error *err)
+{
+	const struct sht_info *info = sht_get_info(r);
+	uint32_t a_state = child(r, vc, "state"), a_exit = child(r, vc, "exit_reason");
+	uint32_t a_uexit = child(r, vc, "userspace_exit"), a_pcpu = child(r, vc, "pcpu");
+	struct sht_interval *st = NULL, *ex = NULL, *ux = NULL, *pc = NULL;
+	size_t nst = 0, nex = 0, nux = 0, npc = 0;
+	const struct sht_interval *last = NULL;
+	int e;
+
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->pcpu = VCPU_PCPU_NONE;
+	out->tid = (uint32_t)int_any(r, child(r, vc, "tid"), 0);
+	e = range(r, a_state, info->start, t2, &st, &nst, err);
+	if (!e)
+		e = range(r, a_exit, t1, t2, &ex, &nex, err);
+	if (!e)
+		e = range(r, a_uexit, t1, t2, &ux, &nux, err);
+	if (!e)
+		e = range(r, a_pcpu, info->start, t2, &pc, &npc, err);
+	if (e)
+		goto out;
+	for (size_t i = 0; i < nst; i++) {
+		const struct sht_interval *iv = &st[i];
+		uint64_t s = hi(iv->start, t1), t = lo(iv->end, t2);
+		int64_t v = iv->value.i;
+
+		if (iv->value.type != SHT_INT || v < 0 || v >= VCPU_NR_STATES)
+			continue;
+		if (iv->start < t2)
+			out->ns_total[v] += lo(iv->end, t2) - iv->start;
+		if (iv->start < t2 && iv->end > iv->start)
+			last = iv;
+		if (t > s)
+			out->ns[v] += t - s;
+		if (iv->start >= t1 && iv->start < t2) {
+			int64_t prev = i && st[i - 1].end == iv->start && st[i - 1].value.type == SHT_INT ?
+					       st[i - 1].value.i : -1;
+
+			if (v == VCPU_PREEMPTED)
+				out->preemptions++;
+			if (v == VCPU_WAIT && (prev == VCPU_IDLE || prev == VCPU_BLOCKED || prev == VCPU_UNKNOWN))
+				out->wakeups++;
+		}
+		/* run-queue waits that ended in the window, and who ran meanwhile */
+		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && iv->end > t1 && iv->end <= t2 && i + 1 < nst &&
+		    st[i + 1].start == iv->end && st[i + 1].value.type == SHT_INT &&
+		    (st[i + 1].value.i == VCPU_HOST || st[i + 1].value.i == VCPU_GUEST)) {
+			e = latency_add(runq, VCPU_SAMPLE_RUNQ_WAIT, "runq_wait", iv->end - iv->start);
+			if (e)
+				goto out;
+		}
+		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s) {
+			const struct sht_interval *p = covering(pc, npc, iv->start);
+
+			if (p && p->value.type == SHT_INT) {
+				e = charge(r, cr, culprits, (uint32_t)p->value.i, s, t, err);
+				if (e)
+					goto out;
+			}
+		}
+	}
+	if (last) {
+		out->state = (uint32_t)last->value.i;
+		out->gone = last->end < t2 && last->end < info->end;
+	}
+	for (size_t i = 0; i < npc; i++) {
+		if (pc[i].value.type != SHT_INT || pc[i].start >= t2)
+			continue;
+		out->pcpu = (uint32_t)pc[i].value.i;
+		if (pc[i].start >= t1 && i && pc[i - 1].value.type == SHT_INT && pc[i - 1].value.i != pc[i].value.i)
+			out->migrations++;
+	}
+	for (size_t i = 0; i < nex; i++) {
+		if (ex[i].value.type != SHT_STR)
+			continue;
+		if (ex[i].start >= t1 && ex[i].start < t2)
+			out->kvm_exits++;
+		if (ex[i].end > t1 && ex[i].end <= t2 && ex[i].end < info->end) {
+			e = latency_add(exits, VCPU_SAMPLE_EXIT, ex[i].value.s, ex[i].end - ex[i].start);
+			if (e)
+				goto out;
+		}
+	}
+	for (size_t i = 0; i < nux; i++) {
+		if (ux[i].value.type != SHT_STR)
+			continue;
+		if (ux[i].start >= t1 && ux[i].start < t2)
+			out->userspace_exits++;
+		if (ux[i].end > t1 && ux[i].end <= t2 && ux[i].end < info->end) {
+			e = latency_add(uexits, VCPU_SAMPLE_USERSPACE_EXIT, ux[i].value.s, ux[i].end - ux[i].start);
+			if (e)
+				goto out;
+		}
+	}
+out:
+	free(st);
+	free(ex);
+	free(ux);
+	free(pc);
+	return e;
+}
+
+/* Which VM and vCPU a thread is. */
+struct vcpu_ref {
+	char vm[64];
+	int vcpu;
+};
+
+static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct hashmap *acc,
+			    struct hashmap *vcpu_of_tid)
+{
+	uint32_t threads = child(r, child(r, SHT_NO_ATTR, "host"), "threads");
+	__u64 waited = vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT];
+	size_t pos = 0, i = 0;
+	void *k, *v;
+
+	vm->culprits = calloc(acc->count ? acc->count : 1, sizeof(*vm->culprits));
+	if (!vm->culprits)
+		return -ENOMEM;
+	while (hashmap_next(acc, &pos, &k, &v)) {
+		struct culprit_summary *c = &vm->culprits[i++];
+		uint32_t tid = *(uint32_t *)k, th;
+		char name[16];
+		const struct vcpu_ref *who;
+
+		memset(c, 0, sizeof(*c));
+		c->tid = tid;
+		c->ns = *(uint64_t *)v;
+		c->share = waited ? (double)c->ns / (double)waited : 0;
+		c->vcpu = -1;
+		snprintf(name, sizeof(name), "%u", tid);
+		th = child(r, threads, name);
+		if (tid == 0) {
+			snprintf(c->comm, sizeof(c->comm), "(idle)");
+			snprintf(c->process, sizeof(c->process), "idle");
+		} else if (th != SHT_NO_ATTR) {
+			struct sht_interval *iv = NULL;
+			size_t n = 0;
+			uint32_t a = child(r, th, "name");
+
+			if (a != SHT_NO_ATTR &&
+			    !sht_query_range(r, a, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL)) {
+				for (size_t j = 0; j < n; j++)
+					if (iv[j].value.type == SHT_STR) {
+						snprintf(c->comm, sizeof(c->comm), "%s", iv[j].value.s);
+						break;
+					}
+				free(iv);
+			}
+			c->tgid = (uint32_t)int_any(r, child(r, th, "pid"), 0);
+			snprintf(c->process, sizeof(c->process), "%s", c->comm);
+		}
+		who = hashmap_lookup(vcpu_of_tid, &tid);
+		if (who && tid) {
+			snprintf(c->vm, sizeof(c->vm), "%s", who->vm);
+			c->vcpu = who->vcpu;
+		}
+	}
+	vm->nr_culprits = i;
+	return 0;
+}
+
+static int by_ns_desc(const void *a, const void *b)
+{
+	const struct culprit_summary *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int by_index(const void *a, const void *b)
+{
+	const struct vcpu_summary *x = a, *y = b;
+
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
+		 bool *has_culprits, struct vcpustat_error *err)
+{
+	uint32_t vms = child(r, SHT_NO_ATTR, "vms"), host = child(r, SHT_NO_ATTR, "host");
+	struct hashmap vcpu_of_tid = { 0 };
+	struct cpu_runs cr = { 0 };
+	uint32_t lost_attr;
+	int e = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->t0 = t1;
+	s->t1 = t2;
+	s->seconds = t2 > t1 ? (double)(t2 - t1) / 1e9 : 0;
+	cr.host_cpus = child(r, host, "cpus");
+	cr.t1 = t1;
+	cr.t2 = t2;
+	*has_culprits = cr.host_cpus != SHT_NO_ATTR;
+	if (hashmap_init(&cr.cpus, sizeof(uint32_t), sizeof(struct runs), 0) ||
+	    hashmap_init(&vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0))
+		return verror(err, -ENOMEM, "out of memory");
+
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+		struct hashmap exits, uexits, runq, culprits;
+		uint32_t vcpus = child(r, vm, "vcpus"), pid = (uint32_t)int_any(r, child(r, vm, "pid"), 0);
+		struct vm_summary *vs, *arr;
+
+		if (!wanted(f, sht_attr_name(r, vm), pid))
+			continue;
+		arr = realloc(s->vms, (s->nr_vms + 1) * sizeof(*arr));
+		if (!arr) {
+			e = -ENOMEM;
+			break;
+		}
+		s->vms = arr;
+		vs = &s->vms[s->nr_vms++];
+		memset(vs, 0, sizeof(*vs));
+		vs->tgid = pid;
+		snprintf(vs->name, sizeof(vs->name), "%s", sht_attr_name(r, vm));
+		vs->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
+		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
+		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);
+		hashmap_init(&runq, 32, sizeof(struct latency_summary), 0);
+		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
+		for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			struct vcpu_summary v, *va;
+			bool seen = false;
+
+			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
+					*has_culprits ? &cr : NULL, &culprits, err);
+			if (e)
+				break;
+			for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
+				seen |= v.ns[k] > 0;
+			if (!seen)
+				continue; /* no life in the window */
+			v.tgid = pid;
+			va = realloc(vs->vcpus, (vs->nr_vcpus + 1) * sizeof(*va));
+			if (!va) {
+				e = -ENOMEM;
+				break;
+			}
+			vs->vcpus = va;
+			vs->vcpus[vs->nr_vcpus++] = v;
+			for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
+				vs->ns[k] += v.ns[k];
+			vs->preemptions += v.preemptions;
+			vs->wakeups += v.wakeups;
+			vs->migrations += v.migrations;
+			vs->kvm_exits += v.kvm_exits;
+			vs->userspace_exits += v.userspace_exits;
+			if (v.tid) {
+				struct vcpu_ref who = { .vcpu = (int)v.index };
+
+				snprintf(who.vm, sizeof(who.vm), "%s", vs->name);
+				hashmap_update(&vcpu_of_tid, &v.tid, &who);
+			}
+		}
+		if (!e)
+			e = latency_collect(&exits, &vs->exits, &vs->nr_exits, s->seconds);
+		if (!e)
+			e = latency_collect(&uexits, &vs->uexits, &vs->nr_uexits, s->seconds);
+		if (!e && runq.count) {
+			size_t pos = 0;
+			void *k, *v;
+
+			hashmap_next(&runq, &pos, &k, &v);
+			vs->runq = *(struct latency_summary *)v;
+			latency_finish(&vs->runq, s->seconds);
+		}
+		if (!e)
+			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
+		hashmap_free(&exits);
+		hashmap_free(&uexits);
+		hashmap_free(&runq);
+		hashmap_free(&culprits);
+		if (!e) {
+			if (vs->nr_vcpus > 1)
+				qsort(vs->vcpus, vs->nr_vcpus, sizeof(*vs->vcpus), by_index);
+			if (vs->nr_culprits > 1)
+				qsort(vs->culprits, vs->nr_culprits, sizeof(*vs->culprits), by_ns_desc);
+			if (!vs->nr_vcpus) { /* the VM did not live in the window */
+				summary_free_vm(vs);
+				s->nr_vms--;
+			}
+		}
+	}
+	/* a culprit that is a vCPU of a later VM in the list: name it now that all are known */
+	for (size_t i = 0; i < s->nr_vms && !e; i++)
+		for (size_t c = 0; c < s->vms[i].nr_culprits; c++) {
+			struct culprit_summary *cu = &s->vms[i].culprits[c];
+			const struct vcpu_ref *who = hashmap_lookup(&vcpu_of_tid, &cu->tid);
+
+			if (who && !cu->vm[0] && cu->tid) {
+				snprintf(cu->vm, sizeof(cu->vm), "%s", who->vm);
+				cu->vcpu = who->vcpu;
+			}
+		}
+	lost_attr = child(r, child(r, SHT_NO_ATTR, "meta"), "lost");
+	if (!e && lost_attr != SHT_NO_ATTR) {
+		int64_t l1 = int_at(r, lost_attr, t1, 0), l2 = int_at(r, lost_attr, t2 ? t2 - 1 : 0, l1);
+
+		s->lost[VCPUSTAT_LOST_RINGBUF] = (__u64)l2;
+		s->lost_window[VCPUSTAT_LOST_RINGBUF] = l2 > l1 ? (__u64)(l2 - l1) : 0;
+	}
+	{
+		size_t pos = 0;
+		void *k, *v;
+
+		while (hashmap_next(&cr.cpus, &pos, &k, &v))
+			free(((struct runs *)v)->iv);
+	}
+	hashmap_free(&cr.cpus);
+	hashmap_free(&vcpu_of_tid);
+	if (e) {
+		summary_free(s);
+		if (err && !err->code)
+			verror(err, e, "%s", strerror(-e));
+		return err && err->code ? err->code : e;
+	}
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * report.h - the live view's tables for any window of a recording: builds the
+ * window model (summary.h) from the intervals of an SHT file written by
+ * `vcpustat record`, `replay` or `import` (docs/sht-attributes.md).
+ */
+#ifndef VCPUSTAT_REPORT_H
+#define VCPUSTAT_REPORT_H
+
+#include <stdint.h>
+#include "error.h"
+#include "sht/sht.h"
+#include "summary.h"
+
+/*
+ * The summary of [t1, t2) (ns since the trace start) of the file r:
+ * per-state time, transitions, exit latencies from the exit_reason and
+ * userspace_exit intervals that ended in the window, run-queue waits, and
+ * (for level-full recordings) culprits from /host/cpus/<n>/current_tid.
+ * In a report, ns_total counts from the start of the file.
+ * *has_culprits says whether the file could tell who took the CPU.
+ */
+int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
+		 bool *has_culprits, struct vcpustat_error *err);
+
+#endif
