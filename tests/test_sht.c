@@ -185,6 +185,27 @@ Test(sht, default_node_size)
 	roundtrip(&sc);
 }
 
+Test(sht, queries_with_a_tiny_core_cache, .timeout = 60)
+{
+	const char *path = tmp_path("cache");
+	struct scenario sc = base(109);
+	struct sht_reader *r;
+	struct model m;
+
+	sc.nattrs = 200;
+	sc.hot_attrs = 20;
+	sc.max_children = 3;
+	write_scenario(path, &sc, &m, SIZE_MAX, 0, NULL);
+	r = open_ok(path);
+	sht_set_cache(r, 0); /* every core decoded again: the ones in use must stay */
+	cmp_all(r, &m, 109, 600, 100);
+	sht_set_cache(r, 20000); /* a few cores: evictions during range walks */
+	cmp_all(r, &m, 110, 600, 100);
+	sht_close(r);
+	model_free(&m);
+	unlink(path);
+}
+
 Test(sht, older_timestamps_are_clamped_and_counted)
 {
 	const char *path = tmp_path("clamp");

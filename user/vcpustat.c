@@ -13,6 +13,8 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{ "top", cmd_top, "live view of every VM and vCPU (the default command)" },
+	{ "query", cmd_query, "read a state history file (.sht): values at a time, intervals in a range" },
+	{ "check", cmd_check, "verify (and --repair) a state history file (.sht)" },
 };
 
 static void usage(FILE *out)

@@ -524,6 +524,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 	}
 	if (!e && fdatasync(fd))
 		e = verror(err, -errno, "%s: fdatasync failed: %s", path, strerror(errno));
+	nfooter = r->nvirt; /* reported as rebuilt */
 	free(fb.p);
 	reader_free(r);
 	close(fd);
@@ -531,5 +532,6 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 		return e;
 	e = sht_check(path, rep, err);
 	rep->repaired = true;
+	rep->rebuilt = nfooter;
 	return e;
 }

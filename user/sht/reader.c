@@ -29,6 +29,8 @@ int rfail(const struct sht_reader *r, struct vcpustat_error *err, uint64_t off, 
 	return verror(err, -EBADMSG, "%s: offset %llu: %s", r->name, (unsigned long long)off, msg);
 }
 
+static void cache_trim(struct sht_reader *r);
+
 static uint64_t node_off(const struct sht_reader *r, uint32_t k)
 {
 	return ((uint64_t)k + 1) * r->node_size;
@@ -67,6 +69,15 @@ void reader_free(struct sht_reader *r)
 	for (i = 0; i < r->nstrings; i++)
 		free(r->strings[i]);
 	free(r->strings);
+	for (i = 0; i < r->ncached; i++) {
+		struct dnode *d = r->dcache[r->cached[i]];
+
+		free(d->recs);
+		free(d->kids);
+		free(d);
+	}
+	free(r->dcache);
+	free(r->cached);
 	for (i = 0; i < r->nvirt; i++)
 		free(r->virt[i]);
 	free(r->virt);
@@ -836,6 +847,12 @@ int reader_finish(struct sht_reader *r, struct vcpustat_error *err)
 			p->last_child = i;
 		}
 	}
+	r->ndcache = r->nfile + r->nvirt;
+	r->dcache = calloc(r->ndcache ? r->ndcache : 1, sizeof(*r->dcache));
+	r->cached = calloc(r->ndcache ? r->ndcache : 1, sizeof(*r->cached));
+	if (!r->dcache || !r->cached)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	r->dcache_budget = 64u << 20;
 	r->info.nattrs = r->nattrs;
 	r->info.nstrings = r->nstrings;
 	r->info.nodes = r->nfile;
@@ -989,6 +1006,12 @@ int sht_open_mem(struct sht_reader **rp, const char *name, const void *data, siz
 }
 
 /* ---- info, metadata, attributes ---- */
+
+void sht_set_cache(struct sht_reader *r, size_t bytes)
+{
+	r->dcache_budget = bytes;
+	cache_trim(r);
+}
 
 const struct sht_info *sht_get_info(const struct sht_reader *r)
 {
@@ -1146,89 +1169,214 @@ static void to_interval(const struct sht_reader *r, const struct sht_rec *rec, s
 	out->value.s = rec->type == SHT_STR ? r->strings[rec->i] : NULL;
 }
 
-/* The child of core v whose range contains t (the last one starting at or before t). */
-static int child_at(const struct sht_reader *r, const struct nview *v, uint64_t t, uint32_t *child, uint64_t *cstart,
-		    uint64_t *cend, struct vcpustat_error *err)
+static void drec_interval(const struct sht_reader *r, const struct drec *d, struct sht_interval *out)
 {
-	uint32_t i, lo = 0, hi = v->ntable;
+	out->attr = d->attr;
+	out->start = d->start;
+	out->end = d->end;
+	out->value.type = (enum sht_type)d->type;
+	out->value.i = d->type == SHT_INT ? d->i : 0;
+	out->value.s = d->type == SHT_STR ? r->strings[d->i] : NULL;
+}
 
-	while (lo < hi) { /* first child starting after t */
-		uint32_t mid = lo + (hi - lo) / 2;
+static void dnode_free(struct dnode *d)
+{
+	free(d->recs);
+	free(d->kids);
+	free(d);
+}
 
-		if (get64(v->table + mid * SHT_TABLE_ENTRY + 4) <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
+/* Drop the least recently used unpinned cores until the cache fits its budget. */
+static void cache_trim(struct sht_reader *r)
+{
+	while (r->dcache_bytes > r->dcache_budget) {
+		uint64_t oldest = UINT64_MAX;
+		uint32_t i, best = SHT_NONE32;
+		struct dnode *d;
+
+		for (i = 0; i < r->ncached; i++) {
+			d = r->dcache[r->cached[i]];
+			if (!d->pins && d->last_use < oldest) {
+				oldest = d->last_use;
+				best = i;
+			}
+		}
+		if (best == SHT_NONE32)
+			return;
+		d = r->dcache[r->cached[best]];
+		r->dcache[r->cached[best]] = NULL;
+		r->dcache_bytes -= d->bytes;
+		r->cached[best] = r->cached[--r->ncached];
+		dnode_free(d);
 	}
-	i = lo ? lo - 1 : 0;
-	*child = get32(v->table + i * SHT_TABLE_ENTRY);
-	*cstart = get64(v->table + i * SHT_TABLE_ENTRY + 4);
-	*cend = i + 1 < v->ntable ? get64(v->table + (i + 1) * SHT_TABLE_ENTRY + 4) : v->end;
-	if (*child >= v->index || *cstart > *cend || *cstart < v->start || *cend > v->end ||
-	    (i == 0 && *cstart != v->start))
-		return rfail(r, err, node_off(r, v->index) + SHT_NODE_HDR + i * SHT_TABLE_ENTRY,
-			     "node %u: bad child entry %u", v->index, i);
-	return 0;
 }
 
-/* Read node k, expected at height h with range [start, end]. */
-static int node_expect(struct sht_reader *r, uint32_t k, uint32_t h, uint64_t start, uint64_t end, struct nview *v,
-		       struct vcpustat_error *err)
+/* Decode core v (every record checked; intervals past the horizon dropped) and cache it. */
+static int core_decode(struct sht_reader *r, const struct nview *v, struct dnode **out, struct vcpustat_error *err)
 {
-	int e = reader_node(r, k, r->bufs[h], v, err);
+	const uint8_t *p = v->ivl, *end = v->ivl + v->ivl_len;
+	struct dnode *d = calloc(1, sizeof(*d));
+	uint64_t prev = v->start;
+	struct sht_rec rec;
+	uint32_t i;
+	int e = 0;
 
-	if (e)
-		return e;
-	if (v->height != h || v->start != start || v->end != end)
-		return rfail(r, err, node_off(r, k), "node %u: height %u, range [%llu, %llu]; its parent says %u, [%llu, %llu]",
-			     k, v->height, (unsigned long long)v->start, (unsigned long long)v->end, h,
-			     (unsigned long long)start, (unsigned long long)end);
+	if (!d)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	d->recs = malloc((v->nintervals ? v->nintervals : 1) * sizeof(*d->recs));
+	d->kids = malloc(v->ntable * sizeof(*d->kids));
+	if (!d->recs || !d->kids) {
+		dnode_free(d);
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	}
+	d->index = v->index;
+	d->height = v->height;
+	d->start = v->start;
+	d->end = v->end;
+	while (p < end) {
+		const uint8_t *at = p;
+
+		if (d->n == v->nintervals || rec_get(&p, end, prev, &rec)) {
+			e = rfail(r, err, node_off(r, v->index) + (uint64_t)(at - v->b), "node %u: bad interval record",
+				  v->index);
+			goto fail;
+		}
+		prev = rec.end;
+		e = rec_check(r, v, at, &rec, err);
+		if (e)
+			goto fail;
+		if (r->filter && rec.end >= r->horizon)
+			continue;
+		d->recs[d->n++] = (struct drec){ rec.start, rec.end, rec.i, rec.attr, rec.type };
+	}
+	for (i = 0; i < v->ntable; i++) {
+		struct dkid *c = &d->kids[i];
+
+		c->index = get32(v->table + i * SHT_TABLE_ENTRY);
+		c->start = get64(v->table + i * SHT_TABLE_ENTRY + 4);
+		c->end = i + 1 < v->ntable ? get64(v->table + (i + 1) * SHT_TABLE_ENTRY + 4) : v->end;
+		if (c->index >= v->index || c->start > c->end || c->end > v->end || (i == 0 && c->start != v->start)) {
+			e = rfail(r, err, node_off(r, v->index) + SHT_NODE_HDR + i * SHT_TABLE_ENTRY,
+				  "node %u: bad child entry %u", v->index, i);
+			goto fail;
+		}
+	}
+	d->nkids = v->ntable;
+	d->bytes = sizeof(*d) + d->n * sizeof(*d->recs) + d->nkids * sizeof(*d->kids);
+	d->last_use = ++r->clock;
+	if (v->index < r->ndcache) {
+		r->dcache[v->index] = d;
+		r->cached[r->ncached++] = v->index;
+		r->dcache_bytes += d->bytes;
+		d->pins++; /* not the one to drop now */
+		cache_trim(r);
+		d->pins--;
+	}
+	*out = d;
 	return 0;
+fail:
+	dnode_free(d);
+	return e;
 }
 
-static int root_view(struct sht_reader *r, struct nview *v, struct vcpustat_error *err)
+/*
+ * Node k, expected at height h (any if h > SHT_MAX_HEIGHT) with range
+ * [start, end]: a core comes back decoded (*core), a leaf as *leaf, a view of
+ * r->scratch.
+ */
+static int node_get(struct sht_reader *r, uint32_t k, uint32_t h, uint64_t start, uint64_t end, struct dnode **core,
+		    struct nview *leaf, struct vcpustat_error *err)
 {
-	uint8_t *buf = r->bufs[SHT_MAX_HEIGHT + 1];
-	int e = reader_node(r, r->root, buf, v, err);
+	uint32_t height;
+	uint64_t s, e2;
+	int e;
 
-	if (e)
-		return e;
-	if (v->start != r->info.start || v->end != r->info.end)
-		return rfail(r, err, node_off(r, r->root), "root node %u: range [%llu, %llu], the file says [%llu, %llu]",
-			     r->root, (unsigned long long)v->start, (unsigned long long)v->end,
-			     (unsigned long long)r->info.start, (unsigned long long)r->info.end);
-	return 0;
+	*core = NULL;
+	if (k < r->ndcache && r->dcache[k]) {
+		*core = r->dcache[k];
+		(*core)->last_use = ++r->clock;
+		height = (*core)->height;
+		s = (*core)->start;
+		e2 = (*core)->end;
+	} else {
+		e = reader_node(r, k, r->scratch, leaf, err);
+		if (e)
+			return e;
+		height = leaf->height;
+		s = leaf->start;
+		e2 = leaf->end;
+	}
+	if ((h <= SHT_MAX_HEIGHT && height != h) || s != start || e2 != end)
+		return rfail(r, err, node_off(r, k), "node %u: height %u, range [%llu, %llu]; expected %u, [%llu, %llu]",
+			     k, height, (unsigned long long)s, (unsigned long long)e2, h, (unsigned long long)start,
+			     (unsigned long long)end);
+	if (*core || leaf->kind == SHT_NODE_LEAF)
+		return 0;
+	return core_decode(r, leaf, core, err);
 }
+
+#define ANY_HEIGHT (SHT_MAX_HEIGHT + 1u)
 
 int sht_query_at(struct sht_reader *r, uint64_t t, const uint8_t *want, struct sht_interval *out,
 		 struct vcpustat_error *err)
 {
+	uint64_t start = r->info.start, end = r->info.end;
+	uint32_t a, k = r->root, h = ANY_HEIGHT;
+	struct dnode *d;
 	struct nview v;
-	uint32_t a;
 	int e;
 
 	for (a = 0; a < r->nattrs; a++)
 		out[a] = (struct sht_interval){ .attr = a };
 	if (r->root == SHT_NONE32 || t < r->info.start || t >= r->info.end)
 		return 0;
-	e = root_view(r, &v, err);
-	if (e)
-		return e;
 	for (;;) {
-		uint32_t off, pos, child;
-		uint64_t prev, cs, ce;
-		const uint8_t *p, *end;
+		uint32_t lo, hi, off, pos;
+		const uint8_t *p, *pend;
 		struct sht_rec rec;
+		uint64_t prev;
 
+		e = node_get(r, k, h, start, end, &d, &v, err);
+		if (e)
+			return e;
+		if (d) {
+			for (lo = 0, hi = d->n; lo < hi;) { /* first record that ends after t */
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (d->recs[mid].end <= t)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (; lo < d->n; lo++)
+				if (d->recs[lo].start <= t && (!want || want[d->recs[lo].attr]))
+					drec_interval(r, &d->recs[lo], &out[d->recs[lo].attr]);
+			for (lo = 0, hi = d->nkids; lo < hi;) { /* first child starting after t */
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (d->kids[mid].start <= t)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			lo = lo ? lo - 1 : 0;
+			if (t >= d->kids[lo].end) /* an empty last child: t is the end of the core */
+				return 0;
+			k = d->kids[lo].index;
+			h = d->height - 1u;
+			start = d->kids[lo].start;
+			end = d->kids[lo].end;
+			continue;
+		}
 		e = skip_to(r, &v, t, true, &off, &prev, &pos, err);
 		if (e)
 			return e;
 		p = v.ivl + off;
-		end = v.ivl + v.ivl_len;
-		for (; p < end; pos++) {
+		pend = v.ivl + v.ivl_len;
+		while (p < pend) {
 			const uint8_t *at = p;
 
-			if (rec_get(&p, end, prev, &rec))
+			if (rec_get(&p, pend, prev, &rec))
 				return rfail(r, err, node_off(r, v.index) + (uint64_t)(at - v.b),
 					     "node %u: bad interval record", v.index);
 			prev = rec.end;
@@ -1241,16 +1389,7 @@ int sht_query_at(struct sht_reader *r, uint64_t t, const uint8_t *want, struct s
 				continue;
 			to_interval(r, &rec, &out[rec.attr]);
 		}
-		if (v.kind == SHT_NODE_LEAF)
-			return 0;
-		e = child_at(r, &v, t, &child, &cs, &ce, err);
-		if (e)
-			return e;
-		if (t >= ce) /* an empty last child: t is at the end of the core */
-			return 0;
-		e = node_expect(r, child, v.height - 1u, cs, ce, &v, err);
-		if (e)
-			return e;
+		return 0;
 	}
 }
 
@@ -1269,69 +1408,95 @@ struct range_query {
 	struct vcpustat_error *err;
 };
 
-static int visit(struct range_query *q, const struct nview *v)
+static bool range_wants(const struct range_query *q, uint32_t attr, uint64_t start, uint64_t end)
+{
+	if (start > q->t2 || !(end > q->t1 || (start == end && start >= q->t1)))
+		return false;
+	if (q->attr != SHT_NO_ATTR)
+		return attr == q->attr;
+	return !q->want || attr >= q->r->nattrs || q->want[attr];
+}
+
+static struct found *range_add(struct range_query *q)
+{
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 256;
+		struct found *f = realloc(q->res, cap * sizeof(*f));
+
+		if (!f)
+			return NULL;
+		q->res = f;
+		q->cap = cap;
+	}
+	return &q->res[q->n++];
+}
+
+static int visit(struct range_query *q, uint32_t k, uint32_t h, uint64_t start, uint64_t end)
 {
 	struct sht_reader *r = q->r;
-	uint32_t off, pos, i;
-	uint64_t prev;
-	const uint8_t *p, *end;
+	uint32_t off, pos, i, lo, hi;
+	const uint8_t *p, *pend;
 	struct sht_rec rec;
+	struct dnode *d;
+	struct nview v;
+	struct found *f;
+	uint64_t prev;
 	int e;
 
-	e = skip_to(r, v, q->t1, false, &off, &prev, &pos, q->err);
+	e = node_get(r, k, h, start, end, &d, &v, q->err);
 	if (e)
 		return e;
-	p = v->ivl + off;
-	end = v->ivl + v->ivl_len;
-	for (; p < end; pos++) {
+	if (d) {
+		for (lo = 0, hi = d->n; lo < hi;) { /* first record that ends at or after t1 */
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (d->recs[mid].end < q->t1)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (i = lo; i < d->n; i++) {
+			const struct drec *x = &d->recs[i];
+
+			if (!range_wants(q, x->attr, x->start, x->end))
+				continue;
+			f = range_add(q);
+			if (!f)
+				return verror(q->err, -ENOMEM, "%s: out of memory", r->name);
+			drec_interval(r, x, &f->iv);
+			f->order = (uint64_t)k << 32 | i;
+		}
+		d->pins++; /* the children must not evict it while we walk its table */
+		for (i = 0; i < d->nkids && !e; i++)
+			if (d->kids[i].end >= q->t1 && d->kids[i].start <= q->t2)
+				e = visit(q, d->kids[i].index, d->height - 1u, d->kids[i].start, d->kids[i].end);
+		d->pins--;
+		return e;
+	}
+	e = skip_to(r, &v, q->t1, false, &off, &prev, &pos, q->err);
+	if (e)
+		return e;
+	p = v.ivl + off;
+	pend = v.ivl + v.ivl_len;
+	for (; p < pend; pos++) {
 		const uint8_t *at = p;
 
-		if (rec_get(&p, end, prev, &rec))
-			return rfail(r, q->err, node_off(r, v->index) + (uint64_t)(at - v->b),
-				     "node %u: bad interval record", v->index);
+		if (rec_get(&p, pend, prev, &rec))
+			return rfail(r, q->err, node_off(r, v.index) + (uint64_t)(at - v.b),
+				     "node %u: bad interval record", v.index);
 		prev = rec.end;
-		if (rec.start > q->t2)
+		if (!range_wants(q, rec.attr, rec.start, rec.end))
 			continue;
-		if (!(rec.end > q->t1 || (rec.start == rec.end && rec.start >= q->t1)))
-			continue;
-		if (q->attr != SHT_NO_ATTR ? rec.attr != q->attr : (q->want && rec.attr < r->nattrs && !q->want[rec.attr]))
-			continue;
-		e = rec_check(r, v, at, &rec, q->err);
+		e = rec_check(r, &v, at, &rec, q->err);
 		if (e)
 			return e;
 		if (r->filter && rec.end >= r->horizon)
 			continue;
-		if (q->n == q->cap) {
-			size_t cap = q->cap ? q->cap * 2 : 256;
-			struct found *f = realloc(q->res, cap * sizeof(*f));
-
-			if (!f)
-				return verror(q->err, -ENOMEM, "%s: out of memory", r->name);
-			q->res = f;
-			q->cap = cap;
-		}
-		to_interval(r, &rec, &q->res[q->n].iv);
-		q->res[q->n++].order = (uint64_t)v->index << 32 | pos;
-	}
-	if (v->kind == SHT_NODE_LEAF)
-		return 0;
-	for (i = 0; i < v->ntable; i++) {
-		uint32_t child = get32(v->table + i * SHT_TABLE_ENTRY);
-		uint64_t cs = get64(v->table + i * SHT_TABLE_ENTRY + 4);
-		uint64_t ce = i + 1 < v->ntable ? get64(v->table + (i + 1) * SHT_TABLE_ENTRY + 4) : v->end;
-		struct nview c;
-
-		if (child >= v->index || cs > ce || cs < v->start || ce > v->end || (i == 0 && cs != v->start))
-			return rfail(r, q->err, node_off(r, v->index) + SHT_NODE_HDR + i * SHT_TABLE_ENTRY,
-				     "node %u: bad child entry %u", v->index, i);
-		if (ce < q->t1 || cs > q->t2)
-			continue;
-		e = node_expect(r, child, v->height - 1u, cs, ce, &c, q->err);
-		if (e)
-			return e;
-		e = visit(q, &c);
-		if (e)
-			return e;
+		f = range_add(q);
+		if (!f)
+			return verror(q->err, -ENOMEM, "%s: out of memory", r->name);
+		to_interval(r, &rec, &f->iv);
+		f->order = (uint64_t)k << 32 | pos;
 	}
 	return 0;
 }
@@ -1354,7 +1519,6 @@ int sht_query_range(struct sht_reader *r, uint32_t attr, const uint8_t *want, ui
 {
 	struct range_query q = { .r = r, .attr = attr, .want = want, .t1 = t1, .t2 = t2, .err = err };
 	struct sht_interval *res;
-	struct nview v;
 	size_t i;
 	int e;
 
@@ -1362,14 +1526,12 @@ int sht_query_range(struct sht_reader *r, uint32_t attr, const uint8_t *want, ui
 	*n = 0;
 	if (attr != SHT_NO_ATTR && attr >= r->nattrs)
 		return verror(err, -EINVAL, "%s: no attribute #%u", r->name, attr);
-	if (r->root == SHT_NONE32 || t1 > t2 || t2 < r->info.start || t1 > r->info.end)
-		return 0;
-	e = root_view(r, &v, err);
-	if (!e)
-		e = visit(&q, &v);
-	if (e) {
-		free(q.res);
-		return e;
+	if (r->root != SHT_NONE32 && t1 <= t2 && t2 >= r->info.start && t1 <= r->info.end) {
+		e = visit(&q, r->root, ANY_HEIGHT, r->info.start, r->info.end);
+		if (e) {
+			free(q.res);
+			return e;
+		}
 	}
 	if (q.n)
 		qsort(q.res, q.n, sizeof(*q.res), found_cmp);

@@ -32,6 +32,28 @@ struct nview {
 	uint32_t defs_len, jrnl_len, ivl_len, skip_len;
 };
 
+/* A core decoded once and cached: its records (sorted by end) and children. */
+struct drec {
+	uint64_t start, end;
+	int64_t i;
+	uint32_t attr;
+	uint8_t type;
+};
+
+struct dkid {
+	uint32_t index;
+	uint64_t start, end;
+};
+
+struct dnode {
+	uint32_t index, n, nkids, pins;
+	uint8_t height;
+	uint64_t start, end, last_use;
+	size_t bytes;
+	struct drec *recs;
+	struct dkid *kids;
+};
+
 struct rattr {
 	const char *name; /* in names */
 	char *path;
@@ -65,6 +87,12 @@ struct sht_reader {
 	uint8_t *verified;   /* one byte per file node: CRC checked */
 	uint8_t *bufs[SHT_MAX_HEIGHT + 2]; /* one read buffer per height */
 	uint8_t *scratch;
+
+	struct dnode **dcache; /* by node index: decoded cores */
+	uint32_t ndcache;
+	uint32_t *cached, ncached; /* indexes of the cached cores */
+	size_t dcache_bytes, dcache_budget;
+	uint64_t clock;
 
 	struct rnode *nodes; /* scan results (unfinished files, check) */
 	uint64_t nnodes_scanned;

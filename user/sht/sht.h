@@ -140,6 +140,12 @@ int sht_open_mem(struct sht_reader **rp, const char *name, const void *data, siz
 		 struct vcpustat_error *err);
 void sht_close(struct sht_reader *r);
 
+/*
+ * Bytes of decoded cores kept between queries (default 64 MiB; 0 keeps only
+ * what a query is using). A reader is not thread-safe: one per thread.
+ */
+void sht_set_cache(struct sht_reader *r, size_t bytes);
+
 const struct sht_info *sht_get_info(const struct sht_reader *r);
 size_t sht_nmeta(const struct sht_reader *r);
 const struct sht_meta *sht_meta_at(const struct sht_reader *r, size_t i);
@@ -179,7 +185,8 @@ struct sht_check_report {
 	uint32_t node_size;
 	uint64_t file_size;
 	uint64_t nodes;	   /* good tree nodes (in the file) */
-	uint64_t leaves, cores, rebuilt;
+	uint64_t leaves, cores;
+	uint64_t rebuilt;  /* cores rebuilt from the journal (in memory; after sht_repair: appended) */
 	uint64_t nintervals;
 	uint64_t start, end, horizon;
 	uint32_t nattrs, nstrings;
