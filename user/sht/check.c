@@ -165,7 +165,7 @@ static void note_bad(struct sht_reader *r, struct sht_check_report *rep, const s
 		return;
 	rep->ok = false;
 	rep->bad_offset = r->fail_off;
-	rep->bad_node = r->fail_off >= r->node_size ? (int64_t)(r->fail_off / r->node_size) - 1 : -1;
+	rep->bad_node = r->node_size && r->fail_off >= r->node_size ? (int64_t)(r->fail_off / r->node_size) - 1 : -1;
 	snprintf(rep->problem, sizeof(rep->problem), "%s", err->msg);
 }
 

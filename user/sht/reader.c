@@ -194,7 +194,7 @@ int reader_header(struct sht_reader *r, bool *closed, struct vcpustat_error *err
 	len = get32(b + FH_LEN);
 	if (len < SHT_HDR_SIZE || len > node_size - SHT_CLOSE_SIZE)
 		return rfail(r, err, FH_LEN, "bad header length %u", len);
-	crc = (uint32_t)crc32(0, b + 16, len - 16);
+	crc = (uint32_t)crc32(0, b + 16, node_size - SHT_CLOSE_SIZE - 16); /* metadata and padding */
 	if (crc != get32(b + FH_CRC))
 		return rfail(r, err, FH_CRC, "header checksum mismatch (stored 0x%08x, computed 0x%08x)",
 			     get32(b + FH_CRC), crc);

@@ -379,7 +379,7 @@ static int write_header(struct sht_writer *w, const struct sht_writer_opts *o)
 		off += 2 + vl;
 	}
 	put32(b + FH_LEN, (uint32_t)off);
-	put32(b + FH_CRC, (uint32_t)crc32(0, b + 16, (uInt)(off - 16)));
+	put32(b + FH_CRC, (uint32_t)crc32(0, b + 16, w->node_size - SHT_CLOSE_SIZE - 16));
 	return write_at(w, b, w->node_size, 0);
 }
 
