@@ -85,12 +85,14 @@ static int verify_node(struct verify *vf, uint32_t k, int height, uint64_t start
 	struct sht_reader *r = vf->r;
 	uint32_t i, nfile_all = r->nfile + r->nvirt;
 	struct nview v;
-	uint8_t *buf = r->bufs[height < 0 ? SHT_MAX_HEIGHT + 1 : height];
+	uint8_t **buf = &r->bufs[height < 0 ? SHT_MAX_HEIGHT + 1 : height]; /* one per height: the walk keeps v */
 	int e;
 
+	if (!*buf && !(*buf = malloc(r->node_size)))
+		return verror(vf->err, -ENOMEM, "%s: out of memory", r->name);
 	if (k >= nfile_all)
 		return rfail(r, vf->err, r->size, "reference to node %u, the tree has %u", k, nfile_all);
-	e = reader_node(r, k, buf, &v, vf->err);
+	e = reader_node(r, k, *buf, &v, vf->err);
 	if (e)
 		return e;
 	if (vf->seen[k])

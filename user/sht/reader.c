@@ -822,13 +822,8 @@ out:
 
 int reader_finish(struct sht_reader *r, struct vcpustat_error *err)
 {
-	uint32_t i, h;
+	uint32_t i;
 
-	for (h = 0; h < SHT_MAX_HEIGHT + 2; h++) {
-		r->bufs[h] = malloc(r->node_size);
-		if (!r->bufs[h])
-			return verror(err, -ENOMEM, "%s: out of memory", r->name);
-	}
 	for (i = 0; i < r->nattrs; i++) {
 		struct rattr *a = &r->attrs[i];
 		const char *pp = a->parent == SHT_NO_ATTR ? "" : r->attrs[a->parent].path;
