@@ -1181,6 +1181,22 @@ static void dnode_free(struct dnode *d)
 	free(d);
 }
 
+/* The last child of d starting at or before t (0 if none). */
+static uint32_t kid_at(const struct dnode *d, uint64_t t)
+{
+	uint32_t lo = 0, hi = d->nkids;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (d->kids[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : 0;
+}
+
 /* Drop the least recently used unpinned cores until the cache fits its budget. */
 static void cache_trim(struct sht_reader *r)
 {
@@ -1346,15 +1362,7 @@ int sht_query_at(struct sht_reader *r, uint64_t t, const uint8_t *want, struct s
 			for (; lo < d->n; lo++)
 				if (d->recs[lo].start <= t && (!want || want[d->recs[lo].attr]))
 					drec_interval(r, &d->recs[lo], &out[d->recs[lo].attr]);
-			for (lo = 0, hi = d->nkids; lo < hi;) { /* first child starting after t */
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (d->kids[mid].start <= t)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			lo = lo ? lo - 1 : 0;
+			lo = kid_at(d, t); /* the child to go down to */
 			if (t >= d->kids[lo].end) /* an empty last child: t is the end of the core */
 				return 0;
 			k = d->kids[lo].index;

@@ -220,6 +220,34 @@ static inline size_t rec_put(uint8_t *p, uint64_t prev_end, const struct sht_rec
 }
 
 /*
+ * One varint with no bound check: the caller knows that 10 bytes are
+ * readable. Sets *bad if it is longer than 64 bits.
+ */
+static inline uint64_t varint_fast(const uint8_t **pp, int *bad)
+{
+	const uint8_t *p = *pp;
+	uint64_t r = 0, b;
+	unsigned int shift;
+
+	for (shift = 0; shift < 63; shift += 7) { /* unrolled by the compiler: at most 9 rounds */
+		b = *p++;
+		r |= (b & 0x7f) << shift;
+		if (b < 0x80) {
+			*pp = p;
+			return r;
+		}
+	}
+	b = *p++; /* the 10th byte holds bit 63 only */
+	if (b > 1)
+		*bad = 1;
+	*pp = p;
+	return r | b << 63;
+}
+
+/* Bytes a record can take at most, even malformed: four 10-byte varints and the tag. */
+#define SHT_REC_FAST_MARGIN 41
+
+/*
  * Decode one record from [*pp, end) after prev_end; checks that the numbers
  * are well-formed (no overflow) but not ranges. 0 on success, -1 if corrupt.
  */
@@ -228,7 +256,40 @@ static inline int rec_get(const uint8_t **pp, const uint8_t *end, uint64_t prev_
 	uint64_t de, dur, attr, v;
 	const uint8_t *p = *pp;
 	uint8_t tag;
+	int bad = 0;
 
+	if (end - p >= SHT_REC_FAST_MARGIN) { /* the common case: no bound checks */
+		de = varint_fast(&p, &bad);
+		dur = varint_fast(&p, &bad);
+		attr = varint_fast(&p, &bad);
+		tag = *p++;
+		if (bad || de > UINT64_MAX - prev_end || attr >= SHT_NONE32)
+			return -1;
+		r->end = prev_end + de;
+		if (dur > r->end)
+			return -1;
+		r->start = r->end - dur;
+		r->attr = (uint32_t)attr;
+		if (tag <= SHT_TAG_SMALL_MAX) {
+			r->type = 1;
+			r->i = tag;
+		} else if (tag == SHT_TAG_INT) {
+			r->type = 1;
+			r->i = unzigzag(varint_fast(&p, &bad));
+		} else if (tag == SHT_TAG_STR) {
+			v = varint_fast(&p, &bad);
+			if (v >= SHT_NONE32)
+				return -1;
+			r->type = 2;
+			r->i = (int64_t)v;
+		} else {
+			return -1;
+		}
+		if (bad)
+			return -1;
+		*pp = p;
+		return 0;
+	}
 	if (varint_get(&p, end, &de) || varint_get(&p, end, &dur) || varint_get(&p, end, &attr) || p >= end)
 		return -1;
 	if (de > UINT64_MAX - prev_end || attr >= SHT_NONE32)
