@@ -607,48 +607,70 @@ static void gen(const struct config *c, const char *path)
 	dataset_free(&d);
 }
 
-/* Small valid files for the fuzz seed corpus: a closed file, an unfinished one, a repaired one. */
+/* Copy file src to dst. */
+static void copy_file(const char *src, const char *dst)
+{
+	FILE *f = fopen(src, "rb"), *g = fopen(dst, "wb");
+	char buf[4096];
+	size_t m;
+
+	if (!f || !g)
+		die("copy");
+	while ((m = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, m, g);
+	fclose(f);
+	if (fclose(g))
+		die("copy");
+}
+
+/*
+ * Small valid files for the fuzz seed corpus: a closed file; an unfinished
+ * one (the writer abandoned mid-stream, so its root is rebuilt from the
+ * journals, plus half a node, as a torn write leaves it); the same repaired.
+ */
 static void corpus(const char *dir)
 {
 	struct config c = { .intervals = 300, .vms = 1, .vcpus = 2, .pcpus = 2, .threads = 1, .node_size = 4096,
 			    .seed = 7 };
+	struct sht_writer_opts o = { .node_size = 4096, .max_children = 4, .real_start_ns = 1795356187000000000ull,
+				     .no_sync = true };
 	struct sht_check_report rep;
 	struct vcpustat_error err = { 0 };
 	struct sht_writer_stats st;
+	struct sht_writer *w;
 	struct dataset d;
-	char path[512];
+	char path[512], src[512];
+	uint32_t ids[64], i;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/closed.sht", dir);
 	generate(&c, &d);
 	write_sht(&c, &d, path, &st);
 	dataset_free(&d);
-	c.intervals = 900;
+
+	c.intervals = 3000;
 	c.seed = 8;
 	generate(&c, &d);
-	snprintf(path, sizeof(path), "%s/unfinished.sht", dir);
-	write_sht(&c, &d, path, &st);
+	snprintf(src, sizeof(src), "%s/unfinished.sht", dir);
+	if (d.nattrs > 64 || sht_writer_create(&w, src, &o, &err))
+		die(err.msg);
+	for (i = 0; i < d.nattrs; i++)
+		if (sht_writer_attr(w, d.paths[i], &ids[i]))
+			die(sht_writer_error(w)->msg);
+	if (sht_writer_set_str(w, ids[0], 0, "a string"))
+		die(sht_writer_error(w)->msg);
+	for (size_t k = 0; k < d.nev * 3 / 4; k++)
+		if (sht_writer_set_int(w, ids[d.ev[k].attr], d.ev[k].t, d.ev[k].value))
+			die(sht_writer_error(w)->msg);
+	sht_writer_abandon(w);
 	dataset_free(&d);
-	/* cut it: header + the first nodes and half a node, as a killed writer leaves it */
-	if (truncate(path, 4096 * 4 + 2000))
-		die("truncate");
+	f = fopen(src, "ab"); /* half of a node: a torn write */
+	for (i = 0; f && i < 2000; i++)
+		fputc((int)(i * 31 % 251), f);
+	if (!f || fclose(f))
+		die("append");
 	snprintf(path, sizeof(path), "%s/repaired.sht", dir);
-	{
-		char src[512];
-
-		snprintf(src, sizeof(src), "%s/unfinished.sht", dir);
-		f = fopen(src, "rb");
-		FILE *g = fopen(path, "wb");
-		char buf[4096];
-		size_t m;
-
-		if (!f || !g)
-			die("copy");
-		while ((m = fread(buf, 1, sizeof(buf), f)) > 0)
-			fwrite(buf, 1, m, g);
-		fclose(f);
-		fclose(g);
-	}
+	copy_file(src, path);
 	if (sht_repair(path, &rep, &err))
 		die(err.msg);
 	printf("corpus written to %s\n", dir);

@@ -61,6 +61,7 @@ static json_t *report_json(const char *file, const struct sht_check_report *rep)
 static void report_text(const char *file, const struct sht_check_report *rep)
 {
 	char s1[32], s2[32];
+	uint64_t cores;
 
 	fmt_secs(rep->start, s1, sizeof(s1));
 	fmt_secs(rep->end, s2, sizeof(s2));
@@ -74,11 +75,14 @@ static void report_text(const char *file, const struct sht_check_report *rep)
 		printf("  problem at offset %llu: %s\n", (unsigned long long)rep->bad_offset, rep->problem);
 	if (!rep->node_size)
 		return;
-	printf("  %-17s %llu (%llu leaves, %llu cores%s) of %u bytes; %llu bytes are good\n",
+	cores = rep->cores - (rep->repaired ? 0 : rep->rebuilt); /* the rebuilt ones are not in the file yet */
+	printf("  %-17s %llu (%llu lea%s, %llu core%s) of %u bytes; %llu bytes are good\n",
 	       rep->ok ? "nodes" : "good nodes", (unsigned long long)rep->nodes, (unsigned long long)rep->leaves,
-	       (unsigned long long)rep->cores,
-	       rep->rebuilt ? ", some rebuilt from the journal" : "", rep->node_size,
+	       rep->leaves == 1 ? "f" : "ves", (unsigned long long)cores, cores == 1 ? "" : "s", rep->node_size,
 	       (unsigned long long)rep->good_size);
+	if (rep->rebuilt && !rep->repaired)
+		printf("  %-17s %llu core%s that the writer never sealed, from the journals of the leaves\n", "rebuilt",
+		       (unsigned long long)rep->rebuilt, rep->rebuilt == 1 ? "" : "s");
 	printf("  %-17s %llu\n", "intervals", (unsigned long long)rep->nintervals);
 	printf("  %-17s %s .. %s s\n", "time range", s1, s2);
 	printf("  %-17s %u (and %u strings)\n", "attributes", rep->nattrs, rep->nstrings);

@@ -283,6 +283,26 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 	}
 	if (keep)
 		*keep = (uint32_t)r->nnodes_scanned;
+	if (!closed && rep->ok) { /* after the tree of an unfinished file: only whole footer nodes */
+		uint64_t k, full = r->size / r->node_size - 1;
+
+		for (k = r->nnodes_scanned; k < full; k++) {
+			const uint8_t *b = reader_block(r, k + 1, r->scratch, pe);
+			struct nview v;
+
+			if (!b) {
+				e = pe->code;
+				goto out;
+			}
+			if (node_verify(r, (uint32_t)k, b, &v, pe) ||
+			    (v.kind != SHT_NODE_FOOTER &&
+			     rfail(r, pe, off_of(r, (uint32_t)k), "node %llu: a tree node after the footer",
+				   (unsigned long long)k))) {
+				note_bad(r, rep, pe);
+				break;
+			}
+		}
+	}
 	if (!closed) {
 		r->info.tail_bytes = r->size % r->node_size;
 		e = reader_rebuild(r, (uint32_t)r->nnodes_scanned, pe);
