@@ -23,6 +23,11 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOPERM = 77 };
 /* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
 int cmd_top(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 
 

@@ -13,6 +13,11 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{ "top", cmd_top, "live view of every VM and vCPU (the default command)" },
+	{ "record", cmd_record, "record vCPU states, exits and CPUs into a state history file (.sht)" },
+	{ "report", cmd_report, "the live view's tables for any window of a recording" },
+	{ "query", cmd_query, "read a state history file (.sht): values at a time, intervals in a range" },
+	{ "check", cmd_check, "verify (and --repair) a state history file (.sht)" },
+	{ "replay", cmd_replay, "rebuild a state history file from a capture (.vcap), offline" },
 	{ "sync", cmd_sync, "map a guest's clock onto the host's (convex hull synchronization)" },
 };
 

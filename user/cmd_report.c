@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* vcpustat report: the live view's tables for any window of a recording. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "report.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
+		"\n"
+		"The tables of the live view (state shares, preemptions, exit reasons with\n"
+		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
+		"recording. Without --from/--to: the whole file.\n"
+		"\n"
+		"  --from T, --to T   the window. T: nanoseconds since the start (123456789),\n"
+		"                     seconds (1.5s, 2.25), or wall-clock time\n"
+		"                     (2026-11-22T14:03:07.123, 14:03:07 on the trace's day)\n"
+		"  --vm NAME|PID      only this VM (repeatable)\n"
+		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
+		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
+		"\n"
+		"Culprits need a recording made with --level full.\n",
+		cli_prog);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "from", required_argument, NULL, 'F' }, { "to", required_argument, NULL, 'T' },
+		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
+		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *from = NULL, *to = NULL, *vm_filter[64];
+	struct summary_filter filter = { 0 };
+	struct vcpustat_error err = { 0 };
+	const struct sht_info *info;
+	struct sht_reader *r = NULL;
+	struct summary s;
+	bool json = false, culprits;
+	long top = 5;
+	uint64_t t1, t2;
+	int opt, ret = CLI_FAIL;
+	char *end;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'F': from = optarg; break;
+		case 'T': to = optarg; break;
+		case 'V':
+			if (filter.nr_vms >= 64) {
+				cli_err("--vm: at most 64 VMs");
+				return CLI_USAGE;
+			}
+			vm_filter[filter.nr_vms++] = optarg;
+			filter.vms = vm_filter;
+			break;
+		case 'j': json = true; cli_json = true; break;
+		case 'N':
+			top = strtol(optarg, &end, 10);
+			if (*end || top < 0) {
+				cli_err("--top %s: a number of rows (0: all)", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'h': usage(stdout); return CLI_OK;
+		default: usage(stderr); return CLI_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_err("report: one .sht file is needed (see --help)");
+		return CLI_USAGE;
+	}
+	if (sht_open(&r, argv[optind], &err)) {
+		cli_err("%s", err.msg);
+		return CLI_FAIL;
+	}
+	info = sht_get_info(r);
+	t1 = info->start;
+	t2 = info->recovered ? info->horizon : info->end;
+	if (from && sht_parse_time(r, from, &t1, &err)) {
+		cli_err("--from: %s", err.msg);
+		ret = CLI_USAGE;
+		goto out;
+	}
+	if (to && sht_parse_time(r, to, &t2, &err)) {
+		cli_err("--to: %s", err.msg);
+		ret = CLI_USAGE;
+		goto out;
+	}
+	if (t2 <= t1) {
+		cli_err("the window is empty: --to must come after --from (%llu >= %llu ns)", (unsigned long long)t1,
+			(unsigned long long)t2);
+		ret = CLI_USAGE;
+		goto out;
+	}
+	if (report_build(&s, r, t1, t2, &filter, &culprits, &err)) {
+		cli_err("%s", err.msg);
+		goto out;
+	}
+	s.wall_t1 = info->real_start_ns + t2;
+	if (json) {
+		json_t *doc = summary_json(&s, NULL, 0);
+		char a[64], b[64];
+
+		sht_format_wall(r, t1, false, a, sizeof(a));
+		sht_format_wall(r, t2, false, b, sizeof(b));
+		json_object_set_new(doc, "file", json_string(argv[optind]));
+		json_object_set_new(doc, "from_ns", json_integer((json_int_t)t1));
+		json_object_set_new(doc, "to_ns", json_integer((json_int_t)t2));
+		json_object_set_new(doc, "from", json_string(a));
+		json_object_set_new(doc, "to", json_string(b));
+		json_object_set_new(doc, "culprits_recorded", json_boolean(culprits));
+		if (info->recovered)
+			json_object_set_new(doc, "recovered", json_true());
+		json_dumpf(doc, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(doc);
+	} else {
+		char a[64], b[64];
+
+		sht_format_wall(r, t1, false, a, sizeof(a));
+		sht_format_wall(r, t2, false, b, sizeof(b));
+		printf("%s: %s .. %s (%.3f s)%s\n", argv[optind], a, b, (t2 - t1) / 1e9,
+		       info->recovered ? "  [unfinished recording: up to its last sealed node]" : "");
+		summary_print(stdout, &s, NULL, 0, (unsigned int)top);
+		if (!culprits)
+			printf("\n(who took the CPU: recorded only with `vcpustat record --level full`)\n");
+	}
+	summary_free(&s);
+	ret = CLI_OK;
+out:
+	sht_close(r);
+	return ret;
+}

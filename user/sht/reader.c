@@ -1,0 +1,1552 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The SHT reader: open (fast with a footer; by a scan and a rebuild of the
+ * unsealed cores without one, docs/sht-format.md section 7), attributes,
+ * stabbing and range queries. Every node is bounds-checked as it is decoded
+ * and its CRC verified the first time it is read, so a damaged file gives
+ * one error naming the file and the offset, never a crash.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "reader_priv.h"
+
+int rfail(const struct sht_reader *r, struct vcpustat_error *err, uint64_t off, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	((struct sht_reader *)r)->fail_off = off;
+	return verror(err, -EBADMSG, "%s: offset %llu: %s", r->name, (unsigned long long)off, msg);
+}
+
+static void cache_trim(struct sht_reader *r);
+
+static uint64_t node_off(const struct sht_reader *r, uint32_t k)
+{
+	return ((uint64_t)k + 1) * r->node_size;
+}
+
+struct sht_reader *reader_alloc(const char *name)
+{
+	struct sht_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->root = SHT_NONE32;
+	r->name = strdup(name);
+	if (!r->name || strtab_init(&r->attr_index)) {
+		free(r->name);
+		free(r);
+		return NULL;
+	}
+	r->attr_index.owned = true;
+	return r;
+}
+
+void reader_free(struct sht_reader *r)
+{
+	uint32_t i;
+
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	for (i = 0; i < r->nattrs; i++)
+		free(r->attrs[i].path);
+	free(r->attrs);
+	strtab_free(&r->attr_index);
+	for (i = 0; i < r->nstrings; i++)
+		free(r->strings[i]);
+	free(r->strings);
+	for (i = 0; i < r->ncached; i++) {
+		struct dnode *d = r->dcache[r->cached[i]];
+
+		free(d->recs);
+		free(d->kids);
+		free(d);
+	}
+	free(r->dcache);
+	free(r->cached);
+	for (i = 0; i < r->nvirt; i++)
+		free(r->virt[i]);
+	free(r->virt);
+	for (i = 0; i < SHT_MAX_HEIGHT + 2; i++)
+		free(r->bufs[i]);
+	free(r->scratch);
+	free(r->verified);
+	free(r->nodes);
+	free(r->header);
+	free(r->meta);
+	free(r->meta_buf);
+	free(r->name);
+	free(r);
+}
+
+void sht_close(struct sht_reader *r)
+{
+	reader_free(r);
+}
+
+/* ---- blocks ---- */
+
+static int read_at(struct sht_reader *r, void *buf, size_t len, uint64_t off, struct vcpustat_error *err)
+{
+	uint8_t *p = buf;
+
+	if (off + len > r->size)
+		return rfail(r, err, r->size, "truncated: the file ends in the middle of a %zu-byte block at offset %llu",
+			     len, (unsigned long long)off);
+	if (r->mem) {
+		memcpy(buf, r->mem + off, len);
+		return 0;
+	}
+	while (len) {
+		ssize_t n = pread(r->fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return verror(err, n < 0 ? -errno : -EIO, "%s: offset %llu: read failed: %s", r->name,
+				      (unsigned long long)off, n < 0 ? strerror(errno) : "unexpected end of file");
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+const uint8_t *reader_block(struct sht_reader *r, uint64_t k, uint8_t *buf, struct vcpustat_error *err)
+{
+	uint64_t off = k * r->node_size;
+
+	if (r->mem) {
+		if (off + r->node_size > r->size) {
+			rfail(r, err, r->size, "truncated: the file ends inside block %llu", (unsigned long long)k);
+			return NULL;
+		}
+		return r->mem + off;
+	}
+	if (read_at(r, buf, r->node_size, off, err))
+		return NULL;
+	return buf;
+}
+
+/* ---- header ---- */
+
+int reader_header(struct sht_reader *r, bool *closed, struct vcpustat_error *err)
+{
+	uint8_t fixed[SHT_HDR_SIZE];
+	const uint8_t *b, *cr;
+	uint32_t len, i, nmeta, crc, node_size, maxc;
+	size_t off, total = 0;
+	int e;
+
+	*closed = false;
+	if (r->size < 8 || (r->mem ? memcmp(r->mem, SHT_MAGIC, 8) : 0)) {
+		if (r->size < 8)
+			return rfail(r, err, 0, "not a vcpustat SHT file (only %llu bytes)", (unsigned long long)r->size);
+		return rfail(r, err, 0, "not a vcpustat SHT file (bad magic)");
+	}
+	if (r->size < SHT_HDR_SIZE) {
+		e = read_at(r, fixed, (size_t)r->size, 0, err);
+		if (e)
+			return e;
+		if (memcmp(fixed, SHT_MAGIC, 8))
+			return rfail(r, err, 0, "not a vcpustat SHT file (bad magic)");
+		return rfail(r, err, r->size, "truncated in the file header (the file is %llu bytes)",
+			     (unsigned long long)r->size);
+	}
+	e = read_at(r, fixed, sizeof(fixed), 0, err);
+	if (e)
+		return e;
+	if (memcmp(fixed, SHT_MAGIC, 8))
+		return rfail(r, err, 0, "not a vcpustat SHT file (bad magic)");
+	if (get32(fixed + FH_VERSION) != SHT_FORMAT_VERSION)
+		return rfail(r, err, FH_VERSION, "unsupported SHT format version %u (this vcpustat reads version %d)",
+			     get32(fixed + FH_VERSION), SHT_FORMAT_VERSION);
+	node_size = get32(fixed + FH_NODE_SIZE);
+	if (node_size < SHT_MIN_NODE || node_size > SHT_MAX_NODE || (node_size & (node_size - 1)))
+		return rfail(r, err, FH_NODE_SIZE, "bad node size %u (a power of two from %u to %u)", node_size,
+			     SHT_MIN_NODE, SHT_MAX_NODE);
+	if (r->size < node_size)
+		return rfail(r, err, r->size, "truncated in the file header (the file is %llu bytes, a block is %u)",
+			     (unsigned long long)r->size, node_size);
+	r->node_size = node_size;
+	r->header = malloc(node_size);
+	r->scratch = malloc(node_size);
+	if (!r->header || !r->scratch)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	e = read_at(r, r->header, node_size, 0, err);
+	if (e)
+		return e;
+	b = r->header;
+	len = get32(b + FH_LEN);
+	if (len < SHT_HDR_SIZE || len > node_size - SHT_CLOSE_SIZE)
+		return rfail(r, err, FH_LEN, "bad header length %u", len);
+	crc = (uint32_t)crc32(0, b + 16, node_size - SHT_CLOSE_SIZE - 16); /* metadata and padding */
+	if (crc != get32(b + FH_CRC))
+		return rfail(r, err, FH_CRC, "header checksum mismatch (stored 0x%08x, computed 0x%08x)",
+			     get32(b + FH_CRC), crc);
+	maxc = get32(b + FH_MAX_CHILDREN);
+	if (maxc < 2 || maxc > 1024 || (size_t)maxc * SHT_TABLE_ENTRY > node_size / 4)
+		return rfail(r, err, FH_MAX_CHILDREN, "bad max_children %u", maxc);
+	r->max_children = maxc;
+	nmeta = get32(b + FH_NMETA);
+	if (nmeta > (len - SHT_HDR_SIZE) / 4)
+		return rfail(r, err, FH_NMETA, "bad metadata count %u", nmeta);
+	for (i = 0, off = SHT_HDR_SIZE; i < 2 * nmeta; i++) { /* sizes first */
+		if (off + 2 > len)
+			return rfail(r, err, off, "metadata overruns the header");
+		total += get16(b + off) + 1;
+		off += 2 + get16(b + off);
+		if (off > len)
+			return rfail(r, err, off, "metadata overruns the header");
+	}
+	r->meta = calloc(nmeta ? nmeta : 1, sizeof(*r->meta));
+	r->meta_buf = malloc(total ? total : 1);
+	if (!r->meta || !r->meta_buf)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	r->nmeta = nmeta;
+	for (i = 0, off = SHT_HDR_SIZE, total = 0; i < 2 * nmeta; i++) {
+		size_t l = get16(b + off);
+		char *s = r->meta_buf + total;
+
+		memcpy(s, b + off + 2, l);
+		s[l] = 0;
+		if (i % 2)
+			r->meta[i / 2].value = s;
+		else
+			r->meta[i / 2].key = s;
+		total += l + 1;
+		off += 2 + l;
+	}
+	r->info.version = SHT_FORMAT_VERSION;
+	r->info.node_size = node_size;
+	r->info.max_children = maxc;
+	r->info.tree_start = get64(b + FH_TREE_START);
+	r->info.mono_start_ns = get64(b + FH_MONO);
+	r->info.real_start_ns = get64(b + FH_REAL);
+	r->info.file_size = r->size;
+	cr = b + node_size - SHT_CLOSE_SIZE;
+	if (get32(cr + CR_MAGIC) == SHT_CLOSE_MAGIC &&
+	    get32(cr + CR_CRC) == (uint32_t)crc32(0, cr + 8, SHT_CLOSE_SIZE - 8))
+		*closed = true;
+	return 0;
+}
+
+/* ---- nodes ---- */
+
+int node_parse(const struct sht_reader *r, uint32_t k, const uint8_t *b, struct nview *v,
+	       struct vcpustat_error *err)
+{
+	uint64_t off = node_off(r, k), total;
+
+	v->b = b;
+	v->index = k;
+	v->kind = b[NH_KIND];
+	v->height = b[NH_HEIGHT];
+	v->flags = get16(b + NH_FLAGS);
+	v->seq = get32(b + NH_SEQ);
+	v->parent = get32(b + NH_PARENT);
+	v->start = get64(b + NH_START);
+	v->end = get64(b + NH_END);
+	v->nintervals = get32(b + NH_NINTERVALS);
+	v->ntable = get16(b + NH_NTABLE);
+	v->defs_len = get32(b + NH_DEFS_LEN);
+	v->jrnl_len = get32(b + NH_JOURNAL_LEN);
+	v->ivl_len = get32(b + NH_INTERVALS_LEN);
+	v->skip_len = get32(b + NH_SKIP_LEN);
+	if (v->kind == SHT_NODE_FOOTER) {
+		if (v->defs_len > r->node_size - SHT_NODE_HDR)
+			return rfail(r, err, off + NH_DEFS_LEN, "node %u: bad footer length %u", k, v->defs_len);
+		v->defs = b + SHT_NODE_HDR;
+		return 0;
+	}
+	if (v->kind != SHT_NODE_LEAF && v->kind != SHT_NODE_CORE)
+		return rfail(r, err, off + NH_KIND, "node %u: bad node kind %u", k, v->kind);
+	if ((v->kind == SHT_NODE_LEAF) != (v->height == 0) || v->height > SHT_MAX_HEIGHT)
+		return rfail(r, err, off + NH_HEIGHT, "node %u: bad height %u for a %s", k, v->height,
+			     v->kind == SHT_NODE_LEAF ? "leaf" : "core");
+	if (v->start > v->end)
+		return rfail(r, err, off + NH_START, "node %u: starts after it ends (%llu > %llu)", k,
+			     (unsigned long long)v->start, (unsigned long long)v->end);
+	if (v->start < r->info.tree_start)
+		return rfail(r, err, off + NH_START, "node %u: starts before the tree", k);
+	if (v->kind == SHT_NODE_CORE && (v->ntable == 0 || v->ntable > r->max_children))
+		return rfail(r, err, off + NH_NTABLE, "node %u: %u children (1 to %u)", k, v->ntable,
+			     r->max_children);
+	if (v->kind == SHT_NODE_LEAF && v->ntable > SHT_MAX_HEIGHT)
+		return rfail(r, err, off + NH_NTABLE, "node %u: branch of %u levels", k, v->ntable);
+	if (v->kind == SHT_NODE_CORE && (v->defs_len || v->jrnl_len))
+		return rfail(r, err, off + NH_DEFS_LEN, "node %u: a core with definitions or a journal", k);
+	total = (uint64_t)v->ntable * SHT_TABLE_ENTRY + v->defs_len + v->jrnl_len + v->ivl_len + v->skip_len;
+	if (total > r->node_size - SHT_NODE_HDR)
+		return rfail(r, err, off + NH_DEFS_LEN, "node %u: sections of %llu bytes overrun the node", k,
+			     (unsigned long long)total);
+	if (v->nintervals > v->ivl_len / 4)
+		return rfail(r, err, off + NH_NINTERVALS, "node %u: %u intervals in %u bytes", k, v->nintervals,
+			     v->ivl_len);
+	v->table = b + SHT_NODE_HDR;
+	v->defs = v->table + (size_t)v->ntable * SHT_TABLE_ENTRY;
+	v->jrnl = v->defs + v->defs_len;
+	v->ivl = v->jrnl + v->jrnl_len;
+	v->skip = v->ivl + v->ivl_len;
+	return 0;
+}
+
+int node_verify(struct sht_reader *r, uint32_t k, const uint8_t *b, struct nview *v, struct vcpustat_error *err)
+{
+	uint64_t off = node_off(r, k);
+	uint32_t crc;
+
+	if (get32(b + NH_MAGIC) != SHT_NODE_MAGIC)
+		return rfail(r, err, off, "node %u: bad node magic (not a node, or overwritten)", k);
+	crc = (uint32_t)crc32(0, b + 8, r->node_size - 8);
+	if (crc != get32(b + NH_CRC))
+		return rfail(r, err, off, "node %u: checksum mismatch (stored 0x%08x, computed 0x%08x)", k,
+			     get32(b + NH_CRC), crc);
+	if (get32(b + NH_INDEX) != k)
+		return rfail(r, err, off + NH_INDEX, "node %u: the node says it is node %u (misplaced block)", k,
+			     get32(b + NH_INDEX));
+	return node_parse(r, k, b, v, err);
+}
+
+int reader_node(struct sht_reader *r, uint32_t k, uint8_t *buf, struct nview *v, struct vcpustat_error *err)
+{
+	const uint8_t *b;
+	int e;
+
+	if (k >= r->nfile) {
+		if (k - r->nfile >= r->nvirt)
+			return rfail(r, err, r->size, "no node %u (the file has %u)", k, r->nfile);
+		return node_parse(r, k, r->virt[k - r->nfile], v, err);
+	}
+	b = reader_block(r, (uint64_t)k + 1, buf, err);
+	if (!b)
+		return err ? err->code : -EBADMSG;
+	if (r->verified[k])
+		return node_parse(r, k, b, v, err);
+	e = node_verify(r, k, b, v, err);
+	if (e)
+		return e;
+	if (v->kind == SHT_NODE_FOOTER)
+		return rfail(r, err, node_off(r, k), "node %u: a footer node inside the tree", k);
+	r->verified[k] = 1;
+	return 0;
+}
+
+/* ---- definitions ---- */
+
+static int add_attr(struct sht_reader *r, uint32_t parent, const char *name, size_t len)
+{
+	char *copy;
+
+	if (r->nattrs == r->cap_attrs) {
+		uint32_t cap = r->cap_attrs ? r->cap_attrs * 2 : 64;
+		struct rattr *a = realloc(r->attrs, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		r->attrs = a;
+		r->cap_attrs = cap;
+	}
+	copy = strndup(name, len);
+	if (!copy)
+		return -ENOMEM;
+	if (strtab_add(&r->attr_index, parent, copy, len, r->nattrs)) {
+		free(copy);
+		return -ENOMEM;
+	}
+	r->attrs[r->nattrs] = (struct rattr){ .name = copy, .parent = parent, .first_child = SHT_NO_ATTR,
+					      .last_child = SHT_NO_ATTR, .next_sibling = SHT_NO_ATTR };
+	r->nattrs++;
+	return 0;
+}
+
+int reader_defs(struct sht_reader *r, const uint8_t *p, size_t len, uint64_t off, struct vcpustat_error *err)
+{
+	const uint8_t *start = p, *end = p + len;
+	uint64_t id, parent, l;
+
+	while (p < end) {
+		uint64_t roff = off + (uint64_t)(p - start);
+		uint8_t kind = *p++;
+
+		if (kind == SHT_DEF_ATTR) {
+			if (varint_get(&p, end, &id) || varint_get(&p, end, &parent) || p >= end)
+				return rfail(r, err, roff, "truncated attribute definition");
+			l = *p++;
+			if (id != r->nattrs || parent > id)
+				return rfail(r, err, roff, "attribute definition #%llu out of order (expected #%u)",
+					     (unsigned long long)id, r->nattrs);
+			if (l == 0 || l > (uint64_t)(end - p) || memchr(p, '/', l) || memchr(p, 0, l))
+				return rfail(r, err, roff, "bad name in attribute definition #%llu",
+					     (unsigned long long)id);
+			if (strtab_find(&r->attr_index, parent ? (uint32_t)parent - 1 : SHT_NO_ATTR, (const char *)p,
+					l) != SHT_NONE32)
+				return rfail(r, err, roff, "attribute #%llu defined twice", (unsigned long long)id);
+			if (add_attr(r, parent ? (uint32_t)parent - 1 : SHT_NO_ATTR, (const char *)p, l))
+				return verror(err, -ENOMEM, "%s: out of memory", r->name);
+			p += l;
+		} else if (kind == SHT_DEF_STRING) {
+			char *s;
+
+			if (varint_get(&p, end, &id) || varint_get(&p, end, &l))
+				return rfail(r, err, roff, "truncated string definition");
+			if (id != r->nstrings)
+				return rfail(r, err, roff, "string definition #%llu out of order (expected #%u)",
+					     (unsigned long long)id, r->nstrings);
+			if (l > SHT_MAX_STRING || l > (uint64_t)(end - p) || memchr(p, 0, l))
+				return rfail(r, err, roff, "bad string definition #%llu", (unsigned long long)id);
+			if (r->nstrings == r->cap_strings) {
+				uint32_t cap = r->cap_strings ? r->cap_strings * 2 : 64;
+				char **a = realloc(r->strings, cap * sizeof(*a));
+
+				if (!a)
+					return verror(err, -ENOMEM, "%s: out of memory", r->name);
+				r->strings = a;
+				r->cap_strings = cap;
+			}
+			s = strndup((const char *)p, l);
+			if (!s)
+				return verror(err, -ENOMEM, "%s: out of memory", r->name);
+			r->strings[r->nstrings++] = s;
+			p += l;
+		} else {
+			return rfail(r, err, roff, "bad definition record kind 0x%02x", kind);
+		}
+	}
+	return 0;
+}
+
+/* ---- footer ---- */
+
+int reader_footer(struct sht_reader *r, const uint8_t *p, size_t len, uint32_t footer_index, uint64_t off,
+		  struct vcpustat_error *err)
+{
+	uint32_t root, nodes, flags, nattrs, nstrings;
+	uint64_t start, end, horizon;
+	int e;
+
+	if (len < SHT_FOOTER_FIXED_LEN)
+		return rfail(r, err, off, "footer of %zu bytes is too short", len);
+	root = get32(p);
+	nodes = get32(p + 4);
+	start = get64(p + 8);
+	end = get64(p + 16);
+	horizon = get64(p + 24);
+	flags = get32(p + 32);
+	nattrs = get32(p + 36);
+	nstrings = get32(p + 40);
+	if (nodes != footer_index || (nodes ? root >= nodes : root != SHT_NONE32))
+		return rfail(r, err, off, "footer: root node %u of %u tree nodes (close record says %u)", root, nodes,
+			     footer_index);
+	if (start != r->info.tree_start || start > end || horizon > end || (flags & ~SHT_FOOTER_RECOVERED))
+		return rfail(r, err, off, "footer: bad time range or flags");
+	e = reader_defs(r, p + SHT_FOOTER_FIXED_LEN, len - SHT_FOOTER_FIXED_LEN, off + SHT_FOOTER_FIXED_LEN, err);
+	if (e)
+		return e;
+	if (nattrs != r->nattrs || nstrings != r->nstrings)
+		return rfail(r, err, off, "footer: %u attributes and %u strings announced, %u and %u defined", nattrs,
+			     nstrings, r->nattrs, r->nstrings);
+	r->root = root;
+	r->filter = flags & SHT_FOOTER_RECOVERED;
+	r->horizon = horizon;
+	r->info.start = start;
+	r->info.end = end;
+	r->info.horizon = horizon;
+	r->info.recovered = r->filter;
+	r->info.nintervals = get64(p + 48);
+	r->info.nclamped = get64(p + 56);
+	return 0;
+}
+
+int reader_footer_encode(const struct sht_reader *r, struct sht_buf *b)
+{
+	uint32_t i;
+
+	if (sht_footer_encode(b, r->root, r->nfile + r->nvirt, r->info.start, r->info.end, r->horizon,
+			      r->filter ? SHT_FOOTER_RECOVERED : 0, r->nattrs, r->nstrings, r->info.nintervals,
+			      r->info.nclamped))
+		return -ENOMEM;
+	for (i = 0; i < r->nattrs; i++)
+		if (sht_def_attr(b, i, r->attrs[i].parent, r->attrs[i].name))
+			return -ENOMEM;
+	for (i = 0; i < r->nstrings; i++)
+		if (sht_def_string(b, i, r->strings[i], strlen(r->strings[i])))
+			return -ENOMEM;
+	return 0;
+}
+
+/* ---- scanning an unfinished file ---- */
+
+int reader_scan(struct sht_reader *r, uint64_t max, int64_t *bad, struct vcpustat_error *err)
+{
+	uint64_t full = r->size / r->node_size - 1, k;
+	struct nview v;
+
+	*bad = -1;
+	if (full > max)
+		full = max;
+	if (full >= SHT_NONE32 - 1)
+		full = SHT_NONE32 - 2;
+	free(r->nodes);
+	r->nodes = calloc(full ? full : 1, sizeof(*r->nodes));
+	if (!r->nodes)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	for (k = 0; k < full; k++) {
+		const uint8_t *b = reader_block(r, k + 1, r->scratch, err);
+
+		if (!b)
+			return err ? err->code : -EIO;
+		if (node_verify(r, (uint32_t)k, b, &v, err)) {
+			*bad = (int64_t)k;
+			break;
+		}
+		if (v.kind == SHT_NODE_FOOTER)
+			break;
+		r->nodes[k] = (struct rnode){ .kind = v.kind, .height = v.height, .ntable = (uint16_t)v.ntable,
+					      .seq = v.seq, .parent = v.parent, .nintervals = v.nintervals,
+					      .journal_len = v.jrnl_len, .start = v.start, .end = v.end };
+		if (v.kind == SHT_NODE_LEAF &&
+		    reader_defs(r, v.defs, v.defs_len, node_off(r, (uint32_t)k) + (uint64_t)(v.defs - b), err)) {
+			if (err && err->code != -EBADMSG)
+				return err->code;
+			*bad = (int64_t)k;
+			break;
+		}
+	}
+	r->nnodes_scanned = k;
+	return 0;
+}
+
+/* ---- rebuilding the cores that were never sealed ---- */
+
+struct seqmap {
+	uint32_t seq, index;
+};
+
+static int seq_cmp(const void *a, const void *b)
+{
+	const struct seqmap *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static uint32_t seq_find(const struct seqmap *m, uint32_t n, uint32_t seq)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (m[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && m[lo].seq == seq ? m[lo].index : SHT_NONE32;
+}
+
+struct rebuilt {
+	uint32_t seq, parent, height;
+	uint64_t start;
+	struct sht_rec *recs;
+	size_t nrecs, cap;
+};
+
+/* Encode a rebuilt core as node index k (same layout as the writer's). */
+static int encode_core(struct sht_reader *r, uint32_t k, const struct rebuilt *c, const uint32_t *kids,
+		       const uint64_t *kid_starts, uint32_t nkids, uint64_t end, uint8_t **out,
+		       struct vcpustat_error *err)
+{
+	size_t cap = r->node_size - SHT_NODE_HDR - (size_t)r->max_children * SHT_TABLE_ENTRY, ivl = 0, skip = 0;
+	uint8_t *b = calloc(1, r->node_size), *tmp = malloc(r->node_size), *sk_buf = malloc(r->node_size), *p;
+	uint64_t last = c->start;
+	size_t i;
+
+	if (!b || !tmp || !sk_buf) {
+		free(b), free(tmp), free(sk_buf);
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	}
+	for (i = 0; i < c->nrecs; i++) {
+		uint8_t rec[SHT_MAX_REC];
+		size_t len = rec_put(rec, last, &c->recs[i]), sk = 0;
+
+		if (i && !(i % SHT_SKIP_EVERY))
+			sk = varint_len(last - c->start) + varint_len(ivl);
+		if (ivl + skip + len + sk > cap) {
+			free(b), free(tmp), free(sk_buf);
+			return rfail(r, err, r->size, "cannot rebuild core seq %u: its journal does not fit in a node",
+				     c->seq);
+		}
+		if (sk) {
+			skip += varint_put(sk_buf + skip, last - c->start);
+			skip += varint_put(sk_buf + skip, ivl);
+		}
+		memcpy(tmp + ivl, rec, len);
+		ivl += len;
+		last = c->recs[i].end;
+	}
+	put32(b + NH_MAGIC, SHT_NODE_MAGIC);
+	b[NH_KIND] = SHT_NODE_CORE;
+	b[NH_HEIGHT] = (uint8_t)c->height;
+	put32(b + NH_INDEX, k);
+	put32(b + NH_SEQ, c->seq);
+	put32(b + NH_PARENT, c->parent);
+	put64(b + NH_START, c->start);
+	put64(b + NH_END, end);
+	put32(b + NH_NINTERVALS, (uint32_t)c->nrecs);
+	put16(b + NH_NTABLE, (uint16_t)nkids);
+	put32(b + NH_INTERVALS_LEN, (uint32_t)ivl);
+	put32(b + NH_SKIP_LEN, (uint32_t)skip);
+	p = b + SHT_NODE_HDR;
+	for (i = 0; i < nkids; i++) {
+		put32(p + i * SHT_TABLE_ENTRY, kids[i]);
+		put64(p + i * SHT_TABLE_ENTRY + 4, kid_starts[i]);
+	}
+	p += (size_t)nkids * SHT_TABLE_ENTRY;
+	memcpy(p, tmp, ivl);
+	memcpy(p + ivl, sk_buf, skip);
+	put32(b + NH_CRC, (uint32_t)crc32(0, b + 8, r->node_size - 8));
+	free(tmp);
+	free(sk_buf);
+	*out = b;
+	return 0;
+}
+
+static int rec_push(struct rebuilt *c, const struct sht_rec *rec)
+{
+	if (c->nrecs == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct sht_rec *p = realloc(c->recs, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->recs = p;
+		c->cap = cap;
+	}
+	c->recs[c->nrecs++] = *rec;
+	return 0;
+}
+
+/* Collect the journal records of leaf k that belong to the rebuilt cores. */
+static int collect_journal(struct sht_reader *r, uint32_t k, struct rebuilt *cores, uint32_t h0, uint32_t top,
+			   uint64_t horizon, struct vcpustat_error *err)
+{
+	const uint8_t *b = reader_block(r, (uint64_t)k + 1, r->scratch, err), *p, *end;
+	uint64_t prev;
+	struct nview v;
+	int e;
+
+	if (!b)
+		return err ? err->code : -EIO;
+	e = node_parse(r, k, b, &v, err);
+	if (e)
+		return e;
+	p = v.jrnl;
+	end = v.jrnl + v.jrnl_len;
+	prev = v.start;
+	while (p < end) {
+		uint64_t roff = node_off(r, k) + (uint64_t)(p - b);
+		uint8_t h = *p++;
+		struct sht_rec rec;
+		struct rebuilt *c;
+
+		if (h == 0 || h > v.ntable || rec_get(&p, end, prev, &rec))
+			return rfail(r, err, roff, "node %u: bad journal record", k);
+		if (rec.end > v.end)
+			return rfail(r, err, roff, "node %u: journal record ends after the node", k);
+		prev = rec.end;
+		if (h < h0 || h > top || get32(v.table + (h - 1) * SHT_TABLE_ENTRY) != cores[h].seq)
+			continue; /* it went to a core that was sealed */
+		c = &cores[h];
+		if (rec.start < c->start)
+			return rfail(r, err, roff, "node %u: journal record starts before its core", k);
+		if (rec.end >= horizon)
+			continue;
+		if (rec.attr >= r->nattrs || (rec.type == SHT_STR && rec.i >= r->nstrings))
+			return rfail(r, err, roff, "node %u: journal record with an undefined attribute or string", k);
+		if (rec_push(c, &rec))
+			return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	}
+	return 0;
+}
+
+int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *err)
+{
+	struct rebuilt cores[SHT_MAX_HEIGHT + 2];
+	struct seqmap *map = NULL;
+	uint32_t i, h, h0 = 0, top, leaf = SHT_NONE32, *kids = NULL;
+	uint64_t *kid_starts = NULL, horizon, nint = 0;
+	const uint8_t *b;
+	struct nview v;
+	int e = 0;
+
+	memset(cores, 0, sizeof(cores));
+	r->nfile = nfile;
+	free(r->verified);
+	r->verified = calloc(nfile ? nfile : 1, 1);
+	if (!r->verified)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	memset(r->verified, 1, nfile); /* the scan verified them */
+	for (i = 0; i < nfile; i++)
+		nint += r->nodes[i].nintervals;
+	r->info.nintervals = nint;
+	r->info.start = r->info.tree_start;
+	if (nfile == 0) { /* killed before its first leaf was sealed */
+		r->root = SHT_NONE32;
+		r->horizon = r->info.end = r->info.horizon = r->info.tree_start;
+		r->filter = r->info.recovered = true;
+		return 0;
+	}
+	if (r->nodes[nfile - 1].parent == SHT_NONE32) { /* the whole tree was sealed */
+		r->root = nfile - 1;
+		r->filter = false;
+		r->horizon = r->info.end = r->info.horizon = r->nodes[nfile - 1].end;
+		return 0;
+	}
+	for (i = nfile; i-- > 0;)
+		if (r->nodes[i].kind == SHT_NODE_LEAF) {
+			leaf = i;
+			break;
+		}
+	if (leaf == SHT_NONE32)
+		return rfail(r, err, node_off(r, 0), "no leaf among the %u nodes", nfile);
+	horizon = r->nodes[leaf].end;
+	b = reader_block(r, (uint64_t)leaf + 1, r->scratch, err);
+	if (!b)
+		return err ? err->code : -EIO;
+	e = node_parse(r, leaf, b, &v, err);
+	if (e)
+		return e;
+	top = v.ntable;
+	map = malloc(nfile * sizeof(*map));
+	kids = malloc((r->max_children + 1) * sizeof(*kids));
+	kid_starts = malloc((r->max_children + 1) * sizeof(*kid_starts));
+	if (!map || !kids || !kid_starts) {
+		e = verror(err, -ENOMEM, "%s: out of memory", r->name);
+		goto out;
+	}
+	for (i = 0; i < nfile; i++)
+		map[i] = (struct seqmap){ r->nodes[i].seq, i };
+	qsort(map, nfile, sizeof(*map), seq_cmp);
+	for (h = 1; h <= top; h++) {
+		cores[h].seq = get32(v.table + (h - 1) * SHT_TABLE_ENTRY);
+		cores[h].start = get64(v.table + (h - 1) * SHT_TABLE_ENTRY + 4);
+		cores[h].height = h;
+		cores[h].parent = h < top ? get32(v.table + h * SHT_TABLE_ENTRY) : SHT_NONE32;
+		if (seq_find(map, nfile, cores[h].seq) == SHT_NONE32) {
+			if (!h0)
+				h0 = h;
+		} else if (h0) {
+			e = rfail(r, err, node_off(r, leaf) + SHT_NODE_HDR,
+				  "node %u: its ancestor at height %u was sealed but the one below was not", leaf, h);
+			goto out;
+		}
+		if (cores[h].start > horizon || (h > 1 && cores[h].start > cores[h - 1].start)) {
+			e = rfail(r, err, node_off(r, leaf) + SHT_NODE_HDR, "node %u: bad branch table", leaf);
+			goto out;
+		}
+	}
+	if (!h0) {
+		e = rfail(r, err, node_off(r, nfile - 1), "the tree has no root (every ancestor of node %u is sealed)",
+			  leaf);
+		goto out;
+	}
+	for (i = 0; i <= leaf && !e; i++)
+		if (r->nodes[i].kind == SHT_NODE_LEAF && r->nodes[i].journal_len)
+			e = collect_journal(r, i, cores, h0, top, horizon, err);
+	if (e)
+		goto out;
+	r->virt = calloc(top - h0 + 1, sizeof(*r->virt));
+	if (!r->virt) {
+		e = verror(err, -ENOMEM, "%s: out of memory", r->name);
+		goto out;
+	}
+	for (h = h0; h <= top; h++) {
+		uint32_t nk = 0;
+
+		for (i = 0; i < nfile; i++) {
+			if (r->nodes[i].parent != cores[h].seq)
+				continue;
+			if (nk >= r->max_children) {
+				e = rfail(r, err, node_off(r, i), "node %u: too many children for core seq %u", i,
+					  cores[h].seq);
+				goto out;
+			}
+			kids[nk] = i;
+			kid_starts[nk++] = r->nodes[i].start;
+		}
+		if (h > h0) {
+			kids[nk] = nfile + r->nvirt - 1;
+			kid_starts[nk++] = cores[h - 1].start;
+		}
+		if (!nk || nk > r->max_children) {
+			e = rfail(r, err, node_off(r, leaf), "core seq %u has %u children", cores[h].seq, nk);
+			goto out;
+		}
+		e = encode_core(r, nfile + r->nvirt, &cores[h], kids, kid_starts, nk, horizon, &r->virt[r->nvirt],
+				err);
+		if (e)
+			goto out;
+		nint += cores[h].nrecs;
+		r->nvirt++;
+	}
+	r->root = nfile + r->nvirt - 1;
+	r->filter = r->info.recovered = true;
+	r->horizon = r->info.end = r->info.horizon = horizon;
+	r->info.nintervals = nint;
+	r->info.rebuilt = r->nvirt;
+out:
+	for (h = 0; h < SHT_MAX_HEIGHT + 2; h++)
+		free(cores[h].recs);
+	free(map);
+	free(kids);
+	free(kid_starts);
+	return e;
+}
+
+/* ---- open ---- */
+
+int reader_finish(struct sht_reader *r, struct vcpustat_error *err)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nattrs; i++) {
+		struct rattr *a = &r->attrs[i];
+		const char *pp = a->parent == SHT_NO_ATTR ? "" : r->attrs[a->parent].path;
+
+		if (asprintf(&a->path, "%s/%s", pp, a->name) < 0) {
+			a->path = NULL;
+			return verror(err, -ENOMEM, "%s: out of memory", r->name);
+		}
+		if (a->parent != SHT_NO_ATTR) {
+			struct rattr *p = &r->attrs[a->parent];
+
+			if (p->last_child == SHT_NO_ATTR)
+				p->first_child = i;
+			else
+				r->attrs[p->last_child].next_sibling = i;
+			p->last_child = i;
+		}
+	}
+	r->ndcache = r->nfile + r->nvirt;
+	r->dcache = calloc(r->ndcache ? r->ndcache : 1, sizeof(*r->dcache));
+	r->cached = calloc(r->ndcache ? r->ndcache : 1, sizeof(*r->cached));
+	if (!r->dcache || !r->cached)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	r->dcache_budget = 64u << 20;
+	r->info.nattrs = r->nattrs;
+	r->info.nstrings = r->nstrings;
+	r->info.nodes = r->nfile;
+	r->info.last_node.index = -1;
+	if (r->nfile) {
+		struct nview v;
+		int e = reader_node(r, r->nfile - 1, r->scratch, &v, err);
+
+		if (e)
+			return e;
+		r->info.last_node.index = r->nfile - 1;
+		r->info.last_node.offset = node_off(r, r->nfile - 1);
+		r->info.last_node.start = v.start;
+		r->info.last_node.end = v.end;
+		r->info.last_node.kind = v.kind;
+		r->info.last_node.height = v.height;
+	}
+	return 0;
+}
+
+int reader_open_closed(struct sht_reader *r, struct vcpustat_error *err)
+{
+	const uint8_t *cr = r->header + r->node_size - SHT_CLOSE_SIZE;
+	uint64_t fsize = get64(cr + CR_FILE_SIZE), off;
+	uint32_t findex = get32(cr + CR_FOOTER_INDEX), fnodes = get32(cr + CR_FOOTER_NODES), i;
+	struct sht_buf fb = { 0 };
+	int e = 0;
+
+	if (r->size < fsize)
+		return rfail(r, err, r->size, "truncated: the file was closed at %llu bytes but ends here",
+			     (unsigned long long)fsize);
+	if (r->size > fsize)
+		return rfail(r, err, fsize, "%llu unexpected bytes after the end of the file (it was closed at %llu bytes)",
+			     (unsigned long long)(r->size - fsize), (unsigned long long)fsize);
+	if (!fnodes || ((uint64_t)findex + fnodes + 1) * r->node_size != fsize)
+		return rfail(r, err, r->node_size - SHT_CLOSE_SIZE, "inconsistent close record");
+	for (i = 0; i < fnodes && !e; i++) {
+		struct nview v;
+		const uint8_t *b = reader_block(r, (uint64_t)findex + i + 1, r->scratch, err);
+
+		off = node_off(r, findex + i);
+		if (!b) {
+			e = err ? err->code : -EIO;
+			break;
+		}
+		e = node_verify(r, findex + i, b, &v, err);
+		if (e)
+			break;
+		if (v.kind != SHT_NODE_FOOTER || v.seq != i || !(v.flags & SHT_FOOTER_LAST) != (i + 1 < fnodes)) {
+			e = rfail(r, err, off, "node %u: expected footer part %u of %u", findex + i, i, fnodes);
+			break;
+		}
+		if (buf_put(&fb, v.defs, v.defs_len))
+			e = verror(err, -ENOMEM, "%s: out of memory", r->name);
+	}
+	if (!e)
+		e = reader_footer(r, fb.p, fb.len, findex, node_off(r, findex) + SHT_NODE_HDR, err);
+	free(fb.p);
+	if (e)
+		return e;
+	r->nfile = findex;
+	r->verified = calloc(findex ? findex : 1, 1);
+	if (!r->verified)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	r->info.closed = true;
+	return 0;
+}
+
+static int open_unfinished(struct sht_reader *r, struct vcpustat_error *err)
+{
+	int64_t bad;
+	int e = reader_scan(r, UINT64_MAX, &bad, err);
+
+	if (e)
+		return e;
+	if (bad >= 0) {
+		if (err) {
+			size_t l = strlen(err->msg);
+
+			snprintf(err->msg + l, sizeof(err->msg) - l, " (`vcpustat check --repair` keeps what is before it)");
+		}
+		return -EBADMSG;
+	}
+	r->info.tail_bytes = r->size % r->node_size;
+	return reader_rebuild(r, (uint32_t)r->nnodes_scanned, err);
+}
+
+static int open_common(struct sht_reader *r, struct vcpustat_error *err)
+{
+	bool closed;
+	int e = reader_header(r, &closed, err);
+
+	if (e)
+		return e;
+	e = closed ? reader_open_closed(r, err) : open_unfinished(r, err);
+	if (e)
+		return e;
+	return reader_finish(r, err);
+}
+
+int sht_open(struct sht_reader **rp, const char *path, struct vcpustat_error *err)
+{
+	struct sht_reader *r;
+	struct stat st;
+	int e;
+
+	*rp = NULL;
+	r = reader_alloc(path);
+	if (!r)
+		return verror(err, -ENOMEM, "%s: out of memory", path);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0 || fstat(r->fd, &st)) {
+		e = -errno;
+		reader_free(r);
+		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		reader_free(r);
+		return verror(err, -EINVAL, "%s: not a regular file", path);
+	}
+	r->size = (uint64_t)st.st_size;
+	e = open_common(r, err);
+	if (e) {
+		reader_free(r);
+		return e;
+	}
+	*rp = r;
+	return 0;
+}
+
+int sht_open_mem(struct sht_reader **rp, const char *name, const void *data, size_t len,
+		 struct vcpustat_error *err)
+{
+	static const uint8_t empty[1];
+	struct sht_reader *r;
+	int e;
+
+	*rp = NULL;
+	r = reader_alloc(name);
+	if (!r)
+		return verror(err, -ENOMEM, "%s: out of memory", name);
+	r->mem = data ? data : empty;
+	r->size = len;
+	e = open_common(r, err);
+	if (e) {
+		reader_free(r);
+		return e;
+	}
+	*rp = r;
+	return 0;
+}
+
+/* ---- info, metadata, attributes ---- */
+
+void sht_set_cache(struct sht_reader *r, size_t bytes)
+{
+	r->dcache_budget = bytes;
+	cache_trim(r);
+}
+
+const struct sht_info *sht_get_info(const struct sht_reader *r)
+{
+	return &r->info;
+}
+
+size_t sht_nmeta(const struct sht_reader *r)
+{
+	return r->nmeta;
+}
+
+const struct sht_meta *sht_meta_at(const struct sht_reader *r, size_t i)
+{
+	return i < r->nmeta ? &r->meta[i] : NULL;
+}
+
+const char *sht_meta_get(const struct sht_reader *r, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < r->nmeta; i++)
+		if (!strcmp(r->meta[i].key, key))
+			return r->meta[i].value;
+	return NULL;
+}
+
+uint32_t sht_nattrs(const struct sht_reader *r)
+{
+	return r->nattrs;
+}
+
+int sht_attr_lookup(const struct sht_reader *r, const char *path, uint32_t *id)
+{
+	uint32_t cur = SHT_NO_ATTR;
+	const char *p = path;
+
+	if (path[0] != '/' || !path[1])
+		return -EINVAL;
+	while (*p == '/') {
+		const char *slash = strchr(++p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		cur = strtab_find(&r->attr_index, cur, p, len);
+		if (cur == SHT_NONE32)
+			return -ENOENT;
+		if (!slash)
+			break;
+		p = slash;
+	}
+	*id = cur;
+	return 0;
+}
+
+const char *sht_attr_name(const struct sht_reader *r, uint32_t id)
+{
+	return id < r->nattrs ? r->attrs[id].name : NULL;
+}
+
+const char *sht_attr_path(const struct sht_reader *r, uint32_t id)
+{
+	return id < r->nattrs ? r->attrs[id].path : NULL;
+}
+
+uint32_t sht_attr_parent(const struct sht_reader *r, uint32_t id)
+{
+	return id < r->nattrs ? r->attrs[id].parent : SHT_NO_ATTR;
+}
+
+uint32_t sht_attr_first_child(const struct sht_reader *r, uint32_t id)
+{
+	uint32_t i;
+
+	if (id == SHT_NO_ATTR) {
+		for (i = 0; i < r->nattrs; i++)
+			if (r->attrs[i].parent == SHT_NO_ATTR)
+				return i;
+		return SHT_NO_ATTR;
+	}
+	return id < r->nattrs ? r->attrs[id].first_child : SHT_NO_ATTR;
+}
+
+uint32_t sht_attr_next_sibling(const struct sht_reader *r, uint32_t id)
+{
+	uint32_t i;
+
+	if (id >= r->nattrs)
+		return SHT_NO_ATTR;
+	if (r->attrs[id].parent != SHT_NO_ATTR)
+		return r->attrs[id].next_sibling;
+	for (i = id + 1; i < r->nattrs; i++) /* top level: few, not linked */
+		if (r->attrs[i].parent == SHT_NO_ATTR)
+			return i;
+	return SHT_NO_ATTR;
+}
+
+/* ---- queries ---- */
+
+/*
+ * Where to start decoding the interval section of v: every record before the
+ * returned offset ends at or before t (inclusive: stabbing, which needs
+ * end > t) or before t (range, which needs end >= t).
+ */
+static int skip_to(const struct sht_reader *r, const struct nview *v, uint64_t t, bool inclusive, uint32_t *off,
+		   uint64_t *prev, uint32_t *pos, struct vcpustat_error *err)
+{
+	const uint8_t *p = v->skip, *end = v->skip + v->skip_len;
+	uint64_t last_rel = 0, rel, o, last_off = 0;
+	uint32_t block = 0;
+
+	*off = 0;
+	*prev = v->start;
+	*pos = 0;
+	while (p < end) {
+		if (varint_get(&p, end, &rel) || varint_get(&p, end, &o) || rel < last_rel || o <= last_off ||
+		    o >= v->ivl_len || rel > v->end - v->start)
+			return rfail(r, err, node_off(r, v->index) + (uint64_t)(p - v->b), "node %u: bad skip table",
+				     v->index);
+		block++;
+		last_rel = rel;
+		last_off = o;
+		if (inclusive ? v->start + rel > t : v->start + rel >= t)
+			break;
+		*off = (uint32_t)o;
+		*prev = v->start + rel;
+		*pos = block * SHT_SKIP_EVERY;
+	}
+	return 0;
+}
+
+/* Check one decoded record of node v; resolves string values. */
+static int rec_check(const struct sht_reader *r, const struct nview *v, const uint8_t *at, const struct sht_rec *rec,
+		     struct vcpustat_error *err)
+{
+	if (rec->start < v->start || rec->end > v->end)
+		return rfail(r, err, node_off(r, v->index) + (uint64_t)(at - v->b),
+			     "node %u: interval [%llu, %llu) outside the node's range [%llu, %llu]", v->index,
+			     (unsigned long long)rec->start, (unsigned long long)rec->end,
+			     (unsigned long long)v->start, (unsigned long long)v->end);
+	if (rec->attr >= r->nattrs)
+		return rfail(r, err, node_off(r, v->index) + (uint64_t)(at - v->b),
+			     "node %u: interval of undefined attribute #%u", v->index, rec->attr);
+	if (rec->type == SHT_STR && (uint64_t)rec->i >= r->nstrings)
+		return rfail(r, err, node_off(r, v->index) + (uint64_t)(at - v->b),
+			     "node %u: undefined string #%lld", v->index, (long long)rec->i);
+	return 0;
+}
+
+static void to_interval(const struct sht_reader *r, const struct sht_rec *rec, struct sht_interval *out)
+{
+	out->attr = rec->attr;
+	out->start = rec->start;
+	out->end = rec->end;
+	out->value.type = (enum sht_type)rec->type;
+	out->value.i = rec->type == SHT_INT ? rec->i : 0;
+	out->value.s = rec->type == SHT_STR ? r->strings[rec->i] : NULL;
+}
+
+static void drec_interval(const struct sht_reader *r, const struct drec *d, struct sht_interval *out)
+{
+	out->attr = d->attr;
+	out->start = d->start;
+	out->end = d->end;
+	out->value.type = (enum sht_type)d->type;
+	out->value.i = d->type == SHT_INT ? d->i : 0;
+	out->value.s = d->type == SHT_STR ? r->strings[d->i] : NULL;
+}
+
+static void dnode_free(struct dnode *d)
+{
+	free(d->recs);
+	free(d->kids);
+	free(d);
+}
+
+/* The last child of d starting at or before t (0 if none). */
+static uint32_t kid_at(const struct dnode *d, uint64_t t)
+{
+	uint32_t lo = 0, hi = d->nkids;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (d->kids[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : 0;
+}
+
+/* Drop the least recently used unpinned cores until the cache fits its budget. */
+static void cache_trim(struct sht_reader *r)
+{
+	while (r->dcache_bytes > r->dcache_budget) {
+		uint64_t oldest = UINT64_MAX;
+		uint32_t i, best = SHT_NONE32;
+		struct dnode *d;
+
+		for (i = 0; i < r->ncached; i++) {
+			d = r->dcache[r->cached[i]];
+			if (!d->pins && d->last_use < oldest) {
+				oldest = d->last_use;
+				best = i;
+			}
+		}
+		if (best == SHT_NONE32)
+			return;
+		d = r->dcache[r->cached[best]];
+		r->dcache[r->cached[best]] = NULL;
+		r->dcache_bytes -= d->bytes;
+		r->cached[best] = r->cached[--r->ncached];
+		dnode_free(d);
+	}
+}
+
+/* Decode core v (every record checked; intervals past the horizon dropped) and cache it. */
+static int core_decode(struct sht_reader *r, const struct nview *v, struct dnode **out, struct vcpustat_error *err)
+{
+	const uint8_t *p = v->ivl, *end = v->ivl + v->ivl_len;
+	struct dnode *d = calloc(1, sizeof(*d));
+	uint64_t prev = v->start;
+	struct sht_rec rec;
+	uint32_t i;
+	int e = 0;
+
+	if (!d)
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	d->recs = malloc((v->nintervals ? v->nintervals : 1) * sizeof(*d->recs));
+	d->kids = malloc(v->ntable * sizeof(*d->kids));
+	if (!d->recs || !d->kids) {
+		dnode_free(d);
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	}
+	d->index = v->index;
+	d->height = v->height;
+	d->start = v->start;
+	d->end = v->end;
+	while (p < end) {
+		const uint8_t *at = p;
+
+		if (d->n == v->nintervals || rec_get(&p, end, prev, &rec)) {
+			e = rfail(r, err, node_off(r, v->index) + (uint64_t)(at - v->b), "node %u: bad interval record",
+				  v->index);
+			goto fail;
+		}
+		prev = rec.end;
+		e = rec_check(r, v, at, &rec, err);
+		if (e)
+			goto fail;
+		if (r->filter && rec.end >= r->horizon)
+			continue;
+		d->recs[d->n++] = (struct drec){ rec.start, rec.end, rec.i, rec.attr, rec.type };
+	}
+	for (i = 0; i < v->ntable; i++) {
+		struct dkid *c = &d->kids[i];
+
+		c->index = get32(v->table + i * SHT_TABLE_ENTRY);
+		c->start = get64(v->table + i * SHT_TABLE_ENTRY + 4);
+		c->end = i + 1 < v->ntable ? get64(v->table + (i + 1) * SHT_TABLE_ENTRY + 4) : v->end;
+		if (c->index >= v->index || c->start > c->end || c->end > v->end || (i == 0 && c->start != v->start)) {
+			e = rfail(r, err, node_off(r, v->index) + SHT_NODE_HDR + i * SHT_TABLE_ENTRY,
+				  "node %u: bad child entry %u", v->index, i);
+			goto fail;
+		}
+	}
+	d->nkids = v->ntable;
+	d->bytes = sizeof(*d) + d->n * sizeof(*d->recs) + d->nkids * sizeof(*d->kids);
+	d->last_use = ++r->clock;
+	if (v->index < r->ndcache) {
+		r->dcache[v->index] = d;
+		r->cached[r->ncached++] = v->index;
+		r->dcache_bytes += d->bytes;
+		d->pins++; /* not the one to drop now */
+		cache_trim(r);
+		d->pins--;
+	}
+	*out = d;
+	return 0;
+fail:
+	dnode_free(d);
+	return e;
+}
+
+/*
+ * Node k, expected at height h (any if h > SHT_MAX_HEIGHT) with range
+ * [start, end]: a core comes back decoded (*core), a leaf as *leaf, a view of
+ * r->scratch.
+ */
+static int node_get(struct sht_reader *r, uint32_t k, uint32_t h, uint64_t start, uint64_t end, struct dnode **core,
+		    struct nview *leaf, struct vcpustat_error *err)
+{
+	uint32_t height;
+	uint64_t s, e2;
+	int e;
+
+	*core = NULL;
+	if (k < r->ndcache && r->dcache[k]) {
+		*core = r->dcache[k];
+		(*core)->last_use = ++r->clock;
+		height = (*core)->height;
+		s = (*core)->start;
+		e2 = (*core)->end;
+	} else {
+		e = reader_node(r, k, r->scratch, leaf, err);
+		if (e)
+			return e;
+		height = leaf->height;
+		s = leaf->start;
+		e2 = leaf->end;
+	}
+	if ((h <= SHT_MAX_HEIGHT && height != h) || s != start || e2 != end)
+		return rfail(r, err, node_off(r, k), "node %u: height %u, range [%llu, %llu]; expected %u, [%llu, %llu]",
+			     k, height, (unsigned long long)s, (unsigned long long)e2, h, (unsigned long long)start,
+			     (unsigned long long)end);
+	if (*core || leaf->kind == SHT_NODE_LEAF)
+		return 0;
+	return core_decode(r, leaf, core, err);
+}
+
+#define ANY_HEIGHT (SHT_MAX_HEIGHT + 1u)
+
+int sht_query_at(struct sht_reader *r, uint64_t t, const uint8_t *want, struct sht_interval *out,
+		 struct vcpustat_error *err)
+{
+	uint64_t start = r->info.start, end = r->info.end;
+	uint32_t a, k = r->root, h = ANY_HEIGHT;
+	struct dnode *d;
+	struct nview v;
+	int e;
+
+	for (a = 0; a < r->nattrs; a++)
+		out[a] = (struct sht_interval){ .attr = a };
+	if (r->root == SHT_NONE32 || t < r->info.start || t >= r->info.end)
+		return 0;
+	for (;;) {
+		uint32_t lo, hi, off, pos;
+		const uint8_t *p, *pend;
+		struct sht_rec rec;
+		uint64_t prev;
+
+		e = node_get(r, k, h, start, end, &d, &v, err);
+		if (e)
+			return e;
+		if (d) {
+			for (lo = 0, hi = d->n; lo < hi;) { /* first record that ends after t */
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (d->recs[mid].end <= t)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (; lo < d->n; lo++)
+				if (d->recs[lo].start <= t && (!want || want[d->recs[lo].attr]))
+					drec_interval(r, &d->recs[lo], &out[d->recs[lo].attr]);
+			lo = kid_at(d, t); /* the child to go down to */
+			if (t >= d->kids[lo].end) /* an empty last child: t is the end of the core */
+				return 0;
+			k = d->kids[lo].index;
+			h = d->height - 1u;
+			start = d->kids[lo].start;
+			end = d->kids[lo].end;
+			continue;
+		}
+		e = skip_to(r, &v, t, true, &off, &prev, &pos, err);
+		if (e)
+			return e;
+		p = v.ivl + off;
+		pend = v.ivl + v.ivl_len;
+		while (p < pend) {
+			const uint8_t *at = p;
+
+			if (rec_get(&p, pend, prev, &rec))
+				return rfail(r, err, node_off(r, v.index) + (uint64_t)(at - v.b),
+					     "node %u: bad interval record", v.index);
+			prev = rec.end;
+			if (rec.end <= t || rec.start > t)
+				continue;
+			e = rec_check(r, &v, at, &rec, err);
+			if (e)
+				return e;
+			if ((r->filter && rec.end >= r->horizon) || (want && !want[rec.attr]))
+				continue;
+			to_interval(r, &rec, &out[rec.attr]);
+		}
+		return 0;
+	}
+}
+
+struct found {
+	struct sht_interval iv;
+	uint64_t order; /* node index << 32 | position */
+};
+
+struct range_query {
+	struct sht_reader *r;
+	uint32_t attr;
+	const uint8_t *want;
+	uint64_t t1, t2;
+	struct found *res;
+	size_t n, cap;
+	struct vcpustat_error *err;
+};
+
+static bool range_wants(const struct range_query *q, uint32_t attr, uint64_t start, uint64_t end)
+{
+	if (start > q->t2 || !(end > q->t1 || (start == end && start >= q->t1)))
+		return false;
+	if (q->attr != SHT_NO_ATTR)
+		return attr == q->attr;
+	return !q->want || attr >= q->r->nattrs || q->want[attr];
+}
+
+static struct found *range_add(struct range_query *q)
+{
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 256;
+		struct found *f = realloc(q->res, cap * sizeof(*f));
+
+		if (!f)
+			return NULL;
+		q->res = f;
+		q->cap = cap;
+	}
+	return &q->res[q->n++];
+}
+
+static int visit(struct range_query *q, uint32_t k, uint32_t h, uint64_t start, uint64_t end)
+{
+	struct sht_reader *r = q->r;
+	uint32_t off, pos, i, lo, hi;
+	const uint8_t *p, *pend;
+	struct sht_rec rec;
+	struct dnode *d;
+	struct nview v;
+	struct found *f;
+	uint64_t prev;
+	int e;
+
+	e = node_get(r, k, h, start, end, &d, &v, q->err);
+	if (e)
+		return e;
+	if (d) {
+		for (lo = 0, hi = d->n; lo < hi;) { /* first record that ends at or after t1 */
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (d->recs[mid].end < q->t1)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (i = lo; i < d->n; i++) {
+			const struct drec *x = &d->recs[i];
+
+			if (!range_wants(q, x->attr, x->start, x->end))
+				continue;
+			f = range_add(q);
+			if (!f)
+				return verror(q->err, -ENOMEM, "%s: out of memory", r->name);
+			drec_interval(r, x, &f->iv);
+			f->order = (uint64_t)k << 32 | i;
+		}
+		d->pins++; /* the children must not evict it while we walk its table */
+		for (i = 0; i < d->nkids && !e; i++)
+			if (d->kids[i].end >= q->t1 && d->kids[i].start <= q->t2)
+				e = visit(q, d->kids[i].index, d->height - 1u, d->kids[i].start, d->kids[i].end);
+		d->pins--;
+		return e;
+	}
+	e = skip_to(r, &v, q->t1, false, &off, &prev, &pos, q->err);
+	if (e)
+		return e;
+	p = v.ivl + off;
+	pend = v.ivl + v.ivl_len;
+	for (; p < pend; pos++) {
+		const uint8_t *at = p;
+
+		if (rec_get(&p, pend, prev, &rec))
+			return rfail(r, q->err, node_off(r, v.index) + (uint64_t)(at - v.b),
+				     "node %u: bad interval record", v.index);
+		prev = rec.end;
+		if (!range_wants(q, rec.attr, rec.start, rec.end))
+			continue;
+		e = rec_check(r, &v, at, &rec, q->err);
+		if (e)
+			return e;
+		if (r->filter && rec.end >= r->horizon)
+			continue;
+		f = range_add(q);
+		if (!f)
+			return verror(q->err, -ENOMEM, "%s: out of memory", r->name);
+		to_interval(r, &rec, &f->iv);
+		f->order = (uint64_t)k << 32 | pos;
+	}
+	return 0;
+}
+
+static int found_cmp(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+
+	if (x->iv.attr != y->iv.attr)
+		return x->iv.attr < y->iv.attr ? -1 : 1;
+	if (x->iv.start != y->iv.start)
+		return x->iv.start < y->iv.start ? -1 : 1;
+	if (x->iv.end != y->iv.end)
+		return x->iv.end < y->iv.end ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int sht_query_range(struct sht_reader *r, uint32_t attr, const uint8_t *want, uint64_t t1, uint64_t t2,
+		    struct sht_interval **out, size_t *n, struct vcpustat_error *err)
+{
+	struct range_query q = { .r = r, .attr = attr, .want = want, .t1 = t1, .t2 = t2, .err = err };
+	struct sht_interval *res;
+	size_t i;
+	int e;
+
+	*out = NULL;
+	*n = 0;
+	if (attr != SHT_NO_ATTR && attr >= r->nattrs)
+		return verror(err, -EINVAL, "%s: no attribute #%u", r->name, attr);
+	if (r->root != SHT_NONE32 && t1 <= t2 && t2 >= r->info.start && t1 <= r->info.end) {
+		e = visit(&q, r->root, ANY_HEIGHT, r->info.start, r->info.end);
+		if (e) {
+			free(q.res);
+			return e;
+		}
+	}
+	if (q.n)
+		qsort(q.res, q.n, sizeof(*q.res), found_cmp);
+	res = malloc((q.n ? q.n : 1) * sizeof(*res));
+	if (!res) {
+		free(q.res);
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	}
+	for (i = 0; i < q.n; i++)
+		res[i] = q.res[i].iv;
+	free(q.res);
+	*out = res;
+	*n = q.n;
+	return 0;
+}
