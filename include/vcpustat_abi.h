@@ -38,6 +38,8 @@ enum vcpustat_event_type {
 	VCPUSTAT_EV_USERSPACE_EXIT, /* kvm_userspace_exit: arg0 = reason, arg1 = errno */
 	VCPUSTAT_EV_KVM_RUN,	    /* kvm_fpu(1): KVM_RUN entered */
 	VCPUSTAT_EV_HYPERCALL,	    /* kvm_hypercall: arg0 = nr, arg1 = a0, arg2 = a1 */
+	VCPUSTAT_EV_SEED,	    /* user space adds a vCPU it found (a VM already running):
+				       tid/tgid, arg0 = vCPU index, comm = thread name */
 	VCPUSTAT_NR_EVENTS,
 };
 

@@ -213,28 +213,13 @@ HANDLER_INLINE void charge_culprits(const struct vcpustat_event *ev, struct vcpu
 
 /* ---- events ---- */
 
-/*
- * The vCPU record of the current thread for a KVM event, creating it on the
- * thread's first KVM event (vCPU discovery). kvm_vcpu_id is the vcpu_id the
- * event carries, or -1.
- */
-HANDLER_INLINE struct vcpustat_vcpu *vcpu_discover(const struct vcpustat_event *ev, int kvm_vcpu_id)
+/* Create the vCPU of thread ev->tid with the given index (source src). */
+HANDLER_INLINE struct vcpustat_vcpu *vcpu_create(const struct vcpustat_event *ev, int index, __u32 src)
 {
 	__u32 tid = (__u32)ev->tid, tgid = (__u32)ev->tgid;
 	struct vcpustat_vcpu *v;
 	struct vcpustat_vm *vm;
 	int idx;
-
-	v = env_vcpu_lookup(tid);
-	if (v) {
-		if (kvm_vcpu_id >= 0 && (v->index_src != VCPUSTAT_INDEX_KVM || v->index != (__u32)kvm_vcpu_id)) {
-			v->index = (__u32)kvm_vcpu_id;
-			v->index_src = VCPUSTAT_INDEX_KVM;
-			emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_NEW, (__u8)v->fsm.state, (__u8)v->fsm.state,
-				  VCPUSTAT_INDEX_KVM, 0);
-		}
-		return v;
-	}
 
 	vm = env_vm_lookup(tgid);
 	if (!vm) {
@@ -257,14 +242,15 @@ HANDLER_INLINE struct vcpustat_vcpu *vcpu_discover(const struct vcpustat_event *
 	v->tid = tid;
 	v->tgid = tgid;
 	v->wait_cpu = VCPU_PCPU_NONE;
-	v->fsm.pcpu = (__u32)ev->cpu; /* KVM events run in the vCPU thread, on its CPU */
+	if (src != VCPUSTAT_INDEX_SEED)
+		v->fsm.pcpu = (__u32)ev->cpu; /* KVM events run in the vCPU thread, on its CPU */
 	if (ev->comm[0])
 		__builtin_memcpy(v->comm, ev->comm, sizeof(v->comm));
 	else
 		env_current_comm(v->comm);
-	if (kvm_vcpu_id >= 0) {
-		v->index = (__u32)kvm_vcpu_id;
-		v->index_src = VCPUSTAT_INDEX_KVM;
+	if (index >= 0) {
+		v->index = (__u32)index;
+		v->index_src = src;
 	} else if ((idx = vcpu_index_from_comm(v->comm)) >= 0) {
 		v->index = (__u32)idx;
 		v->index_src = VCPUSTAT_INDEX_COMM;
@@ -281,6 +267,36 @@ HANDLER_INLINE struct vcpustat_vcpu *vcpu_discover(const struct vcpustat_event *
 	if (v)
 		env_vcpu_new(v);
 	return v;
+}
+
+/*
+ * The vCPU record of the current thread for a KVM event, creating it on the
+ * thread's first KVM event (vCPU discovery). kvm_vcpu_id is the vcpu_id the
+ * event carries, or -1.
+ */
+HANDLER_INLINE struct vcpustat_vcpu *vcpu_discover(const struct vcpustat_event *ev, int kvm_vcpu_id)
+{
+	__u32 tid = (__u32)ev->tid;
+	struct vcpustat_vcpu *v;
+
+	v = env_vcpu_lookup(tid);
+	if (v) {
+		if (kvm_vcpu_id >= 0 && (v->index_src != VCPUSTAT_INDEX_KVM || v->index != (__u32)kvm_vcpu_id)) {
+			v->index = (__u32)kvm_vcpu_id;
+			v->index_src = VCPUSTAT_INDEX_KVM;
+			emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_NEW, (__u8)v->fsm.state, (__u8)v->fsm.state,
+				  VCPUSTAT_INDEX_KVM, 0);
+		}
+		return v;
+	}
+	return vcpu_create(ev, kvm_vcpu_id, VCPUSTAT_INDEX_KVM);
+}
+
+/* User space found a vCPU of a running VM: track it from now on (UNKNOWN until its first event). */
+HANDLER_INLINE void on_seed(const struct vcpustat_event *ev)
+{
+	if (!env_vcpu_lookup((__u32)ev->tid))
+		vcpu_create(ev, ev->arg0 <= 0xfffe ? (int)ev->arg0 : -1, VCPUSTAT_INDEX_SEED);
 }
 
 HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
@@ -454,6 +470,9 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 	case VCPUSTAT_EV_KVM_RUN:
 	case VCPUSTAT_EV_HYPERCALL:
 		on_kvm_event(ev);
+		break;
+	case VCPUSTAT_EV_SEED:
+		on_seed(ev);
 		break;
 	}
 	return 0;

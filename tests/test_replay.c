@@ -72,6 +72,9 @@ static void random_event(unsigned int *seed, __u64 *ts, struct vcpustat_event *e
 		ev->arg0 = ureasons[rand_r(seed) % 4];
 	} else if (r < 96) {
 		ev->type = VCPUSTAT_EV_KVM_RUN;
+	} else if (r < 97) {
+		ev->type = VCPUSTAT_EV_SEED;
+		ev->arg0 = rand_r(seed) % 3 ? tid % 100 : 0xffffffffu;
 	} else if (r < 98) {
 		ev->type = VCPUSTAT_EV_HYPERCALL;
 		ev->arg0 = rand_r(seed) % 2 ? VCPUSTAT_SYNC_HYPERCALL_NR : 3;

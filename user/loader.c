@@ -667,31 +667,15 @@ static int read_comm(const char *path, char comm[16])
 
 int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, const char *comm)
 {
-	struct vcpustat_vm vm = { .tgid = tgid };
+	struct vcpustat_event ev = { .type = VCPUSTAT_EV_SEED, .ts = vcpustat_now_ns(), .tid = tid, .tgid = tgid,
+				     .arg0 = index };
 	struct vcpustat_vcpu v;
-	__u64 now = vcpustat_now_ns();
 
-	memset(&v, 0, sizeof(v));
-	vcpu_fsm_init(&v.fsm, now);
-	v.discovered_ns = now;
-	v.tid = tid;
-	v.tgid = tgid;
-	v.index = index;
-	v.index_src = VCPUSTAT_INDEX_SEED;
-	v.wait_cpu = VCPU_PCPU_NONE;
-	if (comm)
-		memcpy(v.comm, comm, strnlen(comm, sizeof(v.comm) - 1));
-	vm.discovered_ns = now;
-	/* Count it unflagged first: the handlers then look it up until they flag its task. */
-	__sync_fetch_and_add(&vs->skel->bss->unflagged, 1);
-	if (bpf_map_update_elem(bpf_map__fd(vs->skel->maps.vcpus), &tid, &v, BPF_NOEXIST)) {
-		int err = -errno;
-
-		__sync_fetch_and_add(&vs->skel->bss->unflagged, -1);
-		return err;
-	}
-	bpf_map_update_elem(bpf_map__fd(vs->skel->maps.vms), &tgid, &vm, BPF_NOEXIST);
-	return 0;
+	/* through the handler, like every other event: captured, replayed alike */
+	snprintf(ev.comm, sizeof(ev.comm), "%s", comm && *comm ? comm : "?");
+	if (bpf_map_lookup_elem(bpf_map__fd(vs->skel->maps.vcpus), &tid, &v) == 0)
+		return -EEXIST;
+	return vcpustat_inject(vs, &ev);
 }
 
 static int seed_process(struct vcpustat *vs, const char *proc_root, const char *pid)
