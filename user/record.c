@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* record.c - records -> State History Tree files (docs/sht-attributes.md). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,33 @@ struct thread_attrs {
 	size_t state, name, pid;
 };
 
+/*
+ * An attribute value given by recorder_set(), kept in the reorder window
+ * beside the records: same size, ts at the same place, and a marker where a
+ * record has its type, so that one heap orders both.
+ */
+#define PENDING_VALUE 0xffu
+struct attr_value {
+	uint64_t ts;
+	uint32_t attr; /* index in recorder.attrs */
+	uint8_t type;  /* enum sht_type */
+	uint8_t pad[3];
+	uint8_t marker; /* PENDING_VALUE */
+	uint8_t pad2[7];
+	union {
+		int64_t i;
+		const char *s; /* interned */
+	};
+};
+_Static_assert(sizeof(struct attr_value) == sizeof(struct vcpustat_record), "attr_value: size of a record");
+_Static_assert(offsetof(struct attr_value, marker) == offsetof(struct vcpustat_record, type),
+	       "attr_value: marker where a record has its type");
+
 struct pending {
-	struct vcpustat_record rec;
+	union {
+		struct vcpustat_record rec;
+		struct attr_value val;
+	};
 	uint64_t seq;
 };
 
@@ -436,17 +462,36 @@ static const char *reason_name(struct recorder *r, bool userspace, uint32_t isa,
 
 /* ---- one record ---- */
 
-static int apply(struct recorder *r, const struct vcpustat_record *rec)
+/* The file time of mono time ts, never before the last one applied (late: clamped). */
+static uint64_t file_time(struct recorder *r, uint64_t ts)
 {
-	uint64_t t = rec->ts > r->o.mono_start_ns ? rec->ts - r->o.mono_start_ns : 0;
-	struct vcpu_attrs *va;
-	int e = 0;
+	uint64_t t = ts > r->o.mono_start_ns ? ts - r->o.mono_start_ns : 0;
 
 	if (t < r->last_t) {
 		t = r->last_t; /* behind the reorder window: clamp */
 		r->st.late++;
 	}
 	r->last_t = t;
+	return t;
+}
+
+static int apply_value(struct recorder *r, const struct attr_value *v)
+{
+	uint64_t t = file_time(r, v->ts);
+	int e = maybe_rotate(r, t, NULL);
+
+	if (e)
+		return e;
+	return attr_set(r, v->attr, t, (enum sht_type)v->type, v->type == SHT_INT ? v->i : 0,
+			v->type == SHT_STR ? v->s : NULL);
+}
+
+static int apply(struct recorder *r, const struct vcpustat_record *rec)
+{
+	uint64_t t = file_time(r, rec->ts);
+	struct vcpu_attrs *va;
+	int e = 0;
+
 	e = maybe_rotate(r, t, NULL);
 	if (e)
 		return e;
@@ -588,7 +633,7 @@ static int drain(struct recorder *r, bool all, struct vcpustat_error *err)
 		int e;
 
 		heap_pop(r, &p);
-		e = apply(r, &p.rec);
+		e = p.rec.type == PENDING_VALUE ? apply_value(r, &p.val) : apply(r, &p.rec);
 		if (e) {
 			const struct vcpustat_error *we = r->w ? sht_writer_error(r->w) : NULL;
 
@@ -610,6 +655,49 @@ int recorder_add(struct recorder *r, const struct vcpustat_record *rec, struct v
 	if (rec->ts > r->max_ts)
 		r->max_ts = rec->ts;
 	return drain(r, false, err);
+}
+
+int recorder_attr(struct recorder *r, const char *path, uint32_t *attr, struct vcpustat_error *err)
+{
+	size_t idx;
+	int e;
+
+	if (!path || path[0] != '/' || strlen(path) > SHT_MAX_PATH)
+		return verror(err, -EINVAL, "bad attribute path '%s'", path ? path : "(null)");
+	e = attr_new(r, path, &idx);
+	if (e)
+		return verror(err, e, "out of memory");
+	*attr = (uint32_t)idx;
+	return 0;
+}
+
+int recorder_set(struct recorder *r, uint32_t attr, uint64_t ts, const struct sht_value *v,
+		 struct vcpustat_error *err)
+{
+	struct pending p = { 0 };
+	int e;
+
+	if (attr >= r->nattrs || (v->type != SHT_NULL && v->type != SHT_INT && v->type != SHT_STR))
+		return verror(err, -EINVAL, "recorder_set: bad attribute %u or value type %d", attr, (int)v->type);
+	p.val.ts = ts;
+	p.val.attr = attr;
+	p.val.type = (uint8_t)v->type;
+	p.val.marker = PENDING_VALUE;
+	if (v->type == SHT_INT)
+		p.val.i = v->i;
+	if (v->type == SHT_STR && !(p.val.s = intern(r, v->s ? v->s : "")))
+		return verror(err, -ENOMEM, "out of memory");
+	e = heap_push(r, &p.rec);
+	if (e)
+		return verror(err, e, "out of memory");
+	if (ts > r->max_ts)
+		r->max_ts = ts;
+	return drain(r, false, err);
+}
+
+const char *recorder_vm_path(struct recorder *r, uint32_t tgid)
+{
+	return vm_path_name(r, tgid);
 }
 
 int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat_error *err)

@@ -47,6 +47,19 @@ int recorder_open(struct recorder **r, const struct recorder_opts *opts, struct 
 /* One record, in any order within the reorder window. */
 int recorder_add(struct recorder *r, const struct vcpustat_record *rec, struct vcpustat_error *err);
 
+/*
+ * Attributes that do not come from records (the guest threads `vcpustat import`
+ * adds): a handle for path (call once per path). recorder_set(): from mono time
+ * ts on, the attribute holds v (SHT_INT, SHT_STR or SHT_NULL); it goes through
+ * the reorder window with the records, so the two may be interleaved freely
+ * within reorder_ns.
+ */
+int recorder_attr(struct recorder *r, const char *path, uint32_t *attr, struct vcpustat_error *err);
+int recorder_set(struct recorder *r, uint32_t attr, uint64_t ts, const struct sht_value *v,
+		 struct vcpustat_error *err);
+/* The name VM tgid has in the files' paths (/vms/<name>/...), as the records use it; NULL: out of memory. */
+const char *recorder_vm_path(struct recorder *r, uint32_t tgid);
+
 /* The kernel's lost-record total (all kinds) at mono time t: stored in /meta/lost. */
 int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat_error *err);
 

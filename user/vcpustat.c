@@ -18,6 +18,7 @@ static const struct command {
 	{ "query", cmd_query, "read a state history file (.sht): values at a time, intervals in a range" },
 	{ "check", cmd_check, "verify (and --repair) a state history file (.sht)" },
 	{ "replay", cmd_replay, "rebuild a state history file from a capture (.vcap), offline" },
+	{ "import", cmd_import, "build a state history file from host (and guest) traces: ftrace text, LTTng CTF" },
 	{ "sync", cmd_sync, "map a guest's clock onto the host's (convex hull synchronization)" },
 };
 

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* trace.c - one reader over ftrace text (ftrace.c) and LTTng CTF (ctf.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ctf.h"
+#include "ftrace.h"
+#include "trace.h"
+
+struct trace_reader {
+	enum trace_format fmt;
+	char *path;
+	struct trace_opts o;
+	struct trace_stats st;
+	/* ftrace text: the whole file, mapped (or read, for a pipe) */
+	const char *buf;
+	size_t len, pos;
+	void *map;
+	char *owned;
+	struct ftrace_parser ps;
+	/* CTF */
+	struct ctf_reader *ctf;
+};
+
+/* The whole of a non-regular file (standard input, a pipe). */
+static int read_all(int fd, char **out, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *b = malloc(cap);
+
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb = realloc(b, cap * 2);
+
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+
+			free(b);
+			return e;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+/* Refuse what is certainly not ftrace text, saying what it is. */
+static int check_text(const struct trace_reader *r, struct vcpustat_error *err)
+{
+	size_t n = r->len < 4096 ? r->len : 4096;
+	static const char tracedat[] = "\027\010\104tracing";
+	static const unsigned char ctf_packet[] = { 0xc1, 0x1f, 0xfc, 0xc1 };
+
+	if (n >= sizeof(tracedat) - 1 && !memcmp(r->buf, tracedat, sizeof(tracedat) - 1))
+		return verror(err, -EINVAL,
+			      "%s: a trace-cmd binary trace (trace.dat), not text: convert it with "
+			      "`trace-cmd report %s > trace.txt` and import that",
+			      r->path, r->path);
+	if (n >= 4 && !memcmp(r->buf, ctf_packet, 4))
+		return verror(err, -EINVAL, "%s: a CTF stream file: give the CTF trace's directory instead", r->path);
+	if (n >= 8 && !memcmp(r->buf, "vcpuSHT\n", 8))
+		return verror(err, -EINVAL, "%s: a vcpustat state history file (.sht), not a trace", r->path);
+	if (memchr(r->buf, '\0', n))
+		return verror(err, -EINVAL, "%s: a binary file (NUL bytes in its first %zu bytes), not ftrace text",
+			      r->path, n);
+	return 0;
+}
+
+static int open_text(struct trace_reader *r, struct vcpustat_error *err)
+{
+	struct stat st;
+	int fd, e;
+
+	fd = strcmp(r->path, "-") ? open(r->path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (fd < 0)
+		return verror(err, -errno, "%s: %s", r->path, strerror(errno));
+	if (fstat(fd, &st)) {
+		e = -errno;
+		goto out;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		r->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (r->map == MAP_FAILED) {
+			r->map = NULL;
+			e = -errno;
+			goto out;
+		}
+		madvise(r->map, (size_t)st.st_size, MADV_SEQUENTIAL);
+		r->buf = r->map;
+		r->len = (size_t)st.st_size;
+		e = 0;
+	} else if (S_ISREG(st.st_mode)) {
+		r->buf = "";
+		r->len = 0;
+		e = 0;
+	} else {
+		e = read_all(fd, &r->owned, &r->len);
+		r->buf = r->owned;
+	}
+out:
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (e)
+		return verror(err, e, "%s: %s", r->path, strerror(-e));
+	return check_text(r, err);
+}
+
+/* Does path look like CTF: a directory, a file named metadata, or CTF metadata text/packets? */
+static bool is_ctf(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	char head[8] = { 0 };
+	struct stat st;
+	int fd;
+
+	if (!strcmp(path, "-") || stat(path, &st))
+		return false;
+	if (S_ISDIR(st.st_mode))
+		return true;
+	if (!strcmp(base ? base + 1 : path, "metadata"))
+		return true;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (read(fd, head, sizeof(head)) < 0)
+		head[0] = 0;
+	close(fd);
+	return !memcmp(head, "/* CTF 1", 8) || !memcmp(head, "\x57\x1d\xd1\x75", 4);
+}
+
+int trace_open(struct trace_reader **rp, const char *path, const struct trace_opts *opts,
+	       struct vcpustat_error *err)
+{
+	struct trace_reader *r = calloc(1, sizeof(*r));
+	int e;
+
+	*rp = NULL;
+	if (!r || !(r->path = strdup(path))) {
+		free(r);
+		return verror(err, -ENOMEM, "out of memory");
+	}
+	if (opts)
+		r->o = *opts;
+	ftrace_parser_init(&r->ps, r->o.isa);
+	if (is_ctf(path)) {
+		r->fmt = TRACE_CTF;
+		e = ctf_open(&r->ctf, path, &r->o, &r->st, err);
+	} else {
+		r->fmt = TRACE_FTRACE;
+		e = open_text(r, err);
+	}
+	if (e) {
+		trace_close(r);
+		return e;
+	}
+	*rp = r;
+	return 0;
+}
+
+static void keep_message(struct trace_stats *st, const char *msg)
+{
+	if (st->nmessages < TRACE_KEEP_MESSAGES)
+		snprintf(st->messages[st->nmessages++], sizeof(st->messages[0]), "%s", msg);
+}
+
+static void account(struct trace_stats *st, const struct trace_event *ev)
+{
+	uint64_t ts = ev->ev.ts;
+
+	if (!st->events++)
+		st->first_ns = st->last_ns = ts;
+	if (ts < st->last_ns) {
+		st->out_of_order++;
+		if (st->last_ns - ts > st->max_backstep_ns)
+			st->max_backstep_ns = st->last_ns - ts;
+	} else {
+		st->last_ns = ts;
+	}
+}
+
+static int next_text(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err)
+{
+	struct trace_stats *st = &r->st;
+
+	while (r->pos < r->len) {
+		const char *s = r->buf + r->pos, *nl = memchr(s, '\n', r->len - r->pos);
+		size_t n = nl ? (size_t)(nl - s) : r->len - r->pos;
+		char msg[512];
+
+		r->pos += n + (nl ? 1 : 0);
+		st->lines++;
+		switch (ftrace_parse_line(&r->ps, s, n, ev)) {
+		case FTRACE_EVENT:
+			ev->where = st->lines;
+			account(st, ev);
+			return 1;
+		case FTRACE_SKIP:
+			st->skipped++;
+			break;
+		case FTRACE_HEADER:
+			st->headers++;
+			break;
+		case FTRACE_LOST:
+			st->lost += r->ps.lost;
+			st->lost_lines++;
+			break;
+		case FTRACE_BAD:
+			snprintf(msg, sizeof(msg), "%s:%llu: %s%s", r->path, (unsigned long long)st->lines, r->ps.why,
+				 nl ? "" : " (the last line is cut short: was the file truncated?)");
+			if (!r->o.lenient)
+				return verror(err, -EINVAL, "%s (--lenient skips malformed lines)", msg);
+			st->malformed++;
+			keep_message(st, msg);
+			break;
+		}
+	}
+	st->unknown_reasons = r->ps.unknown_reasons;
+	return 0;
+}
+
+int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err)
+{
+	int ret;
+
+	if (r->fmt == TRACE_FTRACE)
+		return next_text(r, ev, err);
+	ret = ctf_next(r->ctf, ev, err);
+	if (ret == 1)
+		account(&r->st, ev);
+	return ret;
+}
+
+int trace_rewind(struct trace_reader *r, struct vcpustat_error *err)
+{
+	memset(&r->st, 0, sizeof(r->st));
+	if (r->fmt == TRACE_CTF)
+		return ctf_rewind(r->ctf, err);
+	r->pos = 0;
+	ftrace_parser_init(&r->ps, r->o.isa);
+	return 0;
+}
+
+const struct trace_stats *trace_get_stats(const struct trace_reader *r)
+{
+	return &r->st;
+}
+
+enum trace_format trace_get_format(const struct trace_reader *r)
+{
+	return r->fmt;
+}
+
+const char *trace_path(const struct trace_reader *r)
+{
+	return r->path;
+}
+
+void trace_close(struct trace_reader *r)
+{
+	if (!r)
+		return;
+	if (r->map)
+		munmap(r->map, r->len);
+	free(r->owned);
+	ctf_close(r->ctf);
+	free(r->path);
+	free(r);
+}
