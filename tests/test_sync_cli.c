@@ -249,10 +249,14 @@ Test(sync_cli, bad_usage_exits_2)
 	cr_assert_eq(run(NULL, (const char *const[]){ "sync", NULL }), 2);
 	cr_assert(strstr(err, "--pairs"), "%s", err);
 	cr_assert_eq(run(NULL, (const char *const[]){ "sync", "--bogus", NULL }), 2);
-	cr_assert_eq(run(NULL, (const char *const[]){ "sync", "--host", "h.txt", "--guest", "g.txt", NULL }), 2);
-	cr_assert(strstr(err, "not implemented yet"), "%s", err);
+	cr_assert_eq(run(NULL, (const char *const[]){ "sync", "--host", "h.txt", NULL }), 2);
+	cr_assert(strstr(err, "--host and --guest go together"), "%s", err);
+	cr_assert_eq(run(NULL, (const char *const[]){ "sync", "--host", "/nonexistent/h.txt", "--guest",
+						      "/nonexistent/g.txt", NULL }),
+		     1);
+	cr_assert(strstr(err, "/nonexistent/g.txt"), "%s", err);
 	cr_assert_eq(run(NULL, (const char *const[]){ "sync", "--pairs", "/nonexistent/x.csv", NULL }), 1);
 	cr_assert(strstr(err, "/nonexistent/x.csv") && strstr(err, "No such file"), "%s", err);
 	cr_assert_eq(run(NULL, (const char *const[]){ "sync", "--help", NULL }), 0);
-	cr_assert(strstr(out, "--host") && strstr(out, "importer"), "help mentions trace-based sync: %s", out);
+	cr_assert(strstr(out, "--host") && strstr(out, "kvm_hypercall"), "help mentions trace-based sync: %s", out);
 }

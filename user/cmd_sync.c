@@ -11,13 +11,14 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "cli.h"
+#include "import.h"
 #include "sync.h"
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: %s sync --pairs FILE [--json]\n"
-		"       %s sync --host HOST_TRACE --guest GUEST_TRACE   (not yet: arrives with the trace importer)\n"
+		"       %s sync --host HOST --guest GUEST_TRACE [--vm VM] [--lenient] [--json]\n"
 		"\n"
 		"Synchronize a guest's clock to its host's from messages exchanged between them\n"
 		"(the fully incremental convex hull algorithm), and print the transform\n"
@@ -28,10 +29,13 @@ static void usage(FILE *out)
 		"                     in each side's own clock; '#' comments and blank lines are fine.\n"
 		"                     FILE '-' reads standard input.\n"
 		"  -j, --json         machine-readable output (and errors as {\"error\": ...})\n"
-		"      --host FILE, --guest FILE\n"
-		"                     synchronize from host and guest traces (the vcpustat_sync\n"
-		"                     markers and kvm_hypercall events): reserved, not implemented\n"
-		"                     yet; the trace importer will add it.\n"
+		"      --host FILE    the host side: a trace (ftrace text, LTTng CTF) with the\n"
+		"                     kvm_hypercall (nr 0x56435331) and kvm_entry events, or a\n"
+		"                     recording (.sht: its /vms/<vm>/vcpus/<n>/sync intervals)\n"
+		"      --guest FILE   the guest's trace with the vcpustat_sync markers (written by\n"
+		"                     vcpustat-sync-agent to trace_marker)\n"
+		"      --vm VM        only this VM's hypercalls (its name or pid; default: all)\n"
+		"      --lenient      skip malformed trace lines instead of stopping\n"
 		"  -h, --help         this help\n"
 		"\n"
 		"Quality: accurate (error bounds known), approximate (a line fits but the drift is\n"
@@ -115,6 +119,12 @@ static void fmt_offset(char *dst, size_t size, long double ns)
 	snprintf(dst, size, "%c %.9Lf s", ns < 0 ? '-' : '+', fabsl(ns) / 1e9L);
 }
 
+/* Matches from traces carry protocol keys; from a pairs file, line numbers. */
+static bool from_traces;
+/* From traces: the protocol's events found and how they matched. */
+static struct import_sync_events trace_events;
+static struct vcpustat_sync_protocol_stats trace_protocol;
+
 /* The one sentence a person reads. */
 static void summary(char *dst, size_t size, const struct vcpustat_sync_result *r)
 {
@@ -124,9 +134,10 @@ static void summary(char *dst, size_t size, const struct vcpustat_sync_result *r
 	fmt_offset(off, sizeof(off), r->beta);
 	if (r->quality == VCPUSTAT_SYNC_FAIL) {
 		n = snprintf(dst, size,
-			     "fail: no line fits every match; the match on line %llu (%s,%llu,%s,%llu) contradicts "
+			     "fail: no line fits every match; the match %s %llu (%s,%llu,%s,%llu) contradicts "
 			     "the earlier ones (a clock jump or a mismatched message?). ",
-			     (unsigned long long)r->fail_match.key, dir_sender(r->fail_match.dir),
+			     from_traces ? "with key" : "on line", (unsigned long long)r->fail_match.key,
+			     dir_sender(r->fail_match.dir),
 			     (unsigned long long)r->fail_match.send_ns, dir_receiver(r->fail_match.dir),
 			     (unsigned long long)r->fail_match.recv_ns);
 		if (n < 0 || (size_t)n >= size)
@@ -184,6 +195,11 @@ static void print_text(const char *source, const struct vcpustat_sync_result *r)
 	long double ref;
 
 	printf("source:      %s\n", source);
+	if (from_traces)
+		printf("events:      guest %zu a, %zu d; host %zu hypercalls, %zu entries; %zu unmatched, %zu duplicate "
+		       "keys, %zu reused keys dropped\n",
+		       trace_events.na, trace_events.nd, trace_events.nb, trace_events.nc, trace_protocol.unmatched,
+		       trace_protocol.duplicate_keys, trace_protocol.inconsistent_keys);
 	printf("matches:     %llu host->guest, %llu guest->host used", (unsigned long long)r->nr_host_to_guest,
 	       (unsigned long long)r->nr_guest_to_host);
 	if (r->nr_matches != r->nr_host_to_guest + r->nr_guest_to_host)
@@ -260,10 +276,18 @@ static void print_json(const char *source, const struct vcpustat_sync_result *r)
 		      "duration_s", duration_s(r), "summary", line);
 	if (o && r->quality == VCPUSTAT_SYNC_FAIL)
 		json_object_set_new(o, "fail",
-				    json_pack("{s:I, s:I, s:s, s:I, s:s, s:I}", "line", (json_int_t)r->fail_match.key,
+				    json_pack("{s:I, s:I, s:s, s:I, s:s, s:I}", from_traces ? "key" : "line",
+					      (json_int_t)r->fail_match.key,
 					      "index", (json_int_t)r->fail_index, "sender", dir_sender(r->fail_match.dir),
 					      "send_ts", (json_int_t)r->fail_match.send_ns, "receiver",
 					      dir_receiver(r->fail_match.dir), "recv_ts", (json_int_t)r->fail_match.recv_ns));
+	if (o && from_traces)
+		json_object_set_new(o, "events",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "a", (json_int_t)trace_events.na, "d",
+					      (json_int_t)trace_events.nd, "b", (json_int_t)trace_events.nb, "c",
+					      (json_int_t)trace_events.nc, "unmatched", (json_int_t)trace_protocol.unmatched,
+					      "duplicate_keys", (json_int_t)trace_protocol.duplicate_keys, "reused_keys",
+					      (json_int_t)trace_protocol.inconsistent_keys));
 	if (!o) {
 		cli_err("cannot build the JSON output");
 		return;
@@ -273,18 +297,54 @@ static void print_json(const char *source, const struct vcpustat_sync_result *r)
 	json_decref(o);
 }
 
+/* --host H --guest G: the protocol's events from traces (or a recording), matched and solved. */
+static int sync_traces(const char *host, const char *guest, const char *vm, bool lenient)
+{
+	struct import_opts o = { .trace.lenient = lenient };
+	struct vcpustat_error err = { 0 };
+	struct vcpustat_sync_result r;
+	char source[1024];
+	int ret;
+
+	from_traces = true;
+	ret = import_sync(host, guest, vm, &o, &r, &trace_protocol, &trace_events, &err);
+	if (ret) {
+		cli_err("%s", err.msg);
+		import_sync_events_free(&trace_events);
+		return CLI_FAIL;
+	}
+	snprintf(source, sizeof(source), "%s + %s%s%s", host, guest, vm ? ", VM " : "", vm ? vm : "");
+	if (!trace_events.na && !trace_events.nd)
+		cli_warn("sync: %s: no vcpustat_sync markers: was vcpustat-sync-agent running in the guest?", guest);
+	if (!trace_events.nb)
+		cli_warn("sync: %s: no kvm_hypercall with nr 0x56435331%s%s: trace kvm:kvm_hypercall and kvm:kvm_entry",
+			 host, vm ? " for VM " : "", vm ? vm : "");
+	if (r.transform_quality != VCPUSTAT_SYNC_ABSENT && !(r.alpha > 0 && isfinite(r.alpha)))
+		cli_warn("sync: the best fit has the guest clock standing still or running backwards (slope %Lg): "
+			 "the matches are probably wrong",
+			 r.alpha);
+	if (cli_json)
+		print_json(source, &r);
+	else
+		print_text(source, &r);
+	import_sync_events_free(&trace_events);
+	return CLI_OK;
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pairs", required_argument, NULL, 'p' }, { "json", no_argument, NULL, 'j' },
 		{ "host", required_argument, NULL, 'H' },  { "guest", required_argument, NULL, 'G' },
+		{ "vm", required_argument, NULL, 'V' },	   { "lenient", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },	   { 0 },
 	};
-	const char *pairs = NULL, *traces = NULL, *source;
+	const char *pairs = NULL, *host = NULL, *guest = NULL, *vm = NULL, *source;
 	struct vcpustat_sync_match *m = NULL;
 	struct vcpustat_sync_result r;
 	struct vcpustat_error err = { 0 };
 	size_t len = 0, n = 0;
+	bool lenient = false;
 	char *buf = NULL;
 	int c, ret;
 
@@ -293,8 +353,10 @@ int cmd_sync(int argc, char **argv)
 		switch (c) {
 		case 'p': pairs = optarg; break;
 		case 'j': cli_json = true; break;
-		case 'H':
-		case 'G': traces = c == 'H' ? "--host" : "--guest"; break;
+		case 'H': host = optarg; break;
+		case 'G': guest = optarg; break;
+		case 'V': vm = optarg; break;
+		case 'l': lenient = true; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default:
 			fprintf(stderr, "see `%s sync --help`\n", cli_prog);
@@ -305,14 +367,20 @@ int cmd_sync(int argc, char **argv)
 		cli_err("sync: unexpected argument '%s' (see `%s sync --help`)", argv[optind], cli_prog);
 		return CLI_USAGE;
 	}
-	if (traces) {
-		cli_err("sync: %s: synchronizing from traces is not implemented yet (it arrives with the trace "
-			"importer); use --pairs FILE",
-			traces);
+	if (host || guest) {
+		if (!host || !guest || pairs) {
+			cli_err("sync: --host and --guest go together, without --pairs (see `%s sync --help`)", cli_prog);
+			return CLI_USAGE;
+		}
+		return sync_traces(host, guest, vm, lenient);
+	}
+	if (vm || lenient) {
+		cli_err("sync: --vm and --lenient are for --host/--guest traces");
 		return CLI_USAGE;
 	}
 	if (!pairs) {
-		cli_err("sync: which matches? give --pairs FILE (see `%s sync --help`)", cli_prog);
+		cli_err("sync: which matches? give --pairs FILE or --host TRACE --guest TRACE (see `%s sync --help`)",
+			cli_prog);
 		return CLI_USAGE;
 	}
 	source = strcmp(pairs, "-") ? pairs : "<stdin>";

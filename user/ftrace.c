@@ -825,10 +825,10 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	}
 	skip_spaces(&p, e);
 	ret = timestamp(&p, e, &ts);
-	if (ret == -1) { /* maybe an irq-flags column ("d..2.") first */
+	if (ret == -1 && p < e && !is_digit(*p)) { /* an irq-flags column first ("d..2.", "....."): skip it */
 		cp q = p;
 
-		while (q < e && *q != ' ' && q - p < 10)
+		while (q < e && *q != ' ')
 			q++;
 		skip_spaces(&q, e);
 		p = q;

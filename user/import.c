@@ -959,8 +959,13 @@ static int sht_sync_events(const char *path, const char *vm, struct import_sync_
 				if (iv[i].value.type != SHT_INT)
 					continue;
 				e = push_event(&out->b, &out->nb, key, info->mono_start_ns + iv[i].start);
-				/* an interval still open when the recording ended has no c */
-				if (!e && iv[i].end < info->end)
+				/*
+				 * The end is c. An interval still open when the recording
+				 * ended also ends at the file's end, before the real c: a
+				 * host->guest message said to leave earlier than it did only
+				 * gives a weaker constraint, never a wrong one.
+				 */
+				if (!e)
 					e = push_event(&out->c, &out->nc, key, info->mono_start_ns + iv[i].end);
 			}
 			free(iv);
