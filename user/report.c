@@ -352,19 +352,19 @@ struct vcpu_ref {
 	int vcpu;
 };
 
-static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct hashmap *acc,
-			    struct hashmap *vcpu_of_tid)
+/* The culprits of acc (tid -> ns) as summaries: names from /host/threads, VM and vCPU if a vCPU. */
+static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, size_t *nout, struct hashmap *acc,
+			 struct hashmap *vcpu_of_tid, __u64 waited)
 {
 	uint32_t threads = child(r, child(r, SHT_NO_ATTR, "host"), "threads");
-	__u64 waited = vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT];
 	size_t pos = 0, i = 0;
 	void *k, *v;
 
-	vm->culprits = calloc(acc->count ? acc->count : 1, sizeof(*vm->culprits));
-	if (!vm->culprits)
+	*out = calloc(acc->count ? acc->count : 1, sizeof(**out));
+	if (!*out)
 		return -ENOMEM;
 	while (hashmap_next(acc, &pos, &k, &v)) {
-		struct culprit_summary *c = &vm->culprits[i++];
+		struct culprit_summary *c = &(*out)[i++];
 		uint32_t tid = *(uint32_t *)k, th;
 		char name[16];
 		const struct vcpu_ref *who;
@@ -402,8 +402,215 @@ static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct 
 			c->vcpu = who->vcpu;
 		}
 	}
-	vm->nr_culprits = i;
+	*nout = i;
 	return 0;
+}
+
+static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct hashmap *acc,
+			    struct hashmap *vcpu_of_tid)
+{
+	return culprits_fill(r, &vm->culprits, &vm->nr_culprits, acc, vcpu_of_tid,
+			     vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT]);
+}
+
+/* ---- guest threads (vcpustat import with guest traces, docs/import.md) ---- */
+
+/* A vCPU's timelines in the window. */
+struct vcpu_lines {
+	uint32_t index;
+	struct sht_interval *gtid, *state, *pcpu;
+	size_t ngtid, nstate, npcpu;
+};
+
+/* The first of iv[0..n) (one attribute: sorted, not overlapping) that ends after t. */
+static size_t first_after(const struct sht_interval *iv, size_t n, uint64_t t)
+{
+	size_t a = 0, b = n;
+
+	while (a < b) {
+		size_t m = (a + b) / 2;
+
+		if (iv[m].end <= t)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static int guest_state_of(const char *s)
+{
+	for (unsigned int i = 0; i < GUEST_NR_STATES; i++)
+		if (!strcmp(s, guest_thread_state_name(i)))
+			return (int)i;
+	return -1;
+}
+
+/* [s, e) of a guest thread's virt_preempted time, on vCPU v: what the vCPU did, and who ran. */
+static int lost_on_vcpu(struct sht_reader *r, const struct vcpu_lines *v, uint64_t s, uint64_t e,
+			struct guest_thread_summary *g, struct cpu_runs *cr, struct hashmap *acc,
+			struct vcpustat_error *err)
+{
+	for (size_t i = first_after(v->state, v->nstate, s); i < v->nstate && v->state[i].start < e; i++) {
+		const struct sht_interval *iv = &v->state[i];
+		uint64_t a = hi(iv->start, s), b = lo(iv->end, e);
+		const struct sht_interval *p;
+		int err2;
+
+		if (b <= a || iv->value.type != SHT_INT)
+			continue;
+		switch (iv->value.i) {
+		case VCPU_HOST:
+		case VCPU_GUEST:
+			g->lost_hypervisor_ns += b - a;
+			break;
+		case VCPU_PREEMPTED:
+		case VCPU_WAIT:
+			g->lost_runq_ns += b - a;
+			p = covering(v->pcpu, v->npcpu, iv->start);
+			if (cr && p && p->value.type == SHT_INT) {
+				err2 = charge(r, cr, acc, (uint32_t)p->value.i, a, b, err);
+				if (err2)
+					return err2;
+			}
+			break;
+		case VCPU_IDLE:
+		case VCPU_BLOCKED:
+			g->lost_blocked_ns += b - a;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+static int by_lost_desc(const void *a, const void *b)
+{
+	const struct guest_thread_summary *x = a, *y = b;
+
+	if (x->ns[GUEST_VIRT_PREEMPTED] != y->ns[GUEST_VIRT_PREEMPTED])
+		return x->ns[GUEST_VIRT_PREEMPTED] > y->ns[GUEST_VIRT_PREEMPTED] ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int by_culprit_ns(const void *a, const void *b);
+
+/* One guest thread's window. */
+static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lines *vl, size_t nvl, uint64_t t1,
+			uint64_t t2, struct cpu_runs *cr, struct hashmap *vcpu_of_tid, struct guest_thread_summary *g,
+			struct vcpustat_error *err)
+{
+	struct sht_interval *st = NULL, *nm = NULL;
+	size_t nst = 0, nnm = 0;
+	struct hashmap acc;
+	uint32_t tid = (uint32_t)strtoul(sht_attr_name(r, th), NULL, 10);
+	int e;
+
+	memset(g, 0, sizeof(*g));
+	g->tid = tid;
+	g->vcpu = -1;
+	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
+		return -ENOMEM;
+	e = range(r, child(r, th, "state"), t1, t2, &st, &nst, err);
+	if (!e)
+		e = range(r, child(r, th, "name"), sht_get_info(r)->start, t2, &nm, &nnm, err);
+	for (size_t i = 0; !e && i < nnm; i++)
+		if (nm[i].value.type == SHT_STR)
+			snprintf(g->comm, sizeof(g->comm), "%s", nm[i].value.s);
+	for (size_t i = 0; !e && i < nst; i++) {
+		uint64_t s = hi(st[i].start, t1), t = lo(st[i].end, t2);
+		int state = st[i].value.type == SHT_STR ? guest_state_of(st[i].value.s) : -1;
+
+		if (state < 0 || t <= s)
+			continue;
+		g->ns[state] += t - s;
+		if (state != GUEST_RUNNING && state != GUEST_VIRT_PREEMPTED)
+			continue;
+		/* which vCPU it was on: the guest_tid intervals that name it */
+		for (size_t v = 0; !e && v < nvl; v++)
+			for (size_t k = first_after(vl[v].gtid, vl[v].ngtid, s); !e && k < vl[v].ngtid && vl[v].gtid[k].start < t;
+			     k++) {
+				const struct sht_interval *gi = &vl[v].gtid[k];
+
+				if (gi->value.type != SHT_INT || gi->value.i != (int64_t)tid)
+					continue;
+				g->vcpu = (int)vl[v].index;
+				if (state == GUEST_VIRT_PREEMPTED)
+					e = lost_on_vcpu(r, &vl[v], hi(gi->start, s), lo(gi->end, t), g, cr, &acc, err);
+			}
+	}
+	if (!e)
+		e = culprits_fill(r, &g->culprits, &g->nr_culprits, &acc, vcpu_of_tid, g->lost_runq_ns);
+	if (!e && g->nr_culprits > 1)
+		qsort(g->culprits, g->nr_culprits, sizeof(*g->culprits), by_culprit_ns);
+	hashmap_free(&acc);
+	free(st);
+	free(nm);
+	return e;
+}
+
+static void vcpu_lines_free(struct vcpu_lines *vl, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(vl[i].gtid);
+		free(vl[i].state);
+		free(vl[i].pcpu);
+	}
+	free(vl);
+}
+
+static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *vs, uint64_t t1, uint64_t t2,
+			 struct cpu_runs *cr, struct hashmap *vcpu_of_tid, struct vcpustat_error *err)
+{
+	uint32_t threads = child(r, vm, "threads"), vcpus = child(r, vm, "vcpus");
+	struct vcpu_lines *vl = NULL;
+	size_t nvl = 0;
+	int e = 0;
+
+	if (threads == SHT_NO_ATTR)
+		return 0;
+	for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e; vc = sht_attr_next_sibling(r, vc)) {
+		struct vcpu_lines *a = realloc(vl, (nvl + 1) * sizeof(*a)), *l;
+
+		if (!a) {
+			e = -ENOMEM;
+			break;
+		}
+		vl = a;
+		l = &vl[nvl++];
+		memset(l, 0, sizeof(*l));
+		l->index = (uint32_t)atoi(sht_attr_name(r, vc));
+		e = range(r, child(r, vc, "guest_tid"), t1, t2, &l->gtid, &l->ngtid, err);
+		if (!e)
+			e = range(r, child(r, vc, "state"), t1, t2, &l->state, &l->nstate, err);
+		if (!e)
+			e = range(r, child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu, &l->npcpu, err);
+	}
+	for (uint32_t th = sht_attr_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
+		struct guest_thread_summary g, *a;
+		bool seen = false;
+
+		e = guest_thread(r, th, vl, nvl, t1, t2, cr, vcpu_of_tid, &g, err);
+		for (unsigned int k = 0; k < GUEST_NR_STATES; k++)
+			seen |= g.ns[k] > 0;
+		if (e || !seen) {
+			free(g.culprits);
+			continue;
+		}
+		a = realloc(vs->guest_threads, (vs->nr_guest_threads + 1) * sizeof(*a));
+		if (!a) {
+			free(g.culprits);
+			e = -ENOMEM;
+			break;
+		}
+		vs->guest_threads = a;
+		vs->guest_threads[vs->nr_guest_threads++] = g;
+	}
+	vcpu_lines_free(vl, nvl);
+	if (!e && vs->nr_guest_threads > 1)
+		qsort(vs->guest_threads, vs->nr_guest_threads, sizeof(*vs->guest_threads), by_lost_desc);
+	return e;
 }
 
 static int by_ns_desc(const void *a, const void *b)
@@ -413,6 +620,11 @@ static int by_ns_desc(const void *a, const void *b)
 	if (x->ns != y->ns)
 		return x->ns > y->ns ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int by_culprit_ns(const void *a, const void *b)
+{
+	return by_ns_desc(a, b);
 }
 
 static int by_index(const void *a, const void *b)
@@ -442,6 +654,17 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	if (hashmap_init(&cr.cpus, sizeof(uint32_t), sizeof(struct runs), 0) ||
 	    hashmap_init(&vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0))
 		return verror(err, -ENOMEM, "out of memory");
+	/* every VM's vCPU threads, also of VMs filtered out: a culprit may be one of them */
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+		for (uint32_t vc = sht_attr_first_child(r, child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			uint32_t tid = (uint32_t)int_any(r, child(r, vc, "tid"), 0);
+			struct vcpu_ref who = { .vcpu = atoi(sht_attr_name(r, vc)) };
+
+			snprintf(who.vm, sizeof(who.vm), "%s", sht_attr_name(r, vm));
+			if (tid && !hashmap_lookup(&vcpu_of_tid, &tid) && hashmap_insert(&vcpu_of_tid, &tid, &who))
+				e = -ENOMEM;
+		}
 
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		struct hashmap exits, uexits, runq, culprits;
@@ -514,6 +737,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		}
 		if (!e)
 			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
+		if (!e)
+			e = guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
 		hashmap_free(&exits);
 		hashmap_free(&uexits);
 		hashmap_free(&runq);
@@ -540,6 +765,17 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 				cu->vcpu = who->vcpu;
 			}
 		}
+	for (size_t i = 0; i < s->nr_vms && !e; i++)
+		for (size_t g = 0; g < s->vms[i].nr_guest_threads; g++)
+			for (size_t c = 0; c < s->vms[i].guest_threads[g].nr_culprits; c++) {
+				struct culprit_summary *cu = &s->vms[i].guest_threads[g].culprits[c];
+				const struct vcpu_ref *who = hashmap_lookup(&vcpu_of_tid, &cu->tid);
+
+				if (who && !cu->vm[0] && cu->tid) {
+					snprintf(cu->vm, sizeof(cu->vm), "%s", who->vm);
+					cu->vcpu = who->vcpu;
+				}
+			}
 	lost_attr = child(r, child(r, SHT_NO_ATTR, "meta"), "lost");
 	if (!e && lost_attr != SHT_NO_ATTR) {
 		int64_t l1 = int_at(r, lost_attr, t1, 0), l2 = int_at(r, lost_attr, t2 ? t2 - 1 : 0, l1);

@@ -321,12 +321,25 @@ static int culprit_add(struct vm_summary *vm, const struct vcpustat_culprit_entr
 	return 0;
 }
 
+static const char *const guest_state_names[GUEST_NR_STATES] = {
+	[GUEST_RUNNING] = "running",	 [GUEST_VIRT_PREEMPTED] = "virt_preempted", [GUEST_PREEMPTED] = "preempted",
+	[GUEST_WAIT] = "wait",		 [GUEST_BLOCKED] = "blocked",
+};
+
+const char *guest_thread_state_name(unsigned int state)
+{
+	return state < GUEST_NR_STATES ? guest_state_names[state] : "invalid";
+}
+
 void summary_free_vm(struct vm_summary *vm)
 {
 	free(vm->vcpus);
 	free(vm->exits);
 	free(vm->uexits);
 	free(vm->culprits);
+	for (size_t i = 0; i < vm->nr_guest_threads; i++)
+		free(vm->guest_threads[i].culprits);
+	free(vm->guest_threads);
 	memset(vm, 0, sizeof(*vm));
 }
 
@@ -527,6 +540,21 @@ static json_t *culprit_json(const struct culprit_summary *c)
 	return o;
 }
 
+static json_t *guest_thread_json(const struct guest_thread_summary *g)
+{
+	json_t *ns = json_object(), *cul = json_array(), *o;
+
+	for (unsigned int i = 0; i < GUEST_NR_STATES; i++)
+		json_object_set_new(ns, guest_state_names[i], json_integer((json_int_t)g->ns[i]));
+	for (size_t c = 0; c < g->nr_culprits; c++)
+		json_array_append_new(cul, culprit_json(&g->culprits[c]));
+	o = json_pack("{s:I, s:s, s:i, s:o, s:I, s:{s:I, s:I, s:I}, s:o}", "tid", (json_int_t)g->tid, "comm", g->comm,
+		      "vcpu", g->vcpu, "ns", ns, "lost_to_host_ns", (json_int_t)g->ns[GUEST_VIRT_PREEMPTED], "lost",
+		      "hypervisor_ns", (json_int_t)g->lost_hypervisor_ns, "host_runq_ns", (json_int_t)g->lost_runq_ns,
+		      "host_blocked_ns", (json_int_t)g->lost_blocked_ns, "culprits", cul);
+	return o;
+}
+
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
 {
 	json_t *doc = json_object(), *vms = json_array(), *lost = json_object(), *lostw = json_object();
@@ -557,6 +585,13 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_object_set_new(o, "userspace_exits", uexits);
 		json_object_set_new(o, "runq_wait", latency_json(&vm->runq));
 		json_object_set_new(o, "culprits", cul);
+		if (vm->nr_guest_threads) {
+			json_t *gt = json_array();
+
+			for (size_t g = 0; g < vm->nr_guest_threads; g++)
+				json_array_append_new(gt, guest_thread_json(&vm->guest_threads[g]));
+			json_object_set_new(o, "guest_threads", gt);
+		}
 		json_array_append_new(vms, o);
 		split |= vm->ns[VCPU_GUEST] > 0 || vm->exits != NULL;
 		oncpu |= vm->ns[VCPU_HOST] > 0;
@@ -615,6 +650,50 @@ static void print_latency_table(FILE *f, const char *title, const struct latency
 		fprintf(f, "    %-24s %10llu %10.1f %10s %10s %10s\n", l[i].name, (unsigned long long)l[i].count,
 			l[i].rate, l[i].count ? fmt_ns(l[i].p50_ns, a, sizeof(a)) : "-",
 			l[i].count ? fmt_ns(l[i].p99_ns, b, sizeof(b)) : "-", fmt_ns(l[i].max_ns, c, sizeof(c)));
+}
+
+static void print_culprit(FILE *f, const char *indent, const struct culprit_summary *cu)
+{
+	char who[96], b[24];
+
+	if (cu->vm[0])
+		snprintf(who, sizeof(who), "VM %s vCPU %d", cu->vm, cu->vcpu);
+	else
+		snprintf(who, sizeof(who), "%s (%u)", cu->process, cu->tgid);
+	fprintf(f, "%s%5.1f%% %-10s %-8u %-16s %-20s %s\n", indent, 100 * cu->share, fmt_ns(cu->ns, b, sizeof(b)),
+		cu->tid, cu->comm, who, cu->cgroup);
+}
+
+/* The guest threads of a VM (reports with guest traces): time lost to the host, and to whom. */
+static void print_guest_threads(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
+{
+	char a[24], b[24], c[24], d[24], e[24], g[24], h[24], vcpu[12];
+
+	if (!vm->nr_guest_threads)
+		return;
+	fprintf(f, "    GUEST THREADS: time lost to the host (virt_preempted: running in the guest, its vCPU not)\n");
+	fprintf(f, "    %-8s %-16s %4s %10s %10s %7s %10s %10s %10s %10s %10s\n", "TID", "THREAD", "VCPU", "RUNNING",
+		"LOST", "LOST%", "HYPERVSR", "HOST RUNQ", "HOST BLKD", "PREEMPTED", "BLOCKED");
+	for (size_t i = 0; i < vm->nr_guest_threads && (!top || i < top); i++) {
+		const struct guest_thread_summary *t = &vm->guest_threads[i];
+		__u64 on = t->ns[GUEST_RUNNING] + t->ns[GUEST_VIRT_PREEMPTED];
+
+		snprintf(vcpu, sizeof(vcpu), t->vcpu < 0 ? "-" : "%d", t->vcpu);
+		fprintf(f, "    %-8u %-16s %4s %10s %10s %6.1f%% %10s %10s %10s %10s %10s\n", t->tid, t->comm, vcpu,
+			fmt_ns(t->ns[GUEST_RUNNING], a, sizeof(a)), fmt_ns(t->ns[GUEST_VIRT_PREEMPTED], b, sizeof(b)),
+			on ? 100.0 * (double)t->ns[GUEST_VIRT_PREEMPTED] / (double)on : 0.0,
+			fmt_ns(t->lost_hypervisor_ns, c, sizeof(c)), fmt_ns(t->lost_runq_ns, d, sizeof(d)),
+			fmt_ns(t->lost_blocked_ns, e, sizeof(e)),
+			fmt_ns(t->ns[GUEST_PREEMPTED] + t->ns[GUEST_WAIT], g, sizeof(g)),
+			fmt_ns(t->ns[GUEST_BLOCKED], h, sizeof(h)));
+		for (size_t k = 0; k < t->nr_culprits && k < 3; k++) {
+			if (!k)
+				fprintf(f, "      took its vCPU's CPU: %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID",
+					"THREAD", "PROCESS / VM", "CGROUP");
+			print_culprit(f, "                           ", &t->culprits[k]);
+		}
+	}
+	(void)s;
 }
 
 void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs,
@@ -676,22 +755,12 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		if (vm->runq.count)
 			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds);
 		if (vm->nr_culprits) {
-			char b[24];
-
 			fprintf(f, "    %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID", "THREAD",
 				"PROCESS / VM", "CGROUP");
-			for (size_t c = 0; c < vm->nr_culprits && (!top || c < top); c++) {
-				const struct culprit_summary *cu = &vm->culprits[c];
-				char who[96];
-
-				if (cu->vm[0])
-					snprintf(who, sizeof(who), "VM %s vCPU %d", cu->vm, cu->vcpu);
-				else
-					snprintf(who, sizeof(who), "%s (%u)", cu->process, cu->tgid);
-				fprintf(f, "    %5.1f%% %-10s %-8u %-16s %-20s %s\n", 100 * cu->share,
-					fmt_ns(cu->ns, b, sizeof(b)), cu->tid, cu->comm, who, cu->cgroup);
-			}
+			for (size_t c = 0; c < vm->nr_culprits && (!top || c < top); c++)
+				print_culprit(f, "    ", &vm->culprits[c]);
 		}
+		print_guest_threads(f, s, vm, top);
 	}
 	if (oncpu && !split)
 		fprintf(f, "\nnote: kvm_entry/kvm_exit did not fire: guest and hypervisor time are not separated; "

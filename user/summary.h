@@ -51,6 +51,33 @@ struct culprit_summary {
 	double share;	/* of the VM's preempted + wait time in the window */
 };
 
+/*
+ * A guest thread (reports of `vcpustat import` with guest traces,
+ * docs/import.md): what it experienced in the window, and what took its
+ * vCPU while the guest believed it was running.
+ */
+enum guest_thread_state {
+	GUEST_RUNNING = 0,	 /* current in the guest, its vCPU in guest mode */
+	GUEST_VIRT_PREEMPTED,	 /* current in the guest, its vCPU not in guest mode: time lost to the host */
+	GUEST_PREEMPTED,	 /* switched out runnable by the guest's scheduler */
+	GUEST_WAIT,		 /* woken, not yet running in the guest */
+	GUEST_BLOCKED,		 /* sleeping */
+	GUEST_NR_STATES,
+};
+
+struct guest_thread_summary {
+	__u32 tid;
+	char comm[16];
+	int vcpu;			/* the vCPU it was last current on in the window, -1 if none */
+	__u64 ns[GUEST_NR_STATES];	/* in the window */
+	/* virt_preempted time by what its vCPU was doing on the host: */
+	__u64 lost_hypervisor_ns;	/* in the hypervisor (host mode: exits, the VMM) */
+	__u64 lost_runq_ns;		/* preempted or waiting for a CPU: culprits below */
+	__u64 lost_blocked_ns;		/* blocked or idle on the host */
+	struct culprit_summary *culprits; /* who ran on the vCPU's CPU meanwhile, by ns; share = of lost_runq_ns */
+	size_t nr_culprits;
+};
+
 struct vm_summary {
 	__u32 tgid;
 	char name[64];
@@ -66,6 +93,8 @@ struct vm_summary {
 	struct latency_summary runq; /* run-queue wait latency */
 	struct culprit_summary *culprits; /* by ns, descending */
 	size_t nr_culprits;
+	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */
+	size_t nr_guest_threads;
 };
 
 struct summary {
@@ -97,6 +126,9 @@ __u64 latency_percentile(const __u64 *bucket, __u64 count, double q);
 
 /* Share of the window a vCPU spent in state (0..1). */
 double vcpu_share(const struct summary *s, const struct vcpu_summary *v, unsigned int state);
+/* "running", "virt_preempted", "preempted", "wait", "blocked" */
+const char *guest_thread_state_name(unsigned int state);
+
 /* Share of the VM's vCPU-time in state (0..1). */
 double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned int state);
 

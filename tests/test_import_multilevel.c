@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The multi-level analysis: a guest thread runs while its vCPU is preempted
+ * on the host by another VM's vCPU. Host and guest traces (the guest's clock
+ * = 1.0002 x host + 5 s, synchronized from the traces themselves) must give
+ * the exact virt_preempted intervals, and the report must name the other
+ * VM's vCPU as the culprit. Then the rules one by one, on the library.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <jansson.h>
+#include "import_helpers.h"
+#include "import_synth.h"
+#include "multilevel.h"
+#include "report.h"
+
+static const struct layout nine = { .tgid = true, .irq = true, .decimals = 9 };
+
+struct scenario {
+	struct synth p;
+	uint64_t t0;		 /* host time of the scenario */
+	uint64_t g_in, g_out, g_sleep, g_wake; /* guest times of its guest events */
+	char *host, *guest;
+};
+
+#define US 1000ull
+
+static struct tev host_ev(enum tev_type t, uint64_t ts, uint32_t pid, const char *reason)
+{
+	return (struct tev){ .type = t, .ts = ts, .cpu = 0, .pid = pid, .tgid = pid / 1000 * 1000, .comm = "CPU 0/KVM",
+			     .reason = reason };
+}
+
+static struct tev host_sw(uint64_t ts, uint32_t prev, const char *state, uint32_t next)
+{
+	return (struct tev){ .type = T_SWITCH, .ts = ts, .cpu = 0, .pid = prev, .tgid = prev / 1000 * 1000,
+			     .comm = prev ? "CPU 0/KVM" : "swapper/0", .state = state, .pid2 = next,
+			     .comm2 = next ? "CPU 0/KVM" : "swapper/0" };
+}
+
+static struct tev guest_sw(uint64_t ts, uint32_t prev, const char *pc, const char *state, uint32_t next,
+			   const char *nc)
+{
+	return (struct tev){ .type = T_SWITCH, .ts = ts, .cpu = 0, .pid = prev, .tgid = prev, .comm = pc,
+			     .state = state, .pid2 = next, .comm2 = nc };
+}
+
+/*
+ * Host CPU 0: VM A's vCPU 0 (thread 1001) in guest mode from t0; at +1000 us
+ * an interrupt exit, at +1002 us VM B's vCPU 0 (thread 2001) takes the CPU
+ * until +3001 us; A is back in guest mode at +3002 us; an MSR exit from
+ * +5000 to +5010 us; a halt at +9000 us. Host CPU 1: A's vCPU 1 (thread 1002)
+ * takes the sync agent's hypercalls all along.
+ * Guest CPU 0: fib (300) switched in at +500 us, preempted by logger (301) at
+ * +7000 us; logger sleeps at +7900 us; fib is woken at +8500 us.
+ */
+static void make_scenario(struct scenario *sc, uint64_t seed)
+{
+	struct sync_traces agent = { .vcpu_pid = 1002, .vm_tgid = 1000, .host_cpu = 1, .vcpu = 1, .agent_pid = 900,
+				     .guest_cpu = 1, .key0 = 1ull << 48 };
+	struct tev *h = NULL, *g = NULL;
+	size_t nh = 0, ng = 0;
+	uint64_t t0;
+
+	sc->p = synth_default(seed);
+	sc->t0 = t0 = sc->p.host0 + 20000000000ull;
+	sync_tevs(&sc->p, &agent, &h, &nh, &g, &ng);
+	h = realloc(h, (nh + 16) * sizeof(*h));
+	g = realloc(g, (ng + 8) * sizeof(*g));
+	h[nh++] = host_sw(t0, 0, "R", 1001);
+	h[nh++] = host_ev(T_ENTRY, t0 + 1 * US, 1001, NULL);
+	h[nh++] = host_ev(T_KEXIT, t0 + 1000 * US, 1001, "EXTERNAL_INTERRUPT");
+	h[nh++] = host_sw(t0 + 1002 * US, 1001, "R+", 2001);
+	h[nh++] = host_ev(T_ENTRY, t0 + 1003 * US, 2001, NULL);
+	h[nh++] = host_ev(T_KEXIT, t0 + 3000 * US, 2001, "EXTERNAL_INTERRUPT");
+	h[nh++] = host_sw(t0 + 3001 * US, 2001, "R+", 1001);
+	h[nh++] = host_ev(T_ENTRY, t0 + 3002 * US, 1001, NULL);
+	h[nh++] = host_ev(T_KEXIT, t0 + 5000 * US, 1001, "MSR_WRITE");
+	h[nh++] = host_ev(T_ENTRY, t0 + 5010 * US, 1001, NULL);
+	h[nh++] = host_ev(T_KEXIT, t0 + 9000 * US, 1001, "HLT");
+	h[nh++] = host_sw(t0 + 9001 * US, 1001, "S", 0);
+	/* the guest's events, at the guest times of those host instants (the truth) */
+	sc->g_in = (uint64_t)llroundl(synth_guest(&sc->p, (long double)(t0 + 500 * US)));
+	sc->g_out = (uint64_t)llroundl(synth_guest(&sc->p, (long double)(t0 + 7000 * US)));
+	sc->g_sleep = (uint64_t)llroundl(synth_guest(&sc->p, (long double)(t0 + 7900 * US)));
+	sc->g_wake = (uint64_t)llroundl(synth_guest(&sc->p, (long double)(t0 + 8500 * US)));
+	g[ng++] = guest_sw(sc->g_in, 0, "swapper/0", "R", 300, "fib");
+	g[ng++] = guest_sw(sc->g_out, 300, "fib", "R+", 301, "logger");
+	g[ng++] = guest_sw(sc->g_sleep, 301, "logger", "S", 0, "swapper/0");
+	g[ng++] = (struct tev){ .type = T_WAKEUP, .ts = sc->g_wake, .cpu = 0, .pid = 0, .comm = "swapper/0",
+				.pid2 = 300, .comm2 = "fib", .cpu2 = 0 };
+	tev_sort(h, nh);
+	tev_sort(g, ng);
+	sc->host = imp_write_trace(h, nh, &nine);
+	sc->guest = imp_write_trace(g, ng, &nine);
+	free(h);
+	free(g);
+}
+
+static uint64_t mapped(const struct import_result *res, uint64_t guest_ns)
+{
+	struct vcpustat_sync_time t;
+
+	cr_assert_eq(vcpustat_sync_apply(&res->guests[0].sync.transform, guest_ns, &t), 0);
+	return t.host_ns - res->start_ns; /* file time */
+}
+
+static void assert_intervals(const char *sht, const char *path, const uint64_t (*want)[2], const char *const *value,
+			     size_t n, uint64_t file_end)
+{
+	struct sht_interval *iv;
+	struct sht_reader *r;
+	size_t got = imp_intervals(sht, path, &iv, &r);
+
+	for (size_t i = 0; i < got; i++)
+		cr_log_info("%s [%llu, %llu) %s", path, (unsigned long long)iv[i].start, (unsigned long long)iv[i].end,
+			    iv[i].value.type == SHT_STR ? iv[i].value.s : "(int)");
+	cr_assert_eq(got, n, "%s: %zu intervals, %zu expected", path, got, n);
+	for (size_t i = 0; i < n; i++) {
+		char v[32];
+
+		if (iv[i].value.type == SHT_INT)
+			snprintf(v, sizeof(v), "%lld", (long long)iv[i].value.i);
+		else
+			snprintf(v, sizeof(v), "%s", iv[i].value.s);
+		cr_assert_eq(iv[i].start, want[i][0], "%s #%zu: start %llu, expected %llu", path, i,
+			     (unsigned long long)iv[i].start, (unsigned long long)want[i][0]);
+		cr_assert_eq(iv[i].end, want[i][1] ? want[i][1] : file_end, "%s #%zu: end %llu, expected %llu", path, i,
+			     (unsigned long long)iv[i].end, (unsigned long long)(want[i][1] ? want[i][1] : file_end));
+		cr_assert_str_eq(v, value[i], "%s #%zu", path, i);
+	}
+	free(iv);
+	sht_close(r);
+}
+
+static int run_cli(const char *args, char *out, size_t len)
+{
+	char cmd[2048];
+	FILE *p;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s 2>&1",
+		 getenv("VCPUSTAT_BUILD_DIR") ? getenv("VCPUSTAT_BUILD_DIR") : VCPUSTAT_BUILD_DIR, args);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(import_multilevel, guest_thread_virt_preempted_by_another_vms_vcpu)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" }, { 2000, "vmB" } };
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .names = names, .nnames = 2, .guests = &guest, .nguests = 1 };
+	struct import_result res;
+	struct scenario sc;
+	uint64_t t0, in, out, sleep, end;
+	char *sht;
+
+	make_scenario(&sc, 11);
+	o.host = sc.host;
+	guest.path = sc.guest;
+	sht = imp_run(&o, &res);
+	cr_assert_eq(res.nguests, 1);
+	cr_assert_eq(res.guests[0].sync.quality, VCPUSTAT_SYNC_ACCURATE);
+	cr_assert(res.guests[0].host_mode_known);
+	cr_assert_eq(res.guests[0].ml.threads, 2, "fib and logger (the idle task is no thread)");
+	cr_assert_eq(res.guests[0].ml.after_end, 0);
+	t0 = sc.t0 - res.start_ns;
+	end = res.end_ns - res.start_ns;
+	in = mapped(&res, sc.g_in);
+	out = mapped(&res, sc.g_out);
+	sleep = mapped(&res, sc.g_sleep);
+	/* the transform puts the guest's events within a microsecond of when they happened */
+	cr_assert_lt(llabs((long long)in - (long long)(t0 + 500 * US)), 1000);
+	cr_assert_lt(llabs((long long)out - (long long)(t0 + 7000 * US)), 1000);
+	{
+		const uint64_t want[][2] = {
+			{ in, t0 + 1000 * US },		  /* running */
+			{ t0 + 1000 * US, t0 + 3002 * US }, /* exit, then preempted by VM B's vCPU */
+			{ t0 + 3002 * US, t0 + 5000 * US }, /* running */
+			{ t0 + 5000 * US, t0 + 5010 * US }, /* the MSR exit */
+			{ t0 + 5010 * US, out },	  /* running */
+			{ out, 0 },			  /* preempted in the guest, to the end */
+		};
+		const char *const value[] = { "running", "virt_preempted", "running", "virt_preempted", "running",
+					      "preempted" };
+
+		assert_intervals(sht, "/vms/vmA/threads/300/state", want, value, 6, end);
+	}
+	{
+		const uint64_t want[][2] = { { out, sleep }, { sleep, 0 } };
+		const char *const value[] = { "running", "blocked" };
+
+		assert_intervals(sht, "/vms/vmA/threads/301/state", want, value, 2, end);
+	}
+	{
+		const uint64_t want[][2] = { { in, out }, { out, sleep }, { sleep, 0 } };
+		const char *const value[] = { "300", "301", "0" };
+
+		assert_intervals(sht, "/vms/vmA/vcpus/0/guest_tid", want, value, 3, end);
+	}
+	{
+		const uint64_t want[][2] = { { in, 0 } };
+		const char *const value[] = { "fib" };
+
+		assert_intervals(sht, "/vms/vmA/threads/300/name", want, value, 1, end);
+	}
+
+	/* the report: time lost to the host, and who took the CPU */
+	{
+		struct vcpustat_error err = { 0 };
+		struct sht_reader *r;
+		struct summary s;
+		const struct vm_summary *vm = NULL;
+		const struct guest_thread_summary *fib = NULL;
+		bool culprits;
+
+		cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+		cr_assert_eq(report_build(&s, r, sht_get_info(r)->start, sht_get_info(r)->end, NULL, &culprits, &err), 0,
+			     "%s", err.msg);
+		for (size_t i = 0; i < s.nr_vms; i++)
+			if (!strcmp(s.vms[i].name, "vmA"))
+				vm = &s.vms[i];
+		cr_assert(vm);
+		cr_assert_eq(vm->nr_guest_threads, 2);
+		fib = &vm->guest_threads[0];
+		cr_assert_eq(fib->tid, 300, "the thread that lost the most comes first");
+		cr_assert_str_eq(fib->comm, "fib");
+		cr_assert_eq(fib->vcpu, 0);
+		cr_assert_eq(fib->ns[GUEST_VIRT_PREEMPTED], 2012 * US);
+		cr_assert_eq(fib->lost_hypervisor_ns, 13 * US, "1000-1002, 3001-3002, 5000-5010 us");
+		cr_assert_eq(fib->lost_runq_ns, 1999 * US);
+		cr_assert_eq(fib->lost_blocked_ns, 0);
+		cr_assert_eq(fib->ns[GUEST_RUNNING], (t0 + 1000 * US - in) + 1998 * US + (out - t0 - 5010 * US));
+		cr_assert_eq(fib->nr_culprits, 1);
+		cr_assert_eq(fib->culprits[0].tid, 2001);
+		cr_assert_str_eq(fib->culprits[0].vm, "vmB");
+		cr_assert_eq(fib->culprits[0].vcpu, 0);
+		cr_assert_eq(fib->culprits[0].ns, 1999 * US);
+		cr_assert_eq(vm->guest_threads[1].tid, 301);
+		cr_assert_eq(vm->guest_threads[1].ns[GUEST_VIRT_PREEMPTED], 0);
+		summary_free(&s);
+		sht_close(r);
+	}
+	{
+		static char text[65536];
+		char args[512];
+		json_error_t je;
+		json_t *doc, *vms, *gt = NULL;
+
+		snprintf(args, sizeof(args), "report %s --vm vmA", sht);
+		cr_assert_eq(run_cli(args, text, sizeof(text)), 0, "%s", text);
+		cr_assert(strstr(text, "GUEST THREADS: time lost to the host"), "%s", text);
+		cr_assert(strstr(text, "VM vmB vCPU 0"), "%s", text);
+		snprintf(args, sizeof(args), "report %s --vm vmA --json", sht);
+		cr_assert_eq(run_cli(args, text, sizeof(text)), 0, "%s", text);
+		doc = json_loads(text, 0, &je);
+		cr_assert(doc, "%s", je.text);
+		vms = json_object_get(doc, "vms");
+		gt = json_array_get(json_object_get(json_array_get(vms, 0), "guest_threads"), 0);
+		cr_assert(gt, "%s", text);
+		cr_assert_eq(json_integer_value(json_object_get(gt, "tid")), 300);
+		cr_assert_eq(json_integer_value(json_object_get(gt, "lost_to_host_ns")), 2012 * US);
+		cr_assert_str_eq(json_string_value(json_object_get(
+					 json_array_get(json_object_get(gt, "culprits"), 0), "vm")),
+				 "vmB");
+		json_decref(doc);
+	}
+	import_result_free(&res);
+	unlink(sht);
+	unlink(sc.host);
+	unlink(sc.guest);
+}
+
+Test(import_multilevel, guest_without_sync_is_refused)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" } };
+	struct layout l = nine;
+	struct tev g[2] = {
+		{ .type = T_SWITCH, .ts = 5000000000ull, .pid = 0, .comm = "swapper/0", .state = "R", .pid2 = 300,
+		  .comm2 = "fib" },
+		{ .type = T_SWITCH, .ts = 5000100000ull, .pid = 300, .comm = "fib", .state = "S", .pid2 = 0,
+		  .comm2 = "swapper/0" },
+	};
+	struct scenario sc;
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .names = names, .nnames = 1, .guests = &guest, .nguests = 1, .no_sync = true };
+	struct vcpustat_error err = { 0 };
+	struct import_result res;
+
+	make_scenario(&sc, 12);
+	guest.path = imp_write_trace(g, 2, &l);
+	o.host = sc.host;
+	o.out = imp_tmp(".sht");
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -ENODATA);
+	cr_assert(strstr(err.msg, "no synchronization") && strstr(err.msg, "vcpustat-sync-agent"), "%s", err.msg);
+	import_result_free(&res);
+	unlink(guest.path);
+	unlink(sc.host);
+	unlink(sc.guest);
+}
+
+/* ---- the rules, on the library ---- */
+
+static struct vcpustat_record rec_state(uint64_t ts, uint32_t tid, uint32_t tgid, uint16_t vcpu, uint8_t from,
+					uint8_t to)
+{
+	return (struct vcpustat_record){ .ts = ts, .tid = tid, .tgid = tgid, .type = VCPUSTAT_REC_STATE,
+					 .cause = VCPUSTAT_EV_SWITCH, .from = from, .to = to, .vcpu = vcpu };
+}
+
+struct ml_run {
+	struct recorder *rec;
+	struct ml *ml;
+	char *path;
+};
+
+static void ml_start(struct ml_run *m, uint64_t start, uint32_t tgid, const struct ml_guest_event *ev, size_t n,
+		     bool host_mode_known)
+{
+	struct recorder_opts ro = { .mono_start_ns = start, .no_sync = true };
+	struct vcpustat_error err = { 0 };
+
+	m->path = imp_tmp(".sht");
+	ro.path = m->path;
+	cr_assert_eq(recorder_open(&m->rec, &ro, &err), 0, "%s", err.msg);
+	cr_assert_eq(ml_new(&m->ml, m->rec, start), 0);
+	cr_assert_eq(ml_add_guest(m->ml, tgid, ev, n, host_mode_known, &err), 0, "%s", err.msg);
+}
+
+static void ml_host(struct ml_run *m, const struct vcpustat_record *r)
+{
+	struct vcpustat_error err = { 0 };
+
+	cr_assert_eq(ml_host_record(m->ml, r, &err), 0, "%s", err.msg);
+	cr_assert_eq(recorder_add(m->rec, r, &err), 0, "%s", err.msg);
+}
+
+static void ml_state(struct ml_run *m, struct vcpustat_record r)
+{
+	ml_host(m, &r);
+}
+
+static void ml_end(struct ml_run *m, uint64_t end, struct ml_guest_stats *st)
+{
+	struct vcpustat_error err = { 0 };
+
+	cr_assert_eq(ml_finish(m->ml, end, &err), 0, "%s", err.msg);
+	ml_get_stats(m->ml, 0, st);
+	cr_assert_eq(recorder_close(m->rec, end, &err), 0, "%s", err.msg);
+	ml_free(m->ml);
+}
+
+Test(import_multilevel, rules_without_kvm_entry_early_events_and_one_instant)
+{
+	/* guest CPU 0: thread 7 in before the host trace starts, out and back in at one instant, exits */
+	const struct ml_guest_event ev[] = {
+		{ .ts = 50, .tid = 0, .tid2 = 7, .cpu = 0, .type = ML_EV_SWITCH, .comm2 = "seven" },
+		{ .ts = 300, .tid = 7, .tid2 = 8, .cpu = 0, .type = ML_EV_SWITCH, .flags = ML_F_RUNNABLE, .comm = "seven",
+		  .comm2 = "eight" },
+		{ .ts = 300, .tid = 8, .tid2 = 7, .cpu = 0, .type = ML_EV_SWITCH, .flags = ML_F_RUNNABLE,
+		  .comm = "eight", .comm2 = "seven" },
+		{ .ts = 400, .tid = 9, .cpu = 0, .type = ML_EV_WAKEUP, .comm = "nine" },
+		{ .ts = 500, .tid = 7, .tid2 = 0, .cpu = 0, .type = ML_EV_SWITCH, .flags = ML_F_EXITING, .comm = "seven" },
+		{ .ts = 2000, .tid = 9, .cpu = 0, .type = ML_EV_EXIT }, /* after the host's end: not used */
+	};
+	struct vcpustat_record vnew = { .ts = 100, .tid = 11, .tgid = 10, .type = VCPUSTAT_REC_VCPU_NEW, .vcpu = 0 };
+	struct ml_run m;
+	struct ml_guest_stats st;
+
+	/* no kvm_entry/kvm_exit for this VM: a vCPU on a CPU (HOST) counts as running guest code */
+	ml_start(&m, 100, 10, ev, sizeof(ev) / sizeof(ev[0]), false);
+	ml_host(&m, &vnew);
+	ml_state(&m, rec_state(100, 11, 10, 0, VCPU_UNKNOWN, VCPU_HOST));
+	ml_state(&m, rec_state(200, 11, 10, 0, VCPU_HOST, VCPU_PREEMPTED));
+	ml_state(&m, rec_state(250, 11, 10, 0, VCPU_PREEMPTED, VCPU_HOST));
+	ml_state(&m, rec_state(450, 11, 10, 0, VCPU_HOST, VCPU_BLOCKED));
+	ml_state(&m, rec_state(480, 11, 10, 0, VCPU_BLOCKED, VCPU_HOST));
+	ml_state(&m, rec_state(1000, 11, 10, 0, VCPU_HOST, VCPU_IDLE));
+	ml_end(&m, 1000, &st);
+	cr_assert_eq(st.threads, 3);
+	cr_assert_eq(st.applied, 5);
+	cr_assert_eq(st.after_end, 1);
+	{
+		/* file time = host time - 100; the switch at 50 counts from the start (0) */
+		const uint64_t want[][2] = { { 0, 100 }, { 100, 150 }, { 150, 350 }, { 350, 380 }, { 380, 400 } };
+		const char *const value[] = { "running", "virt_preempted", "running", "virt_preempted", "running" };
+
+		assert_intervals(m.path, "/vms/pid10/threads/7/state", want, value, 5, 900);
+	}
+	{
+		/* 9 was woken at 400 (its exit after the host's end is not used) */
+		const uint64_t want[][2] = { { 300, 0 } };
+		const char *const value[] = { "wait" };
+
+		assert_intervals(m.path, "/vms/pid10/threads/9/state", want, value, 1, 900);
+	}
+	{
+		/* 8 was in and out at one instant: runnable, not running, from then on; written once */
+		const uint64_t want[][2] = { { 200, 0 } };
+		const char *const value[] = { "preempted" };
+
+		assert_intervals(m.path, "/vms/pid10/threads/8/state", want, value, 1, 900);
+	}
+	{
+		const uint64_t want[][2] = { { 200, 0 } };
+		const char *const value[] = { "eight" };
+
+		assert_intervals(m.path, "/vms/pid10/threads/8/name", want, value, 1, 900);
+	}
+	{
+		const uint64_t want[][2] = { { 0, 400 }, { 400, 0 } };
+		const char *const value[] = { "7", "0" };
+
+		assert_intervals(m.path, "/vms/pid10/vcpus/0/guest_tid", want, value, 2, 900);
+	}
+	unlink(m.path);
+}
