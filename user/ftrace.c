@@ -81,6 +81,27 @@ static cp find(cp p, cp e, const char *s, size_t n)
 
 #define FIND(p, e, lit) find((p), (e), (lit), sizeof(lit) - 1)
 
+/*
+ * A " key=" that usually follows within a few bytes (after a task name, which
+ * may hold spaces, or a number): tried at each space of the next 64 bytes
+ * first (far cheaper than memmem on every line), then anywhere.
+ */
+static cp find_near(cp p, cp e, const char *key, size_t n)
+{
+	cp lim = e - p > 64 ? p + 64 : e;
+
+	for (cp q = p; q < lim; q++) {
+		q = memchr(q, key[0], (size_t)(lim - q));
+		if (!q)
+			break;
+		if ((size_t)(e - q) >= n && !memcmp(q, key, n))
+			return q;
+	}
+	return find(lim, e, key, n);
+}
+
+#define NEAR(p, e, lit) find_near((p), (e), (lit), sizeof(lit) - 1)
+
 static bool starts(cp p, cp e, const char *s, size_t n)
 {
 	return (size_t)(e - p) >= n && !memcmp(p, s, n);
@@ -367,7 +388,7 @@ static enum ev_name event_name(cp s, size_t n)
 /* "key=<digits>" following a literal " key=" found in [p, e): the value. */
 static bool field_num(cp p, cp e, const char *key, size_t klen, uint64_t *v, cp *after)
 {
-	cp q = find(p, e, key, klen);
+	cp q = find_near(p, e, key, klen);
 
 	if (!q)
 		return false;
@@ -391,7 +412,7 @@ static bool comm_pid(cp f, cp e, cp *comm, cp *comm_end, uint64_t *pid, cp *afte
 	if (!STARTS(f, e, "comm="))
 		return false;
 	*comm = f + 5;
-	q = FIND(*comm, e, " pid=");
+	q = NEAR(*comm, e, " pid=");
 	if (!q)
 		return false;
 	*comm_end = q;
@@ -434,13 +455,13 @@ static enum ftrace_line parse_switch(struct ftrace_parser *ps, cp f, cp e, struc
 
 	if (STARTS(f, e, "prev_comm=")) {
 		pc = f + 10;
-		pce = FIND(pc, e, " prev_pid=");
+		pce = NEAR(pc, e, " prev_pid=");
 		if (!pce)
 			return bad(ps, "sched_switch: no prev_pid=");
 		q = pce + 10;
 		if (!num(&q, e, &prev))
 			return bad(ps, "sched_switch: prev_pid is not a number");
-		s = FIND(q, e, " prev_state=");
+		s = NEAR(q, e, " prev_state=");
 		if (!s)
 			return bad(ps, "sched_switch: no prev_state=");
 		s += 12;
@@ -449,11 +470,11 @@ static enum ftrace_line parse_switch(struct ftrace_parser *ps, cp f, cp e, struc
 			return bad(ps, "sched_switch: nothing after prev_state");
 		if (ftrace_prev_state(s, (size_t)(q - s), &state, &preempt))
 			return bad(ps, "sched_switch: prev_state is not a task state (R, R+, S, D, D|K, ...)");
-		nc = FIND(q, e, "==> next_comm=");
+		nc = NEAR(q, e, "==> next_comm=");
 		if (!nc)
 			return bad(ps, "sched_switch: no '==> next_comm='");
 		nc += 14;
-		nce = FIND(nc, e, " next_pid=");
+		nce = NEAR(nc, e, " next_pid=");
 		if (!nce)
 			return bad(ps, "sched_switch: no next_pid=");
 		q = nce + 10;
@@ -593,7 +614,7 @@ static enum ftrace_line parse_kvm_exit(struct ftrace_parser *ps, cp f, cp e, str
 	if (!STARTS(q, e, "reason "))
 		return bad(ps, "kvm_exit: no 'reason <name>'");
 	r = q + 7;
-	re = FIND(r, e, " rip ");
+	re = NEAR(r, e, " rip ");
 	if (!re)
 		re = e;
 	while (re > r && re[-1] == ' ')
@@ -806,6 +827,7 @@ static bool lost_line(struct ftrace_parser *ps, cp p, cp e)
 enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, size_t len, struct trace_event *t)
 {
 	cp p = line, e = line + len, task, comm_end, name, f;
+	enum ev_name which;
 	uint64_t pid, cpu, ts;
 	int64_t tgid;
 	int ret;
@@ -847,6 +869,9 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 		return bad(ps, "no '<event>:' after the timestamp");
 	f = p + 1;
 	skip_spaces(&f, e);
+	which = event_name(name, (size_t)(p - name));
+	if (which == EVN_NONE)
+		return FTRACE_SKIP; /* before anything else is done */
 
 	memset(t, 0, sizeof(*t));
 	t->ev.ts = ts;
@@ -854,7 +879,7 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	t->pid = (uint32_t)pid;
 	t->tgid = tgid;
 	copy_comm(t->cur_comm, task, comm_end);
-	switch (event_name(name, (size_t)(p - name))) {
+	switch (which) {
 	case EVN_SWITCH: return parse_switch(ps, f, e, t);
 	case EVN_WAKEUP: return parse_wakeup(ps, f, e, t, false);
 	case EVN_WAKEUP_NEW: return parse_wakeup(ps, f, e, t, true);
@@ -867,7 +892,7 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	/* KVM events are about the current thread */
 	t->ev.tid = pid;
 	memcpy(t->ev.comm, t->cur_comm, sizeof(t->ev.comm));
-	switch (event_name(name, (size_t)(p - name))) {
+	switch (which) {
 	case EVN_KVM_ENTRY: return parse_kvm_entry(ps, f, e, t);
 	case EVN_KVM_EXIT: return parse_kvm_exit(ps, f, e, t);
 	case EVN_KVM_UEXIT: return parse_kvm_uexit(ps, f, e, t);

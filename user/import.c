@@ -26,6 +26,59 @@ struct tid_sync {
 	uint64_t key, ts;
 };
 
+/* What the trace told about each thread, by tid: a two-level table (pages of 4096 tids). */
+#define TID_PAGE_BITS 12
+#define TID_PAGE (1u << TID_PAGE_BITS)
+
+struct tid_info {
+	uint32_t tgid;	  /* its process, if has_tgid */
+	uint8_t has_tgid; /* the trace said (TGID column, LTTng pid) */
+	uint8_t has_comm;
+	char comm[16];	  /* the first name seen */
+};
+
+struct tidtab {
+	struct tid_info **pages;
+	size_t npages;
+};
+
+static struct tid_info *tid_get(struct tidtab *t, uint32_t tid, bool create)
+{
+	size_t pg = tid >> TID_PAGE_BITS;
+
+	if (pg >= t->npages) {
+		size_t n = t->npages ? t->npages : 64;
+		struct tid_info **p;
+
+		if (!create)
+			return NULL;
+		while (n <= pg)
+			n *= 2;
+		p = realloc(t->pages, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + t->npages, 0, (n - t->npages) * sizeof(*p));
+		t->pages = p;
+		t->npages = n;
+	}
+	if (!t->pages[pg]) {
+		if (!create)
+			return NULL;
+		t->pages[pg] = calloc(TID_PAGE, sizeof(struct tid_info));
+		if (!t->pages[pg])
+			return NULL;
+	}
+	return &t->pages[pg][tid & (TID_PAGE - 1)];
+}
+
+static void tidtab_free(struct tidtab *t)
+{
+	for (size_t i = 0; i < t->npages; i++)
+		free(t->pages[i]);
+	free(t->pages);
+	memset(t, 0, sizeof(*t));
+}
+
 struct guest_input {
 	uint32_t tgid;
 	struct ml_guest_event *ev;
@@ -37,10 +90,9 @@ struct import {
 	struct import_result *res;
 	struct hashmap explicit;     /* tid -> u32 VM id (--vm NAME=TIDS: the first TID) */
 	struct hashmap names;	     /* VM id -> char[64] display name (--vm-name, --vm) */
-	struct hashmap tgids;	     /* tid -> u32 process, as the trace told */
+	struct tidtab tids;	     /* what the trace told about threads: process, name */
 	struct hashmap inferred;     /* tid -> u32 VM id: vCPU threads grouped by name (no process known) */
 	struct hashmap inferred_ids; /* VM id -> u8 */
-	struct hashmap comms;	     /* tid -> char[16], the first name seen */
 	struct hashmap kvm_tids;     /* tid -> u8: 1 had KVM events, 2 had kvm_entry or kvm_exit */
 	struct hashmap pending;	     /* tid -> u64 key of a sync hypercall waiting for its kvm_entry */
 	struct hashmap orphans;	     /* tid -> u8: vCPU threads made their own VM */
@@ -57,7 +109,7 @@ struct import {
 	struct guest_input *gin;
 	struct vcpustat_error *err;
 	struct sht_meta meta[MAX_META]; /* the file's metadata (the recorder keeps pointers to it) */
-	char meta_keys[MAX_META][64];
+	char meta_keys[MAX_META][96];
 	char meta_vals[MAX_META][512];
 	size_t nmeta;
 };
@@ -71,10 +123,8 @@ static int import_init(struct import *im, const struct import_opts *o, struct im
 	im->res = res;
 	e = e ? e : hashmap_init(&im->explicit, sizeof(uint32_t), sizeof(uint32_t), 0);
 	e = e ? e : hashmap_init(&im->names, sizeof(uint32_t), 64, 0);
-	e = e ? e : hashmap_init(&im->tgids, sizeof(uint32_t), sizeof(uint32_t), 0);
 	e = e ? e : hashmap_init(&im->inferred, sizeof(uint32_t), sizeof(uint32_t), 0);
 	e = e ? e : hashmap_init(&im->inferred_ids, sizeof(uint32_t), 1, 0);
-	e = e ? e : hashmap_init(&im->comms, sizeof(uint32_t), 16, 0);
 	e = e ? e : hashmap_init(&im->kvm_tids, sizeof(uint32_t), 1, 0);
 	e = e ? e : hashmap_init(&im->pending, sizeof(uint32_t), sizeof(uint64_t), 0);
 	e = e ? e : hashmap_init(&im->orphans, sizeof(uint32_t), 1, 0);
@@ -112,10 +162,9 @@ static void import_free(struct import *im)
 {
 	hashmap_free(&im->explicit);
 	hashmap_free(&im->names);
-	hashmap_free(&im->tgids);
+	tidtab_free(&im->tids);
 	hashmap_free(&im->inferred);
 	hashmap_free(&im->inferred_ids);
-	hashmap_free(&im->comms);
 	hashmap_free(&im->kvm_tids);
 	hashmap_free(&im->pending);
 	hashmap_free(&im->orphans);
@@ -133,22 +182,27 @@ static void import_free(struct import *im)
 
 static void learn_name(struct import *im, uint64_t tid, const char comm[16])
 {
-	uint32_t t = (uint32_t)tid;
+	struct tid_info *t;
 
 	if (!comm[0] || (comm[0] == '<' && !strcmp(comm, "<...>")))
 		return;
-	hashmap_insert(&im->comms, &t, comm); /* the first name wins; -EEXIST is fine */
+	t = tid_get(&im->tids, (uint32_t)tid, true);
+	if (t && !t->has_comm) { /* the first name wins */
+		memcpy(t->comm, comm, 16);
+		t->comm[15] = '\0';
+		t->has_comm = 1;
+	}
 }
 
 static void learn(struct import *im, const struct trace_event *te)
 {
 	if (te->tgid >= 0) {
-		uint32_t *known = hashmap_lookup(&im->tgids, &te->pid), tg = (uint32_t)te->tgid;
+		struct tid_info *t = tid_get(&im->tids, te->pid, true);
 
-		if (!known)
-			hashmap_insert(&im->tgids, &te->pid, &tg);
-		else
-			*known = tg;
+		if (t) {
+			t->tgid = (uint32_t)te->tgid;
+			t->has_tgid = 1;
+		}
 	}
 	learn_name(im, te->pid, te->cur_comm);
 	switch (te->ev.type) {
@@ -176,8 +230,12 @@ static uint32_t tgid_for(struct import *im, uint64_t tid, int64_t told)
 		return *x;
 	if (told >= 0)
 		return (uint32_t)told;
-	if ((x = hashmap_lookup(&im->tgids, &t)))
-		return *x;
+	{
+		const struct tid_info *ti = tid_get(&im->tids, t, false);
+
+		if (ti && ti->has_tgid)
+			return ti->tgid;
+	}
 	if (im->inferred.count && (x = hashmap_lookup(&im->inferred, &t)))
 		return *x;
 	return 0;
@@ -216,10 +274,10 @@ static const char *vm_name_cb(void *ctx, uint32_t tgid)
 static const char *thread_name_cb(void *ctx, uint32_t tid, uint32_t *tgid)
 {
 	struct import *im = ctx;
-	const char *n = hashmap_lookup(&im->comms, &tid);
+	const struct tid_info *t = tid_get(&im->tids, tid, false);
 
 	*tgid = tgid_for(im, tid, -1);
-	return n;
+	return t && t->has_comm ? t->comm : NULL;
 }
 
 /* ---- the first pass: sync events, thread groups ---- */
@@ -301,17 +359,22 @@ static int by_tid(const void *a, const void *b)
 static int infer_groups(struct import *im)
 {
 	struct vcpu_thread *v = NULL;
-	size_t n = 0, cap = 0, pos = 0;
+	size_t n = 0, cap = 0;
 	uint32_t group = 0;
 	bool have = false;
-	void *k, *val;
 	int e = 0;
 
-	while (hashmap_next(&im->comms, &pos, &k, &val)) {
-		uint32_t tid = *(uint32_t *)k;
-		int idx = vcpu_index_from_comm(val);
+	for (size_t i = 0; i < im->tids.npages * TID_PAGE; i++) {
+		const struct tid_info *ti = im->tids.pages[i / TID_PAGE] ? &im->tids.pages[i / TID_PAGE][i % TID_PAGE] : NULL;
+		uint32_t tid = (uint32_t)i;
+		int idx;
 
-		if (idx < 0 || hashmap_lookup(&im->explicit, &tid) || hashmap_lookup(&im->tgids, &tid))
+		if (!ti) {
+			i += TID_PAGE - 1; /* an empty page */
+			continue;
+		}
+		if (!ti->has_comm || ti->has_tgid || (idx = vcpu_index_from_comm(ti->comm)) < 0 ||
+		    hashmap_lookup(&im->explicit, &tid))
 			continue;
 		if (n == cap) {
 			struct vcpu_thread *a = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*a));
@@ -684,11 +747,11 @@ static void complete(struct import *im, const struct trace_event *te, struct vcp
 				im->res->orphan_vcpus++;
 		}
 		if (ev->comm[0] == '<') {
-			const char *n = hashmap_lookup(&im->comms, &tid);
+			const struct tid_info *t = tid_get(&im->tids, tid, false);
 
 			memset(ev->comm, 0, sizeof(ev->comm));
-			if (n)
-				memcpy(ev->comm, n, 16);
+			if (t && t->has_comm)
+				memcpy(ev->comm, t->comm, 16);
 		}
 		break;
 	}
@@ -746,7 +809,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	for (size_t i = 0; i < o->nguests; i++) {
 		const struct import_guest_result *g = &im->res->guests[i];
 		const struct vcpustat_sync_transform *t = &g->sync.transform;
-		char key[64];
+		char key[96];
 
 		snprintf(key, sizeof(key), "guest_trace.%s", g->vm);
 		add_meta(im, key, "%s", o->guests[i].path);
@@ -859,11 +922,6 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		if (e)
 			goto out;
 		e = trace_rewind(tr, err);
-		if (e)
-			goto out;
-		/* the replay pass learns again, in trace order */
-		hashmap_free(&im.comms);
-		e = hashmap_init(&im.comms, sizeof(uint32_t), 16, 0);
 		if (e)
 			goto out;
 	}

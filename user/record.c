@@ -79,8 +79,10 @@ struct recorder {
 	struct hashmap reason_names; /* (kind << 40 | isa << 32 | reason) -> interned name */
 	const char *s_running, *s_preempted, *s_blocked, *s_wait;
 	size_t lost_attr;
-	struct pending *heap;
+	struct pending *heap;  /* records that came out of order */
 	size_t nheap, capheap;
+	struct pending *fifo;  /* records that came in order (most): a ring */
+	size_t fhead, nfifo, capfifo;
 	uint64_t seq, max_ts, last_t;
 	struct recorder_stats st;
 	uint64_t intervals_closed; /* intervals of files already closed */
@@ -570,17 +572,46 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 	return e;
 }
 
-/* ---- the reorder window: a min-heap by (ts, arrival) ---- */
+/*
+ * ---- the reorder window, by (ts, arrival) ----
+ * Records that arrive in time order (nearly all) queue in a FIFO; the few
+ * older than the newest queued one go to a min-heap. The next record is the
+ * earlier of the two heads.
+ */
 
 static bool before(const struct pending *a, const struct pending *b)
 {
 	return a->rec.ts < b->rec.ts || (a->rec.ts == b->rec.ts && a->seq < b->seq);
 }
 
+static int fifo_push(struct recorder *r, const struct pending *p)
+{
+	if (r->nfifo == r->capfifo) {
+		size_t cap = r->capfifo ? r->capfifo * 2 : 4096;
+		struct pending *f = malloc(cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->nfifo; i++) /* unwrap the ring */
+			f[i] = r->fifo[(r->fhead + i) % r->capfifo];
+		free(r->fifo);
+		r->fifo = f;
+		r->fhead = 0;
+		r->capfifo = cap;
+	}
+	r->fifo[(r->fhead + r->nfifo++) % r->capfifo] = *p;
+	return 0;
+}
+
 static int heap_push(struct recorder *r, const struct vcpustat_record *rec)
 {
+	struct pending p;
 	size_t i;
 
+	p.rec = *rec;
+	p.seq = r->seq++;
+	if (!r->nfifo || !before(&p, &r->fifo[(r->fhead + r->nfifo - 1) % r->capfifo]))
+		return fifo_push(r, &p);
 	if (r->nheap == r->capheap) {
 		size_t cap = r->capheap ? r->capheap * 2 : 4096;
 		struct pending *h = realloc(r->heap, cap * sizeof(*h));
@@ -591,8 +622,7 @@ static int heap_push(struct recorder *r, const struct vcpustat_record *rec)
 		r->capheap = cap;
 	}
 	i = r->nheap++;
-	r->heap[i].rec = *rec;
-	r->heap[i].seq = r->seq++;
+	r->heap[i] = p;
 	while (i && before(&r->heap[i], &r->heap[(i - 1) / 2])) {
 		struct pending tmp = r->heap[i];
 
@@ -626,13 +656,36 @@ static void heap_pop(struct recorder *r, struct pending *out)
 	}
 }
 
+/* The next record in (ts, arrival) order, or NULL. */
+static const struct pending *queue_peek(const struct recorder *r)
+{
+	const struct pending *f = r->nfifo ? &r->fifo[r->fhead] : NULL;
+
+	if (!r->nheap)
+		return f;
+	return !f || before(&r->heap[0], f) ? &r->heap[0] : f;
+}
+
+static void queue_pop(struct recorder *r, struct pending *out)
+{
+	if (r->nheap && queue_peek(r) == &r->heap[0]) {
+		heap_pop(r, out);
+		return;
+	}
+	*out = r->fifo[r->fhead];
+	r->fhead = (r->fhead + 1) % r->capfifo;
+	r->nfifo--;
+}
+
 static int drain(struct recorder *r, bool all, struct vcpustat_error *err)
 {
-	while (r->nheap && (all || r->heap[0].rec.ts + r->o.reorder_ns <= r->max_ts)) {
+	const struct pending *next;
+
+	while ((next = queue_peek(r)) && (all || next->rec.ts + r->o.reorder_ns <= r->max_ts)) {
 		struct pending p;
 		int e;
 
-		heap_pop(r, &p);
+		queue_pop(r, &p);
 		e = p.rec.type == PENDING_VALUE ? apply_value(r, &p.val) : apply(r, &p.rec);
 		if (e) {
 			const struct vcpustat_error *we = r->w ? sht_writer_error(r->w) : NULL;
@@ -762,6 +815,7 @@ static void recorder_free(struct recorder *r)
 		free(r->files[i]);
 	free(r->files);
 	free(r->heap);
+	free(r->fifo);
 	free(r);
 }
 

@@ -182,7 +182,7 @@ int trace_open(struct trace_reader **rp, const char *path, const struct trace_op
 static void keep_message(struct trace_stats *st, const char *msg)
 {
 	if (st->nmessages < TRACE_KEEP_MESSAGES)
-		snprintf(st->messages[st->nmessages++], sizeof(st->messages[0]), "%s", msg);
+		snprintf(st->messages[st->nmessages++], sizeof(st->messages[0]), "%.255s", msg);
 }
 
 static void account(struct trace_stats *st, const struct trace_event *ev)

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * trace-gen: a large, plausible host trace in ftrace text for bench/import.sh.
+ *
+ *   trace-gen LINES FILE [--no-tgid]
+ *
+ * 8 CPUs, 4 VMs of 3 vCPUs (QEMU-style "CPU n/KVM" threads), 8 host threads.
+ * vCPUs run guest code between kvm_exit/kvm_entry pairs (several reasons,
+ * some userspace exits), halt and sleep, get woken, preempted by host
+ * threads and each other, migrate; about 15 % of the lines are events the
+ * importer skips (irq, softirq, timer). The layout is tracefs' with the tgid
+ * and irq-flags columns, 6 decimals.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCPU 8
+#define NVM 4
+#define NVCPU 3
+#define NHOST 8
+#define NTHR (NVM * NVCPU + NHOST)
+
+struct thr {
+	uint32_t tid, tgid;
+	char comm[16];
+	int vcpu;    /* index in its VM, -1: host thread */
+	int cpu;     /* CPU it runs on, or last ran on */
+	int running; /* current on cpu */
+	int runnable;
+	int in_guest;
+};
+
+static struct thr thr[NTHR];
+static int cur[NCPU]; /* index in thr[], -1: idle */
+static uint64_t seed = 88172645463325252ull;
+static uint64_t now = 1000000000000ull; /* ns */
+static int tgid_col = 1;
+static FILE *out;
+static unsigned long long lines;
+
+static uint64_t rnd(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return seed;
+}
+
+static void head(const char *comm, uint32_t tid, uint32_t tgid, int cpu)
+{
+	now += 200 + rnd() % 3000;
+	if (tgid_col)
+		fprintf(out, "%16s-%-7u (%7u) [%03d] d..2. %5llu.%06llu: ", comm, tid, tgid, cpu,
+			(unsigned long long)(now / 1000000000ull), (unsigned long long)(now / 1000 % 1000000));
+	else
+		fprintf(out, "%16s-%-7u [%03d] d..2. %5llu.%06llu: ", comm, tid, cpu,
+			(unsigned long long)(now / 1000000000ull), (unsigned long long)(now / 1000 % 1000000));
+	lines++;
+}
+
+static const char *name_of(int i)
+{
+	return i < 0 ? "swapper" : thr[i].comm;
+}
+
+static void cur_head(int cpu)
+{
+	int i = cur[cpu];
+
+	if (i < 0)
+		head("<idle>", 0, 0, cpu);
+	else
+		head(thr[i].comm, thr[i].tid, thr[i].tgid, cpu);
+}
+
+static void do_switch(int cpu, int next, const char *state)
+{
+	int prev = cur[cpu];
+
+	cur_head(cpu);
+	fprintf(out,
+		"sched_switch: prev_comm=%s prev_pid=%u prev_prio=120 prev_state=%s ==> next_comm=%s next_pid=%u "
+		"next_prio=120\n",
+		prev < 0 ? "swapper/0" : name_of(prev), prev < 0 ? 0 : thr[prev].tid, prev < 0 ? "R" : state,
+		next < 0 ? "swapper/0" : name_of(next), next < 0 ? 0 : thr[next].tid);
+	if (prev >= 0) {
+		thr[prev].running = 0;
+		thr[prev].in_guest = 0;
+		thr[prev].runnable = state[0] == 'R';
+	}
+	if (next >= 0) {
+		thr[next].running = 1;
+		thr[next].runnable = 1;
+		thr[next].cpu = cpu;
+	}
+	cur[cpu] = next;
+}
+
+static void skipped(int cpu)
+{
+	static const char *const ev[] = {
+		"irq_handler_entry: irq=24 name=virtio0-input.0",
+		"irq_handler_exit: irq=24 ret=handled",
+		"softirq_entry: vec=3 [action=NET_RX]",
+		"hrtimer_start: hrtimer=00000000a1b2c3d4 function=tick_sched_timer expires=1000000000 softexpires=1000000000 mode=ABS",
+	};
+
+	cur_head(cpu);
+	fprintf(out, "%s\n", ev[rnd() % 4]);
+}
+
+static void vcpu_step(int cpu, int i)
+{
+	static const char *const reasons[] = { "EPT_VIOLATION", "MSR_WRITE", "EXTERNAL_INTERRUPT", "IO_INSTRUCTION",
+					       "PAUSE_INSTRUCTION", "EPT_MISCONFIG", "APIC_WRITE", "HLT" };
+	struct thr *t = &thr[i];
+	unsigned int r = (unsigned int)(rnd() % 100);
+
+	if (!t->in_guest) {
+		cur_head(cpu);
+		fprintf(out, "kvm_entry: vcpu %d, rip 0xffffffff8103a2b6 intr_info 0x00000000 error_code 0x00000000\n",
+			t->vcpu);
+		t->in_guest = 1;
+		return;
+	}
+	if (r < 85) {
+		const char *why = reasons[rnd() % 8];
+
+		cur_head(cpu);
+		fprintf(out,
+			"kvm_exit: vcpu %d reason %s rip 0xffffffff8103a2b6 info1 0x0000000000000000 info2 "
+			"0x0000000000000000 intr_info 0x00000000 error_code 0x00000000 requests 0x0000000000000000\n",
+			t->vcpu, why);
+		t->in_guest = 0;
+		if (!strcmp(why, "HLT") && rnd() % 2) {
+			do_switch(cpu, -1, "S");
+		} else if (!strcmp(why, "IO_INSTRUCTION") && rnd() % 4 == 0) {
+			cur_head(cpu);
+			fprintf(out, "kvm_userspace_exit: reason KVM_EXIT_IO (2)\n");
+			cur_head(cpu);
+			fprintf(out, "kvm_fpu: load\n");
+		}
+		return;
+	}
+	t->in_guest = 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long want;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: trace-gen LINES FILE [--no-tgid]\n");
+		return 2;
+	}
+	want = strtoull(argv[1], NULL, 10);
+	tgid_col = !(argc > 3 && !strcmp(argv[3], "--no-tgid"));
+	out = fopen(argv[2], "w");
+	if (!out) {
+		perror(argv[2]);
+		return 1;
+	}
+	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	for (int v = 0; v < NVM; v++)
+		for (int c = 0; c < NVCPU; c++) {
+			struct thr *t = &thr[v * NVCPU + c];
+
+			t->tgid = 10000 + 100 * (uint32_t)v;
+			t->tid = t->tgid + 1 + (uint32_t)c;
+			snprintf(t->comm, sizeof(t->comm), "CPU %d/KVM", c);
+			t->vcpu = c;
+			t->cpu = (v * NVCPU + c) % NCPU;
+		}
+	for (int h = 0; h < NHOST; h++) {
+		struct thr *t = &thr[NVM * NVCPU + h];
+
+		t->tid = t->tgid = 500 + (uint32_t)h;
+		snprintf(t->comm, sizeof(t->comm), h % 2 ? "stress-ng" : "kworker/%d:1", h);
+		t->vcpu = -1;
+		t->cpu = h % NCPU;
+	}
+	for (int c = 0; c < NCPU; c++)
+		cur[c] = -1;
+	fprintf(out, "# tracer: nop\n#\n");
+	while (lines < want) {
+		int cpu = (int)(rnd() % NCPU), i = cur[cpu];
+		unsigned int r = (unsigned int)(rnd() % 100);
+
+		if (r < 15) {
+			skipped(cpu);
+		} else if (r < 22) { /* wake a sleeping thread onto this CPU */
+			int w = (int)(rnd() % NTHR);
+
+			if (!thr[w].runnable && !thr[w].running) {
+				cur_head(cpu);
+				fprintf(out, "sched_wakeup: comm=%s pid=%u prio=120 target_cpu=%03d\n", thr[w].comm,
+					thr[w].tid, cpu);
+				thr[w].runnable = 1;
+				thr[w].cpu = cpu;
+			}
+		} else if (r < 32 || i < 0) { /* a switch to a runnable thread of this CPU, or idle */
+			int next = -1;
+
+			for (int k = 0; k < 4; k++) {
+				int c = (int)(rnd() % NTHR);
+
+				if (thr[c].runnable && !thr[c].running && c != i) {
+					next = c;
+					break;
+				}
+			}
+			if (next >= 0 && thr[next].cpu != cpu) {
+				cur_head(cpu);
+				fprintf(out, "sched_migrate_task: comm=%s pid=%u prio=120 orig_cpu=%d dest_cpu=%d\n",
+					thr[next].comm, thr[next].tid, thr[next].cpu, cpu);
+				thr[next].cpu = cpu;
+			}
+			if (next >= 0 || i >= 0)
+				do_switch(cpu, next, rnd() % 3 ? "R+" : (rnd() % 2 ? "S" : "D"));
+		} else if (thr[i].vcpu >= 0) {
+			vcpu_step(cpu, i);
+		} else {
+			skipped(cpu);
+		}
+	}
+	fclose(out);
+	fprintf(stderr, "trace-gen: %llu lines in %s\n", lines + 2, argv[2]);
+	return 0;
+}
