@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of `vcpustat import` on a large ftrace text file, next to grep.
 #
-#   bench/import.sh [LINES] [REPEATS]      (defaults: 3000000 lines, best of 5)
+#   bench/import.sh [LINES] [REPEATS] [ROUNDS]
+#                     (defaults: 3000000 lines, best of 5, 500000 sync rounds)
 #
 # Builds a Release tree in build-bench/ (no sanitizers), generates a host trace
 # of LINES lines (bench/trace_gen.c: 8 CPUs, 4 VMs x 3 vCPUs, host threads;
@@ -11,12 +12,16 @@
 #  2. `vcpustat import --host FILE -o OUT.sht` end to end (wall clock), and
 #     its rate in events/s and lines/s;
 #  3. import-bench: CPU time of parsing alone, parsing + the handler, the
-#     whole import (where the time goes).
+#     whole import (where the time goes);
+#  4. trace-based synchronization: ROUNDS protocol rounds (2 x ROUNDS
+#     matches) as host and guest ftrace text, `vcpustat sync --host --guest`
+#     end to end, next to grep over the same two files.
 # Prints the machine and the results; paste them into bench/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lines=${1:-3000000}
 repeats=${2:-5}
+rounds=${3:-500000}
 dir=build-bench
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -29,7 +34,7 @@ cmake --build "$dir" -j "$(nproc)" --target vcpustat trace-gen import-bench > "$
 echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), kernel $(uname -r)"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
-echo "command: bench/import.sh $lines $repeats"
+echo "command: bench/import.sh $lines $repeats $rounds"
 echo
 
 "$dir/bin/trace-gen" "$lines" "$work/host.txt"
@@ -63,3 +68,13 @@ printf '  %-44s %s s   %s M events/s, %s M lines/s, %sx grep\n' "vcpustat import
 	"$(echo "scale=1; $i / $g" | bc)"
 echo
 "$dir/bin/import-bench" "$work/host.txt" "$repeats"
+echo
+"$dir/bin/trace-gen" --sync "$rounds" "$work/sync-host.txt" "$work/sync-guest.txt"
+echo "sync:    $(wc -l < "$work/sync-host.txt") host lines, $(wc -l < "$work/sync-guest.txt") guest lines, $((($(stat -c %s "$work/sync-host.txt") + $(stat -c %s "$work/sync-guest.txt")) / 1000000)) MB"
+cat "$work/sync-host.txt" "$work/sync-guest.txt" > /dev/null
+gs=$(best grep -c -e kvm_hypercall -e vcpustat_sync "$work/sync-host.txt" "$work/sync-guest.txt")
+s=$(best "$dir/bin/vcpustat" sync --host "$work/sync-host.txt" --guest "$work/sync-guest.txt")
+"$dir/bin/vcpustat" sync --host "$work/sync-host.txt" --guest "$work/sync-guest.txt" | grep -E '^(matches|quality|error):'
+echo "end to end, best of $repeats (wall clock):"
+printf '  %-44s %s s\n' "grep -c -e kvm_hypercall -e vcpustat_sync H G" "$gs"
+printf '  %-44s %s s   %sx grep\n' "vcpustat sync --host H --guest G" "$s" "$(echo "scale=1; $s / $gs" | bc)"

@@ -3,6 +3,7 @@
  * trace-gen: a large, plausible host trace in ftrace text for bench/import.sh.
  *
  *   trace-gen LINES FILE [--no-tgid]
+ *   trace-gen --sync ROUNDS HOST_FILE GUEST_FILE
  *
  * 8 CPUs, 4 VMs of 3 vCPUs (QEMU-style "CPU n/KVM" threads), 8 host threads.
  * vCPUs run guest code between kvm_exit/kvm_entry pairs (several reasons,
@@ -10,11 +11,17 @@
  * threads and each other, migrate; about 15 % of the lines are events the
  * importer skips (irq, softirq, timer). The layout is tracefs' with the tgid
  * and irq-flags columns, 6 decimals.
+ *
+ * --sync: the synchronization protocol only (tests/sync_synth.h: guest =
+ * 1.0002 x host + 5 s, 2-50 us delays, a round every 10-100 ms): ROUNDS
+ * rounds of kvm_exit/kvm_hypercall/kvm_entry on the host and the agent's
+ * a/d markers in the guest, 9 decimals: 2 x ROUNDS matches.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sync_synth.h"
 
 #define NCPU 8
 #define NVM 4
@@ -147,12 +154,60 @@ static void vcpu_step(int cpu, int i)
 	t->in_guest = 0;
 }
 
+static int sync_traces(unsigned long long rounds, const char *hpath, const char *gpath)
+{
+	struct synth p = synth_default(1);
+	struct vcpustat_sync_match *m;
+	FILE *h = fopen(hpath, "w"), *g = fopen(gpath, "w");
+	size_t n;
+
+	if (!h || !g) {
+		perror("trace-gen");
+		return 1;
+	}
+	/* a round every 10-100 ms: enough host time for the rounds wanted */
+	p.duration_ns = (uint64_t)(rounds * 55e6);
+	n = synth_generate(&p, &m);
+	if (n / 2 > rounds)
+		n = 2 * rounds;
+	setvbuf(h, NULL, _IOFBF, 1 << 20);
+	setvbuf(g, NULL, _IOFBF, 1 << 20);
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		uint64_t key = (1ull << 48) + i / 2, b = m[i].recv_ns, c = m[i + 1].send_ns;
+
+		fprintf(h, "       CPU 0/KVM-1001    (   1000) [000] d..2. %llu.%09llu: kvm_exit: vcpu 0 reason VMCALL rip "
+			   "0xffffffff8103a2b6 info1 0x0000000000000000 info2 0x0000000000000000 intr_info 0x00000000 "
+			   "error_code 0x00000000 requests 0x0000000000000000\n",
+			(unsigned long long)((b - 400) / 1000000000ull), (unsigned long long)((b - 400) % 1000000000ull));
+		fprintf(h, "       CPU 0/KVM-1001    (   1000) [000] d..2. %llu.%09llu: kvm_hypercall: nr 0x56435331 a0 0x%llx "
+			   "a1 0x0 a2 0x0 a3 0x0\n",
+			(unsigned long long)(b / 1000000000ull), (unsigned long long)(b % 1000000000ull),
+			(unsigned long long)key);
+		fprintf(h, "       CPU 0/KVM-1001    (   1000) [000] d..2. %llu.%09llu: kvm_entry: vcpu 0, rip 0xffffffff8103a2b6 "
+			   "intr_info 0x00000000 error_code 0x00000000\n",
+			(unsigned long long)(c / 1000000000ull), (unsigned long long)(c % 1000000000ull));
+		fprintf(g, " vcpustat-sync-a-900     (    900) [000] ..... %llu.%09llu: tracing_mark_write: vcpustat_sync: a k=%llu\n",
+			(unsigned long long)(m[i].send_ns / 1000000000ull), (unsigned long long)(m[i].send_ns % 1000000000ull),
+			(unsigned long long)key);
+		fprintf(g, " vcpustat-sync-a-900     (    900) [000] ..... %llu.%09llu: tracing_mark_write: vcpustat_sync: d k=%llu\n",
+			(unsigned long long)(m[i + 1].recv_ns / 1000000000ull),
+			(unsigned long long)(m[i + 1].recv_ns % 1000000000ull), (unsigned long long)key);
+	}
+	fclose(h);
+	fclose(g);
+	fprintf(stderr, "trace-gen: %zu rounds (%zu matches) in %s and %s\n", n / 2, n, hpath, gpath);
+	free(m);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long long want;
 
+	if (argc == 5 && !strcmp(argv[1], "--sync"))
+		return sync_traces(strtoull(argv[2], NULL, 10), argv[3], argv[4]);
 	if (argc < 3) {
-		fprintf(stderr, "usage: trace-gen LINES FILE [--no-tgid]\n");
+		fprintf(stderr, "usage: trace-gen LINES FILE [--no-tgid] | trace-gen --sync ROUNDS HOST GUEST\n");
 		return 2;
 	}
 	want = strtoull(argv[1], NULL, 10);

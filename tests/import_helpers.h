@@ -109,7 +109,8 @@ static inline struct imp_dump imp_dump(const char *sht, const char *skip)
 			else
 				snprintf(buf, sizeof(buf), "%s %llu %llu '%s'", path, (unsigned long long)iv[i].start,
 					 (unsigned long long)iv[i].end, iv[i].value.s);
-			d.line = realloc(d.line, (d.n + 1) * sizeof(*d.line));
+			if (!(d.n & (d.n - 1))) /* grow at powers of two */
+				d.line = realloc(d.line, (d.n ? 2 * d.n : 1) * sizeof(*d.line));
 			d.line[d.n++] = strdup(buf);
 		}
 		free(iv);

@@ -381,3 +381,85 @@ Test(import, cli_reports_counts_and_errors)
 	unlink(trace);
 	unlink(sht);
 }
+
+/* ---- parsing ahead in a second thread (large files) ---- */
+
+/* The scenario again and again (shifted in time), over several parse-ahead chunks. */
+static char *big_trace(size_t copies, const char *bad_line_at_half)
+{
+	static struct tev e[128];
+	size_t n = scenario(e, false);
+	struct layout l = { .tgid = true, .irq = true, .decimals = 9 };
+	char *path = imp_tmp(".txt");
+	FILE *f = fopen(path, "w");
+
+	tev_header(f, &l);
+	for (size_t c = 0; c < copies; c++) {
+		if (c == copies / 2 && bad_line_at_half)
+			fputs(bad_line_at_half, f);
+		for (size_t i = 0; i < n; i++) {
+			struct tev t = e[i];
+
+			t.ts += c * 1000000ull;
+			tev_write(f, &t, &l);
+		}
+	}
+	fclose(f);
+	return path;
+}
+
+static int import_mode(const char *host, int ahead, bool lenient, struct imp_dump *d, struct import_result *res,
+		       struct vcpustat_error *err)
+{
+	struct import_opts o = { .host = host, .no_sync = true };
+	char *sht = imp_tmp(".sht");
+	int e;
+
+	o.trace.parse_ahead = ahead;
+	o.trace.lenient = lenient;
+	o.out = sht;
+	e = vcpustat_import(&o, res, err);
+	if (!e && d)
+		*d = imp_dump(sht, NULL);
+	unlink(sht);
+	return e;
+}
+
+Test(import, parse_ahead_gives_the_same_file_stats_and_errors)
+{
+	const char *bad = "  bash-12 [000] 100.000002: sched_switch: prev_comm=bash prev_pid=12\n";
+	char *good = big_trace(900, NULL), *broken = big_trace(900, bad), where[32];
+	struct vcpustat_error e1 = { 0 }, e2 = { 0 };
+	struct import_result r1, r2;
+	struct imp_dump d1, d2;
+
+	cr_assert_eq(import_mode(good, -1, false, &d1, &r1, &e1), 0, "%s", e1.msg);
+	cr_assert_eq(import_mode(good, 1, false, &d2, &r2, &e2), 0, "%s", e2.msg);
+	cr_assert_gt(r1.host.events, 3 * 8192, "several chunks");
+	imp_assert_same(&d1, &d2, "parse ahead");
+	cr_assert_eq(memcmp(&r1.host, &r2.host, sizeof(r1.host)), 0, "same statistics");
+	imp_dump_free(&d1);
+	imp_dump_free(&d2);
+	import_result_free(&r1);
+	import_result_free(&r2);
+	/* a malformed line in the middle: the same error, or the same counts with --lenient */
+	cr_assert_eq(import_mode(broken, -1, false, NULL, &r1, &e1), -EINVAL);
+	cr_assert_eq(import_mode(broken, 1, false, NULL, &r2, &e2), -EINVAL);
+	cr_assert_str_eq(e1.msg, e2.msg);
+	snprintf(where, sizeof(where), ":%d: sched_switch: no prev_state=", 6 + 450 * 36 + 1); /* header, 450 copies */
+	cr_assert(strstr(e1.msg, where), "%s (%s)", e1.msg, where);
+	cr_assert_eq(r1.host.lines, r2.host.lines);
+	import_result_free(&r1);
+	import_result_free(&r2);
+	cr_assert_eq(import_mode(broken, -1, true, &d1, &r1, &e1), 0, "%s", e1.msg);
+	cr_assert_eq(import_mode(broken, 1, true, &d2, &r2, &e2), 0, "%s", e2.msg);
+	cr_assert_eq(r1.host.malformed, 1);
+	cr_assert_eq(memcmp(&r1.host, &r2.host, sizeof(r1.host)), 0, "same statistics");
+	imp_assert_same(&d1, &d2, "parse ahead, lenient");
+	imp_dump_free(&d1);
+	imp_dump_free(&d2);
+	import_result_free(&r1);
+	import_result_free(&r2);
+	unlink(good);
+	unlink(broken);
+}

@@ -2,6 +2,7 @@
 /* trace.c - one reader over ftrace text (ftrace.c) and LTTng CTF (ctf.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,42 @@ struct trace_reader {
 	void *map;
 	char *owned;
 	struct ftrace_parser ps;
+	struct ahead *ahead; /* parsing ahead in a second thread (large files) */
 	/* CTF */
 	struct ctf_reader *ctf;
+};
+
+/*
+ * Parsing ahead: for large ftrace files, a second thread parses lines into
+ * chunks of events while the caller consumes the previous ones (parsing is
+ * half of an import's time, the handler and the SHT writer the other half).
+ * The producer owns the parse position, the parser and running statistics;
+ * each chunk carries a copy of the statistics as of its last line, and the
+ * error (file:line) that ended it, if any. Events come out in file order,
+ * exactly as from the single-threaded path.
+ */
+#define AHEAD_MIN_BYTES (8u << 20)
+#define AHEAD_EVENTS 8192
+#define AHEAD_SLOTS 4
+
+struct chunk {
+	struct trace_event ev[AHEAD_EVENTS];
+	size_t n;
+	struct trace_stats st; /* totals after its last line */
+	int err;	       /* the error that ended the file, 0 if none */
+	char msg[512];
+	bool end;	       /* no chunk after this one */
+};
+
+struct ahead {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct chunk *slot[AHEAD_SLOTS];
+	size_t head, count; /* ring of filled chunks, consumer at head */
+	bool stop;
+	bool taken;	    /* the consumer holds slot[head] */
+	size_t next;	    /* its next event */
 };
 
 /* The whole of a non-regular file (standard input, a pipe). */
@@ -200,18 +235,18 @@ static void account(struct trace_stats *st, const struct trace_event *ev)
 	}
 }
 
-static int next_text(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err)
+/* The next event of the text at *pos: 1, 0 at the end, or -EINVAL (strict) with err. */
+static int parse_next(const struct trace_reader *r, size_t *pos, struct ftrace_parser *ps, struct trace_stats *st,
+		      struct trace_event *ev, struct vcpustat_error *err)
 {
-	struct trace_stats *st = &r->st;
-
-	while (r->pos < r->len) {
-		const char *s = r->buf + r->pos, *nl = memchr(s, '\n', r->len - r->pos);
-		size_t n = nl ? (size_t)(nl - s) : r->len - r->pos;
+	while (*pos < r->len) {
+		const char *s = r->buf + *pos, *nl = memchr(s, '\n', r->len - *pos);
+		size_t n = nl ? (size_t)(nl - s) : r->len - *pos;
 		char msg[512];
 
-		r->pos += n + (nl ? 1 : 0);
+		*pos += n + (nl ? 1 : 0);
 		st->lines++;
-		switch (ftrace_parse_line(&r->ps, s, n, ev)) {
+		switch (ftrace_parse_line(ps, s, n, ev)) {
 		case FTRACE_EVENT:
 			ev->where = st->lines;
 			account(st, ev);
@@ -223,21 +258,156 @@ static int next_text(struct trace_reader *r, struct trace_event *ev, struct vcpu
 			st->headers++;
 			break;
 		case FTRACE_LOST:
-			st->lost += r->ps.lost;
+			st->lost += ps->lost;
 			st->lost_lines++;
 			break;
 		case FTRACE_BAD:
-			snprintf(msg, sizeof(msg), "%s:%llu: %s%s", r->path, (unsigned long long)st->lines, r->ps.why,
+			snprintf(msg, sizeof(msg), "%s:%llu: %s%s", r->path, (unsigned long long)st->lines, ps->why,
 				 nl ? "" : " (the last line is cut short: was the file truncated?)");
-			if (!r->o.lenient)
+			if (!r->o.lenient) {
+				st->unknown_reasons = ps->unknown_reasons;
 				return verror(err, -EINVAL, "%s (--lenient skips malformed lines)", msg);
+			}
 			st->malformed++;
 			keep_message(st, msg);
 			break;
 		}
 	}
-	st->unknown_reasons = r->ps.unknown_reasons;
+	st->unknown_reasons = ps->unknown_reasons;
 	return 0;
+}
+
+static void *ahead_main(void *arg)
+{
+	struct trace_reader *r = arg;
+	struct ahead *a = r->ahead;
+	struct ftrace_parser ps;
+	struct trace_stats st = { 0 };
+	size_t pos = 0;
+	bool end = false;
+
+	ftrace_parser_init(&ps, r->o.isa);
+	while (!end) {
+		struct vcpustat_error err = { 0 };
+		struct chunk *c;
+		int ret = 1;
+
+		pthread_mutex_lock(&a->mu);
+		while (a->count == AHEAD_SLOTS && !a->stop)
+			pthread_cond_wait(&a->cv, &a->mu);
+		if (a->stop) {
+			pthread_mutex_unlock(&a->mu);
+			break;
+		}
+		c = a->slot[(a->head + a->count) % AHEAD_SLOTS];
+		pthread_mutex_unlock(&a->mu);
+		c->n = 0;
+		c->err = 0;
+		while (c->n < AHEAD_EVENTS && (ret = parse_next(r, &pos, &ps, &st, &c->ev[c->n], &err)) == 1)
+			c->n++;
+		end = ret <= 0;
+		c->end = end;
+		c->err = ret < 0 ? ret : 0;
+		snprintf(c->msg, sizeof(c->msg), "%s", err.msg);
+		c->st = st;
+		pthread_mutex_lock(&a->mu);
+		a->count++;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+	}
+	return NULL;
+}
+
+static void ahead_stop(struct trace_reader *r)
+{
+	struct ahead *a = r->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->thread, NULL);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	for (size_t i = 0; i < AHEAD_SLOTS; i++)
+		free(a->slot[i]);
+	free(a);
+	r->ahead = NULL;
+}
+
+static int ahead_start(struct trace_reader *r)
+{
+	struct ahead *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; i < AHEAD_SLOTS; i++)
+		if (!(a->slot[i] = malloc(sizeof(struct chunk)))) {
+			for (size_t j = 0; j < i; j++)
+				free(a->slot[j]);
+			free(a);
+			return -ENOMEM;
+		}
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	r->ahead = a;
+	if (pthread_create(&a->thread, NULL, ahead_main, r)) {
+		pthread_mutex_destroy(&a->mu);
+		pthread_cond_destroy(&a->cv);
+		for (size_t i = 0; i < AHEAD_SLOTS; i++)
+			free(a->slot[i]);
+		free(a);
+		r->ahead = NULL;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static int next_ahead(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err)
+{
+	struct ahead *a = r->ahead;
+
+	for (;;) {
+		struct chunk *c = a->slot[a->head];
+
+		if (a->taken) {
+			if (a->next < c->n) {
+				*ev = c->ev[a->next++];
+				return 1;
+			}
+			if (c->err)
+				return verror(err, c->err, "%s", c->msg);
+			if (c->end)
+				return 0;
+			pthread_mutex_lock(&a->mu); /* done with it: the producer may refill it */
+			a->head = (a->head + 1) % AHEAD_SLOTS;
+			a->count--;
+			a->taken = false;
+			pthread_cond_broadcast(&a->cv);
+			pthread_mutex_unlock(&a->mu);
+			continue;
+		}
+		pthread_mutex_lock(&a->mu);
+		while (!a->count)
+			pthread_cond_wait(&a->cv, &a->mu);
+		pthread_mutex_unlock(&a->mu);
+		a->taken = true;
+		a->next = 0;
+		r->st = a->slot[a->head]->st;
+	}
+}
+
+static int next_text(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err)
+{
+	bool threaded = r->o.parse_ahead > 0 || (!r->o.parse_ahead && r->len >= AHEAD_MIN_BYTES);
+
+	if (threaded && !r->ahead && !r->pos && ahead_start(r))
+		threaded = false; /* no thread: parse here */
+	if (r->ahead)
+		return next_ahead(r, ev, err);
+	return parse_next(r, &r->pos, &r->ps, &r->st, ev, err);
 }
 
 int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err)
@@ -257,6 +427,7 @@ int trace_rewind(struct trace_reader *r, struct vcpustat_error *err)
 	memset(&r->st, 0, sizeof(r->st));
 	if (r->fmt == TRACE_CTF)
 		return ctf_rewind(r->ctf, err);
+	ahead_stop(r);
 	r->pos = 0;
 	ftrace_parser_init(&r->ps, r->o.isa);
 	return 0;
@@ -281,6 +452,7 @@ void trace_close(struct trace_reader *r)
 {
 	if (!r)
 		return;
+	ahead_stop(r);
 	if (r->map)
 		munmap(r->map, r->len);
 	free(r->owned);

@@ -54,6 +54,8 @@ struct trace_opts {
 	bool lenient;	    /* count malformed lines/events and go on, instead of failing */
 	unsigned int isa;   /* KVM_ISA_VMX / KVM_ISA_SVM for exit reasons given as numbers
 			       or ambiguous names (0: guess, VMX if nothing tells) */
+	int parse_ahead;    /* ftrace text: parse in a second thread while the caller consumes:
+			       1 always, -1 never, 0 for files of 8 MiB or more */
 };
 
 /* What a reader saw: the end-of-run report. */
@@ -83,7 +85,11 @@ struct trace_reader;
  * refused with a message that says what to do.
  */
 int trace_open(struct trace_reader **r, const char *path, const struct trace_opts *opts, struct vcpustat_error *err);
-/* The next event: 1, 0 at the end, or a negative errno (err says file:line: what). */
+/*
+ * The next event: 1, 0 at the end, or a negative errno (err says file:line:
+ * what). The statistics are exact at the end (0 or an error); with parse_ahead
+ * they may run ahead of the events returned so far.
+ */
 int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_error *err);
 /* Start again from the first event (stats are reset). */
 int trace_rewind(struct trace_reader *r, struct vcpustat_error *err);

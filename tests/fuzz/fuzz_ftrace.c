@@ -3,8 +3,9 @@
  * libFuzzer harness: the ftrace text reader on arbitrary bytes. Each input
  * is read strictly (the first malformed line is an error that must name the
  * file and a line number) and leniently (malformed lines are counted; every
- * line is accounted for), and every event it returns runs through the
- * kernel's handler in user space (replay, level full).
+ * line is accounted for), one of the two parsing ahead in a second thread,
+ * and every event it returns runs through the kernel's handler in user space
+ * (replay, level full).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,9 +16,9 @@
 #include "replay.h"
 #include "trace.h"
 
-static void read_all(const char *path, bool lenient, struct replay *rp)
+static void read_all(const char *path, bool lenient, int ahead, struct replay *rp)
 {
-	struct trace_opts o = { .lenient = lenient };
+	struct trace_opts o = { .lenient = lenient, .parse_ahead = ahead };
 	struct vcpustat_error err = { 0 };
 	const struct trace_stats *st;
 	struct trace_reader *r;
@@ -80,8 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	close(fd);
 	replay_new(&rp, &po);
-	read_all(path, false, NULL);
-	read_all(path, true, rp);
+	read_all(path, false, size & 1 ? 1 : -1, NULL);
+	read_all(path, true, size & 1 ? -1 : 1, rp);
 	replay_free(rp);
 	unlink(path);
 	return 0;
