@@ -6,8 +6,17 @@
 #include "hashmap.h"
 #include "replay.h"
 
+/* Recent vCPU lookups by tid (most events look up a thread that is not a vCPU, or the same few). */
+#define VCACHE 64
+struct vcache {
+	__u32 tid;
+	__u32 valid;
+	struct vcpustat_vcpu *v; /* NULL: not a vCPU */
+};
+
 struct replay {
 	struct replay_options opts;
+	struct vcache vcache[VCACHE]; /* emptied whenever the vcpus table changes */
 	struct hashmap vcpus, dead, vms, hists, culprits;
 	struct vcpustat_cpu *cpus;
 	struct vcpustat_vcpu scratch;
@@ -22,16 +31,25 @@ static __thread struct replay *cur;
 
 static inline struct vcpustat_vcpu *env_vcpu_lookup(__u32 tid)
 {
-	return hashmap_lookup(&cur->vcpus, &tid);
+	struct vcache *c = &cur->vcache[tid % VCACHE];
+
+	if (!c->valid || c->tid != tid) {
+		c->tid = tid;
+		c->v = hashmap_lookup(&cur->vcpus, &tid);
+		c->valid = 1;
+	}
+	return c->v;
 }
 
 static inline int env_vcpu_insert(__u32 tid, const struct vcpustat_vcpu *v)
 {
+	memset(cur->vcache, 0, sizeof(cur->vcache)); /* an insert may move every entry */
 	return hashmap_insert(&cur->vcpus, &tid, v);
 }
 
 static inline void env_vcpu_delete(__u32 tid)
 {
+	memset(cur->vcache, 0, sizeof(cur->vcache));
 	hashmap_delete(&cur->vcpus, &tid);
 }
 
