@@ -183,12 +183,12 @@ Test(import_ctf, not_a_ctf_trace)
 
 	snprintf(meta, sizeof(meta), "%s/metadata", dir);
 	f = fopen(meta, "w");
-	fputs("/* CTF 1.8 */\ntrace { major = 1; minor = 8; byte_order = le; bogus", f);
+	fputs("/* CTF 1.8 */\ngarbage\n", f);
 	fclose(f);
 	o.host = dir;
 	o.out = imp_tmp(".sht");
-	cr_assert_neq(vcpustat_import(&o, &res, &err), 0);
-	cr_assert(strstr(err.msg, dir), "%s", err.msg);
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -EINVAL);
+	cr_assert(strstr(err.msg, dir) && strstr(err.msg, "not a CTF trace"), "%s", err.msg);
 	import_result_free(&res);
 	rm_tree(dir);
 }

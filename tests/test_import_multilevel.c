@@ -425,3 +425,23 @@ Test(import_multilevel, rules_without_kvm_entry_early_events_and_one_instant)
 	}
 	unlink(m.path);
 }
+
+Test(import_multilevel, one_vm_twice_is_refused)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" } };
+	struct import_guest guests[2] = { { "vmA", NULL }, { "1000", NULL } };
+	struct import_opts o = { .names = names, .nnames = 1, .guests = guests, .nguests = 2, .no_sync = true };
+	struct vcpustat_error err = { 0 };
+	struct import_result res;
+	struct scenario sc;
+
+	make_scenario(&sc, 13);
+	guests[0].path = guests[1].path = sc.guest;
+	o.host = sc.host;
+	o.out = imp_tmp(".sht");
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "the same VM (vmA) twice"), "%s", err.msg);
+	import_result_free(&res);
+	unlink(sc.host);
+	unlink(sc.guest);
+}

@@ -917,8 +917,13 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		if (e)
 			goto out;
 		res->two_passes = true;
-		for (size_t i = 0; i < o->nguests && !e; i++)
+		for (size_t i = 0; i < o->nguests && !e; i++) {
 			e = prepare_guest(&im, i, err);
+			for (size_t j = 0; j < i && !e; j++)
+				if (im.gin[j].tgid == im.gin[i].tgid)
+					e = verror(err, -EINVAL, "--guest %s and --guest %s: the same VM (%s) twice",
+						   o->guests[j].vm, o->guests[i].vm, res->guests[i].vm);
+		}
 		if (e)
 			goto out;
 		e = trace_rewind(tr, err);
