@@ -26,6 +26,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space before load. */
 const volatile __u32 record_level = VCPUSTAT_LEVEL_NONE;
 const volatile bool record_raw = false; /* also put every handled event in the ring buffer */
+/*
+ * Wake the consumer only once this much data waits in the ring buffer (the
+ * consumer also polls on a timer): a wakeup per record would cost more than
+ * the record at high rates.
+ */
+const volatile __u64 wakeup_bytes = VCPUSTAT_RINGBUF_BYTES / 8;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -180,9 +186,15 @@ static __always_inline struct vcpustat_record *env_record_reserve(void)
 	return bpf_ringbuf_reserve(&records, sizeof(struct vcpustat_record), 0);
 }
 
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP :
+										 BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void env_record_submit(struct vcpustat_record *r)
 {
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, submit_flags());
 }
 
 static __always_inline void env_lost(__u32 what)
@@ -295,7 +307,7 @@ static __always_inline int run_event(struct vcpustat_event *ev)
 		r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
 		if (r) {
 			__builtin_memcpy(r, ev, sizeof(*r));
-			bpf_ringbuf_submit(r, 0);
+			bpf_ringbuf_submit(r, submit_flags());
 		} else {
 			env_lost(VCPUSTAT_LOST_RINGBUF);
 		}

@@ -274,6 +274,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		bpf_map__set_max_entries(vs->skel->maps.hists, opts->max_hists);
 	if (opts->ringbuf_bytes)
 		bpf_map__set_max_entries(vs->skel->maps.records, opts->ringbuf_bytes);
+	vs->skel->rodata->wakeup_bytes = bpf_map__max_entries(vs->skel->maps.records) / 8;
 
 	err = vcpustat_bpf__load(vs->skel);
 	if (err) {

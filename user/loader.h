@@ -148,7 +148,9 @@ struct vcpustat_consumer {
 /*
  * The ring buffer of records and raw events, consumed with libbpf's
  * ring_buffer__poll/consume (free with ring_buffer__free before vcpustat_close).
- * One consumer per struct vcpustat.
+ * One consumer per struct vcpustat. The kernel wakes the consumer only when
+ * an eighth of the buffer is full: poll with a timeout (100 ms is right) to
+ * also get records that trickle in.
  */
 struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpustat_consumer *c);
 
