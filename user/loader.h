@@ -130,6 +130,13 @@ struct vcpustat_snapshot {
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
 void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
 
+/*
+ * Keep the culprit table bounded on a long-running host: fold the entries of
+ * threads that no longer exist into one "(exited)" entry per VM (key tid
+ * VCPUSTAT_TID_EXITED), so totals stay monotonic. Returns how many were folded.
+ */
+int vcpustat_prune(struct vcpustat *vs, const char *proc_root);
+
 /* The lost counters (summed over CPUs), without reading the other maps. */
 int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST]);
 
