@@ -68,7 +68,7 @@ static int count_record(void *ctx, const struct vcpustat_record *r)
 static void *drain(void *arg)
 {
 	while (draining)
-		ring_buffer__poll(rb, 100);
+		vcpustat_drain(rb, 100);
 	ring_buffer__consume(rb);
 	return NULL;
 }

@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 		producing = 1;
 		pthread_create(&t, NULL, producer, &a);
 		while (producing)
-			ring_buffer__poll(rb, 10);
+			vcpustat_drain(rb, 10);
 		pthread_join(t, NULL);
 		ring_buffer__consume(rb);
 		vcpustat_lost(a.vs, lost);

@@ -139,10 +139,10 @@ Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 	}
 	vmm = start_microvm("rec-window", "0", 4.0);
 	for (int i = 0; i < 10; i++)
-		ring_buffer__poll(rb, 100);
+		vcpustat_drain(rb, 100);
 	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
 	for (int i = 0; i < 20; i++)
-		ring_buffer__poll(rb, 100);
+		vcpustat_drain(rb, 100);
 	cr_assert_eq(vcpustat_snapshot(vs, &b), 0);
 	cr_assert_eq(wait_exit(vmm), 0);
 	ring_buffer__consume(rb);

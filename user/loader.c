@@ -655,6 +655,18 @@ struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpus
 	return ring_buffer__new(bpf_map__fd(vs->skel->maps.records), rb_callback, &vs->consumer, NULL);
 }
 
+int vcpustat_drain(struct ring_buffer *rb, int timeout_ms)
+{
+	int woken = ring_buffer__poll(rb, timeout_ms), more;
+
+	if (woken < 0 && woken != -EINTR)
+		return woken;
+	more = ring_buffer__consume(rb);
+	if (more < 0)
+		return more;
+	return (woken > 0 ? woken : 0) + more;
+}
+
 /* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */
 static bool process_has_kvm_vm(const char *proc_root, const char *pid)
 {
