@@ -91,7 +91,8 @@ struct sht_writer_stats {
 	uint64_t intervals; /* interval records stored (journal copies not counted) */
 	uint64_t journaled; /* journal copies */
 	uint64_t clamped;   /* timestamps older than the newest seen, clamped */
-	uint64_t nodes;	    /* nodes sealed */
+	uint64_t nodes;	    /* blocks written (a node is one block, a big core several) */
+	uint64_t big_cores; /* cores that took more than one block (many busy attributes) */
 	uint64_t bytes;	    /* file size so far */
 	uint64_t horizon;   /* end of the last sealed leaf: what a kill now would keep */
 	uint32_t height;    /* height of the tree */
