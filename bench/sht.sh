@@ -30,15 +30,17 @@ echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEA
 echo
 build/bin/sht-bench all --intervals "$intervals" --queries "$queries" --file "$tmp/bench.sht"
 
-echo "### bytes per interval by node size (2 M intervals of the same data)"
+echo "### node size: bytes per interval and stabbing latency ($intervals intervals of the same data, 5000 queries)"
 echo
-echo "| node size | bytes/interval |"
-echo "|---:|---:|"
+echo "| node size | bytes/interval | stabbing median µs | p99 µs |"
+echo "|---:|---:|---:|---:|"
 for ns in 4096 16384 65536; do
-	b=$(build/bin/sht-bench gen "$tmp/ns.sht" --intervals 2000000 --node-size $ns |
+	b=$(build/bin/sht-bench gen "$tmp/ns.sht" --intervals "$intervals" --node-size $ns |
 		sed -n 's/.*(\([0-9.]*\) bytes\/interval).*/\1/p')
-	echo "| $ns | $b |"
+	q=$(build/bin/sht-bench stab "$tmp/ns.sht" --queries 5000)
+	echo "| $ns | $b | $(echo "$q" | sed -n 's/.*median \([0-9.]*\) us.*/\1/p') | $(echo "$q" | sed -n 's/.*p99 \([0-9.]*\) us.*/\1/p') |"
 done
+rm -f "$tmp/ns.sht"
 echo
 
 echo "### fuzzing (fuzz-sht, libFuzzer + ASan/UBSan, $fuzz_seconds s, seed corpus tests/fuzz/corpus/sht)"
