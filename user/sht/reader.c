@@ -418,6 +418,9 @@ int reader_node(struct sht_reader *r, uint32_t k, struct rbuf *buf, struct nview
 	}
 	nblocks = get16(buf->p + NH_NBLOCKS);
 	if (buf->p[NH_KIND] == SHT_NODE_CORE && nblocks > 1) {
+		if ((uint64_t)k + nblocks > r->nfile) /* before allocating for them */
+			return rfail(r, err, node_off(r, k) + NH_NBLOCKS,
+				     "node %u: its %u blocks go past the end of the tree", k, nblocks);
 		if (rbuf_reserve(buf, SHT_NODE_HDR + (size_t)nblocks * (r->node_size - SHT_NODE_HDR)))
 			return verror(err, -ENOMEM, "%s: out of memory", r->name);
 		e = read_continuations(r, k, nblocks, buf, err);
