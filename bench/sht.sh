@@ -53,7 +53,7 @@ else
 	status="FAILED (see the log below)"
 fi
 echo '```'
-grep -E '^#[0-9]+ +DONE|^stat::|^Done' "$tmp/fuzz.log" || true
+grep -E '^#[0-9]+[[:space:]]+DONE|^stat::|^Done' "$tmp/fuzz.log" || true
 echo '```'
 echo
 echo "Result: $status; corpus grew to $(ls "$tmp/corpus" | wc -l) inputs."

@@ -246,6 +246,32 @@ Test(sht, many_busy_attributes_keep_the_tree_shallow, .timeout = 120)
 	cr_assert(sht_get_info(r)->recovered);
 	cmp_all(r, &m, 111, 1500, 100);
 	sht_close(r);
+	/* cut anywhere, also inside a node of several blocks: what is whole still reads */
+	{
+		const char *cut = tmp_path("busy-cut");
+		FILE *f = fopen(path, "rb"), *g;
+		long size, len;
+		char *data;
+
+		cr_assert_not_null(f);
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		rewind(f);
+		data = malloc((size_t)size);
+		cr_assert_eq(fread(data, 1, (size_t)size, f), (size_t)size);
+		fclose(f);
+		for (len = size - 1; len > 4096; len -= 4096 * 7 + 1234) {
+			g = fopen(cut, "wb");
+			cr_assert_eq(fwrite(data, 1, (size_t)len, g), (size_t)len);
+			fclose(g);
+			r = open_ok(cut);
+			cmp_all(r, &m, (uint64_t)len, 200, 20);
+			sht_close(r);
+			check_ok(cut);
+		}
+		free(data);
+		unlink(cut);
+	}
 	cr_assert_eq(sht_repair(path, &rep, &err), 0, "%s", err.msg);
 	cr_assert(rep.ok && rep.closed);
 	r = open_ok(path);

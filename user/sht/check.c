@@ -284,7 +284,7 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 	}
 	if (keep)
 		*keep = (uint32_t)r->nnodes_scanned;
-	if (!closed && rep->ok) { /* after the tree of an unfinished file: only whole footer nodes */
+	if (!closed && rep->ok && r->scan_at_footer) { /* after the tree of an unfinished file: footer nodes */
 		uint64_t k, full = r->size / r->node_size - 1;
 
 		for (k = r->nnodes_scanned; k < full; k++) {

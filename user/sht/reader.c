@@ -642,6 +642,7 @@ int reader_scan(struct sht_reader *r, uint64_t max, int64_t *bad, struct vcpusta
 		}
 	}
 	r->nnodes_scanned = k;
+	r->scan_at_footer = at_footer;
 	/* what a killed writer left of the node it was writing */
 	r->info.tail_bytes = 0;
 	if (*bad < 0 && !at_footer && max >= r->size / r->node_size - 1) /* a partial block, or a node cut short */

@@ -108,6 +108,7 @@ struct sht_reader {
 
 	struct rnode *nodes; /* scan results (unfinished files, check) */
 	uint64_t nnodes_scanned;
+	bool scan_at_footer; /* the scan stopped at a footer block (not at the end, a cut node or a bad block) */
 	uint64_t fail_off; /* offset named by the last rfail */
 };
 

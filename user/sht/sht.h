@@ -53,7 +53,7 @@ struct sht_meta {
 	const char *key, *value;
 };
 
-/* ---- writer ---- */
+/* ---- writer (one thread at a time) ---- */
 
 struct sht_writer;
 
@@ -61,8 +61,8 @@ struct sht_writer_opts {
 	uint32_t node_size;	       /* power of two, 4 KiB .. 1 MiB; 0 = 16 KiB */
 	uint32_t max_children;	       /* 2 .. 1024; 0 = 32 */
 	uint64_t tree_start;	       /* usually 0 */
-	uint64_t mono_start_ns;	       /* CLOCK_MONOTONIC at t = 0 */
-	uint64_t real_start_ns;	       /* CLOCK_REALTIME at t = 0 */
+	uint64_t mono_start_ns;	       /* CLOCK_MONOTONIC at t = 0 (0 if unknown) */
+	uint64_t real_start_ns;	       /* CLOCK_REALTIME at t = 0, read with it (0 if unknown) */
 	const struct sht_meta *meta;   /* free-form key/values (host, kernel, tool, command) */
 	size_t nmeta;
 	bool no_sync;		       /* skip fdatasync at close (tests, benchmarks) */
