@@ -417,8 +417,7 @@ void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->daemon);
-	close(h->fd);
+	MHD_stop_daemon(h->daemon); /* closes the listening socket too */
 	for (unsigned int i = 0; i <= METRICS_CSV; i++)
 		free(h->cache[i].body);
 	pthread_mutex_destroy(&h->lock);
