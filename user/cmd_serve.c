@@ -137,6 +137,10 @@ int cmd_serve(int argc, char **argv)
 		cli_err("--user %s: only root can switch users (start as root, or drop --user)", user);
 		return CLI_USAGE;
 	}
+	if (user && privdrop_check_user(user, &err)) {
+		cli_err("%s", err.msg);
+		return CLI_USAGE;
+	}
 	/* the port first: a port in use is refused before anything is loaded */
 	if (httpd_listen(listen_addr, &fd, &err)) {
 		cli_err("%s", err.msg);

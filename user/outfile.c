@@ -35,7 +35,7 @@ static bool in_place(const char *path)
 {
 	struct stat st;
 
-	return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+	return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
 }
 
 /* "dir/.name.tmp.XXXXXX" next to path */
@@ -69,6 +69,8 @@ int outfile_check(const char *path, struct vcpustat_error *err)
 	struct stat st;
 	int fd, e;
 
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
 	if (in_place(path)) {
 		fd = open_in_place(path, err);
 		if (fd < 0)
@@ -76,8 +78,6 @@ int outfile_check(const char *path, struct vcpustat_error *err)
 		close(fd);
 		return 0;
 	}
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
 	e = temp_name(path, tmp, sizeof(tmp));
 	if (e)
 		return verror(err, e, "%s: path too long", path);

@@ -40,6 +40,19 @@ static int lookup(const char *user, uid_t *uid, gid_t *gid, struct vcpustat_erro
 	return 0;
 }
 
+int privdrop_check_user(const char *user, struct vcpustat_error *err)
+{
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+	int e = lookup(user, &uid, &gid, err);
+
+	if (e)
+		return e;
+	if (uid == 0)
+		return verror(err, -EINVAL, "--user %s: that is root; name an unprivileged user", user);
+	return 0;
+}
+
 int privdrop_to_user(const char *user, struct vcpustat_error *err)
 {
 	cap_value_t keep[] = {CAP_BPF};

@@ -12,6 +12,9 @@
 
 #include "error.h"
 
+/* Does user (name or numeric uid) exist, and is it not root? 0, or -ENOENT/-EINVAL with err filled. */
+int privdrop_check_user(const char *user, struct vcpustat_error *err);
+
 /*
  * Become user (name or numeric uid) with its primary group and no
  * supplementary groups, keeping CAP_BPF (permitted and effective) and no
