@@ -82,6 +82,7 @@ struct metrics {
 	struct acc_vm **vms; /* by name */
 	size_t nr_vms;
 	bool started;
+	unsigned long nr_adds;
 	__u64 t0, t1;
 	long long real_offset;
 	__u64 lost[VCPUSTAT_NR_LOST];
@@ -382,7 +383,10 @@ int metrics_add(struct metrics *m, const struct summary *s)
 	if (!m->started) {
 		m->started = true;
 		m->t0 = s->t0;
+	} else if (!m->nr_adds && s->t0 < m->t0) {
+		m->t0 = s->t0; /* vCPUs seeded at the attach, just before metrics_start() */
 	}
+	m->nr_adds++;
 	m->t1 = s->t1;
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		m->lost[i] += s->lost_window[i];
