@@ -172,7 +172,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "%s: serving http://%s/metrics%s%s\n", cli_prog, listen_addr, user ? " as user " : "",
+	fprintf(stderr, "%s: serving http://%s/metrics%s%s\n", cli_prog, httpd_address(httpd), user ? " as user " : "",
 		user ? user : "");
 	while (!stop) {
 		struct timespec ts = {.tv_sec = (time_t)refresh,

@@ -58,8 +58,9 @@ int httpd_listen(const char *addr, int *fd, struct vcpustat_error *err)
 		char *end;
 		long p = strtol(port, &end, 10);
 
-		if (*end || p < 1 || p > 65535)
-			return verror(err, -EINVAL, "--listen %s: the port must be a number from 1 to 65535", addr);
+		if (*end || p < 0 || p > 65535)
+			return verror(err, -EINVAL, "--listen %s: the port must be a number from 1 to 65535 (0: any free one)",
+				      addr);
 	}
 	e = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (e)
@@ -403,6 +404,11 @@ int httpd_refresh(struct httpd *h)
 	}
 	pthread_mutex_unlock(&h->lock);
 	return err;
+}
+
+const char *httpd_address(const struct httpd *h)
+{
+	return h->listen_addr;
 }
 
 void httpd_stats(struct httpd *h, unsigned long *scrapes, unsigned long *errors)

@@ -24,7 +24,7 @@ struct httpd;
 
 /*
  * Bind and listen on addr: "HOST:PORT" ("127.0.0.1:9477", "localhost:9477"),
- * "[V6ADDR]:PORT", or ":PORT" (every interface). *fd is the socket. A port
+ * "[V6ADDR]:PORT", or ":PORT" (every interface); port 0: any free port. *fd is the socket. A port
  * in use is -EADDRINUSE with one sentence in err.
  */
 int httpd_listen(const char *addr, int *fd, struct vcpustat_error *err);
@@ -39,6 +39,9 @@ int httpd_start(struct httpd **h, int fd, struct metrics_live *l, const struct h
  * between rare scrapes. Returns 0 or the sampling error.
  */
 int httpd_refresh(struct httpd *h);
+
+/* The address it listens on, as HOST:PORT (the port chosen by the kernel for port 0). */
+const char *httpd_address(const struct httpd *h);
 
 /* Number of /metrics responses served and of failed samples. */
 void httpd_stats(struct httpd *h, unsigned long *scrapes, unsigned long *errors);
