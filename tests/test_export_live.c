@@ -657,7 +657,7 @@ Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--user", "nobody", "--vm",
-				 vm.name, "--cache-ms", "3000", NULL };
+				 vm.name, "--cache-ms", "1500", NULL };
 
 		serve = spawn(argv, NULL, tmp("serve.err"));
 	}
@@ -677,8 +677,8 @@ Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout
 	cr_assert(uid_ok, "serve runs as nobody (uid 65534)");
 	cr_assert(cap_ok, "serve keeps CAP_BPF only");
 
-	/* one sample (cache 3 s), four formats */
-	sleep(1);
+	/* one sample (a scrape within 1.5 s of the last reuses it), four formats; not the first sample */
+	usleep(1600000);
 	prom = http_get(port, "/metrics", NULL);
 	om = http_get(port, "/metrics", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5");
 	js = http_get(port, "/metrics?format=json", NULL);
@@ -727,7 +727,7 @@ Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout
 	prom_free(&d);
 	prom_free(&o);
 	/* a later scrape: fresh numbers, and counters only grow */
-	sleep(4);
+	sleep(2);
 	http_free(&prom);
 	prom = http_get(port, "/metrics", NULL);
 	prom_parse(prom.body, &d);
