@@ -1243,6 +1243,8 @@ int metrics_live_sample(struct metrics_live *l)
 	for (size_t i = 0; i < cur.nr_vms; i++)
 		if (cur.vms[i].exited_ns)
 			vcpustat_reap_vm(l->vs, cur.vms[i].tgid);
+	/* culprits that exited: folded into one entry per VM, the table stays bounded */
+	vcpustat_prune(l->vs, NULL);
 	metrics_forget(l->m, cur.ts, METRICS_FORGET_NS);
 	if (l->have_prev)
 		vcpustat_snapshot_free(&l->prev);

@@ -91,7 +91,8 @@ int metrics_live_init(struct metrics_live *l, struct vcpustat *vs, const struct 
 /*
  * Read the maps and add the window since the previous sample (the first one:
  * since each vCPU was first seen); reap the VMs that exited (their final
- * counts are in) and forget the series of VMs gone for METRICS_FORGET_NS.
+ * counts are in), fold the culprits that exited (vcpustat_prune) and forget
+ * the series of VMs gone for METRICS_FORGET_NS.
  */
 int metrics_live_sample(struct metrics_live *l);
 void metrics_live_free(struct metrics_live *l);
