@@ -21,7 +21,6 @@ struct rendering {
 
 struct httpd {
 	struct MHD_Daemon *daemon;
-	int fd;
 	pthread_mutex_t lock;
 	struct metrics_live *live;
 	struct httpd_opts o;
@@ -364,7 +363,6 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 		close(fd);
 		return verror(err, -ENOMEM, "out of memory");
 	}
-	h->fd = fd;
 	h->live = l;
 	if (o)
 		h->o = *o;

@@ -464,7 +464,10 @@ static double hist_chart(FILE *f, double top, const char *title, const struct la
 				"style=\"stroke:#000;stroke-dasharray:4,3\"/>\n",
 				x, top, x, top + HIST_H);
 			snprintf(buf, sizeof(buf), "%s %s", qn[i], fmt_ns(p, a, sizeof(a)));
-			text(f, x + 3, top + 12 + 13 * i, "start", "font-size:11px;fill:#000", buf);
+			if (x > LEFT + PLOT_W - 90) /* near the right edge: the label goes left of the line */
+				text(f, x - 3, top + 12 + 13 * i, "end", "font-size:11px;fill:#000", buf);
+			else
+				text(f, x + 3, top + 12 + 13 * i, "start", "font-size:11px;fill:#000", buf);
 		}
 	}
 	/* legend */
