@@ -11,6 +11,8 @@ runs=${2:-3}
 [ -x "$build/bin/handler-cost" ] || ./build.sh build
 echo "# handler-cost: $(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
 for i in $(seq "$runs"); do
-	echo "## run $i"
+	echo "## run $i: no VM on the host"
 	"$build/bin/handler-cost" -t 4
+	echo "## run $i: with 2 microvm VMs (4 vCPUs) on CPU 0"
+	"$build/bin/handler-cost" -t 4 -m -n 1000
 done

@@ -9,6 +9,9 @@
  * The default workload is `stress-ng --switch 2 -t SEC`.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <pthread.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +56,25 @@ static double per_run(const struct prog_cost *a, const struct prog_cost *b)
 	return n ? (double)(b->run_time_ns - a->run_time_ns) / (double)n : 0;
 }
 
+static struct ring_buffer *rb;
+static volatile int draining;
+static unsigned long long drained;
+static pthread_t drainer;
+
+static int count_record(void *ctx, const struct vcpustat_record *r)
+{
+	drained++;
+	return 0;
+}
+
+static void *drain(void *arg)
+{
+	while (draining)
+		vcpustat_drain(rb, 100);
+	ring_buffer__consume(rb);
+	return NULL;
+}
+
 static int run_workload(char **argv)
 {
 	int status;
@@ -78,18 +100,25 @@ int main(int argc, char **argv)
 	struct empty_bpf *empty = NULL;
 	struct vcpustat *vs = NULL;
 	char **workload = dflt;
+	bool with_vms = false;
+	pid_t vmm = -1;
 	struct prog_cost all0[16], all1[16];
 	const char *all_names[16];
 	size_t nall = 0;
 	int c, stats_fd = -1, err = 1, n_inject = 100000, seconds = 4;
 	__u64 t0, t1;
 
-	while ((c = getopt(argc, argv, "t:n:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:fmh")) != -1) {
 		switch (c) {
+		case 'm': with_vms = true; break;
+		case 'f': opts.record_level = VCPUSTAT_LEVEL_FULL; break;
 		case 't': seconds = atoi(optarg); break;
 		case 'n': n_inject = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: %s [-t SEC] [-n INJECTIONS] [-- WORKLOAD ARGS...]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-t SEC] [-n INJECTIONS] [-f] [-m] [-- WORKLOAD ARGS...]\n"
+					"  -f: record level full, with a thread draining the ring buffer\n"
+					"  -m: also run microvm (2 VMs x 2 vCPUs on CPU 0) during the workload\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -126,6 +155,31 @@ int main(int argc, char **argv)
 	prog_cost(vcpustat_prog_fd(vs, "on_sched_wakeup"), &v_wk0);
 	prog_cost(bpf_program__fd(empty->progs.empty_sched_switch), &e_sw0);
 	prog_cost(bpf_program__fd(empty->progs.empty_sched_wakeup), &e_wk0);
+	if (opts.record_level == VCPUSTAT_LEVEL_FULL) {
+		struct vcpustat_consumer cons = { .on_record = count_record };
+
+		rb = vcpustat_ring_buffer(vs, &cons);
+		draining = 1;
+		pthread_create(&drainer, NULL, drain, NULL);
+	}
+	if (with_vms) {
+		char self[512], bin[600], dur[16];
+		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		self[len > 0 ? len : 0] = '\0';
+		if (strrchr(self, '/'))
+			*strrchr(self, '/') = '\0';
+		snprintf(bin, sizeof(bin), "%s/microvm", self);
+		snprintf(dur, sizeof(dur), "%d", seconds);
+		vmm = fork();
+		if (vmm == 0) {
+			int null = open("/dev/null", O_WRONLY);
+
+			dup2(null, STDOUT_FILENO);
+			execl(bin, bin, "--vms", "2", "--vcpus", "2", "--pin", "0", "--duration", dur, (char *)NULL);
+			_exit(127);
+		}
+	}
 	if (run_workload(workload)) {
 		fprintf(stderr, "handler-cost: the workload failed\n");
 		goto out;
@@ -138,6 +192,13 @@ int main(int argc, char **argv)
 	prog_cost(bpf_program__fd(empty->progs.empty_sched_wakeup), &e_wk1);
 
 	/* injection: a kvm_exit/kvm_entry pair of one vCPU per iteration */
+	if (vmm > 0)
+		waitpid(vmm, NULL, 0);
+	if (rb) {
+		draining = 0;
+		pthread_join(drainer, NULL);
+		printf("records drained during the workload: %llu\n", drained);
+	}
 	prog_cost(vcpustat_prog_fd(vs, "inject"), &inj0);
 	t0 = now_ns();
 	for (int i = 0; i < n_inject; i++) {
@@ -172,6 +233,7 @@ out:
 	if (stats_fd >= 0)
 		close(stats_fd);
 	empty_bpf__destroy(empty);
+	ring_buffer__free(rb);
 	vcpustat_close(vs);
 	return err;
 }

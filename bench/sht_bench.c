@@ -424,7 +424,7 @@ static void bench_all(const struct config *c)
 	snprintf(raw, sizeof(raw), "%s.raw", c->file);
 	t0 = now_s();
 	generate(c, &d);
-	printf("## data\n\n%u VMs x %u vCPUs, %u pCPUs, %u host threads: %u attributes; %zu events, "
+	printf("### data\n\n%u VMs x %u vCPUs, %u pCPUs, %u host threads: %u attributes; %zu events, "
 	       "%llu intervals, %.3f s of trace (generated in %.1f s)\n\n",
 	       c->vms, c->vcpus, c->pcpus, c->threads, d.nattrs, d.nev, (unsigned long long)d.intervals,
 	       (double)d.end * 1e-9, now_s() - t0);
@@ -441,7 +441,7 @@ static void bench_all(const struct config *c)
 	if (sht_open(&r, path, &err))
 		die(err.msg);
 	nsht = sht_get_info(r)->nintervals;
-	printf("## build (offline, one core, best of 3; page cache, no fsync)\n\n");
+	printf("### build (offline, one core, best of 3; page cache, no fsync)\n\n");
 	printf("| | intervals | seconds | intervals/s | file bytes | bytes/interval |\n|---|---:|---:|---:|---:|---:|\n");
 	printf("| SHT writer (node %u B) | %llu | %.3f | %.2f M | %llu | %.2f |\n", sht_get_info(r)->node_size,
 	       (unsigned long long)nsht, tw, (double)nsht / tw * 1e-6, (unsigned long long)fsz,
@@ -498,7 +498,7 @@ static void bench_all(const struct config *c)
 	}
 	stats(lat, nq, &med, &p99);
 	stats(blat, nq, &bmed, &bp99);
-	printf("## stabbing query: every attribute's value at a random time (%u queries, warm page cache)\n\n", nq);
+	printf("### stabbing query: every attribute's value at a random time (%u queries, warm page cache)\n\n", nq);
 	printf("| | median µs | p99 µs |\n|---|---:|---:|\n");
 	printf("| SHT sht_query_at (%u attributes) | %.1f | %.1f |\n", sht_nattrs(r), med, p99);
 	printf("| baseline: binary search per attribute, sorted in-memory arrays | %.1f | %.1f |\n", bmed, bp99);
@@ -575,7 +575,7 @@ static void bench_all(const struct config *c)
 		free(which);
 		stats(lat, nq, &med, &p99);
 		stats(blat, nq, &bmed, &bp99);
-		printf("## range query: one attribute over %s (%u queries, %.1f intervals returned on average)\n\n",
+		printf("### range query: one attribute over %s (%u queries, %.1f intervals returned on average)\n\n",
 		       kind ? "1% of the trace" : "1 ms", nq, (double)returned / nq);
 		printf("| | median µs | p99 µs |\n|---|---:|---:|\n");
 		printf("| SHT sht_query_range | %.1f | %.1f |\n", med, p99);
@@ -673,6 +673,26 @@ static void corpus(const char *dir)
 	copy_file(src, path);
 	if (sht_repair(path, &rep, &err))
 		die(err.msg);
+
+	/* many busy attributes in small nodes: cores of several blocks */
+	snprintf(path, sizeof(path), "%s/bigcore.sht", dir);
+	o.max_children = 32;
+	if (sht_writer_create(&w, path, &o, &err))
+		die(err.msg);
+	for (i = 0; i < 1000; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "/v/%u", i);
+		if (sht_writer_attr(w, name, &ids[i % 64]))
+			die(sht_writer_error(w)->msg);
+	}
+	for (i = 0; i < 2000; i++) /* round robin: each of them changes every 1000 events (ids: v, then 1..1000) */
+		if (sht_writer_set_int(w, 1 + i % 1000, 1000 + 10ull * i, i / 1000 % 7))
+			die(sht_writer_error(w)->msg);
+	if (sht_writer_close(w, 1000 + 10ull * i, &err))
+		die(err.msg);
+	if (sht_check(path, &rep, &err) || rep.nodes == rep.leaves + rep.cores)
+		die("bigcore.sht has no core of several blocks");
 	printf("corpus written to %s\n", dir);
 }
 

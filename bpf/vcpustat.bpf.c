@@ -26,6 +26,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space before load. */
 const volatile __u32 record_level = VCPUSTAT_LEVEL_NONE;
 const volatile bool record_raw = false; /* also put every handled event in the ring buffer */
+/*
+ * Wake the consumer only once this much data waits in the ring buffer (the
+ * consumer also polls on a timer): a wakeup per record would cost more than
+ * the record at high rates.
+ */
+const volatile __u64 wakeup_bytes = VCPUSTAT_RINGBUF_BYTES / 8;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -180,9 +186,15 @@ static __always_inline struct vcpustat_record *env_record_reserve(void)
 	return bpf_ringbuf_reserve(&records, sizeof(struct vcpustat_record), 0);
 }
 
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP :
+										 BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void env_record_submit(struct vcpustat_record *r)
 {
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, submit_flags());
 }
 
 static __always_inline void env_lost(__u32 what)
@@ -283,23 +295,28 @@ static __always_inline bool is_vcpu_task(struct task_struct *t)
  * current task (its name, its cgroup), goes to the ring buffer before it is
  * handled, so that user-space replay sees exactly what the kernel saw.
  */
+static __always_inline void capture_event(struct vcpustat_event *ev)
+{
+	struct vcpustat_event *r;
+
+	if (!record_raw)
+		return;
+	if (!ev->comm[0] && (ev->type == VCPUSTAT_EV_SWITCH || ev->type >= VCPUSTAT_EV_KVM_ENTRY))
+		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	if (ev->type == VCPUSTAT_EV_SWITCH && !ev->arg2)
+		ev->arg2 = bpf_get_current_cgroup_id();
+	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (r) {
+		__builtin_memcpy(r, ev, sizeof(*r));
+		bpf_ringbuf_submit(r, submit_flags());
+	} else {
+		env_lost(VCPUSTAT_LOST_RINGBUF);
+	}
+}
+
 static __always_inline int run_event(struct vcpustat_event *ev)
 {
-	if (record_raw) {
-		struct vcpustat_event *r;
-
-		if (!ev->comm[0] && (ev->type == VCPUSTAT_EV_SWITCH || ev->type >= VCPUSTAT_EV_KVM_ENTRY))
-			bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-		if (ev->type == VCPUSTAT_EV_SWITCH && !ev->arg2)
-			ev->arg2 = bpf_get_current_cgroup_id();
-		r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
-		if (r) {
-			__builtin_memcpy(r, ev, sizeof(*r));
-			bpf_ringbuf_submit(r, 0);
-		} else {
-			env_lost(VCPUSTAT_LOST_RINGBUF);
-		}
-	}
+	capture_event(ev);
 	return handle_event(ev);
 }
 
@@ -327,10 +344,23 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	struct vcpustat_cpu *c;
 	bool prev_vcpu = is_vcpu_task(prev), next_vcpu = is_vcpu_task(next);
 
-	/* Nothing to do for two ordinary threads while no vCPU waits for this CPU. */
+	/*
+	 * Two ordinary threads while no vCPU waits for this CPU: the handler
+	 * would change nothing; at level full only the host's record is due.
+	 */
 	c = env_cpu(cpu);
-	if (!prev_vcpu && !next_vcpu && (!c || !c->nr_waiting) && record_level < VCPUSTAT_LEVEL_FULL)
+	if (!prev_vcpu && !next_vcpu && (!c || !c->nr_waiting)) {
+		if (record_level < VCPUSTAT_LEVEL_FULL)
+			return 0;
+		event_task(&ev, VCPUSTAT_EV_SWITCH, prev);
+		ev.tid2 = (__u32)next->pid;
+		ev.tgid2 = (__u32)next->tgid;
+		ev.arg0 = get_task_state(prev);
+		ev.arg1 = preempt;
+		capture_event(&ev);
+		emit_host_switch(&ev);
 		return 0;
+	}
 	event_task(&ev, VCPUSTAT_EV_SWITCH, prev);
 	ev.tid2 = (__u32)next->pid;
 	ev.tgid2 = (__u32)next->tgid;
@@ -344,8 +374,15 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 {
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p) && record_level < VCPUSTAT_LEVEL_FULL)
+	if (!is_vcpu_task(p)) {
+		if (record_level < VCPUSTAT_LEVEL_FULL)
+			return 0;
+		event_task(&ev, VCPUSTAT_EV_WAKEUP, p);
+		ev.arg0 = get_task_cpu(p);
+		capture_event(&ev);
+		emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
 		return 0;
+	}
 	event_task(&ev, VCPUSTAT_EV_WAKEUP, p);
 	ev.arg0 = get_task_cpu(p);
 	return run_event(&ev);
@@ -356,8 +393,15 @@ int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 {
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p) && record_level < VCPUSTAT_LEVEL_FULL)
+	if (!is_vcpu_task(p)) {
+		if (record_level < VCPUSTAT_LEVEL_FULL)
+			return 0;
+		event_task(&ev, VCPUSTAT_EV_WAKEUP_NEW, p);
+		ev.arg0 = get_task_cpu(p);
+		capture_event(&ev);
+		emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
 		return 0;
+	}
 	event_task(&ev, VCPUSTAT_EV_WAKEUP_NEW, p);
 	ev.arg0 = get_task_cpu(p);
 	return run_event(&ev);

@@ -174,8 +174,11 @@ struct vcpustat_cpu {
 /* culprits map: who ran while a VM's vCPUs waited for their CPU. */
 struct vcpustat_culprit_key {
 	__u32 vm_tgid; /* the VM kept waiting */
-	__u32 tid;     /* the thread that ran (0: the CPU was idle) */
+	__u32 tid;     /* the thread that ran (0: the CPU was idle; VCPUSTAT_TID_EXITED: threads gone since) */
 };
+
+/* Culprit entries of exited threads are folded into this one by user space (vcpustat_prune). */
+#define VCPUSTAT_TID_EXITED 0xffffffffu
 
 struct vcpustat_culprit {
 	__u64 ns;	 /* vCPU-nanoseconds of waiting it caused (sum over waiting vCPUs) */

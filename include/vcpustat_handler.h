@@ -132,6 +132,25 @@ HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, const struct vcp
 		emit_vcpu(ev, v, VCPUSTAT_REC_PCPU, (__u8)s->to, (__u8)s->to, v->fsm.pcpu, 0);
 }
 
+/* ---- level full: the host's side of every switch and wakeup ---- */
+
+/* SWITCH record; to = 1: prev is exiting (TASK_DEAD, EXIT_ZOMBIE or EXIT_DEAD). */
+HANDLER_INLINE void emit_host_switch(const struct vcpustat_event *ev)
+{
+	int runnable = ev->arg1 || ev->arg0 == 0;
+
+	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
+		emit(ev, (__u32)ev->tid, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_SWITCH, (__u8)runnable,
+		     (ev->arg0 & 0xb0) ? 1 : 0, (__u32)ev->tid2, (__u32)ev->tgid2);
+}
+
+HANDLER_INLINE void emit_host_wakeup(const struct vcpustat_event *ev)
+{
+	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
+		emit(ev, (__u32)ev->tid, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_WAKEUP, 0, 0,
+		     (__u32)ev->arg0, 0);
+}
+
 /* ---- culprits: who ran while vCPUs waited ---- */
 
 /* The vCPU starts waiting on cpu's run queue at ts. */
@@ -327,10 +346,7 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	}
 	if (c)
 		c->curr_since = ev->ts;
-	/* to = 1: prev is exiting (TASK_DEAD, EXIT_ZOMBIE or EXIT_DEAD) */
-	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
-		emit(ev, prev, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_SWITCH, (__u8)runnable,
-		     (ev->arg0 & 0xb0) ? 1 : 0, next, (__u32)ev->tgid2);
+	emit_host_switch(ev);
 }
 
 HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
@@ -346,8 +362,7 @@ HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 		if (v->fsm.state == VCPU_WAIT && v->wait_cpu == VCPU_PCPU_NONE)
 			wait_begin(v, (__u32)ev->arg0, ev->ts);
 	}
-	if (env_record_level() >= VCPUSTAT_LEVEL_FULL)
-		emit(ev, tid, (__u32)ev->tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_WAKEUP, 0, 0, (__u32)ev->arg0, 0);
+	emit_host_wakeup(ev);
 }
 
 HANDLER_INLINE void on_migrate(const struct vcpustat_event *ev)

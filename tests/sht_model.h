@@ -467,12 +467,15 @@ static inline void cmp_all(struct sht_reader *r, const struct model *m, uint64_t
 	cmp_free(&c);
 }
 
+/* A file name in /tmp for this test process (the last 4 stay valid). */
 static inline char *tmp_path(const char *tag)
 {
-	static char buf[256];
+	static char buf[4][256];
+	static unsigned int next;
+	char *p = buf[next++ % 4];
 
-	snprintf(buf, sizeof(buf), "/tmp/vcpustat-test-%s-%d.sht", tag, (int)getpid());
-	return buf;
+	snprintf(p, sizeof(buf[0]), "/tmp/vcpustat-test-%s-%d.sht", tag, (int)getpid());
+	return p;
 }
 
 #endif

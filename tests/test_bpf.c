@@ -16,6 +16,8 @@
 #include <bpf/libbpf.h>
 #include "helpers.h"
 #include "loader.h"
+#include "names.h"
+#include "summary.h"
 
 static struct vcpustat *vs;
 static struct ring_buffer *rb;
@@ -661,4 +663,40 @@ Test(bpf, seeding_finds_running_vm_threads_from_proc)
 	cr_assert_eq(v.fsm.state, VCPU_WAIT);
 	snprintf(path, sizeof(path), "rm -rf %s", root);
 	cr_assert_eq(system(path), 0);
+}
+
+/* Culprits of exited threads are folded into one entry per VM, without counting twice. */
+Test(bpf, prune_folds_exited_threads_without_double_counting)
+{
+	struct vcpustat_snapshot a, b, c;
+	struct summary s;
+	struct names n;
+
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	ev_kvm(VCPUSTAT_EV_KVM_RUN, 10, 0, 101, 100, 0, 0, 0, NULL);
+	ev_switch(100, 0, 101, 100, 0, 1, 3999901, 3999901); /* a thread that does not exist (any more) */
+	ev_switch(200, 0, 3999901, 3999901, 0, 1, 101, 100);
+	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
+	cr_assert_eq(vcpustat_prune(vs, NULL), 1);
+	cr_assert_eq(vcpustat_snapshot(vs, &b), 0);
+	cr_assert_eq(b.nr_culprits, 1);
+	cr_assert_eq(b.culprits[0].key.tid, VCPUSTAT_TID_EXITED);
+	cr_assert_eq(b.culprits[0].culprit.ns, 100);
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	cr_assert_eq(s.vms[0].nr_culprits, 0, "the folded 100 ns were counted in the previous window");
+	summary_free(&s);
+
+	ev_switch(300, 0, 101, 100, 0, 1, 3999902, 3999902);
+	ev_switch(350, 0, 3999902, 3999902, 0, 1, 101, 100);
+	cr_assert_eq(vcpustat_prune(vs, NULL), 1);
+	cr_assert_eq(vcpustat_snapshot(vs, &c), 0);
+	cr_assert_eq(summary_build(&s, &b, &c, &n, NULL), 0);
+	cr_assert_eq(s.vms[0].nr_culprits, 1);
+	cr_assert_eq(s.vms[0].culprits[0].ns, 50);
+	cr_assert_str_eq(s.vms[0].culprits[0].process, "threads that exited");
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	vcpustat_snapshot_free(&c);
+	names_free(&n);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -286,7 +287,8 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 		}
 		cr_log_info("culprits: %.1f ms charged for %.1f ms of waiting; this test's hog %.1f ms", culprit_ns / 1e6,
 			    waited / 1e6, hog_ns / 1e6);
-		cr_assert_gt(hog_ns, 0.2 * waited, "the hog thread is a main culprit");
+		/* the hog is always runnable on CPU 0: it takes a fair share even if the host is busy */
+		cr_assert_gt(hog_ns, 0.05 * waited, "the hog thread is among the culprits");
 		cr_assert_lt(culprit_ns > waited ? culprit_ns - waited : waited - culprit_ns, 0.05 * waited,
 			     "culprit time sums to the waiting time");
 	}
@@ -339,18 +341,29 @@ Test(e2e, idle_time_matches_microvm_halt_accounting, .timeout = 120)
 	}
 	cr_assert_not_null(gone, "the vCPU's exit was reported");
 	{
+		/*
+		 * microvm's halted time runs from the KVM_EXIT_HLT return to its next
+		 * KVM_RUN call: the sleep (idle), then the wait for a CPU once woken
+		 * (wait: this vCPU only sleeps in halts, so every wakeup ends one),
+		 * and a few microseconds in the VMM on each side (host).
+		 */
 		double halted = (double)json_integer_value(json_object_get(rv, "halted_ns"));
-		double idle = (double)json_integer_value(json_object_get(json_object_get(gone, "ns_total"), "idle"));
-		double blocked = (double)json_integer_value(json_object_get(json_object_get(gone, "ns_total"), "blocked"));
+		double halts = (double)json_integer_value(json_object_get(rv, "halts"));
+		json_t *nt = json_object_get(gone, "ns_total");
+		double idle = (double)json_integer_value(json_object_get(nt, "idle"));
+		double wait = (double)json_integer_value(json_object_get(nt, "wait"));
+		double blocked = (double)json_integer_value(json_object_get(nt, "blocked"));
 		double life = 0;
 		static const char *const all[] = { "guest", "host", "preempted", "wait", "idle", "blocked" };
 
 		life = total(gone, "ns_total", all, 6);
-		cr_log_info("idle %.1f ms, blocked %.1f ms; microvm halted %.1f ms; life %.1f ms", idle / 1e6,
-			    blocked / 1e6, halted / 1e6, life / 1e6);
+		cr_log_info("idle %.1f ms + wait %.1f ms (blocked %.1f ms) vs microvm halted %.1f ms in %.0f halts; "
+			    "life %.1f ms",
+			    idle / 1e6, wait / 1e6, blocked / 1e6, halted / 1e6, halts, life / 1e6);
 		cr_assert_gt(halted, 0.3 * life, "the guest halted most of the time");
-		cr_assert_lt(idle > halted ? idle - halted : halted - idle, 0.05 * life,
-			     "idle %.1f ms vs halted %.1f ms", idle / 1e6, halted / 1e6);
+		cr_assert_leq(idle, halted, "idle time is part of the halts");
+		cr_assert_lt(fabs(idle + wait + blocked - halted), 0.05 * life,
+			     "idle + wait %.1f ms vs halted %.1f ms", (idle + wait) / 1e6, halted / 1e6);
 		cr_assert_lt(blocked, 0.05 * life);
 	}
 	for (size_t d = 0; d < ndocs; d++)

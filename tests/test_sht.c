@@ -4,6 +4,7 @@
  * compared, query by query, with a simple in-memory model (tests/sht_model.h).
  */
 #include <errno.h>
+#include <math.h>
 #include "sht_model.h"
 
 /* Write sc to path (closed at end_t unless abandon_at < nops); fill the model the same way. */
@@ -201,6 +202,80 @@ Test(sht, queries_with_a_tiny_core_cache, .timeout = 60)
 	cmp_all(r, &m, 109, 600, 100);
 	sht_set_cache(r, 20000); /* a few cores: evictions during range walks */
 	cmp_all(r, &m, 110, 600, 100);
+	sht_close(r);
+	model_free(&m);
+	unlink(path);
+}
+
+/*
+ * Many busy attributes and small nodes: every node boundary cuts more open
+ * intervals than a core can hold. Cores then take several blocks instead of
+ * splitting again and again, so the tree stays shallow (fan-out >= 4).
+ */
+Test(sht, many_busy_attributes_keep_the_tree_shallow, .timeout = 120)
+{
+	const char *path = tmp_path("busy");
+	struct scenario sc = base(110);
+	struct sht_writer_stats st;
+	struct sht_check_report rep;
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	struct model m;
+	double leaves;
+
+	sc.nattrs = 600;
+	sc.hot_attrs = 600;
+	sc.hot_pct = 100;
+	sc.nops = 80000;
+	sc.node_size = 4096;
+	sc.max_children = 32;
+	write_scenario(path, &sc, &m, SIZE_MAX, 0, &st);
+	cr_assert_gt(st.big_cores, 0, "this data needs cores of several blocks");
+	leaves = (double)st.nodes; /* an upper bound */
+	cr_assert_leq(st.height, 1 + (uint32_t)(log(leaves) / log(4.0)), "height %u for %.0f blocks", st.height,
+		      leaves);
+	r = open_ok(path);
+	cmp_all(r, &m, 110, 1500, 100);
+	sht_close(r);
+	check_ok(path);
+	model_free(&m);
+
+	/* the same, abandoned: the rebuilt cores take several blocks too; then repaired */
+	write_scenario(path, &sc, &m, sc.nops * 2 / 3, 0, &st);
+	r = open_ok(path);
+	cr_assert(sht_get_info(r)->recovered);
+	cmp_all(r, &m, 111, 1500, 100);
+	sht_close(r);
+	/* cut anywhere, also inside a node of several blocks: what is whole still reads */
+	{
+		const char *cut = tmp_path("busy-cut");
+		FILE *f = fopen(path, "rb"), *g;
+		long size, len;
+		char *data;
+
+		cr_assert_not_null(f);
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		rewind(f);
+		data = malloc((size_t)size);
+		cr_assert_eq(fread(data, 1, (size_t)size, f), (size_t)size);
+		fclose(f);
+		for (len = size - 1; len > 4096; len -= 4096 * 7 + 1234) {
+			g = fopen(cut, "wb");
+			cr_assert_eq(fwrite(data, 1, (size_t)len, g), (size_t)len);
+			fclose(g);
+			r = open_ok(cut);
+			cmp_all(r, &m, (uint64_t)len, 200, 20);
+			sht_close(r);
+			check_ok(cut);
+		}
+		free(data);
+		unlink(cut);
+	}
+	cr_assert_eq(sht_repair(path, &rep, &err), 0, "%s", err.msg);
+	cr_assert(rep.ok && rep.closed);
+	r = open_ok(path);
+	cmp_all(r, &m, 112, 1500, 100);
 	sht_close(r);
 	model_free(&m);
 	unlink(path);

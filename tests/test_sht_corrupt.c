@@ -92,7 +92,7 @@ static int query_everything(struct sht_reader *r, const char *path)
 	int errors = 0;
 	size_t cnt;
 
-	for (uint64_t t = 0; t <= in->end; t += in->end / 97 + 1) {
+	for (uint64_t t = 0; t <= in->end; t += in->end / 47 + 1) {
 		struct vcpustat_error err = { 0 };
 
 		if (sht_query_at(r, t, NULL, out, &err)) {
@@ -100,10 +100,10 @@ static int query_everything(struct sht_reader *r, const char *path)
 			errors++;
 		}
 	}
-	for (a = 0; a < n; a++) {
+	for (a = 0; a < n + n / 5 + 1; a += n / 5 + 1) { /* a few attributes, then (a >= n) all at once */
 		struct vcpustat_error err = { 0 };
 
-		if (sht_query_range(r, a, NULL, 0, UINT64_MAX, &iv, &cnt, &err)) {
+		if (sht_query_range(r, a < n ? a : SHT_NO_ATTR, NULL, 0, UINT64_MAX, &iv, &cnt, &err)) {
 			cr_assert(strstr(err.msg, path), "%s", err.msg);
 			errors++;
 		} else {
@@ -283,7 +283,7 @@ Test(sht_corrupt, flipped_byte_in_the_header_and_footer)
  * the close record, which make the file read as unfinished); opening and
  * querying give answers or one clean error, never a crash.
  */
-Test(sht_corrupt, every_flipped_byte_is_caught, .timeout = 120)
+Test(sht_corrupt, every_flipped_byte_is_caught, .timeout = 600) /* a hang guard: ~15 s here, slower on a loaded machine */
 {
 	const char *path = tmp_path("every"), *copy = tmp_path("every2");
 	struct model m;

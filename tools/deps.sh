@@ -10,6 +10,9 @@ pkgs=(
 	libncurses-dev libmicrohttpd-dev libjansson-dev libzstd-dev libbabeltrace2-dev
 	# tests: unit framework, sanitizer/fuzzer runtimes, pty UI test, workloads
 	libcap-dev libcriterion-dev libclang-rt-14-dev tmux stress-ng
+	# tests of the exporters: promtool and a real Prometheus server, xmllint for the SVG
+	# (chromium, for an SVG screenshot, is used when installed but not required)
+	prometheus libxml2-utils
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 #include "capture.h"
 
 #define EV_SIZE sizeof(struct vcpustat_event)
@@ -63,6 +64,9 @@ struct capture_writer {
 	int fd;
 	char *path;
 	unsigned char *block; /* header + events */
+	unsigned char *zblock; /* header + compressed events */
+	size_t zcap;
+	ZSTD_CCtx *zctx;
 	uint32_t count;
 	uint64_t block_start_ts;
 	uint64_t written;
@@ -85,8 +89,11 @@ int capture_create(struct capture_writer **wp, const char *path, uint64_t mono_s
 	if (!w)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
 	w->block = malloc(CAPTURE_BLOCK_HEADER + (size_t)CAPTURE_BLOCK_EVENTS * EV_SIZE);
+	w->zcap = ZSTD_compressBound((size_t)CAPTURE_BLOCK_EVENTS * EV_SIZE);
+	w->zblock = malloc(CAPTURE_BLOCK_HEADER + w->zcap);
+	w->zctx = ZSTD_createCCtx();
 	w->path = strdup(path);
-	if (!w->block || !w->path) {
+	if (!w->block || !w->zblock || !w->zctx || !w->path) {
 		e = verror(err, -ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
@@ -116,6 +123,8 @@ int capture_create(struct capture_writer **wp, const char *path, uint64_t mono_s
 	return 0;
 fail:
 	free(w->block);
+	free(w->zblock);
+	ZSTD_freeCCtx(w->zctx);
 	free(w->path);
 	free(w);
 	return e;
@@ -123,18 +132,30 @@ fail:
 
 int capture_flush(struct capture_writer *w, struct vcpustat_error *err)
 {
-	size_t len = CAPTURE_BLOCK_HEADER + (size_t)w->count * EV_SIZE;
+	size_t raw = (size_t)w->count * EV_SIZE, z;
+	uint32_t crc;
 	int e;
 
 	if (w->sticky)
 		return verror(err, w->sticky, "%s: %s", w->path, strerror(-w->sticky));
 	if (!w->count)
 		return 0;
-	memcpy(w->block, "VCBK", 4);
-	put32(w->block + 4, w->count);
-	put32(w->block + 8, (uint32_t)crc32(0, w->block + CAPTURE_BLOCK_HEADER, (uInt)(w->count * EV_SIZE)));
-	put32(w->block + 12, 0);
-	e = write_all(w->fd, w->block, len);
+	crc = (uint32_t)crc32(0, w->block + CAPTURE_BLOCK_HEADER, (uInt)raw);
+	/* events compress well (zstd level 1: fast); a block that would not shrink stays raw */
+	z = ZSTD_compressCCtx(w->zctx, w->zblock + CAPTURE_BLOCK_HEADER, w->zcap, w->block + CAPTURE_BLOCK_HEADER, raw, 1);
+	if (!ZSTD_isError(z) && z < raw) {
+		memcpy(w->zblock, "VCBZ", 4);
+		put32(w->zblock + 4, w->count);
+		put32(w->zblock + 8, crc);
+		put32(w->zblock + 12, (uint32_t)z);
+		e = write_all(w->fd, w->zblock, CAPTURE_BLOCK_HEADER + z);
+	} else {
+		memcpy(w->block, "VCBK", 4);
+		put32(w->block + 4, w->count);
+		put32(w->block + 8, crc);
+		put32(w->block + 12, 0);
+		e = write_all(w->fd, w->block, CAPTURE_BLOCK_HEADER + raw);
+	}
 	if (e) {
 		w->sticky = e;
 		return verror(err, e, "%s: %s", w->path, strerror(-e));
@@ -228,6 +249,8 @@ int capture_close(struct capture_writer *w, struct vcpustat_error *err)
 	if (close(w->fd) && !e)
 		e = verror(err, -errno, "%s: %s", w->path, strerror(errno));
 	free(w->block);
+	free(w->zblock);
+	ZSTD_freeCCtx(w->zctx);
 	free(w->path);
 	free(w);
 	return e;
@@ -252,6 +275,8 @@ struct capture_reader {
 	char *meta;
 	uint64_t off;	    /* of the next unread byte */
 	unsigned char *block; /* events of the current block */
+	unsigned char *zbuf;  /* its compressed bytes */
+	size_t zcap;
 	uint32_t count, next;
 	uint64_t truncated, truncated_at;
 	bool done;
@@ -320,6 +345,10 @@ static int scan_names(struct capture_reader *r, struct vcpustat_error *err)
 		len = get32(bh + 4);
 		if (!memcmp(bh, "VCBK", 4) && len && len <= CAPTURE_MAX_BLOCK) {
 			off += CAPTURE_BLOCK_HEADER + (uint64_t)len * EV_SIZE;
+			continue;
+		}
+		if (!memcmp(bh, "VCBZ", 4) && len && len <= CAPTURE_MAX_BLOCK) {
+			off += CAPTURE_BLOCK_HEADER + (uint64_t)get32(bh + 12);
 			continue;
 		}
 		if (memcmp(bh, "VCNM", 4) || !len || len > CAPTURE_MAX_META)
@@ -465,8 +494,9 @@ static int truncated(struct capture_reader *r)
 static int read_block(struct capture_reader *r, struct vcpustat_error *err)
 {
 	unsigned char bh[CAPTURE_BLOCK_HEADER];
-	size_t got, want;
+	size_t got, want, stored;
 	uint32_t count;
+	bool compressed;
 
 again:
 	got = fread(bh, 1, sizeof(bh), r->f);
@@ -500,23 +530,54 @@ again:
 		r->off += CAPTURE_BLOCK_HEADER + len;
 		goto again;
 	}
-	if (memcmp(bh, "VCBK", 4))
+	compressed = !memcmp(bh, "VCBZ", 4);
+	if (!compressed && memcmp(bh, "VCBK", 4))
 		return verror(err, -EBADMSG, "%s: offset %llu: bad block magic", r->path, (unsigned long long)r->off);
 	count = get32(bh + 4);
 	if (count == 0 || count > CAPTURE_MAX_BLOCK)
 		return verror(err, -EBADMSG, "%s: offset %llu: bad block event count %u", r->path,
 			      (unsigned long long)r->off + 4, count);
 	want = (size_t)count * EV_SIZE;
-	got = fread(r->block, 1, want, r->f);
-	if (got < want) {
-		if (ferror(r->f))
-			return verror(err, -EIO, "%s: offset %llu: read error", r->path, (unsigned long long)r->off);
-		return truncated(r);
+	stored = want;
+	if (compressed) {
+		size_t zlen = get32(bh + 12), n;
+
+		if (!zlen || zlen > ZSTD_compressBound(want))
+			return verror(err, -EBADMSG, "%s: offset %llu: bad compressed block length %zu", r->path,
+				      (unsigned long long)r->off + 12, zlen);
+		if (zlen > r->zcap) {
+			unsigned char *z = realloc(r->zbuf, zlen);
+
+			if (!z)
+				return verror(err, -ENOMEM, "%s: out of memory", r->path);
+			r->zbuf = z;
+			r->zcap = zlen;
+		}
+		got = fread(r->zbuf, 1, zlen, r->f);
+		if (got < zlen) {
+			if (ferror(r->f))
+				return verror(err, -EIO, "%s: offset %llu: read error", r->path,
+					      (unsigned long long)r->off);
+			return truncated(r);
+		}
+		n = ZSTD_decompress(r->block, want, r->zbuf, zlen);
+		if (ZSTD_isError(n) || n != want)
+			return verror(err, -EBADMSG, "%s: offset %llu: compressed block does not decompress to %u events",
+				      r->path, (unsigned long long)r->off, count);
+		stored = zlen;
+	} else {
+		got = fread(r->block, 1, want, r->f);
+		if (got < want) {
+			if (ferror(r->f))
+				return verror(err, -EIO, "%s: offset %llu: read error", r->path,
+					      (unsigned long long)r->off);
+			return truncated(r);
+		}
 	}
 	if ((uint32_t)crc32(0, r->block, (uInt)want) != get32(bh + 8))
 		return verror(err, -EBADMSG, "%s: offset %llu: block checksum mismatch (block of %u events)", r->path,
 			      (unsigned long long)r->off, count);
-	r->off += CAPTURE_BLOCK_HEADER + want;
+	r->off += CAPTURE_BLOCK_HEADER + stored;
 	r->count = count;
 	r->next = 0;
 	return 1;
@@ -552,6 +613,7 @@ void capture_close_reader(struct capture_reader *r)
 	if (r->f)
 		fclose(r->f);
 	free(r->block);
+	free(r->zbuf);
 	free(r->meta);
 	free(r->names);
 	free(r->lost);

@@ -28,6 +28,9 @@ int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 
 

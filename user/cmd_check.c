@@ -76,9 +76,10 @@ static void report_text(const char *file, const struct sht_check_report *rep)
 	if (!rep->node_size)
 		return;
 	cores = rep->cores - (rep->repaired ? 0 : rep->rebuilt); /* the rebuilt ones are not in the file yet */
-	printf("  %-17s %llu (%llu lea%s, %llu core%s) of %u bytes; %llu bytes are good\n",
-	       rep->ok ? "nodes" : "good nodes", (unsigned long long)rep->nodes, (unsigned long long)rep->leaves,
-	       rep->leaves == 1 ? "f" : "ves", (unsigned long long)cores, cores == 1 ? "" : "s", rep->node_size,
+	printf("  %-17s %llu of %u bytes (%llu lea%s, %llu core%s%s); %llu bytes are good\n",
+	       rep->ok ? "blocks" : "good blocks", (unsigned long long)rep->nodes, rep->node_size,
+	       (unsigned long long)rep->leaves, rep->leaves == 1 ? "f" : "ves", (unsigned long long)cores,
+	       cores == 1 ? "" : "s", rep->nodes > rep->leaves + cores ? ", some of several blocks" : "",
 	       (unsigned long long)rep->good_size);
 	if (rep->rebuilt && !rep->repaired)
 		printf("  %-17s %llu core%s that the writer never sealed, from the journals of the leaves\n", "rebuilt",

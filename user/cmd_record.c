@@ -340,7 +340,7 @@ int cmd_record(int argc, char **argv)
 	while (!stop && !c.failed) {
 		__u64 now;
 
-		e = ring_buffer__poll(rb, 100);
+		e = vcpustat_drain(rb, 100);
 		if (e < 0 && e != -EINTR) {
 			if (!c.failed)
 				cli_err("reading the ring buffer: %s", strerror(-e));

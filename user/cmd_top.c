@@ -316,6 +316,7 @@ int cmd_top(int argc, char **argv)
 			summary_free(&s);
 		}
 		reap_exited(vs, &cur);
+		vcpustat_prune(vs, NULL);
 		vcpustat_snapshot_free(&prev);
 		prev = cur;
 		if (iterations > 0)

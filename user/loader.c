@@ -274,6 +274,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		bpf_map__set_max_entries(vs->skel->maps.hists, opts->max_hists);
 	if (opts->ringbuf_bytes)
 		bpf_map__set_max_entries(vs->skel->maps.records, opts->ringbuf_bytes);
+	vs->skel->rodata->wakeup_bytes = bpf_map__max_entries(vs->skel->maps.records) / 8;
 
 	err = vcpustat_bpf__load(vs->skel);
 	if (err) {
@@ -487,6 +488,43 @@ static int read_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
 	return 0;
 }
 
+int vcpustat_prune(struct vcpustat *vs, const char *proc_root)
+{
+	const struct bpf_map *map = vs->skel->maps.culprits;
+	struct vcpustat_culprit_key *keys;
+	struct vcpustat_culprit *vals;
+	int fd = bpf_map__fd(map), folded = 0, err;
+	char path[256];
+	size_t n;
+
+	err = read_hash(map, false, (void **)&keys, (void **)&vals, &n);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		struct vcpustat_culprit_key ek = { .vm_tgid = keys[i].vm_tgid, .tid = VCPUSTAT_TID_EXITED };
+		struct vcpustat_culprit cur, agg;
+
+		if (!keys[i].tid || keys[i].tid == VCPUSTAT_TID_EXITED)
+			continue;
+		snprintf(path, sizeof(path), "%s/%u", proc_root ? proc_root : "/proc", keys[i].tid);
+		if (access(path, F_OK) == 0)
+			continue;
+		/* a dead thread cannot run again: nothing adds to its entry any more */
+		if (bpf_map_lookup_elem(fd, &keys[i], &cur) || bpf_map_delete_elem(fd, &keys[i]))
+			continue;
+		if (bpf_map_lookup_elem(fd, &ek, &agg)) {
+			memset(&agg, 0, sizeof(agg));
+			snprintf(agg.comm, sizeof(agg.comm), "(exited)");
+		}
+		agg.ns += cur.ns;
+		if (bpf_map_update_elem(fd, &ek, &agg, BPF_ANY) == 0)
+			folded++;
+	}
+	free(keys);
+	free(vals);
+	return folded;
+}
+
 int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
 {
 	return read_lost(vs, lost);
@@ -615,6 +653,18 @@ struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpus
 {
 	vs->consumer = *c;
 	return ring_buffer__new(bpf_map__fd(vs->skel->maps.records), rb_callback, &vs->consumer, NULL);
+}
+
+int vcpustat_drain(struct ring_buffer *rb, int timeout_ms)
+{
+	int woken = ring_buffer__poll(rb, timeout_ms), more;
+
+	if (woken < 0 && woken != -EINTR)
+		return woken;
+	more = ring_buffer__consume(rb);
+	if (more < 0)
+		return more;
+	return (woken > 0 ? woken : 0) + more;
 }
 
 /* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */

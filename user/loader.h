@@ -130,6 +130,13 @@ struct vcpustat_snapshot {
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
 void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
 
+/*
+ * Keep the culprit table bounded on a long-running host: fold the entries of
+ * threads that no longer exist into one "(exited)" entry per VM (key tid
+ * VCPUSTAT_TID_EXITED), so totals stay monotonic. Returns how many were folded.
+ */
+int vcpustat_prune(struct vcpustat *vs, const char *proc_root);
+
 /* The lost counters (summed over CPUs), without reading the other maps. */
 int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST]);
 
@@ -148,9 +155,18 @@ struct vcpustat_consumer {
 /*
  * The ring buffer of records and raw events, consumed with libbpf's
  * ring_buffer__poll/consume (free with ring_buffer__free before vcpustat_close).
- * One consumer per struct vcpustat.
+ * One consumer per struct vcpustat. The kernel wakes the consumer only when
+ * an eighth of the buffer is full: drain with vcpustat_drain(), not a bare
+ * ring_buffer__poll(), or records that trickle in wait for the next wakeup.
  */
 struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpustat_consumer *c);
+
+/*
+ * Wait up to timeout_ms for the kernel to signal a full-enough buffer, then
+ * consume everything there (also what trickled in without a wakeup).
+ * Returns the number of entries consumed or a negative errno.
+ */
+int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
 
 /* Map and program file descriptors for benchmarks and tests. */
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);

@@ -309,11 +309,14 @@ static int culprit_add(struct vm_summary *vm, const struct vcpustat_culprit_entr
 	c->comm[sizeof(c->comm) - 1] = '\0';
 	if (!c->tid)
 		snprintf(c->comm, sizeof(c->comm), "(idle)");
-	snprintf(c->process, sizeof(c->process), "%s", c->tid ? names_process(names, c->tgid) : "idle");
+	if (c->tid == VCPUSTAT_TID_EXITED)
+		snprintf(c->process, sizeof(c->process), "threads that exited");
+	else
+		snprintf(c->process, sizeof(c->process), "%s", c->tid ? names_process(names, c->tgid) : "idle");
 	snprintf(c->cgroup, sizeof(c->cgroup), "%s", names_cgroup(names, c->cgroup_id));
 	c->vcpu = -1;
 	who = hashmap_lookup(vcpu_by_tid, &c->tid);
-	if (who && c->tid) {
+	if (who && c->tid && c->tid != VCPUSTAT_TID_EXITED) {
 		snprintf(c->vm, sizeof(c->vm), "%s", names_vm(names, (*who)->tgid));
 		c->vcpu = (int)(*who)->index;
 	}
@@ -354,7 +357,7 @@ void summary_free(struct summary *s)
 int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const struct vcpustat_snapshot *cur,
 		  struct names *names, const struct summary_filter *filter)
 {
-	struct hashmap by_tgid, vcpu_by_tid;
+	struct hashmap by_tgid, vcpu_by_tid, folded = { 0 };
 	struct prev_index pi;
 	size_t i;
 	int err;
@@ -416,15 +419,49 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		else if (e->key.kind == VCPU_SAMPLE_RUNQ_WAIT)
 			vm->runq = l;
 	}
+	/*
+	 * Entries of exited threads are folded into the VM's "exited" entry
+	 * between snapshots (vcpustat_prune): what they had counted before
+	 * belongs to that entry's previous value, or it would count twice.
+	 */
+	if (!err)
+		err = hashmap_init(&folded, sizeof(__u32), sizeof(__u64), 0);
+	if (!err && prev) {
+		struct hashmap in_cur;
+
+		err = hashmap_init(&in_cur, sizeof(struct vcpustat_culprit_key), 1, 0);
+		for (i = 0; i < cur->nr_culprits && !err; i++)
+			err = hashmap_insert(&in_cur, &cur->culprits[i].key, NULL);
+		for (i = 0; i < prev->nr_culprits && !err; i++) {
+			const struct vcpustat_culprit_entry *e = &prev->culprits[i];
+			__u64 *f;
+
+			if (e->key.tid == VCPUSTAT_TID_EXITED || hashmap_lookup(&in_cur, &e->key))
+				continue;
+			f = hashmap_lookup(&folded, &e->key.vm_tgid);
+			if (f)
+				*f += e->culprit.ns;
+			else
+				err = hashmap_insert(&folded, &e->key.vm_tgid, &e->culprit.ns);
+		}
+		hashmap_free(&in_cur);
+	}
 	for (i = 0; i < cur->nr_culprits && !err; i++) {
 		const struct vcpustat_culprit_entry *e = &cur->culprits[i];
 		const struct vcpustat_culprit **before = hashmap_lookup(&pi.culprits, &e->key);
 		size_t *idx = hashmap_lookup(&by_tgid, &e->key.vm_tgid);
-		__u64 ns = before ? sub0(e->culprit.ns, (*before)->ns) : e->culprit.ns;
+		__u64 was = before ? (*before)->ns : 0, ns;
 
+		if (e->key.tid == VCPUSTAT_TID_EXITED) {
+			__u64 *f = hashmap_lookup(&folded, &e->key.vm_tgid);
+
+			was += f ? *f : 0;
+		}
+		ns = sub0(e->culprit.ns, was);
 		if (idx && ns)
 			err = culprit_add(&s->vms[*idx], e, ns, cur, &vcpu_by_tid, names);
 	}
+	hashmap_free(&folded);
 	for (i = 0; i < s->nr_vms; i++) {
 		struct vm_summary *vm = &s->vms[i];
 		__u64 waited = vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT];

@@ -83,21 +83,21 @@ static int verify_records(struct verify *vf, const struct nview *v, bool journal
 static int verify_node(struct verify *vf, uint32_t k, int height, uint64_t start, uint64_t end, uint32_t parent)
 {
 	struct sht_reader *r = vf->r;
-	uint32_t i, nfile_all = r->nfile + r->nvirt;
+	uint32_t i, nblocks_all = r->nblocks;
 	struct nview v;
-	uint8_t **buf = &r->bufs[height < 0 ? SHT_MAX_HEIGHT + 1 : height]; /* one per height: the walk keeps v */
+	struct rbuf *buf = &r->bufs[height < 0 ? SHT_MAX_HEIGHT + 1 : height]; /* one per height: the walk keeps v */
 	int e;
 
-	if (!*buf && !(*buf = malloc(r->node_size)))
-		return verror(vf->err, -ENOMEM, "%s: out of memory", r->name);
-	if (k >= nfile_all)
-		return rfail(r, vf->err, r->size, "reference to node %u, the tree has %u", k, nfile_all);
-	e = reader_node(r, k, *buf, &v, vf->err);
+	if (k >= nblocks_all)
+		return rfail(r, vf->err, r->size, "reference to node %u, the tree has %u blocks", k, nblocks_all);
+	e = reader_node(r, k, buf, &v, vf->err);
 	if (e)
 		return e;
-	if (vf->seen[k])
-		return rfail(r, vf->err, off_of(r, k), "node %u is in the tree twice", k);
-	vf->seen[k] = 1;
+	for (i = 0; i < v.nblocks; i++) {
+		if (k + i >= nblocks_all || vf->seen[k + i])
+			return rfail(r, vf->err, off_of(r, k), "node %u is in the tree twice (or overlaps another)", k);
+		vf->seen[k + i] = 1;
+	}
 	if (height >= 0 && (v.height != height || v.start != start || v.end != end || v.parent != parent))
 		return rfail(r, vf->err, off_of(r, k),
 			     "node %u: height %u, range [%llu, %llu], parent seq %u; its parent says %d, [%llu, %llu], %u",
@@ -132,7 +132,7 @@ static int verify_node(struct verify *vf, uint32_t k, int height, uint64_t start
 static int verify_tree(struct sht_reader *r, struct sht_check_report *rep, struct vcpustat_error *err)
 {
 	struct verify vf = { .r = r, .err = err };
-	uint32_t i, n = r->nfile + r->nvirt;
+	uint32_t i, n = r->nblocks;
 	struct nview v;
 	int e = 0;
 
@@ -140,7 +140,7 @@ static int verify_tree(struct sht_reader *r, struct sht_check_report *rep, struc
 	if (!vf.seen)
 		return verror(err, -ENOMEM, "%s: out of memory", r->name);
 	if (r->root != SHT_NONE32) {
-		e = reader_node(r, r->root, r->scratch, &v, err);
+		e = reader_node(r, r->root, &r->nodebuf, &v, err);
 		if (!e && (v.parent != SHT_NONE32 || v.start != r->info.start || v.end != r->info.end))
 			e = rfail(r, err, off_of(r, r->root), "root node %u: parent seq %u, range [%llu, %llu]; expected none, [%llu, %llu]",
 				  r->root, v.parent, (unsigned long long)v.start, (unsigned long long)v.end,
@@ -227,7 +227,8 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 		fr->info = r->info;
 		fr->header = malloc(r->node_size);
 		fr->scratch = malloc(r->node_size);
-		if (!fr->header || !fr->scratch) {
+		fr->contblock = malloc(r->node_size);
+		if (!fr->header || !fr->scratch || !fr->contblock) {
 			reader_free(fr);
 			return verror(err, -ENOMEM, "%s: out of memory", r->name);
 		}
@@ -283,7 +284,7 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 	}
 	if (keep)
 		*keep = (uint32_t)r->nnodes_scanned;
-	if (!closed && rep->ok) { /* after the tree of an unfinished file: only whole footer nodes */
+	if (!closed && rep->ok && r->scan_at_footer) { /* after the tree of an unfinished file: footer nodes */
 		uint64_t k, full = r->size / r->node_size - 1;
 
 		for (k = r->nnodes_scanned; k < full; k++) {
@@ -304,7 +305,6 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 		}
 	}
 	if (!closed) {
-		r->info.tail_bytes = r->size % r->node_size;
 		e = reader_rebuild(r, (uint32_t)r->nnodes_scanned, pe);
 		if (e) {
 			if (e != -EBADMSG)
@@ -332,7 +332,7 @@ report:
 	rep->horizon = r->horizon;
 	rep->nattrs = r->nattrs;
 	rep->nstrings = r->nstrings;
-	rep->tail_bytes = closed ? 0 : r->size % r->node_size;
+	rep->tail_bytes = closed ? 0 : r->info.tail_bytes;
 	rep->good_size = rep->bad_node >= 0 ? ((uint64_t)rep->bad_node + 1) * r->node_size : r->size - rep->tail_bytes;
 	if (!rep->ok) {
 		verror(err, -EBADMSG, "%s", rep->problem);
@@ -514,9 +514,22 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 		e = verror(err, -errno, "%s: fdatasync failed: %s", path, strerror(errno));
 	if (!e && ftruncate(fd, (off_t)(((uint64_t)keep + 1) * r->node_size)))
 		e = verror(err, -errno, "%s: truncate failed: %s", path, strerror(errno));
-	for (i = 0; i < r->nvirt && !e; i++)
-		e = write_all(fd, path, r->virt[i], r->node_size, off_of(r, keep + i), err);
-	first = keep + r->nvirt;
+	for (i = 0; i < r->nvirt && !e; i++) { /* the rebuilt cores, as blocks */
+		const uint8_t *h = r->virt[i];
+		size_t content = (size_t)get16(h + NH_NTABLE) * SHT_TABLE_ENTRY + get32(h + NH_INTERVALS_LEN) +
+				 get32(h + NH_SKIP_LEN);
+		uint8_t *blocks = malloc((size_t)r->virt_blocks[i] * r->node_size);
+
+		if (!blocks) {
+			e = verror(err, -ENOMEM, "%s: out of memory", path);
+			break;
+		}
+		sht_node_blocks(h, content, r->node_size, r->virt_index[i], blocks);
+		e = write_all(fd, path, blocks, (size_t)r->virt_blocks[i] * r->node_size, off_of(r, r->virt_index[i]),
+			      err);
+		free(blocks);
+	}
+	first = r->nblocks;
 	if (!e && reader_footer_encode(r, &fb))
 		e = verror(err, -ENOMEM, "%s: out of memory", path);
 	if (!e) {

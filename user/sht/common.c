@@ -116,6 +116,8 @@ int strtab_add(struct sht_strtab *t, uint32_t parent, const char *key, size_t le
 
 int buf_put(struct sht_buf *b, const void *data, size_t len)
 {
+	if (!len)
+		return 0;
 	if (b->len + len > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		uint8_t *p;
@@ -185,10 +187,46 @@ void sht_footer_block(uint8_t *block, uint32_t node_size, uint32_t index, uint32
 	put32(block + NH_MAGIC, SHT_NODE_MAGIC);
 	block[NH_KIND] = SHT_NODE_FOOTER;
 	put16(block + NH_FLAGS, last ? SHT_FOOTER_LAST : 0);
+	put16(block + NH_NBLOCKS, 1);
 	put32(block + NH_INDEX, index);
 	put32(block + NH_SEQ, part);
 	put32(block + NH_PARENT, SHT_NONE32);
 	put32(block + NH_DEFS_LEN, (uint32_t)len);
 	memcpy(block + SHT_NODE_HDR, data, len);
 	put32(block + NH_CRC, (uint32_t)crc32(0, block + 8, node_size - 8));
+}
+
+uint32_t sht_node_nblocks(size_t content_len, uint32_t node_size)
+{
+	size_t payload = node_size - SHT_NODE_HDR;
+
+	return content_len ? (uint32_t)((content_len + payload - 1) / payload) : 1;
+}
+
+void sht_node_blocks(const uint8_t *node, size_t content_len, uint32_t node_size, uint32_t first_index, uint8_t *out)
+{
+	size_t payload = node_size - SHT_NODE_HDR, off = 0, chunk;
+	uint32_t n = sht_node_nblocks(content_len, node_size), i;
+
+	for (i = 0; i < n; i++, off += chunk) {
+		uint8_t *b = out + (size_t)i * node_size;
+
+		chunk = content_len - off < payload ? content_len - off : payload;
+		memset(b, 0, node_size);
+		if (i == 0) {
+			memcpy(b, node, SHT_NODE_HDR);
+			put16(b + NH_NBLOCKS, (uint16_t)n);
+		} else {
+			put32(b + NH_MAGIC, SHT_NODE_MAGIC);
+			b[NH_KIND] = SHT_NODE_CONT;
+			b[NH_HEIGHT] = node[NH_HEIGHT];
+			put32(b + NH_SEQ, get32(node + NH_SEQ));
+			put32(b + NH_PARENT, first_index); /* its head */
+			put64(b + NH_START, get64(node + NH_START));
+			put64(b + NH_END, get64(node + NH_END));
+		}
+		put32(b + NH_INDEX, first_index + i);
+		memcpy(b + SHT_NODE_HDR, node + SHT_NODE_HDR + off, chunk);
+		put32(b + NH_CRC, (uint32_t)crc32(0, b + 8, node_size - 8));
+	}
 }

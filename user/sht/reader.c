@@ -81,8 +81,12 @@ void reader_free(struct sht_reader *r)
 	for (i = 0; i < r->nvirt; i++)
 		free(r->virt[i]);
 	free(r->virt);
+	free(r->virt_index);
+	free(r->virt_blocks);
+	free(r->nodebuf.p);
+	free(r->contblock);
 	for (i = 0; i < SHT_MAX_HEIGHT + 2; i++)
-		free(r->bufs[i]);
+		free(r->bufs[i].p);
 	free(r->scratch);
 	free(r->verified);
 	free(r->nodes);
@@ -185,7 +189,8 @@ int reader_header(struct sht_reader *r, bool *closed, struct vcpustat_error *err
 	r->node_size = node_size;
 	r->header = malloc(node_size);
 	r->scratch = malloc(node_size);
-	if (!r->header || !r->scratch)
+	r->contblock = malloc(node_size);
+	if (!r->header || !r->scratch || !r->contblock)
 		return verror(err, -ENOMEM, "%s: out of memory", r->name);
 	e = read_at(r, r->header, node_size, 0, err);
 	if (e)
@@ -263,10 +268,16 @@ int node_parse(const struct sht_reader *r, uint32_t k, const uint8_t *b, struct 
 	v->end = get64(b + NH_END);
 	v->nintervals = get32(b + NH_NINTERVALS);
 	v->ntable = get16(b + NH_NTABLE);
+	v->nblocks = get16(b + NH_NBLOCKS);
 	v->defs_len = get32(b + NH_DEFS_LEN);
 	v->jrnl_len = get32(b + NH_JOURNAL_LEN);
 	v->ivl_len = get32(b + NH_INTERVALS_LEN);
 	v->skip_len = get32(b + NH_SKIP_LEN);
+	if (v->kind != SHT_NODE_CORE && v->nblocks != 1)
+		return rfail(r, err, off + NH_NBLOCKS, "node %u: %u blocks (a %s has one)", k, v->nblocks,
+			     v->kind == SHT_NODE_LEAF ? "leaf" : "footer or bad node");
+	if (v->kind == SHT_NODE_CORE && (v->nblocks == 0 || (uint64_t)k + v->nblocks > SHT_NONE32 - 1))
+		return rfail(r, err, off + NH_NBLOCKS, "node %u: bad block count %u", k, v->nblocks);
 	if (v->kind == SHT_NODE_FOOTER) {
 		if (v->defs_len > r->node_size - SHT_NODE_HDR)
 			return rfail(r, err, off + NH_DEFS_LEN, "node %u: bad footer length %u", k, v->defs_len);
@@ -291,9 +302,10 @@ int node_parse(const struct sht_reader *r, uint32_t k, const uint8_t *b, struct 
 	if (v->kind == SHT_NODE_CORE && (v->defs_len || v->jrnl_len))
 		return rfail(r, err, off + NH_DEFS_LEN, "node %u: a core with definitions or a journal", k);
 	total = (uint64_t)v->ntable * SHT_TABLE_ENTRY + v->defs_len + v->jrnl_len + v->ivl_len + v->skip_len;
-	if (total > r->node_size - SHT_NODE_HDR)
-		return rfail(r, err, off + NH_DEFS_LEN, "node %u: sections of %llu bytes overrun the node", k,
-			     (unsigned long long)total);
+	if (total > (uint64_t)v->nblocks * (r->node_size - SHT_NODE_HDR) ||
+	    (v->nblocks > 1 && total <= (uint64_t)(v->nblocks - 1) * (r->node_size - SHT_NODE_HDR)))
+		return rfail(r, err, off + NH_DEFS_LEN, "node %u: sections of %llu bytes do not match its %u blocks", k,
+			     (unsigned long long)total, v->nblocks);
 	if (v->nintervals > v->ivl_len / 4)
 		return rfail(r, err, off + NH_NINTERVALS, "node %u: %u intervals in %u bytes", k, v->nintervals,
 			     v->ivl_len);
@@ -319,31 +331,103 @@ int node_verify(struct sht_reader *r, uint32_t k, const uint8_t *b, struct nview
 	if (get32(b + NH_INDEX) != k)
 		return rfail(r, err, off + NH_INDEX, "node %u: the node says it is node %u (misplaced block)", k,
 			     get32(b + NH_INDEX));
+	if (b[NH_KIND] == SHT_NODE_CONT) { /* a continuation block: its head is checked with it */
+		memset(v, 0, sizeof(*v));
+		v->b = b;
+		v->index = k;
+		v->kind = SHT_NODE_CONT;
+		v->seq = get32(b + NH_SEQ);
+		v->parent = get32(b + NH_PARENT);
+		return 0;
+	}
 	return node_parse(r, k, b, v, err);
 }
 
-int reader_node(struct sht_reader *r, uint32_t k, uint8_t *buf, struct nview *v, struct vcpustat_error *err)
+int rbuf_reserve(struct rbuf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (n <= b->cap)
+		return 0;
+	p = realloc(b->p, n);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = n;
+	return 0;
+}
+
+/* Read the continuation blocks of the head in buf (k, nblocks) after it: buf gets the whole node. */
+static int read_continuations(struct sht_reader *r, uint32_t k, uint32_t nblocks, struct rbuf *buf,
+			      struct vcpustat_error *err)
+{
+	size_t payload = r->node_size - SHT_NODE_HDR;
+	uint32_t i, seq = get32(buf->p + NH_SEQ);
+	struct nview cv;
+
+	if ((uint64_t)k + nblocks > r->nfile)
+		return rfail(r, err, node_off(r, k) + NH_NBLOCKS, "node %u: its %u blocks go past the end of the tree",
+			     k, nblocks);
+	for (i = 1; i < nblocks; i++) {
+		const uint8_t *c = reader_block(r, (uint64_t)k + i + 1, r->contblock, err);
+
+		if (!c)
+			return err ? err->code : -EIO;
+		if (!r->verified[k + i]) {
+			int e = node_verify(r, k + i, c, &cv, err);
+
+			if (e)
+				return e;
+			if (cv.kind != SHT_NODE_CONT || cv.seq != seq || cv.parent != k)
+				return rfail(r, err, node_off(r, k + i), "node %u: expected block %u of node %u", k + i,
+					     i, k);
+			r->verified[k + i] = 1;
+		}
+		memcpy(buf->p + SHT_NODE_HDR + (size_t)i * payload, c + SHT_NODE_HDR, payload);
+	}
+	return 0;
+}
+
+int reader_node(struct sht_reader *r, uint32_t k, struct rbuf *buf, struct nview *v, struct vcpustat_error *err)
 {
 	const uint8_t *b;
+	uint32_t nblocks, i;
 	int e;
 
 	if (k >= r->nfile) {
-		if (k - r->nfile >= r->nvirt)
-			return rfail(r, err, r->size, "no node %u (the file has %u)", k, r->nfile);
-		return node_parse(r, k, r->virt[k - r->nfile], v, err);
+		for (i = 0; i < r->nvirt; i++)
+			if (r->virt_index[i] == k)
+				return node_parse(r, k, r->virt[i], v, err);
+		return rfail(r, err, r->size, "no node %u (the file has %u blocks)", k, r->nfile);
 	}
-	b = reader_block(r, (uint64_t)k + 1, buf, err);
+	if (rbuf_reserve(buf, r->node_size))
+		return verror(err, -ENOMEM, "%s: out of memory", r->name);
+	b = reader_block(r, (uint64_t)k + 1, buf->p, err);
 	if (!b)
-		return err ? err->code : -EBADMSG;
-	if (r->verified[k])
-		return node_parse(r, k, b, v, err);
-	e = node_verify(r, k, b, v, err);
-	if (e)
-		return e;
-	if (v->kind == SHT_NODE_FOOTER)
-		return rfail(r, err, node_off(r, k), "node %u: a footer node inside the tree", k);
-	r->verified[k] = 1;
-	return 0;
+		return err ? err->code : -EIO;
+	if (b != buf->p) /* an image in memory: copy, the continuations may follow */
+		memcpy(buf->p, b, r->node_size);
+	if (!r->verified[k]) {
+		e = node_verify(r, k, buf->p, v, err);
+		if (e)
+			return e;
+		if (v->kind != SHT_NODE_LEAF && v->kind != SHT_NODE_CORE)
+			return rfail(r, err, node_off(r, k), "node %u: a %s block inside the tree", k,
+				     v->kind == SHT_NODE_FOOTER ? "footer" : "continuation");
+		r->verified[k] = 1;
+	}
+	nblocks = get16(buf->p + NH_NBLOCKS);
+	if (buf->p[NH_KIND] == SHT_NODE_CORE && nblocks > 1) {
+		if ((uint64_t)k + nblocks > r->nfile) /* before allocating for them */
+			return rfail(r, err, node_off(r, k) + NH_NBLOCKS,
+				     "node %u: its %u blocks go past the end of the tree", k, nblocks);
+		if (rbuf_reserve(buf, SHT_NODE_HDR + (size_t)nblocks * (r->node_size - SHT_NODE_HDR)))
+			return verror(err, -ENOMEM, "%s: out of memory", r->name);
+		e = read_continuations(r, k, nblocks, buf, err);
+		if (e)
+			return e;
+	}
+	return node_parse(r, k, buf->p, v, err);
 }
 
 /* ---- definitions ---- */
@@ -476,7 +560,7 @@ int reader_footer_encode(const struct sht_reader *r, struct sht_buf *b)
 {
 	uint32_t i;
 
-	if (sht_footer_encode(b, r->root, r->nfile + r->nvirt, r->info.start, r->info.end, r->horizon,
+	if (sht_footer_encode(b, r->root, r->nblocks, r->info.start, r->info.end, r->horizon,
 			      r->filter ? SHT_FOOTER_RECOVERED : 0, r->nattrs, r->nstrings, r->info.nintervals,
 			      r->info.nclamped))
 		return -ENOMEM;
@@ -493,8 +577,9 @@ int reader_footer_encode(const struct sht_reader *r, struct sht_buf *b)
 
 int reader_scan(struct sht_reader *r, uint64_t max, int64_t *bad, struct vcpustat_error *err)
 {
-	uint64_t full = r->size / r->node_size - 1, k;
-	struct nview v;
+	uint64_t full = r->size / r->node_size - 1, k, i;
+	bool at_footer = false;
+	struct nview v, cv;
 
 	*bad = -1;
 	if (full > max)
@@ -505,7 +590,7 @@ int reader_scan(struct sht_reader *r, uint64_t max, int64_t *bad, struct vcpusta
 	r->nodes = calloc(full ? full : 1, sizeof(*r->nodes));
 	if (!r->nodes)
 		return verror(err, -ENOMEM, "%s: out of memory", r->name);
-	for (k = 0; k < full; k++) {
+	for (k = 0; k < full; k += v.kind == SHT_NODE_CORE ? v.nblocks : 1) {
 		const uint8_t *b = reader_block(r, k + 1, r->scratch, err);
 
 		if (!b)
@@ -514,7 +599,36 @@ int reader_scan(struct sht_reader *r, uint64_t max, int64_t *bad, struct vcpusta
 			*bad = (int64_t)k;
 			break;
 		}
-		if (v.kind == SHT_NODE_FOOTER)
+		if (v.kind == SHT_NODE_FOOTER) {
+			at_footer = true;
+			break;
+		}
+		if (v.kind == SHT_NODE_CONT) {
+			rfail(r, err, node_off(r, (uint32_t)k), "node %llu: a continuation block without its node",
+			      (unsigned long long)k);
+			*bad = (int64_t)k;
+			break;
+		}
+		if (k + v.nblocks > full) /* its last blocks are not there: a cut write, or the limit */
+			break;
+		for (i = 1; i < (v.kind == SHT_NODE_CORE ? v.nblocks : 1u); i++) {
+			const uint8_t *c = reader_block(r, k + i + 1, r->contblock, err);
+
+			if (!c)
+				return err ? err->code : -EIO;
+			if (node_verify(r, (uint32_t)(k + i), c, &cv, err)) {
+				*bad = (int64_t)(k + i);
+				break;
+			}
+			if (cv.kind != SHT_NODE_CONT || cv.seq != v.seq || cv.parent != k) {
+				rfail(r, err, node_off(r, (uint32_t)(k + i)), "node %llu: expected block %llu of node %llu",
+				      (unsigned long long)(k + i), (unsigned long long)i, (unsigned long long)k);
+				*bad = (int64_t)(k + i);
+				break;
+			}
+			r->nodes[k + i] = (struct rnode){ .kind = SHT_NODE_CONT, .seq = cv.seq, .parent = (uint32_t)k };
+		}
+		if (*bad >= 0)
 			break;
 		r->nodes[k] = (struct rnode){ .kind = v.kind, .height = v.height, .ntable = (uint16_t)v.ntable,
 					      .seq = v.seq, .parent = v.parent, .nintervals = v.nintervals,
@@ -528,6 +642,13 @@ int reader_scan(struct sht_reader *r, uint64_t max, int64_t *bad, struct vcpusta
 		}
 	}
 	r->nnodes_scanned = k;
+	r->scan_at_footer = at_footer;
+	/* what a killed writer left of the node it was writing */
+	r->info.tail_bytes = 0;
+	if (*bad < 0 && !at_footer && max >= r->size / r->node_size - 1) /* a partial block, or a node cut short */
+		r->info.tail_bytes = r->size - (k + 1) * r->node_size;
+	else if (at_footer)
+		r->info.tail_bytes = r->size % r->node_size;
 	return 0;
 }
 
@@ -566,38 +687,37 @@ struct rebuilt {
 	size_t nrecs, cap;
 };
 
-/* Encode a rebuilt core as node index k (same layout as the writer's). */
+/* Encode a rebuilt core as node index k, header and content contiguous (the writer's layout). */
 static int encode_core(struct sht_reader *r, uint32_t k, const struct rebuilt *c, const uint32_t *kids,
-		       const uint64_t *kid_starts, uint32_t nkids, uint64_t end, uint8_t **out,
+		       const uint64_t *kid_starts, uint32_t nkids, uint64_t end, uint8_t **out, uint32_t *nblocks,
 		       struct vcpustat_error *err)
 {
-	size_t cap = r->node_size - SHT_NODE_HDR - (size_t)r->max_children * SHT_TABLE_ENTRY, ivl = 0, skip = 0;
-	uint8_t *b = calloc(1, r->node_size), *tmp = malloc(r->node_size), *sk_buf = malloc(r->node_size), *p;
+	struct sht_buf ivl = { 0 }, skip = { 0 };
 	uint64_t last = c->start;
-	size_t i;
+	size_t i, content;
+	uint8_t *b, *p;
 
-	if (!b || !tmp || !sk_buf) {
-		free(b), free(tmp), free(sk_buf);
-		return verror(err, -ENOMEM, "%s: out of memory", r->name);
-	}
 	for (i = 0; i < c->nrecs; i++) {
-		uint8_t rec[SHT_MAX_REC];
-		size_t len = rec_put(rec, last, &c->recs[i]), sk = 0;
+		uint8_t rec[SHT_MAX_REC], sk[24];
+		size_t len = rec_put(rec, last, &c->recs[i]), n = 0;
 
-		if (i && !(i % SHT_SKIP_EVERY))
-			sk = varint_len(last - c->start) + varint_len(ivl);
-		if (ivl + skip + len + sk > cap) {
-			free(b), free(tmp), free(sk_buf);
-			return rfail(r, err, r->size, "cannot rebuild core seq %u: its journal does not fit in a node",
-				     c->seq);
+		if (i && !(i % SHT_SKIP_EVERY)) {
+			n = varint_put(sk, last - c->start);
+			n += varint_put(sk + n, ivl.len);
 		}
-		if (sk) {
-			skip += varint_put(sk_buf + skip, last - c->start);
-			skip += varint_put(sk_buf + skip, ivl);
+		if (buf_put(&skip, sk, n) || buf_put(&ivl, rec, len)) {
+			free(ivl.p), free(skip.p);
+			return verror(err, -ENOMEM, "%s: out of memory", r->name);
 		}
-		memcpy(tmp + ivl, rec, len);
-		ivl += len;
 		last = c->recs[i].end;
+	}
+	content = (size_t)nkids * SHT_TABLE_ENTRY + ivl.len + skip.len;
+	*nblocks = sht_node_nblocks(content, r->node_size);
+	b = calloc(1, SHT_NODE_HDR + content);
+	if (!b || *nblocks > SHT_MAX_BLOCKS || ivl.len > UINT32_MAX / 2) {
+		free(b), free(ivl.p), free(skip.p);
+		return b ? rfail(r, err, r->size, "cannot rebuild core seq %u: too big", c->seq)
+			 : verror(err, -ENOMEM, "%s: out of memory", r->name);
 	}
 	put32(b + NH_MAGIC, SHT_NODE_MAGIC);
 	b[NH_KIND] = SHT_NODE_CORE;
@@ -609,19 +729,21 @@ static int encode_core(struct sht_reader *r, uint32_t k, const struct rebuilt *c
 	put64(b + NH_END, end);
 	put32(b + NH_NINTERVALS, (uint32_t)c->nrecs);
 	put16(b + NH_NTABLE, (uint16_t)nkids);
-	put32(b + NH_INTERVALS_LEN, (uint32_t)ivl);
-	put32(b + NH_SKIP_LEN, (uint32_t)skip);
+	put16(b + NH_NBLOCKS, (uint16_t)*nblocks);
+	put32(b + NH_INTERVALS_LEN, (uint32_t)ivl.len);
+	put32(b + NH_SKIP_LEN, (uint32_t)skip.len);
 	p = b + SHT_NODE_HDR;
 	for (i = 0; i < nkids; i++) {
 		put32(p + i * SHT_TABLE_ENTRY, kids[i]);
 		put64(p + i * SHT_TABLE_ENTRY + 4, kid_starts[i]);
 	}
 	p += (size_t)nkids * SHT_TABLE_ENTRY;
-	memcpy(p, tmp, ivl);
-	memcpy(p + ivl, sk_buf, skip);
-	put32(b + NH_CRC, (uint32_t)crc32(0, b + 8, r->node_size - 8));
-	free(tmp);
-	free(sk_buf);
+	if (ivl.len)
+		memcpy(p, ivl.p, ivl.len);
+	if (skip.len)
+		memcpy(p + ivl.len, skip.p, skip.len);
+	free(ivl.p);
+	free(skip.p);
 	*out = b;
 	return 0;
 }
@@ -688,7 +810,7 @@ int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *
 {
 	struct rebuilt cores[SHT_MAX_HEIGHT + 2];
 	struct seqmap *map = NULL;
-	uint32_t i, h, h0 = 0, top, leaf = SHT_NONE32, *kids = NULL;
+	uint32_t i, h, h0 = 0, top, leaf = SHT_NONE32, *kids = NULL, last, nmap = 0;
 	uint64_t *kid_starts = NULL, horizon, nint = 0;
 	const uint8_t *b;
 	struct nview v;
@@ -702,19 +824,23 @@ int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *
 		return verror(err, -ENOMEM, "%s: out of memory", r->name);
 	memset(r->verified, 1, nfile); /* the scan verified them */
 	for (i = 0; i < nfile; i++)
-		nint += r->nodes[i].nintervals;
+		nint += r->nodes[i].nintervals; /* 0 for continuation blocks */
 	r->info.nintervals = nint;
 	r->info.start = r->info.tree_start;
+	r->nblocks = nfile;
 	if (nfile == 0) { /* killed before its first leaf was sealed */
 		r->root = SHT_NONE32;
 		r->horizon = r->info.end = r->info.horizon = r->info.tree_start;
 		r->filter = r->info.recovered = true;
 		return 0;
 	}
-	if (r->nodes[nfile - 1].parent == SHT_NONE32) { /* the whole tree was sealed */
-		r->root = nfile - 1;
+	last = nfile - 1;
+	if (r->nodes[last].kind == SHT_NODE_CONT)
+		last = r->nodes[last].parent; /* its head */
+	if (r->nodes[last].parent == SHT_NONE32) { /* the whole tree was sealed */
+		r->root = last;
 		r->filter = false;
-		r->horizon = r->info.end = r->info.horizon = r->nodes[nfile - 1].end;
+		r->horizon = r->info.end = r->info.horizon = r->nodes[last].end;
 		return 0;
 	}
 	for (i = nfile; i-- > 0;)
@@ -739,15 +865,16 @@ int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *
 		e = verror(err, -ENOMEM, "%s: out of memory", r->name);
 		goto out;
 	}
-	for (i = 0; i < nfile; i++)
-		map[i] = (struct seqmap){ r->nodes[i].seq, i };
-	qsort(map, nfile, sizeof(*map), seq_cmp);
+	for (i = 0, nmap = 0; i < nfile; i++)
+		if (r->nodes[i].kind != SHT_NODE_CONT)
+			map[nmap++] = (struct seqmap){ r->nodes[i].seq, i };
+	qsort(map, nmap, sizeof(*map), seq_cmp);
 	for (h = 1; h <= top; h++) {
 		cores[h].seq = get32(v.table + (h - 1) * SHT_TABLE_ENTRY);
 		cores[h].start = get64(v.table + (h - 1) * SHT_TABLE_ENTRY + 4);
 		cores[h].height = h;
 		cores[h].parent = h < top ? get32(v.table + h * SHT_TABLE_ENTRY) : SHT_NONE32;
-		if (seq_find(map, nfile, cores[h].seq) == SHT_NONE32) {
+		if (seq_find(map, nmap, cores[h].seq) == SHT_NONE32) {
 			if (!h0)
 				h0 = h;
 		} else if (h0) {
@@ -771,7 +898,9 @@ int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *
 	if (e)
 		goto out;
 	r->virt = calloc(top - h0 + 1, sizeof(*r->virt));
-	if (!r->virt) {
+	r->virt_index = calloc(top - h0 + 1, sizeof(*r->virt_index));
+	r->virt_blocks = calloc(top - h0 + 1, sizeof(*r->virt_blocks));
+	if (!r->virt || !r->virt_index || !r->virt_blocks) {
 		e = verror(err, -ENOMEM, "%s: out of memory", r->name);
 		goto out;
 	}
@@ -779,7 +908,7 @@ int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *
 		uint32_t nk = 0;
 
 		for (i = 0; i < nfile; i++) {
-			if (r->nodes[i].parent != cores[h].seq)
+			if (r->nodes[i].kind == SHT_NODE_CONT || r->nodes[i].parent != cores[h].seq)
 				continue;
 			if (nk >= r->max_children) {
 				e = rfail(r, err, node_off(r, i), "node %u: too many children for core seq %u", i,
@@ -790,21 +919,23 @@ int reader_rebuild(struct sht_reader *r, uint32_t nfile, struct vcpustat_error *
 			kid_starts[nk++] = r->nodes[i].start;
 		}
 		if (h > h0) {
-			kids[nk] = nfile + r->nvirt - 1;
+			kids[nk] = r->virt_index[r->nvirt - 1];
 			kid_starts[nk++] = cores[h - 1].start;
 		}
 		if (!nk || nk > r->max_children) {
 			e = rfail(r, err, node_off(r, leaf), "core seq %u has %u children", cores[h].seq, nk);
 			goto out;
 		}
-		e = encode_core(r, nfile + r->nvirt, &cores[h], kids, kid_starts, nk, horizon, &r->virt[r->nvirt],
-				err);
+		r->virt_index[r->nvirt] = r->nblocks;
+		e = encode_core(r, r->nblocks, &cores[h], kids, kid_starts, nk, horizon, &r->virt[r->nvirt],
+				&r->virt_blocks[r->nvirt], err);
 		if (e)
 			goto out;
 		nint += cores[h].nrecs;
+		r->nblocks += r->virt_blocks[r->nvirt];
 		r->nvirt++;
 	}
-	r->root = nfile + r->nvirt - 1;
+	r->root = r->virt_index[r->nvirt - 1];
 	r->filter = r->info.recovered = true;
 	r->horizon = r->info.end = r->info.horizon = horizon;
 	r->info.nintervals = nint;
@@ -842,7 +973,9 @@ int reader_finish(struct sht_reader *r, struct vcpustat_error *err)
 			p->last_child = i;
 		}
 	}
-	r->ndcache = r->nfile + r->nvirt;
+	if (!r->nblocks)
+		r->nblocks = r->nfile;
+	r->ndcache = r->nblocks;
 	r->dcache = calloc(r->ndcache ? r->ndcache : 1, sizeof(*r->dcache));
 	r->cached = calloc(r->ndcache ? r->ndcache : 1, sizeof(*r->cached));
 	if (!r->dcache || !r->cached)
@@ -853,13 +986,19 @@ int reader_finish(struct sht_reader *r, struct vcpustat_error *err)
 	r->info.nodes = r->nfile;
 	r->info.last_node.index = -1;
 	if (r->nfile) {
+		uint32_t last = r->nfile - 1;
 		struct nview v;
-		int e = reader_node(r, r->nfile - 1, r->scratch, &v, err);
+		int e;
 
+		if (r->nodes && r->nodes[last].kind == SHT_NODE_CONT)
+			last = r->nodes[last].parent;
+		else if (!r->nodes && r->root < r->nfile)
+			last = r->root; /* closed: the root is the last node */
+		e = reader_node(r, last, &r->nodebuf, &v, err);
 		if (e)
 			return e;
-		r->info.last_node.index = r->nfile - 1;
-		r->info.last_node.offset = node_off(r, r->nfile - 1);
+		r->info.last_node.index = last;
+		r->info.last_node.offset = node_off(r, last);
 		r->info.last_node.start = v.start;
 		r->info.last_node.end = v.end;
 		r->info.last_node.kind = v.kind;
@@ -931,7 +1070,6 @@ static int open_unfinished(struct sht_reader *r, struct vcpustat_error *err)
 		}
 		return -EBADMSG;
 	}
-	r->info.tail_bytes = r->size % r->node_size;
 	return reader_rebuild(r, (uint32_t)r->nnodes_scanned, err);
 }
 
@@ -1293,7 +1431,7 @@ fail:
 /*
  * Node k, expected at height h (any if h > SHT_MAX_HEIGHT) with range
  * [start, end]: a core comes back decoded (*core), a leaf as *leaf, a view of
- * r->scratch.
+ * r->nodebuf.
  */
 static int node_get(struct sht_reader *r, uint32_t k, uint32_t h, uint64_t start, uint64_t end, struct dnode **core,
 		    struct nview *leaf, struct vcpustat_error *err)
@@ -1310,7 +1448,7 @@ static int node_get(struct sht_reader *r, uint32_t k, uint32_t h, uint64_t start
 		s = (*core)->start;
 		e2 = (*core)->end;
 	} else {
-		e = reader_node(r, k, r->scratch, leaf, err);
+		e = reader_node(r, k, &r->nodebuf, leaf, err);
 		if (e)
 			return e;
 		height = leaf->height;

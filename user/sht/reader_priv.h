@@ -25,12 +25,20 @@ struct nview {
 	const uint8_t *b;
 	uint32_t index;
 	uint8_t kind, height;
-	uint16_t flags;
+	uint16_t flags, nblocks;
 	uint32_t seq, parent, nintervals, ntable;
 	uint64_t start, end;
 	const uint8_t *table, *defs, *jrnl, *ivl, *skip;
 	uint32_t defs_len, jrnl_len, ivl_len, skip_len;
 };
+
+/* A growable buffer (a node may span several blocks). */
+struct rbuf {
+	uint8_t *p;
+	size_t cap;
+};
+
+int rbuf_reserve(struct rbuf *b, size_t n);
 
 /* A core decoded once and cached: its records (sorted by end) and children. */
 struct drec {
@@ -78,15 +86,19 @@ struct sht_reader {
 	char **strings;
 	uint32_t nstrings, cap_strings;
 
-	uint32_t nfile;	     /* tree nodes in the file: indexes 0 .. nfile - 1 */
+	uint32_t nfile;	     /* blocks of the tree in the file: indexes 0 .. nfile - 1 */
 	uint32_t root;	     /* node index (>= nfile: rebuilt), SHT_NONE32 if empty */
-	uint8_t **virt;	     /* rebuilt cores, index nfile + i */
+	uint8_t **virt;	     /* rebuilt cores: header and content, contiguous */
+	uint32_t *virt_index, *virt_blocks; /* their first block index (>= nfile) and block count */
 	uint32_t nvirt;
+	uint32_t nblocks;    /* nfile + the blocks of the rebuilt cores */
 	bool filter;	     /* drop intervals with end >= horizon */
 	uint64_t horizon;
-	uint8_t *verified;   /* one byte per file node: CRC checked */
-	uint8_t *bufs[SHT_MAX_HEIGHT + 2]; /* one read buffer per height */
-	uint8_t *scratch;
+	uint8_t *verified;   /* one byte per file block: CRC checked */
+	struct rbuf bufs[SHT_MAX_HEIGHT + 2]; /* check: one node buffer per height */
+	struct rbuf nodebuf; /* queries: the node being read */
+	uint8_t *scratch;    /* one block */
+	uint8_t *contblock;  /* one block: continuation blocks are read here */
 
 	struct dnode **dcache; /* by node index: decoded cores */
 	uint32_t ndcache;
@@ -96,6 +108,7 @@ struct sht_reader {
 
 	struct rnode *nodes; /* scan results (unfinished files, check) */
 	uint64_t nnodes_scanned;
+	bool scan_at_footer; /* the scan stopped at a footer block (not at the end, a cut node or a bad block) */
 	uint64_t fail_off; /* offset named by the last rfail */
 };
 
@@ -112,8 +125,8 @@ const uint8_t *reader_block(struct sht_reader *r, uint64_t k, uint8_t *buf, stru
 /* Check magic, CRC and index of node k's block, and parse it. */
 int node_verify(struct sht_reader *r, uint32_t k, const uint8_t *b, struct nview *v, struct vcpustat_error *err);
 int node_parse(const struct sht_reader *r, uint32_t k, const uint8_t *b, struct nview *v, struct vcpustat_error *err);
-/* Node k (file or rebuilt), verified on first use; buf: a node_size buffer for file nodes. */
-int reader_node(struct sht_reader *r, uint32_t k, uint8_t *buf, struct nview *v, struct vcpustat_error *err);
+/* Node k (file or rebuilt; all its blocks), verified on first use, assembled in buf. */
+int reader_node(struct sht_reader *r, uint32_t k, struct rbuf *buf, struct nview *v, struct vcpustat_error *err);
 /* Add the definition records of a section to the attribute and string tables (ids must follow). */
 int reader_defs(struct sht_reader *r, const uint8_t *p, size_t len, uint64_t off, struct vcpustat_error *err);
 /* Parse the footer stream; fills root, nfile check, info fields, attrs, strings. */

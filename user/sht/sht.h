@@ -53,7 +53,7 @@ struct sht_meta {
 	const char *key, *value;
 };
 
-/* ---- writer ---- */
+/* ---- writer (one thread at a time) ---- */
 
 struct sht_writer;
 
@@ -61,8 +61,8 @@ struct sht_writer_opts {
 	uint32_t node_size;	       /* power of two, 4 KiB .. 1 MiB; 0 = 16 KiB */
 	uint32_t max_children;	       /* 2 .. 1024; 0 = 32 */
 	uint64_t tree_start;	       /* usually 0 */
-	uint64_t mono_start_ns;	       /* CLOCK_MONOTONIC at t = 0 */
-	uint64_t real_start_ns;	       /* CLOCK_REALTIME at t = 0 */
+	uint64_t mono_start_ns;	       /* CLOCK_MONOTONIC at t = 0 (0 if unknown) */
+	uint64_t real_start_ns;	       /* CLOCK_REALTIME at t = 0, read with it (0 if unknown) */
 	const struct sht_meta *meta;   /* free-form key/values (host, kernel, tool, command) */
 	size_t nmeta;
 	bool no_sync;		       /* skip fdatasync at close (tests, benchmarks) */
@@ -91,7 +91,8 @@ struct sht_writer_stats {
 	uint64_t intervals; /* interval records stored (journal copies not counted) */
 	uint64_t journaled; /* journal copies */
 	uint64_t clamped;   /* timestamps older than the newest seen, clamped */
-	uint64_t nodes;	    /* nodes sealed */
+	uint64_t nodes;	    /* blocks written (a node is one block, a big core several) */
+	uint64_t big_cores; /* cores that took more than one block (many busy attributes) */
 	uint64_t bytes;	    /* file size so far */
 	uint64_t horizon;   /* end of the last sealed leaf: what a kill now would keep */
 	uint32_t height;    /* height of the tree */

@@ -23,6 +23,9 @@
 #define SHT_MIN_NODE (4u << 10)
 #define SHT_MAX_NODE (1u << 20)
 #define SHT_MAX_REC 48 /* upper bound of one encoded interval record (+ journal height) */
+#define SHT_NODE_CONT 4	      /* kind of a continuation block */
+#define SHT_MAX_BLOCKS 65535u /* blocks of one node */
+#define SHT_MIN_FANOUT 4      /* a core splits for lack of room only with this many children */
 
 /* file header offsets */
 enum {
@@ -63,6 +66,7 @@ enum {
 	NH_END = 32,
 	NH_NINTERVALS = 40,
 	NH_NTABLE = 44,
+	NH_NBLOCKS = 46,
 	NH_DEFS_LEN = 48,
 	NH_JOURNAL_LEN = 52,
 	NH_INTERVALS_LEN = 56,

@@ -47,4 +47,13 @@ int sht_footer_encode(struct sht_buf *b, uint32_t root, uint32_t nodes, uint64_t
 void sht_footer_block(uint8_t *block, uint32_t node_size, uint32_t index, uint32_t part, const uint8_t *data,
 		      size_t len, bool last);
 
+/*
+ * Lay out a node as blocks: node is the head's 64-byte header followed by the
+ * node's content (content_len bytes: table, sections). Writes *nblocks blocks
+ * of node_size bytes at out (room for sht_node_nblocks() of them), numbered
+ * from first_index, each with its CRC; sets the head's nblocks field.
+ */
+uint32_t sht_node_nblocks(size_t content_len, uint32_t node_size);
+void sht_node_blocks(const uint8_t *node, size_t content_len, uint32_t node_size, uint32_t first_index, uint8_t *out);
+
 #endif

@@ -28,6 +28,8 @@ struct wnode {
 	uint32_t nkids;	     /* core: children, including the open one */
 	uint32_t ntable;     /* core: sealed children in table */
 	uint8_t *table;
+	uint32_t blocks;     /* blocks this node may fill (cores grow, see insert) */
+	size_t cap;	     /* bytes of the ivl and skip buffers */
 	uint8_t *ivl;	     /* interval section */
 	size_t ivl_len;
 	uint32_t count;
@@ -56,13 +58,17 @@ struct sht_writer {
 	uint64_t tree_start;
 	bool no_sync;
 	uint64_t last_t;
-	uint64_t clamped, intervals, journaled;
+	uint64_t clamped, intervals, journaled, big_cores;
 	uint64_t nnodes; /* blocks written after the header */
+	uint32_t last_sealed; /* index of the last node sealed (the root, after close) */
 	uint64_t horizon;
 	uint32_t next_seq;
 	struct wnode *branch[SHT_MAX_HEIGHT + 2];
 	int top;
-	uint8_t *block; /* seal buffer */
+	uint8_t *block; /* one block (header, footer) */
+	uint8_t *node;	/* a node being sealed: header and content */
+	uint8_t *out;	/* its blocks */
+	size_t node_cap;
 	struct wattr *attrs;
 	uint32_t nattrs, cap_attrs;
 	struct sht_strtab attr_index; /* (parent, name) -> attr id */
@@ -119,6 +125,7 @@ static struct wnode *wnode_new(struct sht_writer *w)
 
 	if (!n)
 		return NULL;
+	n->cap = w->node_size;
 	n->table = malloc(w->node_size);
 	n->ivl = malloc(w->node_size);
 	n->skip = malloc(w->node_size);
@@ -152,6 +159,7 @@ static void wnode_reset(struct sht_writer *w, struct wnode *n, int height, struc
 	n->reserved = height ? (size_t)w->max_children * SHT_TABLE_ENTRY : (size_t)(w->top + 1) * SHT_TABLE_ENTRY;
 	n->nkids = 0;
 	n->ntable = 0;
+	n->blocks = 1;
 	n->ivl_len = n->skip_len = n->defs_len = n->jrnl_len = 0;
 	n->count = 0;
 	n->last_end = n->jrnl_last_end = start;
@@ -162,6 +170,33 @@ static void wnode_reset(struct sht_writer *w, struct wnode *n, int height, struc
 static size_t wnode_used(const struct wnode *n)
 {
 	return SHT_NODE_HDR + n->reserved + n->defs_len + n->jrnl_len + n->ivl_len + n->skip_len;
+}
+
+/* Bytes n may use: its blocks, each with a header of its own. */
+static size_t wnode_room(const struct sht_writer *w, const struct wnode *n)
+{
+	return SHT_NODE_HDR + (size_t)n->blocks * (w->node_size - SHT_NODE_HDR);
+}
+
+/* Let core n fill one more block (instead of splitting it). */
+static int wnode_grow(struct sht_writer *w, struct wnode *n)
+{
+	size_t cap = (size_t)(n->blocks + 1) * w->node_size;
+
+	if (cap > n->cap) {
+		uint8_t *ivl = realloc(n->ivl, cap), *skip;
+
+		if (!ivl)
+			return fail(w, -ENOMEM, "out of memory");
+		n->ivl = ivl;
+		skip = realloc(n->skip, cap);
+		if (!skip)
+			return fail(w, -ENOMEM, "out of memory");
+		n->skip = skip;
+		n->cap = cap;
+	}
+	n->blocks++;
+	return 0;
 }
 
 static bool wnode_empty(const struct wnode *n)
@@ -177,17 +212,35 @@ static size_t skip_need(const struct wnode *n)
 	return varint_len(n->last_end - n->start) + varint_len(n->ivl_len);
 }
 
-/* Seal n at time end: write it as the next block and register it in its parent (branch[height + 1]). */
+/* Seal n at time end: append its blocks and register it in its parent (branch[height + 1]). */
 static int seal(struct sht_writer *w, struct wnode *n, uint64_t end)
 {
-	uint8_t *b = w->block, *p;
 	uint64_t index = w->nnodes;
-	uint32_t ntable, i;
+	uint32_t ntable, i, nblocks;
+	size_t content;
+	uint8_t *b, *p;
 	int err;
 
-	if (index >= SHT_NONE32 - 1)
+	ntable = n->kind == SHT_NODE_CORE ? n->ntable : (uint32_t)w->top;
+	content = (size_t)ntable * SHT_TABLE_ENTRY + n->defs_len + n->jrnl_len + n->ivl_len + n->skip_len;
+	nblocks = sht_node_nblocks(content, w->node_size);
+	if (index + nblocks >= SHT_NONE32 - 1)
 		return fail(w, -EFBIG, "too many nodes");
-	memset(b, 0, w->node_size);
+	if (SHT_NODE_HDR + content > w->node_cap || (size_t)nblocks * w->node_size > w->node_cap) {
+		size_t cap = (size_t)(nblocks + 1) * w->node_size;
+		uint8_t *a = realloc(w->node, cap), *o;
+
+		if (!a)
+			return fail(w, -ENOMEM, "out of memory");
+		w->node = a;
+		o = realloc(w->out, cap);
+		if (!o)
+			return fail(w, -ENOMEM, "out of memory");
+		w->out = o;
+		w->node_cap = cap;
+	}
+	b = w->node;
+	memset(b, 0, SHT_NODE_HDR);
 	put32(b + NH_MAGIC, SHT_NODE_MAGIC);
 	b[NH_KIND] = n->kind;
 	b[NH_HEIGHT] = n->height;
@@ -197,18 +250,20 @@ static int seal(struct sht_writer *w, struct wnode *n, uint64_t end)
 	put64(b + NH_START, n->start);
 	put64(b + NH_END, end);
 	put32(b + NH_NINTERVALS, n->count);
+	put16(b + NH_NTABLE, (uint16_t)ntable);
+	put32(b + NH_DEFS_LEN, (uint32_t)n->defs_len);
+	put32(b + NH_JOURNAL_LEN, (uint32_t)n->jrnl_len);
+	put32(b + NH_INTERVALS_LEN, (uint32_t)n->ivl_len);
+	put32(b + NH_SKIP_LEN, (uint32_t)n->skip_len);
 	p = b + SHT_NODE_HDR;
 	if (n->kind == SHT_NODE_CORE) {
-		ntable = n->ntable;
 		memcpy(p, n->table, (size_t)ntable * SHT_TABLE_ENTRY);
 	} else {
-		ntable = (uint32_t)w->top;
 		for (i = 0; i < ntable; i++) {
 			put32(p + i * SHT_TABLE_ENTRY, w->branch[i + 1]->seq);
 			put64(p + i * SHT_TABLE_ENTRY + 4, w->branch[i + 1]->start);
 		}
 	}
-	put16(b + NH_NTABLE, (uint16_t)ntable);
 	p += (size_t)ntable * SHT_TABLE_ENTRY;
 	memcpy(p, n->defs, n->defs_len);
 	p += n->defs_len;
@@ -217,15 +272,13 @@ static int seal(struct sht_writer *w, struct wnode *n, uint64_t end)
 	memcpy(p, n->ivl, n->ivl_len);
 	p += n->ivl_len;
 	memcpy(p, n->skip, n->skip_len);
-	put32(b + NH_DEFS_LEN, (uint32_t)n->defs_len);
-	put32(b + NH_JOURNAL_LEN, (uint32_t)n->jrnl_len);
-	put32(b + NH_INTERVALS_LEN, (uint32_t)n->ivl_len);
-	put32(b + NH_SKIP_LEN, (uint32_t)n->skip_len);
-	put32(b + NH_CRC, (uint32_t)crc32(0, b + 8, w->node_size - 8));
-	err = write_at(w, b, w->node_size, (index + 1) * w->node_size);
+	sht_node_blocks(b, content, w->node_size, (uint32_t)index, w->out);
+	err = write_at(w, w->out, (size_t)nblocks * w->node_size, (index + 1) * w->node_size);
 	if (err)
 		return err;
-	w->nnodes++;
+	w->nnodes += nblocks;
+	w->last_sealed = (uint32_t)index;
+	w->big_cores += nblocks > 1;
 	if (n->kind == SHT_NODE_LEAF)
 		w->horizon = end;
 	if (n->height < w->top) {
@@ -299,8 +352,17 @@ static int insert(struct sht_writer *w, const struct sht_rec *r)
 		n = w->branch[h];
 		len = rec_put(rec, n->last_end, r);
 		need = len + skip_need(n);
-		if (wnode_used(n) + need > w->node_size) {
-			err = split(w, h);
+		if (wnode_used(n) + need > wnode_room(w, n)) {
+			/*
+			 * A core with few children grows rather than splits: splitting it
+			 * would push every open interval up again, and with many busy
+			 * attributes the splits would cascade to new roots without end.
+			 * This keeps the fan-out >= SHT_MIN_FANOUT (height <= log4 leaves).
+			 */
+			if (h > 0 && n->nkids < SHT_MIN_FANOUT && n->blocks < SHT_MAX_BLOCKS)
+				err = wnode_grow(w, n);
+			else
+				err = split(w, h);
 			if (err)
 				return err;
 			continue;
@@ -309,7 +371,7 @@ static int insert(struct sht_writer *w, const struct sht_rec *r)
 			break;
 		leaf = w->branch[0];
 		jlen = 1 + rec_put(leaf->jrnl + leaf->jrnl_len + 1, leaf->jrnl_last_end, r);
-		if (wnode_used(leaf) + jlen > w->node_size) {
+		if (wnode_used(leaf) + jlen > wnode_room(w, leaf)) {
 			err = split(w, 0);
 			if (err)
 				return err;
@@ -338,7 +400,7 @@ static int add_def(struct sht_writer *w, const uint8_t *def, size_t len)
 {
 	int err;
 
-	if (wnode_used(w->branch[0]) + len > w->node_size) {
+	if (wnode_used(w->branch[0]) + len > wnode_room(w, w->branch[0])) {
 		err = split(w, 0);
 		if (err)
 			return err;
@@ -400,6 +462,8 @@ static void writer_free(struct sht_writer *w)
 	strtab_free(&w->attr_index);
 	strtab_free(&w->strings);
 	free(w->block);
+	free(w->node);
+	free(w->out);
 	free(w->path);
 	free(w);
 }
@@ -668,7 +732,7 @@ static int write_footer(struct sht_writer *w, uint64_t end, uint32_t *nfooter)
 	uint32_t i, part = 0;
 	int err = 0;
 
-	if (sht_footer_encode(&fb, (uint32_t)(w->nnodes - 1), (uint32_t)w->nnodes, w->tree_start, end, end, 0,
+	if (sht_footer_encode(&fb, w->last_sealed, (uint32_t)w->nnodes, w->tree_start, end, end, 0,
 			      w->nattrs, w->strings.count, w->intervals, w->clamped)) {
 		free(fb.p);
 		return fail(w, -ENOMEM, "out of memory");
@@ -756,6 +820,7 @@ void sht_writer_get_stats(const struct sht_writer *w, struct sht_writer_stats *s
 		.journaled = w->journaled,
 		.clamped = w->clamped,
 		.nodes = w->nnodes,
+		.big_cores = w->big_cores,
 		.bytes = (w->nnodes + 1) * w->node_size,
 		.horizon = w->horizon,
 		.height = (uint32_t)w->top,

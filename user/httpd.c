@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* httpd.c - /metrics and / over libmicrohttpd (httpd.h). */
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <microhttpd.h>
+#include "httpd.h"
+
+struct rendering {
+	char *body;
+	size_t len;
+	unsigned long long sample; /* last_sample it was rendered from (0: none) */
+};
+
+struct httpd {
+	struct MHD_Daemon *daemon;
+	pthread_mutex_t lock;
+	struct metrics_live *live;
+	struct httpd_opts o;
+	struct rendering cache[METRICS_CSV + 1];
+	unsigned long scrapes, errors;
+	char listen_addr[128];
+};
+
+/* ---- listening ---- */
+
+int httpd_listen(const char *addr, int *fd, struct vcpustat_error *err)
+{
+	char host[128], *port;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL, *ai;
+	int s = -1, e, one = 1, last = 0;
+
+	*fd = -1;
+	if (snprintf(host, sizeof(host), "%s", addr) >= (int)sizeof(host))
+		return verror(err, -EINVAL, "--listen %s: too long", addr);
+	port = strrchr(host, ':');
+	if (!port || !port[1])
+		return verror(err, -EINVAL, "--listen %s: expected HOST:PORT (e.g. 127.0.0.1:9477)", addr);
+	*port++ = '\0';
+	if (host[0] == '[') { /* [v6]:port */
+		size_t n = strlen(host);
+
+		if (n < 2 || host[n - 1] != ']')
+			return verror(err, -EINVAL, "--listen %s: expected [IPV6]:PORT", addr);
+		host[n - 1] = '\0';
+		memmove(host, host + 1, n - 1);
+	}
+	{
+		char *end;
+		long p = strtol(port, &end, 10);
+
+		if (*end || p < 0 || p > 65535)
+			return verror(err, -EINVAL, "--listen %s: the port must be a number from 1 to 65535 (0: any free one)",
+				      addr);
+	}
+	e = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (e)
+		return verror(err, -EINVAL, "--listen %s: %s", addr, gai_strerror(e));
+	for (ai = res; ai; ai = ai->ai_next) {
+		s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (s < 0) {
+			last = -errno;
+			continue;
+		}
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(s, ai->ai_addr, ai->ai_addrlen) == 0 && listen(s, 64) == 0)
+			break;
+		last = -errno;
+		close(s);
+		s = -1;
+	}
+	freeaddrinfo(res);
+	if (s < 0) {
+		if (last == -EADDRINUSE)
+			return verror(err, last,
+				      "cannot listen on %s: the port is already in use (another exporter? choose "
+				      "another with --listen)",
+				      addr);
+		if (last == -EACCES)
+			return verror(err, last, "cannot listen on %s: permission denied (ports below 1024 need root)",
+				      addr);
+		return verror(err, last ? last : -EINVAL, "cannot listen on %s: %s", addr,
+			      strerror(last ? -last : EINVAL));
+	}
+	*fd = s;
+	return 0;
+}
+
+/* ---- content negotiation ---- */
+
+/* q of the media range at s (up to its comma), default 1. */
+static double range_q(const char *s, const char *end)
+{
+	const char *q = s;
+
+	while ((q = strchr(q, ';')) && q < end) {
+		q++;
+		while (*q == ' ')
+			q++;
+		if (!strncasecmp(q, "q=", 2))
+			return strtod(q + 2, NULL);
+	}
+	return 1.0;
+}
+
+enum metrics_format httpd_negotiate(const char *accept)
+{
+	double q_om = -1, q_text = -1;
+	const char *s = accept;
+
+	if (!accept)
+		return METRICS_PROMETHEUS;
+	while (*s) {
+		const char *end = strchr(s, ',');
+		size_t n;
+
+		if (!end)
+			end = s + strlen(s);
+		while (*s == ' ')
+			s++;
+		n = strcspn(s, ";, ");
+		if (n == 28 && !strncasecmp(s, "application/openmetrics-text", 28)) {
+			double q = range_q(s, end);
+
+			if (q > q_om)
+				q_om = q;
+		} else if ((n == 10 && !strncasecmp(s, "text/plain", 10)) || (n == 3 && !strncmp(s, "*/*", 3))) {
+			double q = range_q(s, end);
+
+			if (q > q_text)
+				q_text = q;
+		}
+		s = *end ? end + 1 : end;
+	}
+	return q_om > 0 && q_om >= q_text ? METRICS_OPENMETRICS : METRICS_PROMETHEUS;
+}
+
+/* ---- requests ---- */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type, const void *body,
+			     size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status, const char *msg)
+{
+	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+/* Under h->lock: a fresh enough sample, and its rendering in format f. */
+static int current(struct httpd *h, enum metrics_format f, struct rendering **out)
+{
+	struct metrics_live *l = h->live;
+	struct rendering *r = &h->cache[f];
+	unsigned long long now = vcpustat_now_ns();
+	int err;
+
+	if (!l->last_sample || now - l->last_sample >= (unsigned long long)h->o.cache_ms * 1000000ull) {
+		err = metrics_live_sample(l);
+		if (err) {
+			h->errors++;
+			return err;
+		}
+	}
+	if (r->sample != l->last_sample || !r->body) {
+		free(r->body);
+		r->body = NULL;
+		err = metrics_render(l->m, f, &r->body, &r->len);
+		if (err)
+			return err;
+		r->sample = l->last_sample;
+	}
+	*out = r;
+	return 0;
+}
+
+static void html_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
+static double num(json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/* The page at /: links, what is attached, the VMs, lost records. */
+static int page(struct httpd *h, char **buf, size_t *len)
+{
+	struct metrics_live *l = h->live;
+	json_t *doc, *vms, *vm, *tps, *lost, *v;
+	const char *key;
+	FILE *f;
+	size_t i;
+	int err = 0;
+
+	if (!l->last_sample)
+		err = metrics_live_sample(l);
+	if (err)
+		return err;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	doc = metrics_json(l->m);
+	fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vcpustat exporter</title>"
+	      "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
+	      "td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}"
+	      "td:first-child,th:first-child{text-align:left}.bad{color:#b00}</style></head><body>\n",
+	      f);
+	fprintf(f, "<h1>vcpustat exporter</h1>\n<p>vcpustat %s on kernel ", VCPUSTAT_VERSION);
+	html_escape(f, json_string_value(json_object_get(doc, "kernel")));
+	fprintf(f, ", listening on ");
+	html_escape(f, h->listen_addr);
+	if (h->o.user) {
+		fputs(", running as user ", f);
+		html_escape(f, h->o.user);
+	}
+	fprintf(f, ". Counters since %.0f s ago; %lu scrapes served.</p>\n", num(doc, "window_seconds"), h->scrapes);
+	fputs("<p><a href=\"/metrics\">/metrics</a> (Prometheus text; OpenMetrics with "
+	      "<code>Accept: application/openmetrics-text</code>) &middot; "
+	      "<a href=\"/metrics?format=openmetrics\">OpenMetrics</a> &middot; "
+	      "<a href=\"/metrics?format=json\">JSON</a> &middot; <a href=\"/metrics?format=csv\">CSV</a></p>\n",
+	      f);
+	vms = json_object_get(doc, "vms");
+	fprintf(f,
+		"<h2>VMs (%zu)</h2>\n<table><tr><th>VM</th><th>vCPUs now</th><th>guest</th><th>host</th>"
+		"<th>preempted</th><th>wait</th><th>idle</th><th>blocked</th></tr>\n",
+		json_array_size(vms));
+	json_array_foreach(vms, i, vm)
+	{
+		json_t *sec = json_object_get(vm, "seconds");
+		static const char *const states[] = {"guest", "host", "preempted", "wait", "idle", "blocked"};
+		double total = 0;
+
+		json_object_foreach(sec, key, v) total += json_number_value(v);
+		fputs("<tr><td>", f);
+		html_escape(f, json_string_value(json_object_get(vm, "vm")));
+		fprintf(f, "</td><td>%lld</td>", json_integer_value(json_object_get(vm, "vcpus_now")));
+		for (int s = 0; s < 6; s++)
+			fprintf(f, "<td>%.1f %%</td>", total > 0 ? 100 * num(sec, states[s]) / total : 0.0);
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n<p>Shares of each VM's vCPU time since the start.</p>\n<h2>Tracepoints</h2>\n<ul>\n", f);
+	tps = json_object_get(doc, "tracepoints");
+	json_object_foreach(tps, key, v)
+	{
+		fprintf(f, "<li%s>", json_integer_value(v) ? "" : " class=\"bad\"");
+		html_escape(f, key);
+		fprintf(f, ": %s</li>\n", json_integer_value(v) ? "attached" : "not attached");
+	}
+	fputs("</ul>\n<h2>Lost records</h2>\n<ul>\n", f);
+	lost = json_object_get(doc, "lost");
+	json_object_foreach(lost, key, v)
+	{
+		fprintf(f, "<li%s>", json_integer_value(v) ? " class=\"bad\"" : "");
+		html_escape(f, key);
+		fprintf(f, ": %lld</li>\n", json_integer_value(v));
+	}
+	fputs("</ul>\n<p>Metric names and meanings: docs/metrics.md.</p>\n</body></html>\n", f);
+	json_decref(doc);
+	return fclose(f) ? -ENOMEM : 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct httpd *h = cls;
+	enum MHD_Result ret;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (!strcmp(url, "/metrics")) {
+		const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+		enum metrics_format f;
+		struct rendering *r;
+		int err;
+
+		if (fmt) {
+			if (metrics_format_parse(fmt, &f))
+				return reply_text(c, MHD_HTTP_BAD_REQUEST,
+						  "format: prometheus, openmetrics, json or csv\n");
+		} else {
+			f = httpd_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+		}
+		pthread_mutex_lock(&h->lock);
+		err = current(h, f, &r);
+		if (err) {
+			char msg[160];
+
+			pthread_mutex_unlock(&h->lock);
+			snprintf(msg, sizeof(msg), "cannot read the BPF maps: %s\n", strerror(-err));
+			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+		}
+		h->scrapes++;
+		ret = reply(c, MHD_HTTP_OK, metrics_content_type(f), r->body, r->len);
+		pthread_mutex_unlock(&h->lock);
+		return ret;
+	}
+	if (!strcmp(url, "/")) {
+		char *buf = NULL;
+		size_t len = 0;
+		int err;
+
+		pthread_mutex_lock(&h->lock);
+		err = page(h, &buf, &len);
+		pthread_mutex_unlock(&h->lock);
+		if (err) {
+			free(buf);
+			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the BPF maps\n");
+		}
+		ret = reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", buf, len);
+		free(buf);
+		return ret;
+	}
+	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics or /\n");
+}
+
+int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct httpd_opts *o,
+		struct vcpustat_error *err)
+{
+	struct httpd *h = calloc(1, sizeof(*h));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	*out = NULL;
+	if (!h) {
+		close(fd);
+		return verror(err, -ENOMEM, "out of memory");
+	}
+	h->live = l;
+	if (o)
+		h->o = *o;
+	pthread_mutex_init(&h->lock, NULL);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		char host[64], port[16];
+
+		if (!getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+				 NI_NUMERICHOST | NI_NUMERICSERV))
+			snprintf(h->listen_addr, sizeof(h->listen_addr), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+				 host, port);
+	}
+	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_request, h,
+				     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
+	if (!h->daemon) {
+		close(fd);
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+		return verror(err, -EIO, "cannot start the HTTP server (libmicrohttpd)");
+	}
+	*out = h;
+	return 0;
+}
+
+int httpd_refresh(struct httpd *h)
+{
+	struct metrics_live *l = h->live;
+	unsigned long long now = vcpustat_now_ns();
+	int err = 0;
+
+	pthread_mutex_lock(&h->lock);
+	if (!l->last_sample || now - l->last_sample >= (unsigned long long)h->o.cache_ms * 1000000ull) {
+		err = metrics_live_sample(l);
+		if (err)
+			h->errors++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
+const char *httpd_address(const struct httpd *h)
+{
+	return h->listen_addr;
+}
+
+void httpd_stats(struct httpd *h, unsigned long *scrapes, unsigned long *errors)
+{
+	pthread_mutex_lock(&h->lock);
+	*scrapes = h->scrapes;
+	*errors = h->errors;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void httpd_stop(struct httpd *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->daemon); /* closes the listening socket too */
+	for (unsigned int i = 0; i <= METRICS_CSV; i++)
+		free(h->cache[i].body);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* outfile.c - atomic output files (outfile.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "outfile.h"
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The target exists and is not a regular file: it is written in place. */
+static bool in_place(const char *path)
+{
+	struct stat st;
+
+	return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+}
+
+/* "dir/.name.tmp.XXXXXX" next to path */
+static int temp_name(const char *path, char *out, size_t len)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	if (snprintf(a, sizeof(a), "%s", path) >= (int)sizeof(a) ||
+	    snprintf(b, sizeof(b), "%s", path) >= (int)sizeof(b))
+		return -ENAMETOOLONG;
+	if (snprintf(out, len, "%s/.%s.tmp.XXXXXX", dirname(a), basename(b)) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int open_in_place(const char *path, struct vcpustat_error *err)
+{
+	int fd;
+
+	if (!strcmp(path, "-"))
+		return dup(STDOUT_FILENO);
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return verror(err, -errno, "%s: cannot write: %s", path, strerror(errno));
+	return fd;
+}
+
+int outfile_check(const char *path, struct vcpustat_error *err)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	int fd, e;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
+	if (in_place(path)) {
+		fd = open_in_place(path, err);
+		if (fd < 0)
+			return fd;
+		close(fd);
+		return 0;
+	}
+	e = temp_name(path, tmp, sizeof(tmp));
+	if (e)
+		return verror(err, e, "%s: path too long", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return verror(err, -errno, "%s: cannot write there: %s", path, strerror(errno));
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat_error *err)
+{
+	char tmp[PATH_MAX];
+	int fd, e;
+
+	if (in_place(path)) {
+		fd = open_in_place(path, err);
+		if (fd < 0)
+			return fd;
+		e = write_all(fd, buf, len);
+		close(fd);
+		return e ? verror(err, e, "%s: write: %s", path, strerror(-e)) : 0;
+	}
+	e = temp_name(path, tmp, sizeof(tmp));
+	if (e)
+		return verror(err, e, "%s: path too long", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return verror(err, -errno, "%s: cannot write there: %s", path, strerror(errno));
+	e = write_all(fd, buf, len);
+	if (!e && fchmod(fd, 0644))
+		e = -errno;
+	if (!e && fsync(fd))
+		e = -errno;
+	if (close(fd) && !e)
+		e = -errno;
+	if (!e && rename(tmp, path))
+		e = -errno;
+	if (e) {
+		unlink(tmp);
+		return verror(err, e, "%s: write: %s", path, strerror(-e));
+	}
+	return 0;
+}
