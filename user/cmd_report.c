@@ -24,7 +24,9 @@ static void usage(FILE *f)
 		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
 		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
 		"\n"
-		"Culprits need a recording made with --level full.\n",
+		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
+		"import` with guest traces also show, per guest thread, the time it lost to the\n"
+		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
 		cli_prog);
 }
 
