@@ -34,7 +34,7 @@ struct tid_info {
 	uint32_t tgid;	  /* its process, if has_tgid */
 	uint8_t has_tgid; /* the trace said (TGID column, LTTng pid) */
 	uint8_t has_comm;
-	char comm[16];	  /* the first name seen */
+	char comm[16];	  /* the latest name seen */
 };
 
 struct tidtab {
@@ -187,7 +187,7 @@ static void learn_name(struct import *im, uint64_t tid, const char comm[16])
 	if (!comm[0] || (comm[0] == '<' && !strcmp(comm, "<...>")))
 		return;
 	t = tid_get(&im->tids, (uint32_t)tid, true);
-	if (t && !t->has_comm) { /* the first name wins */
+	if (t && (!t->has_comm || memcmp(t->comm, comm, 16))) { /* the latest name (threads rename themselves) */
 		memcpy(t->comm, comm, 16);
 		t->comm[15] = '\0';
 		t->has_comm = 1;
