@@ -428,7 +428,7 @@ static int import_mode(const char *host, int ahead, bool lenient, struct imp_dum
 Test(import, parse_ahead_gives_the_same_file_stats_and_errors)
 {
 	const char *bad = "  bash-12 [000] 100.000002: sched_switch: prev_comm=bash prev_pid=12\n";
-	char *good = big_trace(900, NULL), *broken = big_trace(900, bad), where[32];
+	char *good = big_trace(900, NULL), *broken = big_trace(900, bad), where[64];
 	struct vcpustat_error e1 = { 0 }, e2 = { 0 };
 	struct import_result r1, r2;
 	struct imp_dump d1, d2;

@@ -76,15 +76,49 @@ static char *tmpfile_path(const char *suffix)
 	return p;
 }
 
-/* Send sig to the VM process named name (microvm runs each VM as its own process). */
-static void stop_vm(const char *name, int sig)
+/* Are all threads of process pid stopped (state T)? */
+static bool all_stopped(__u32 pid)
 {
-	char cmd[256];
+	char path[384], buf[512];
+	struct dirent *de;
+	bool all = true;
+	DIR *d;
 
-	/* [-] keeps the pattern from matching this shell's own command line */
-	snprintf(cmd, sizeof(cmd), "pkill -%d -f -- '[-]name guest=%s,'", sig, name);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-	usleep(20000);
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (all && (de = readdir(d))) {
+		FILE *f;
+		char *p;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/task/%s/stat", pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		all = p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	}
+	closedir(d);
+	return all;
+}
+
+/*
+ * Stop (or continue) the VM process pid. Stopping waits until every thread
+ * is really stopped: on a busy host a thread may need a while to get a CPU
+ * and take the signal, and until then it still makes events.
+ */
+static void stop_vm(__u32 pid, int sig)
+{
+	cr_assert_eq(kill((pid_t)pid, sig), 0);
+	if (sig != SIGSTOP)
+		return;
+	for (int i = 0; i < 500 && !all_stopped(pid); i++)
+		usleep(10000);
+	cr_assert(all_stopped(pid), "VM %u did not stop", pid);
 }
 
 /* The pid of the VM process named name (waits for it to appear). */
@@ -191,16 +225,16 @@ Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 	 * fall between reading a map and stamping the snapshot, so the file and
 	 * the maps can be compared exactly.
 	 */
-	stop_vm("rec-window", SIGSTOP);
+	stop_vm(vm_pid, SIGSTOP);
 	vcpustat_drain(rb, 50);
 	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
-	stop_vm("rec-window", SIGCONT);
+	stop_vm(vm_pid, SIGCONT);
 	for (int i = 0; i < 20; i++)
 		vcpustat_drain(rb, 100);
-	stop_vm("rec-window", SIGSTOP);
+	stop_vm(vm_pid, SIGSTOP);
 	vcpustat_drain(rb, 50);
 	cr_assert_eq(vcpustat_snapshot(vs, &b), 0);
-	stop_vm("rec-window", SIGCONT);
+	stop_vm(vm_pid, SIGCONT);
 	cr_assert_eq(wait_exit(vmm), 0);
 	ring_buffer__consume(rb);
 	end = vcpustat_now_ns();
