@@ -13,7 +13,7 @@
 # with and without vcpustat.
 # Targets (issue 3): vcpustat's slowdown <= 1.3x the empty-program floor's, and
 # < 1 % on the CPU-bound workload.
-# usage: bench/overhead.sh [BUILD_DIR] [ROUNDS] [SEC]    (root, quiet machine)
+# usage: [MODES="none empty vcpustat"] bench/overhead.sh [BUILD_DIR] [ROUNDS] [SEC]    (root, quiet machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -85,7 +85,7 @@ cpu_ops() { # bogo ops/s of a CPU-bound stressor
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-modes="none empty vcpustat perf tracefs"
+modes=${MODES:-"none empty vcpustat perf tracefs"}
 echo "# overhead: $(date -u +%F), $ncpu CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
 echo "# stress-ng --switch $ncpu -t $secs, $rounds rounds, modes alternated"
 for r in $(seq "$rounds"); do
@@ -108,7 +108,7 @@ for m in $modes; do
 done
 vcs=$(awk '$1 == "vcpustat" {print $2}' "$tmp/switch" | median)
 awk -v v=$vcs -v e=$empty -v n=$none 'BEGIN {printf "vcpustat slowdown / empty-program slowdown: %.2fx (target <= 1.3x)\n", (v - n) / (e - n)}'
-sort "$tmp/sizes" | uniq -c | sed 's/^/  /' || true
+[ -f "$tmp/sizes" ] && sort "$tmp/sizes" | uniq -c | sed "s/^/  /"
 
 echo
 echo "# CPU-bound: stress-ng --cpu $ncpu --cpu-method int64 -t $secs, bogo ops/s, $rounds rounds"

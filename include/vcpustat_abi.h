@@ -144,7 +144,7 @@ struct vcpustat_vcpu {
 	__u32 sync_pending;
 	__u32 wait_cpu;	  /* CPU whose run queue it waits on (VCPU_PCPU_NONE: not waiting) */
 	__u32 wait_slot;  /* its slot in that CPU's cpu.waiting[] */
-	__u32 flagged;	  /* BPF only: its task carries the vcpu_tasks fast-path flag */
+	__u32 pad;
 };
 
 /*

@@ -129,12 +129,10 @@ static void assert_same_snapshots(struct vcpustat_snapshot *a, struct vcpustat_s
 	qsort(a->culprits, a->nr_culprits, sizeof(*a->culprits), cmp_culprit);
 	qsort(b->culprits, b->nr_culprits, sizeof(*b->culprits), cmp_culprit);
 	for (size_t i = 0; i < a->nr_vcpus; i++) {
-		a->vcpus[i].flagged = b->vcpus[i].flagged = 0; /* BPF-only fast-path bookkeeping */
 		cr_assert_eq(memcmp(&a->vcpus[i], &b->vcpus[i], sizeof(a->vcpus[i])), 0, "round %d: vCPU %u differs",
 			     round, a->vcpus[i].tid);
 	}
 	for (size_t i = 0; i < a->nr_dead; i++) {
-		a->dead[i].flagged = b->dead[i].flagged = 0;
 		cr_assert_eq(memcmp(&a->dead[i], &b->dead[i], sizeof(a->dead[i])), 0, "round %d: dead vCPU", round);
 	}
 	cr_assert_eq(memcmp(a->vms, b->vms, a->nr_vms * sizeof(*a->vms)), 0, "round %d: vms differ", round);

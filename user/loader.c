@@ -261,6 +261,18 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		bpf_program__set_autoload(prog, false);
 	}
 
+	{
+		/* the hot-path bitmap covers every possible thread id */
+		unsigned long pid_max = 4194304;
+		FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+
+		if (f) {
+			if (fscanf(f, "%lu", &pid_max) != 1 || pid_max > 4194304)
+				pid_max = 4194304;
+			fclose(f);
+		}
+		bpf_map__set_max_entries(vs->skel->maps.vcpu_tids, (__u32)((pid_max + 63) / 64));
+	}
 	vs->skel->rodata->record_level = opts->record_level;
 	vs->skel->rodata->record_raw = opts->record_raw;
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
@@ -599,7 +611,6 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	err = read_lost(vs, snap->lost);
 	if (err)
 		goto fail;
-	snap->unflagged = __atomic_load_n(&vs->skel->bss->unflagged, __ATOMIC_RELAXED);
 	return 0;
 fail:
 	vcpustat_snapshot_free(snap);

@@ -120,7 +120,6 @@ struct vcpustat_snapshot {
 	struct vcpustat_culprit_entry *culprits;
 	size_t nr_culprits;
 	__u64 lost[VCPUSTAT_NR_LOST];
-	__s64 unflagged; /* vCPUs whose thread the fast-path filter does not know yet */
 };
 
 /*
