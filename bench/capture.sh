@@ -11,7 +11,7 @@
 # Workload figures: microvm guest I/O exits per second (guest progress) and
 # context switches per second (/proc/stat). Target (issue 4): vcpustat's file
 # smaller and its overhead lower than both ftrace and perf.
-# usage: bench/capture.sh [BUILD_DIR] [SEC]     (root, quiet machine)
+# usage: [MODES="..."] bench/capture.sh [BUILD_DIR] [SEC]     (root, quiet machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -64,10 +64,10 @@ run_mode() { # prints: mode bytes exits_per_s switches_per_s
 	local bytes
 	bytes=$(du -sb --exclude=microvm.json "$out" | cut -f1)
 	awk -v m=$mode -v b=$bytes -v e=$exits -v c=$((c1 - c0)) -v t=$(( (t1 - t0) / 1000000 )) \
-		'BEGIN {printf "%-14s %12d bytes  %9.0f guest IO exits/s  %9.0f switches/s\n", m, b, e * 1000 / t, c * 1000 / t}'
+		'BEGIN {printf "%-14s %12.0f bytes  %9.0f guest IO exits/s  %9.0f switches/s\n", m, b, e * 1000 / t, c * 1000 / t}'
 }
 
 echo "# capture: $(date -u +%F), $ncpu CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), $secs s per mode"
-for m in none vcpustat-vcpu vcpustat-full ftrace perf; do
+for m in ${MODES:-none vcpustat-vcpu vcpustat-full ftrace perf}; do
 	run_mode $m
 done
