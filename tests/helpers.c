@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
 #include <stdio.h>
@@ -56,4 +58,20 @@ __u64 mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+const char *build_dir(void)
+{
+	const char *d = getenv("VCPUSTAT_BUILD_DIR");
+
+	return d ? d : VCPUSTAT_BUILD_DIR;
+}
+
+int wait_exit(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -36,6 +36,13 @@ int read_schedstat(int tid, struct schedstat *s);
 /* Pin the calling thread to one CPU. */
 int pin_to_cpu(int cpu);
 
+/* Where the binaries are: $VCPUSTAT_BUILD_DIR (set by tests/run.sh), else the build this was compiled in. */
+const char *build_dir(void);
+
+/* Wait for child pid: its exit status, 128 + signal if killed, -1 on error. */
+#include <sys/types.h>
+int wait_exit(pid_t pid);
+
 /* CLOCK_MONOTONIC ns */
 __u64 mono_ns(void);
 #endif

@@ -20,13 +20,6 @@
 #include <unistd.h>
 #include "helpers.h"
 
-static const char *build_dir(void)
-{
-	const char *d = getenv("VCPUSTAT_BUILD_DIR");
-
-	return d ? d : VCPUSTAT_BUILD_DIR;
-}
-
 /* fork+exec argv; its stdout on *out_fd if out_fd. */
 static pid_t spawn(char *const argv[], int *out_fd)
 {
@@ -50,15 +43,6 @@ static pid_t spawn(char *const argv[], int *out_fd)
 		*out_fd = p[0];
 	}
 	return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-	int st;
-
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* Wait for microvm's --ready file and return its parsed JSON. */

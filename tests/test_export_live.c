@@ -28,13 +28,6 @@
 #include "vcpu_fsm.h"
 #include "helpers.h"
 
-static const char *build_dir(void)
-{
-	const char *d = getenv("VCPUSTAT_BUILD_DIR");
-
-	return d ? d : VCPUSTAT_BUILD_DIR;
-}
-
 static const char *vcpustat_bin(void)
 {
 	static char path[512];
@@ -81,14 +74,14 @@ static pid_t spawn(char *const argv[], const char *out, const char *err)
 	return pid;
 }
 
-static int wait_exit(pid_t pid)
+/* wait_exit() for a child this file tracks (see forget_pid) */
+static int wait_child(pid_t pid)
 {
-	int st;
+	int st = wait_exit(pid);
 
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	forget_pid(pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (st >= 0)
+		forget_pid(pid);
+	return st;
 }
 
 static atomic_int hog_stop;
@@ -99,12 +92,12 @@ static void cleanup(void);
 static int stop(pid_t pid)
 {
 	kill(pid, SIGTERM);
-	return wait_exit(pid);
+	return wait_child(pid);
 }
 
 static int run(char *const argv[], const char *out, const char *err)
 {
-	return wait_exit(spawn(argv, out, err));
+	return wait_child(spawn(argv, out, err));
 }
 
 /* A whole file (also /proc files, whose size says 0), NUL-terminated; NULL if it cannot be opened. */

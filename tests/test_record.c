@@ -25,13 +25,6 @@
 #include "replay.h"
 #include "report.h"
 
-static const char *build_dir(void)
-{
-	const char *d = getenv("VCPUSTAT_BUILD_DIR");
-
-	return d ? d : VCPUSTAT_BUILD_DIR;
-}
-
 static pid_t start_microvm(const char *name, const char *extra_pin, double duration)
 {
 	char bin[512], dur[32];
@@ -49,15 +42,6 @@ static pid_t start_microvm(const char *name, const char *extra_pin, double durat
 		_exit(127);
 	}
 	return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-	int st;
-
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static char *tmpfile_path(const char *suffix)

@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include <zstd.h>
 #include "capture.h"
+#include "util.h"
 
 #define EV_SIZE sizeof(struct vcpustat_event)
 
@@ -40,24 +41,6 @@ static uint64_t get64(const unsigned char *p)
 
 	memcpy(&v, p, 8);
 	return le64toh(v);
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 struct capture_writer {

@@ -4,7 +4,10 @@
 #include <string.h>
 #include <stdio.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include "cli.h"
+#include "sht/sht.h"
+#include "summary.h"
 
 bool cli_json;
 const char *cli_prog = "vcpustat";
@@ -102,4 +105,81 @@ int cli_open_live(struct vcpustat **out, const struct vcpustat_options *opts, bo
 		cli_warn("cannot look for running VMs in /proc: %s", strerror(-err));
 	*out = vs;
 	return 0;
+}
+
+volatile sig_atomic_t cli_stop;
+
+static void on_stop(int sig)
+{
+	cli_stop = 1;
+}
+
+void cli_catch_stop(bool pipe_too)
+{
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	if (pipe_too)
+		signal(SIGPIPE, on_stop);
+}
+
+int cli_parse_long(const char *opt, const char *arg, long min, long max, const char *what, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (end == arg || *end || errno || v < min || v > max) {
+		cli_err("%s %s: a number of %s, %ld to %ld", opt, arg, what, min, max);
+		return CLI_USAGE;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const char *arg)
+{
+	if (f->nr_vms >= max) {
+		cli_err("--vm: at most %zu VMs", max);
+		return CLI_USAGE;
+	}
+	names[f->nr_vms++] = arg;
+	f->vms = names;
+	return 0;
+}
+
+int cli_open_window(const char *file, const char *from, const char *to, struct sht_reader **rp, uint64_t *t1,
+		    uint64_t *t2)
+{
+	struct vcpustat_error err = { 0 };
+	const struct sht_info *info;
+	struct sht_reader *r;
+	int ret = CLI_USAGE;
+
+	*rp = NULL;
+	if (sht_open(&r, file, &err)) {
+		cli_err("%s", err.msg);
+		return CLI_FAIL;
+	}
+	info = sht_get_info(r);
+	*t1 = info->start;
+	*t2 = info->recovered ? info->horizon : info->end;
+	if (from && sht_parse_time(r, from, t1, &err)) {
+		cli_err("--from: %s", err.msg);
+		goto fail;
+	}
+	if (to && sht_parse_time(r, to, t2, &err)) {
+		cli_err("--to: %s", err.msg);
+		goto fail;
+	}
+	if (*t2 <= *t1) {
+		cli_err("%s: the window is empty (from %llu ns to %llu ns): --to must come after --from", file,
+			(unsigned long long)*t1, (unsigned long long)*t2);
+		goto fail;
+	}
+	*rp = r;
+	return 0;
+fail:
+	sht_close(r);
+	return ret;
 }

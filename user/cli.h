@@ -8,7 +8,10 @@
 #ifndef VCPUSTAT_CLI_H
 #define VCPUSTAT_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 extern bool cli_json; /* errors as {"error": "..."} on stdout */
 extern const char *cli_prog; /* "vcpustat" */
@@ -44,6 +47,29 @@ int cmd_import(int argc, char **argv);
  * CLI_FAIL); 0 on success.
  */
 int cli_open_live(struct vcpustat **vs, const struct vcpustat_options *opts, bool verbose, bool quiet);
+
+/* Set by SIGINT/SIGTERM (and SIGPIPE with pipe_too) once cli_catch_stop() ran. */
+extern volatile sig_atomic_t cli_stop;
+void cli_catch_stop(bool pipe_too);
+
+/*
+ * Parse a whole number option: fills *out, or prints
+ * "OPT ARG: a number of WHAT, MIN to MAX" and returns CLI_USAGE.
+ */
+int cli_parse_long(const char *opt, const char *arg, long min, long max, const char *what, long *out);
+
+/* --vm NAME|PID: add arg to the filter (at most max); prints the error and returns CLI_USAGE when full. */
+struct summary_filter;
+int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const char *arg);
+
+/*
+ * Open a recording and resolve the window [from, to] (NULL: its start/end;
+ * an unfinished file ends at its horizon). Prints one error and returns its
+ * exit code (CLI_FAIL, CLI_USAGE), or 0 with *r open (sht_close it).
+ */
+struct sht_reader;
+int cli_open_window(const char *file, const char *from, const char *to, struct sht_reader **r, uint64_t *t1,
+		    uint64_t *t2);
 
 /* Route libbpf/library messages to stderr (verbose: libbpf debug output too). */
 void cli_setup_log(bool verbose);

@@ -18,13 +18,6 @@
 #include "outfile.h"
 #include "report.h"
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -79,7 +72,7 @@ static void sleep_until(unsigned long long deadline)
 	struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
 			      .tv_nsec = (long)(deadline % 1000000000ull)};
 
-	while (!stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (!cli_stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -120,29 +113,11 @@ static int export_file(const char *file, const char *from, const char *to, const
 	uint64_t t1, t2;
 	int ret = CLI_FAIL;
 
-	if (sht_open(&r, file, &err)) {
-		cli_err("%s", err.msg);
-		return CLI_FAIL;
-	}
+	ret = cli_open_window(file, from, to, &r, &t1, &t2);
+	if (ret)
+		return ret;
+	ret = CLI_FAIL;
 	info = sht_get_info(r);
-	t1 = info->start;
-	t2 = info->recovered ? info->horizon : info->end;
-	if (from && sht_parse_time(r, from, &t1, &err)) {
-		cli_err("--from: %s", err.msg);
-		ret = CLI_USAGE;
-		goto out;
-	}
-	if (to && sht_parse_time(r, to, &t2, &err)) {
-		cli_err("--to: %s", err.msg);
-		ret = CLI_USAGE;
-		goto out;
-	}
-	if (t2 <= t1) {
-		cli_err("%s: the window is empty (from %llu ns to %llu ns): --to must come after --from", file,
-			(unsigned long long)t1, (unsigned long long)t2);
-		ret = CLI_USAGE;
-		goto out;
-	}
 	if (report_build(&s, r, t1, t2, filter, &culprits, &err)) {
 		cli_err("%s", err.msg);
 		goto out;
@@ -182,13 +157,11 @@ static int export_live(double interval, double every, bool verbose, const struct
 		vcpustat_close(vs);
 		return CLI_FAIL;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, on_signal);
+	cli_catch_stop(true);
 	next = vcpustat_now_ns() + (unsigned long long)(interval * 1e9);
 	for (;;) {
 		sleep_until(next);
-		if (stop && every > 0)
+		if (cli_stop && every > 0)
 			break; /* stopped between two writes: the file is complete */
 		err = metrics_live_sample(&live);
 		if (err) {
@@ -197,7 +170,7 @@ static int export_live(double interval, double every, bool verbose, const struct
 			break;
 		}
 		ret = output(live.m, fmt, path);
-		if (ret || every <= 0 || stop)
+		if (ret || every <= 0 || cli_stop)
 			break;
 		next += (unsigned long long)(every * 1e9);
 		if (next < vcpustat_now_ns()) /* fell behind: no burst of catch-up writes */
@@ -233,7 +206,6 @@ int cmd_export(int argc, char **argv)
 	double interval = 1.0, every = 0;
 	bool verbose = false;
 	long n;
-	char *end;
 	int c;
 
 	optind = 1;
@@ -269,20 +241,13 @@ int cmd_export(int argc, char **argv)
 			mo.no_vcpu_labels = true;
 			break;
 		case 'C':
-			n = strtol(optarg, &end, 10);
-			if (end == optarg || *end || n < 0 || n > 1000) {
-				cli_err("--top-culprits %s: a number of culprits per VM, 0 to 1000", optarg);
+			if (cli_parse_long("--top-culprits", optarg, 0, 1000, "culprits per VM", &n))
 				return CLI_USAGE;
-			}
 			mo.top_culprits = (unsigned int)n;
 			break;
 		case 'V':
-			if (filter.nr_vms >= sizeof(vm_filter) / sizeof(vm_filter[0])) {
-				cli_err("--vm: at most 64 VMs");
+			if (cli_add_vm(&filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), optarg))
 				return CLI_USAGE;
-			}
-			vm_filter[filter.nr_vms++] = optarg;
-			filter.vms = vm_filter;
 			break;
 		case 'v':
 			verbose = true;

@@ -17,13 +17,6 @@
 #include "plot.h"
 #include "report.h"
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -71,7 +64,6 @@ static int plot_file(const char *file, const char *from, const char *to, long bu
 {
 	struct vcpustat_error err = {0};
 	struct plot_timeline *tl = NULL;
-	const struct sht_info *info;
 	struct sht_reader *r = NULL;
 	struct plot_doc d = {0};
 	struct summary s;
@@ -81,29 +73,10 @@ static int plot_file(const char *file, const char *from, const char *to, long bu
 	uint64_t t1, t2;
 	int ret = CLI_FAIL;
 
-	if (sht_open(&r, file, &err)) {
-		cli_err("%s", err.msg);
-		return CLI_FAIL;
-	}
-	info = sht_get_info(r);
-	t1 = info->start;
-	t2 = info->recovered ? info->horizon : info->end;
-	if (from && sht_parse_time(r, from, &t1, &err)) {
-		cli_err("--from: %s", err.msg);
-		ret = CLI_USAGE;
-		goto out;
-	}
-	if (to && sht_parse_time(r, to, &t2, &err)) {
-		cli_err("--to: %s", err.msg);
-		ret = CLI_USAGE;
-		goto out;
-	}
-	if (t2 <= t1) {
-		cli_err("%s: the window is empty (from %llu ns to %llu ns): --to must come after --from", file,
-			(unsigned long long)t1, (unsigned long long)t2);
-		ret = CLI_USAGE;
-		goto out;
-	}
+	ret = cli_open_window(file, from, to, &r, &t1, &t2);
+	if (ret)
+		return ret;
+	ret = CLI_FAIL;
 	if (report_build(&s, r, t1, t2, filter, &culprits, &err)) {
 		cli_err("%s", err.msg);
 		goto out;
@@ -162,8 +135,7 @@ static int plot_live(double interval, bool verbose, const struct summary_filter 
 		vcpustat_close(vs);
 		return CLI_FAIL;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	cli_catch_stop(false);
 	start = time(NULL);
 	err = vcpustat_snapshot(vs, &a);
 	if (err) {
@@ -171,7 +143,7 @@ static int plot_live(double interval, bool verbose, const struct summary_filter 
 		goto out;
 	}
 	nanosleep(&ts, NULL);
-	if (stop) {
+	if (cli_stop) {
 		vcpustat_snapshot_free(&a);
 		goto out;
 	}
@@ -259,12 +231,8 @@ int cmd_plot(int argc, char **argv)
 			file = optarg;
 			break;
 		case 'V':
-			if (filter.nr_vms >= sizeof(vm_filter) / sizeof(vm_filter[0])) {
-				cli_err("--vm: at most 64 VMs");
+			if (cli_add_vm(&filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), optarg))
 				return CLI_USAGE;
-			}
-			vm_filter[filter.nr_vms++] = optarg;
-			filter.vms = vm_filter;
 			break;
 		case 'v':
 			verbose = true;

@@ -20,13 +20,6 @@
 #include "names.h"
 #include "record.h"
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -237,12 +230,10 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'K': {
-			long k = strtol(optarg, &end_p, 10);
+			long k;
 
-			if (*end_p || k < 1) {
-				cli_err("--keep %s: a number of files (at least 1)", optarg);
+			if (cli_parse_long("--keep", optarg, 1, 1000000, "files", &k))
 				return CLI_USAGE;
-			}
 			ro.keep = (unsigned int)k;
 			break;
 		}
@@ -329,15 +320,14 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	cli_catch_stop(false);
 	if (duration > 0)
 		deadline = mono0 + (__u64)(duration * 1e9);
 	next_tick = mono0 + 1000000000ull;
 	if (!quiet)
 		fprintf(stderr, "%s: recording to %s (level %s)%s; Ctrl-C to stop\n", cli_prog, out, level_s,
 			capture ? ", raw events too" : "");
-	while (!stop && !c.failed) {
+	while (!cli_stop && !c.failed) {
 		__u64 now;
 
 		e = vcpustat_drain(rb, 100);

@@ -48,7 +48,6 @@ int cmd_report(int argc, char **argv)
 	long top = 5;
 	uint64_t t1, t2;
 	int opt, ret = CLI_FAIL;
-	char *end;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
@@ -56,20 +55,13 @@ int cmd_report(int argc, char **argv)
 		case 'F': from = optarg; break;
 		case 'T': to = optarg; break;
 		case 'V':
-			if (filter.nr_vms >= 64) {
-				cli_err("--vm: at most 64 VMs");
+			if (cli_add_vm(&filter, vm_filter, 64, optarg))
 				return CLI_USAGE;
-			}
-			vm_filter[filter.nr_vms++] = optarg;
-			filter.vms = vm_filter;
 			break;
 		case 'j': json = true; cli_json = true; break;
 		case 'N':
-			top = strtol(optarg, &end, 10);
-			if (*end || top < 0) {
-				cli_err("--top %s: a number of rows (0: all)", optarg);
+			if (cli_parse_long("--top", optarg, 0, 100000, "rows (0: all)", &top))
 				return CLI_USAGE;
-			}
 			break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
@@ -79,29 +71,11 @@ int cmd_report(int argc, char **argv)
 		cli_err("report: one .sht file is needed (see --help)");
 		return CLI_USAGE;
 	}
-	if (sht_open(&r, argv[optind], &err)) {
-		cli_err("%s", err.msg);
-		return CLI_FAIL;
-	}
+	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
+	if (ret)
+		return ret;
+	ret = CLI_FAIL;
 	info = sht_get_info(r);
-	t1 = info->start;
-	t2 = info->recovered ? info->horizon : info->end;
-	if (from && sht_parse_time(r, from, &t1, &err)) {
-		cli_err("--from: %s", err.msg);
-		ret = CLI_USAGE;
-		goto out;
-	}
-	if (to && sht_parse_time(r, to, &t2, &err)) {
-		cli_err("--to: %s", err.msg);
-		ret = CLI_USAGE;
-		goto out;
-	}
-	if (t2 <= t1) {
-		cli_err("the window is empty: --to must come after --from (%llu >= %llu ns)", (unsigned long long)t1,
-			(unsigned long long)t2);
-		ret = CLI_USAGE;
-		goto out;
-	}
 	if (report_build(&s, r, t1, t2, &filter, &culprits, &err)) {
 		cli_err("%s", err.msg);
 		goto out;

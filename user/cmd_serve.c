@@ -18,13 +18,6 @@
 #include "metrics.h"
 #include "privdrop.h"
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -88,20 +81,13 @@ int cmd_serve(int argc, char **argv)
 			mo.no_vcpu_labels = true;
 			break;
 		case 'C':
-			n = strtol(optarg, &end, 10);
-			if (end == optarg || *end || n < 0 || n > 1000) {
-				cli_err("--top-culprits %s: a number of culprits per VM, 0 to 1000", optarg);
+			if (cli_parse_long("--top-culprits", optarg, 0, 1000, "culprits per VM", &n))
 				return CLI_USAGE;
-			}
 			mo.top_culprits = (unsigned int)n;
 			break;
 		case 'V':
-			if (filter.nr_vms >= sizeof(vm_filter) / sizeof(vm_filter[0])) {
-				cli_err("--vm: at most 64 VMs");
+			if (cli_add_vm(&filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), optarg))
 				return CLI_USAGE;
-			}
-			vm_filter[filter.nr_vms++] = optarg;
-			filter.vms = vm_filter;
 			break;
 		case 'M':
 			n = strtol(optarg, &end, 10);
@@ -169,18 +155,17 @@ int cmd_serve(int argc, char **argv)
 		cli_err("%s", err.msg);
 		goto out;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	cli_catch_stop(false);
 	signal(SIGPIPE, SIG_IGN);
 	fprintf(stderr, "%s: serving http://%s/metrics%s%s\n", cli_prog, httpd_address(httpd), user ? " as user " : "",
 		user ? user : "");
-	while (!stop) {
+	while (!cli_stop) {
 		struct timespec ts = {.tv_sec = (time_t)refresh,
 				      .tv_nsec = (long)((refresh - (double)(time_t)refresh) * 1e9)};
 		int e;
 
 		nanosleep(&ts, NULL); /* a signal ends it early */
-		if (stop)
+		if (cli_stop)
 			break;
 		e = httpd_refresh(httpd);
 		if (e)

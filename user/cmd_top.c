@@ -20,13 +20,6 @@
 #include "summary.h"
 #include "ui.h"
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -203,12 +196,8 @@ int cmd_top(int argc, char **argv)
 		case 'b': batch = true; break;
 		case 'j': json = true; cli_json = true; break;
 		case 'V':
-			if (filter.nr_vms >= sizeof(vm_filter) / sizeof(vm_filter[0])) {
-				cli_err("--vm: at most 64 VMs");
+			if (cli_add_vm(&filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), optarg))
 				return CLI_USAGE;
-			}
-			vm_filter[filter.nr_vms++] = optarg;
-			filter.vms = vm_filter;
 			break;
 		case 'T':
 			top = strtol(optarg, &end, 10);
@@ -244,9 +233,7 @@ int cmd_top(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	nr_progs = vcpustat_progs(vs, &progs);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, on_signal);
+	cli_catch_stop(true);
 	if (want_demo && demo_start(&demo))
 		goto out;
 	if (!batch && !json && ui_open(&ui, delay)) {
@@ -258,13 +245,13 @@ int cmd_top(int argc, char **argv)
 		goto out;
 	}
 	next = prev.ts;
-	while (!stop && iterations != 0) {
+	while (!cli_stop && iterations != 0) {
 		struct summary s;
 		int err;
 
 		next += (__u64)(delay * 1e9);
 		/* wait for the next tick, reacting to keys meanwhile */
-		while (!stop) {
+		while (!cli_stop) {
 			__u64 now = mono_ns();
 			int wait_ms;
 
@@ -275,7 +262,7 @@ int cmd_top(int argc, char **argv)
 				enum ui_action a = ui_input(ui, wait_ms);
 
 				if (a == UI_QUIT)
-					stop = 1;
+					cli_stop = 1;
 				else if (a == UI_REDRAW && have_shown)
 					ui_draw(ui, &shown, progs, nr_progs);
 			} else {
@@ -284,7 +271,7 @@ int cmd_top(int argc, char **argv)
 				nanosleep(&ts, NULL);
 			}
 		}
-		if (stop)
+		if (cli_stop)
 			break;
 		if (vcpustat_snapshot(vs, &cur)) {
 			cli_err("cannot read the BPF maps");

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <microhttpd.h>
 #include "httpd.h"
+#include "util.h"
 
 struct rendering {
 	char *body;
@@ -192,28 +193,6 @@ static int current(struct httpd *h, enum metrics_format f, struct rendering **ou
 	return 0;
 }
 
-static void html_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
-	}
-}
-
 static double num(json_t *o, const char *key)
 {
 	return json_number_value(json_object_get(o, key));
@@ -243,12 +222,12 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	      "td:first-child,th:first-child{text-align:left}.bad{color:#b00}</style></head><body>\n",
 	      f);
 	fprintf(f, "<h1>vcpustat exporter</h1>\n<p>vcpustat %s on kernel ", VCPUSTAT_VERSION);
-	html_escape(f, json_string_value(json_object_get(doc, "kernel")));
+	xml_escape(f, json_string_value(json_object_get(doc, "kernel")));
 	fprintf(f, ", listening on ");
-	html_escape(f, h->listen_addr);
+	xml_escape(f, h->listen_addr);
 	if (h->o.user) {
 		fputs(", running as user ", f);
-		html_escape(f, h->o.user);
+		xml_escape(f, h->o.user);
 	}
 	fprintf(f, ". Counters since %.0f s ago; %lu scrapes served.</p>\n", num(doc, "window_seconds"), h->scrapes);
 	fputs("<p><a href=\"/metrics\">/metrics</a> (Prometheus text; OpenMetrics with "
@@ -269,7 +248,7 @@ static int page(struct httpd *h, char **buf, size_t *len)
 
 		json_object_foreach(sec, key, v) total += json_number_value(v);
 		fputs("<tr><td>", f);
-		html_escape(f, json_string_value(json_object_get(vm, "vm")));
+		xml_escape(f, json_string_value(json_object_get(vm, "vm")));
 		fprintf(f, "</td><td>%lld</td>", json_integer_value(json_object_get(vm, "vcpus_now")));
 		for (int s = 0; s < 6; s++)
 			fprintf(f, "<td>%.1f %%</td>", total > 0 ? 100 * num(sec, states[s]) / total : 0.0);
@@ -280,7 +259,7 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	json_object_foreach(tps, key, v)
 	{
 		fprintf(f, "<li%s>", json_integer_value(v) ? "" : " class=\"bad\"");
-		html_escape(f, key);
+		xml_escape(f, key);
 		fprintf(f, ": %s</li>\n", json_integer_value(v) ? "attached" : "not attached");
 	}
 	fputs("</ul>\n<h2>Lost records</h2>\n<ul>\n", f);
@@ -288,7 +267,7 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	json_object_foreach(lost, key, v)
 	{
 		fprintf(f, "<li%s>", json_integer_value(v) ? " class=\"bad\"" : "");
-		html_escape(f, key);
+		xml_escape(f, key);
 		fprintf(f, ": %lld</li>\n", json_integer_value(v));
 	}
 	fputs("</ul>\n<p>Metric names and meanings: docs/metrics.md.</p>\n</body></html>\n", f);

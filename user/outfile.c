@@ -11,24 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "outfile.h"
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
+#include "util.h"
 
 /* The target exists and is not a regular file: it is written in place. */
 static bool in_place(const char *path)

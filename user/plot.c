@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "plot.h"
+#include "util.h"
 
 /* ---- timelines from a recording ---- */
 
@@ -173,38 +174,10 @@ static const char *state_color(unsigned int s)
 static const char *const reason_colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
 #define TOP_REASONS 5
 
-static void xml(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		default:
-			/* control characters are not allowed in XML 1.0 */
-			fputc(c < 0x20 && c != '\t' ? '?' : c, f);
-		}
-	}
-}
-
 static void text(FILE *f, double x, double y, const char *anchor, const char *style, const char *s)
 {
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" style=\"%s\">", x, y, anchor, style);
-	xml(f, s);
+	xml_escape(f, s);
 	fputs("</text>\n", f);
 }
 
@@ -261,7 +234,7 @@ static void frame(FILE *f, double top, double h, double ymax, bool percent, cons
 		"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\" "
 		"style=\"font-size:12px;fill:#222\">",
 		(double)LEFT - 50, top + h / 2, (double)LEFT - 50, top + h / 2);
-	xml(f, ylabel);
+	xml_escape(f, ylabel);
 	fputs("</text>\n", f);
 }
 
@@ -564,8 +537,8 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%.0f\" "
 		"viewBox=\"0 0 %d %.0f\" style=\"font-family:sans-serif;background:#fff\">\n<title>",
 		WIDTH, y, WIDTH, y);
-	xml(out, "vcpustat: ");
-	xml(out, d->window);
+	xml_escape(out, "vcpustat: ");
+	xml_escape(out, d->window);
 	fprintf(out, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" style=\"fill:#fff\"/>\n", WIDTH, y);
 	fwrite(body, 1, body_len, out);
 	fputs("</svg>\n", out);

@@ -662,7 +662,7 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 
 /* ---- text ---- */
 
-static const char *fmt_ns(__u64 ns, char *buf, size_t len)
+const char *format_ns(__u64 ns, char *buf, size_t len)
 {
 	if (ns < 10000)
 		snprintf(buf, len, "%lluns", (unsigned long long)ns);
@@ -685,8 +685,8 @@ static void print_latency_table(FILE *f, const char *title, const struct latency
 	fprintf(f, "    %-24s %10s %10s %10s %10s %10s\n", title, "COUNT", "RATE/s", "P50", "P99", "MAX");
 	for (size_t i = 0; i < n && (!top || i < top); i++)
 		fprintf(f, "    %-24s %10llu %10.1f %10s %10s %10s\n", l[i].name, (unsigned long long)l[i].count,
-			l[i].rate, l[i].count ? fmt_ns(l[i].p50_ns, a, sizeof(a)) : "-",
-			l[i].count ? fmt_ns(l[i].p99_ns, b, sizeof(b)) : "-", fmt_ns(l[i].max_ns, c, sizeof(c)));
+			l[i].rate, l[i].count ? format_ns(l[i].p50_ns, a, sizeof(a)) : "-",
+			l[i].count ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-", format_ns(l[i].max_ns, c, sizeof(c)));
 }
 
 static void print_culprit(FILE *f, const char *indent, const struct culprit_summary *cu)
@@ -697,7 +697,7 @@ static void print_culprit(FILE *f, const char *indent, const struct culprit_summ
 		snprintf(who, sizeof(who), "VM %s vCPU %d", cu->vm, cu->vcpu);
 	else
 		snprintf(who, sizeof(who), "%s (%u)", cu->process, cu->tgid);
-	fprintf(f, "%s%5.1f%% %-10s %-8u %-16s %-20s %s\n", indent, 100 * cu->share, fmt_ns(cu->ns, b, sizeof(b)),
+	fprintf(f, "%s%5.1f%% %-10s %-8u %-16s %-20s %s\n", indent, 100 * cu->share, format_ns(cu->ns, b, sizeof(b)),
 		cu->tid, cu->comm, who, cu->cgroup);
 }
 
@@ -717,12 +717,12 @@ static void print_guest_threads(FILE *f, const struct summary *s, const struct v
 
 		snprintf(vcpu, sizeof(vcpu), t->vcpu < 0 ? "-" : "%d", t->vcpu);
 		fprintf(f, "    %-8u %-16s %4s %10s %10s %6.1f%% %10s %10s %10s %10s %10s\n", t->tid, t->comm, vcpu,
-			fmt_ns(t->ns[GUEST_RUNNING], a, sizeof(a)), fmt_ns(t->ns[GUEST_VIRT_PREEMPTED], b, sizeof(b)),
+			format_ns(t->ns[GUEST_RUNNING], a, sizeof(a)), format_ns(t->ns[GUEST_VIRT_PREEMPTED], b, sizeof(b)),
 			on ? 100.0 * (double)t->ns[GUEST_VIRT_PREEMPTED] / (double)on : 0.0,
-			fmt_ns(t->lost_hypervisor_ns, c, sizeof(c)), fmt_ns(t->lost_runq_ns, d, sizeof(d)),
-			fmt_ns(t->lost_blocked_ns, e, sizeof(e)),
-			fmt_ns(t->ns[GUEST_PREEMPTED] + t->ns[GUEST_WAIT], g, sizeof(g)),
-			fmt_ns(t->ns[GUEST_BLOCKED], h, sizeof(h)));
+			format_ns(t->lost_hypervisor_ns, c, sizeof(c)), format_ns(t->lost_runq_ns, d, sizeof(d)),
+			format_ns(t->lost_blocked_ns, e, sizeof(e)),
+			format_ns(t->ns[GUEST_PREEMPTED] + t->ns[GUEST_WAIT], g, sizeof(g)),
+			format_ns(t->ns[GUEST_BLOCKED], h, sizeof(h)));
 		for (size_t k = 0; k < t->nr_culprits && k < 3; k++) {
 			if (!k)
 				fprintf(f, "      took its vCPU's CPU: %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID",

@@ -124,6 +124,9 @@ void summary_free_vm(struct vm_summary *vm);
 /* Latency percentile (0 < q < 1) of a bucket array: interpolated within its bucket. */
 __u64 latency_percentile(const __u64 *bucket, __u64 count, double q);
 
+/* A duration for people: "850ns", "12.5us", "3.2ms", "1.5s". */
+const char *format_ns(__u64 ns, char *buf, size_t len);
+
 /* Share of the window a vCPU spent in state (0..1). */
 double vcpu_share(const struct summary *s, const struct vcpu_summary *v, unsigned int state);
 /* "running", "virt_preempted", "preempted", "wait", "blocked" */

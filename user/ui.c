@@ -116,16 +116,6 @@ static bool matches_filter(const struct ui *ui, const struct vm_summary *vm)
 	return strstr(vm->name, ui->filter) || !strcmp(pid, ui->filter);
 }
 
-static void fmt_ns(__u64 ns, char *buf, size_t len)
-{
-	if (ns < 10000)
-		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	else if (ns < 10000000)
-		snprintf(buf, len, "%.1fus", ns / 1e3);
-	else
-		snprintf(buf, len, "%.1fms", ns / 1e6);
-}
-
 static void pct(int y, int x, double share, int pair)
 {
 	if (pair && share >= 0.05 && has_colors())
@@ -277,8 +267,8 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 			else if ((size_t)r < vm->nr_exits + vm->nr_uexits)
 				l = &vm->uexits[r - vm->nr_exits];
 			if (l) {
-				fmt_ns(l->p50_ns, a, sizeof(a));
-				fmt_ns(l->p99_ns, b, sizeof(b));
+				format_ns(l->p50_ns, a, sizeof(a));
+				format_ns(l->p99_ns, b, sizeof(b));
 				mvprintw(dy + 1 + r, 0, "%s%-15.15s %9.1f %9s %9s", l->kind == VCPU_SAMPLE_EXIT ? "" : "u:",
 					 l->name, l->rate, l->count ? a : "-", l->count ? b : "-");
 			}
