@@ -212,3 +212,30 @@ Test(live, tracked_thread_run_and_wait_match_schedstat)
 			     window / 1e9);
 	}
 }
+
+/* Without the KVM programs (as on a host without the kvm module), the scheduler side still works. */
+Test(live_nokvm, missing_kvm_programs_leave_the_rest_working)
+{
+	struct vcpustat_options o = { .no_kvm = true };
+	const struct vcpustat_prog *progs;
+	struct vcpustat *v;
+	size_t n, kvm = 0;
+	int attached;
+
+	SKIP_UNLESS(bpf_unavailable());
+	cr_assert_eq(vcpustat_open(&v, &o), 0);
+	attached = vcpustat_attach(v);
+	n = vcpustat_progs(v, &progs);
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(progs[i].tracepoint, "kvm:", 4)) {
+			cr_assert_eq(progs[i].status, VCPUSTAT_PROG_OFF, "%s", progs[i].name);
+			cr_assert(progs[i].message[0], "a reason is given");
+			kvm++;
+		} else if (progs[i].required) {
+			cr_assert_eq(progs[i].status, VCPUSTAT_PROG_ATTACHED, "%s: %s", progs[i].name, progs[i].message);
+		}
+	}
+	cr_assert_eq(kvm, 5);
+	cr_assert_eq((size_t)attached, n - kvm);
+	vcpustat_close(v);
+}
