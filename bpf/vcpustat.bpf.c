@@ -316,31 +316,26 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct vcpustat_event ev;
 	struct vcpustat_cpu *c;
-	bool prev_vcpu = is_vcpu_task(prev), next_vcpu = is_vcpu_task(next);
+	bool prev_vcpu = is_vcpu_task(prev), next_vcpu = is_vcpu_task(next), ordinary;
 
 	/*
 	 * Two ordinary threads while no vCPU waits for this CPU: the handler
 	 * would change nothing; at level full only the host's record is due.
 	 */
 	c = env_cpu(cpu);
-	if (!prev_vcpu && !next_vcpu && (!c || !c->nr_waiting)) {
-		if (record_level < VCPUSTAT_LEVEL_FULL)
-			return 0;
-		event_task(&ev, VCPUSTAT_EV_SWITCH, prev);
-		ev.tid2 = (__u32)next->pid;
-		ev.tgid2 = (__u32)next->tgid;
-		ev.arg0 = get_task_state(prev);
-		ev.arg1 = preempt;
-		capture_event(&ev);
-		emit_host_switch(&ev);
+	ordinary = !prev_vcpu && !next_vcpu && (!c || !c->nr_waiting);
+	if (ordinary && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
-	}
 	event_task(&ev, VCPUSTAT_EV_SWITCH, prev);
 	ev.tid2 = (__u32)next->pid;
 	ev.tgid2 = (__u32)next->tgid;
 	ev.arg0 = get_task_state(prev);
 	ev.arg1 = preempt;
-	return run_event(&ev);
+	if (!ordinary)
+		return run_event(&ev);
+	capture_event(&ev);
+	emit_host_switch(&ev);
+	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -348,18 +343,17 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 {
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p)) {
-		if (record_level < VCPUSTAT_LEVEL_FULL)
-			return 0;
-		event_task(&ev, VCPUSTAT_EV_WAKEUP, p);
-		ev.arg0 = get_task_cpu(p);
-		capture_event(&ev);
-		emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
+	bool vcpu = is_vcpu_task(p);
+
+	if (!vcpu && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
-	}
 	event_task(&ev, VCPUSTAT_EV_WAKEUP, p);
 	ev.arg0 = get_task_cpu(p);
-	return run_event(&ev);
+	if (vcpu)
+		return run_event(&ev);
+	capture_event(&ev);
+	emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
+	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
@@ -367,18 +361,17 @@ int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 {
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p)) {
-		if (record_level < VCPUSTAT_LEVEL_FULL)
-			return 0;
-		event_task(&ev, VCPUSTAT_EV_WAKEUP_NEW, p);
-		ev.arg0 = get_task_cpu(p);
-		capture_event(&ev);
-		emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
+	bool vcpu = is_vcpu_task(p);
+
+	if (!vcpu && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
-	}
 	event_task(&ev, VCPUSTAT_EV_WAKEUP_NEW, p);
 	ev.arg0 = get_task_cpu(p);
-	return run_event(&ev);
+	if (vcpu)
+		return run_event(&ev);
+	capture_event(&ev);
+	emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
+	return 0;
 }
 
 SEC("tp_btf/sched_migrate_task")

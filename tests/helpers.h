@@ -43,6 +43,9 @@ const char *build_dir(void);
 #include <sys/types.h>
 int wait_exit(pid_t pid);
 
+/* Run `vcpustat ARGS` (a shell string) with stderr merged; its output in out; its exit status. */
+int run_vcpustat(const char *args, char *out, size_t len);
+
 /* CLOCK_MONOTONIC ns */
 __u64 mono_ns(void);
 #endif

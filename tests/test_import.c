@@ -6,6 +6,7 @@
  * counts, out-of-order timestamps, empty and binary files).
  */
 #include <criterion/criterion.h>
+#include "helpers.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,23 +330,6 @@ Test(import, missing_file)
 
 /* ---- the command ---- */
 
-static int run_cli(const char *args, char *out, size_t len)
-{
-	char cmd[2048];
-	FILE *p;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s 2>&1",
-		 getenv("VCPUSTAT_BUILD_DIR") ? getenv("VCPUSTAT_BUILD_DIR") : VCPUSTAT_BUILD_DIR, args);
-	p = popen(cmd, "r");
-	cr_assert(p);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(import, cli_reports_counts_and_errors)
 {
 	static struct tev e[128];
@@ -355,27 +339,27 @@ Test(import, cli_reports_counts_and_errors)
 	int rc;
 
 	snprintf(args, sizeof(args), "import --host %s -o %s --vm-name 1000=vmA", trace, sht);
-	rc = run_cli(args, out, sizeof(out));
+	rc = run_vcpustat(args, out, sizeof(out));
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert(strstr(out, "42 lines, 34 events used, 2 skipped (events not used), 0 malformed"), "%s", out);
 	cr_assert(strstr(out, "2 VMs, 3 vCPUs"), "%s", out);
 	snprintf(args, sizeof(args), "report %s --vm vmA", sht);
-	rc = run_cli(args, out, sizeof(out));
+	rc = run_vcpustat(args, out, sizeof(out));
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert(strstr(out, "VM vmA (pid 1000)"), "%s", out);
 	cr_assert(strstr(out, "stress-ng"), "the hog is named as the culprit: %s", out);
 	snprintf(args, sizeof(args), "import --host %s -o %s --json", trace, sht);
-	rc = run_cli(args, out, sizeof(out));
+	rc = run_vcpustat(args, out, sizeof(out));
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert(strstr(out, "\"events\": 34"), "%s", out);
 	/* errors */
-	rc = run_cli("import --host /nonexistent -o /tmp/x.sht", out, sizeof(out));
+	rc = run_vcpustat("import --host /nonexistent -o /tmp/x.sht", out, sizeof(out));
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert(strstr(out, "/nonexistent"), "%s", out);
-	rc = run_cli("import -o /tmp/x.sht", out, sizeof(out));
+	rc = run_vcpustat("import -o /tmp/x.sht", out, sizeof(out));
 	cr_assert_eq(rc, 2, "%s", out);
 	snprintf(args, sizeof(args), "import --host %s -o %s --guest nosuchvm=%s", trace, sht, trace);
-	rc = run_cli(args, out, sizeof(out));
+	rc = run_vcpustat(args, out, sizeof(out));
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert(strstr(out, "--guest nosuchvm: no such VM") && strstr(out, "pid1000 (1000)"), "%s", out);
 	unlink(trace);

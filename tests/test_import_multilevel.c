@@ -7,6 +7,7 @@
  * VM's vCPU as the culprit. Then the rules one by one, on the library.
  */
 #include <criterion/criterion.h>
+#include "helpers.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -138,23 +139,6 @@ static void assert_intervals(const char *sht, const char *path, const uint64_t (
 	sht_close(r);
 }
 
-static int run_cli(const char *args, char *out, size_t len)
-{
-	char cmd[2048];
-	FILE *p;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s 2>&1",
-		 getenv("VCPUSTAT_BUILD_DIR") ? getenv("VCPUSTAT_BUILD_DIR") : VCPUSTAT_BUILD_DIR, args);
-	p = popen(cmd, "r");
-	cr_assert(p);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(import_multilevel, guest_thread_virt_preempted_by_another_vms_vcpu)
 {
 	static const struct import_vm_name names[] = { { 1000, "vmA" }, { 2000, "vmB" } };
@@ -258,11 +242,11 @@ Test(import_multilevel, guest_thread_virt_preempted_by_another_vms_vcpu)
 		json_t *doc, *vms, *gt = NULL;
 
 		snprintf(args, sizeof(args), "report %s --vm vmA", sht);
-		cr_assert_eq(run_cli(args, text, sizeof(text)), 0, "%s", text);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
 		cr_assert(strstr(text, "GUEST THREADS: time lost to the host"), "%s", text);
 		cr_assert(strstr(text, "VM vmB vCPU 0"), "%s", text);
 		snprintf(args, sizeof(args), "report %s --vm vmA --json", sht);
-		cr_assert_eq(run_cli(args, text, sizeof(text)), 0, "%s", text);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
 		doc = json_loads(text, 0, &je);
 		cr_assert(doc, "%s", je.text);
 		vms = json_object_get(doc, "vms");

@@ -7,6 +7,7 @@
  * outliers, a round every 10-100 ms over 60 s.
  */
 #include <criterion/criterion.h>
+#include "helpers.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -219,23 +220,6 @@ Test(import_sync, each_vm_gets_its_own_hypercalls)
 	unlink(guest);
 }
 
-static int run_cli(const char *args, char *out, size_t len)
-{
-	char cmd[2048];
-	FILE *p;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s 2>&1",
-		 getenv("VCPUSTAT_BUILD_DIR") ? getenv("VCPUSTAT_BUILD_DIR") : VCPUSTAT_BUILD_DIR, args);
-	p = popen(cmd, "r");
-	cr_assert(p);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(import_sync, cli_sync_host_guest)
 {
 	struct synth p = synth_default(8);
@@ -246,12 +230,12 @@ Test(import_sync, cli_sync_host_guest)
 
 	make_traces(&p, &vm_a, &host, &guest);
 	snprintf(args, sizeof(args), "sync --host %s --guest %s", host, guest);
-	cr_assert_eq(run_cli(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "quality:     accurate"), "%s", out);
 	cr_assert(strstr(out, "events:      guest "), "%s", out);
 	cr_assert(strstr(out, "guest clock = host × 1.000") && strstr(out, "accurate: error ≤"), "%s", out);
 	snprintf(args, sizeof(args), "sync --host %s --guest %s --vm pid1000 --json", host, guest);
-	cr_assert_eq(run_cli(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	doc = json_loads(out, 0, &je);
 	cr_assert(doc, "%s: %s", je.text, out);
 	cr_assert_str_eq(json_string_value(json_object_get(doc, "quality")), "accurate");
@@ -259,7 +243,7 @@ Test(import_sync, cli_sync_host_guest)
 	cr_assert_lt(fabs(json_real_value(json_object_get(doc, "alpha")) - 1.0002), 1e-7);
 	json_decref(doc);
 	snprintf(args, sizeof(args), "sync --host %s --guest %s --vm nosuch", host, guest);
-	cr_assert_eq(run_cli(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "--vm nosuch: no such VM"), "%s", out);
 	unlink(host);
 	unlink(guest);
