@@ -83,18 +83,8 @@ int cmd_report(int argc, char **argv)
 	s.wall_t1 = info->real_start_ns + t2;
 	if (json) {
 		json_t *doc = summary_json(&s, NULL, 0);
-		char a[64], b[64];
 
-		sht_format_wall(r, t1, false, a, sizeof(a));
-		sht_format_wall(r, t2, false, b, sizeof(b));
-		json_object_set_new(doc, "file", json_string(argv[optind]));
-		json_object_set_new(doc, "from_ns", json_integer((json_int_t)t1));
-		json_object_set_new(doc, "to_ns", json_integer((json_int_t)t2));
-		json_object_set_new(doc, "from", json_string(a));
-		json_object_set_new(doc, "to", json_string(b));
-		json_object_set_new(doc, "culprits_recorded", json_boolean(culprits));
-		if (info->recovered)
-			json_object_set_new(doc, "recovered", json_true());
+		report_json_window(doc, r, argv[optind], t1, t2, culprits);
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(doc);
