@@ -37,15 +37,20 @@ void playback_close(struct playback *pb)
 	pb->r = NULL;
 }
 
+/*
+ * The current window ends a step after it starts; the last one ends at the
+ * end of the file, and takes in a remainder shorter than a tenth of a step
+ * rather than leaving it as a window of a few nanoseconds of nonsense rates.
+ */
 void playback_window(const struct playback *pb, uint64_t *t1, uint64_t *t2)
 {
 	*t1 = pb->t;
-	*t2 = pb->end - pb->t > pb->step ? pb->t + pb->step : pb->end;
+	*t2 = playback_at_end(pb) ? pb->end : pb->t + pb->step;
 }
 
 bool playback_at_end(const struct playback *pb)
 {
-	return pb->end - pb->t <= pb->step;
+	return pb->end - pb->t < pb->step + pb->step / 10;
 }
 
 long playback_step(struct playback *pb, long n)

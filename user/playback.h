@@ -6,8 +6,9 @@
  * is the report's window model (report_build): a step shows exactly what
  * `vcpustat report --from T1 --to T2` shows for the same window.
  *
- * Windows are [t, t + step), cut at the end of what the file holds (an
- * unfinished file ends at its last sealed node). Stepping moves t by whole
+ * Windows are [t, t + step); the last one ends at the end of what the file
+ * holds (an unfinished file ends at its last sealed node), so it may be
+ * shorter, or up to a tenth of a step longer. Stepping moves t by whole
  * windows; seeking puts t anywhere.
  */
 #ifndef VCPUSTAT_PLAYBACK_H
