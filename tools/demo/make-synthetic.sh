@@ -19,8 +19,8 @@ cd "$work"
 "$build/bin/vcpustat" import --host demo-trace.txt --cpus 2 -q \
 	--vm-name 1000=demo-0 --vm-name 2000=demo-1 \
 	--meta host=synthetic \
-	--meta recorded="$(date -u +%Y-%m-%d) (generated)" \
-	--meta workload="simulated, not recorded (tools/demo/make-synthetic.sh): 2 microvm-like VMs x 2 vCPUs, SVM exits, a CPU hog, all on CPU 0" \
+	--meta recorded="$(date -u +%Y-%m-%d)" \
+	--meta workload="simulated, not recorded: 2 microvm-like VMs x 2 vCPUs, SVM exits, a CPU hog, all on CPU 0; tools/demo/make-synthetic.sh" \
 	-o demo.sht
 mv demo.sht "$out"
 echo "make-synthetic: $out: $(stat -c %s "$out") bytes, $seconds s"
