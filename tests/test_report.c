@@ -5,9 +5,11 @@
  * kvm_userspace_exit), in the vCPU's kvm_exits and in the exit-reason table
  * alike; that holds when its kvm_entry is the trace's last event, when it
  * ends exactly at --to, for random traces and random windows, and when
- * events precede a recording's start.
+ * events precede a recording's start. Also: each exit's isa and code in
+ * `report -j`.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "helpers.h"
 #include "host_scenario.h"
 #include "import_helpers.h"
+#include "names.h"
 #include "report.h"
 
 #define MONO0 5000000000000ull	     /* a recording's start on CLOCK_MONOTONIC */
@@ -469,4 +472,133 @@ Test(report, property_recording_with_events_before_the_start_for_random_windows,
 	}
 	free(ev);
 	free(times);
+}
+
+/* ---- isa and code of each exit in report -j ---- */
+
+struct want_exit {
+	const char *reason, *isa;
+	long long code;
+};
+
+static void assert_isa_code(json_t *j, const struct want_exit *want, size_t nwant, const char *uname, long long ucode)
+{
+	size_t seen = 0, i, v;
+	json_t *vm, *x;
+
+	json_array_foreach(json_object_get(j, "vms"), v, vm) {
+		json_array_foreach(json_object_get(vm, "exits"), i, x) {
+			const char *reason = json_string_value(json_object_get(x, "reason"));
+			size_t k;
+
+			for (k = 0; k < nwant && strcmp(want[k].reason, reason); k++)
+				;
+			cr_assert_lt(k, nwant, "unexpected exit %s", reason);
+			cr_assert_str_eq(json_string_value(json_object_get(x, "isa")), want[k].isa, "%s", reason);
+			cr_assert_eq(json_integer_value(json_object_get(x, "code")), want[k].code, "%s", reason);
+			seen++;
+		}
+		json_array_foreach(json_object_get(vm, "userspace_exits"), i, x) {
+			cr_assert_str_eq(json_string_value(json_object_get(x, "reason")), uname);
+			cr_assert_eq(json_integer_value(json_object_get(x, "code")), ucode);
+			seen++;
+		}
+	}
+	cr_assert_eq(seen, nwant + 1, "every exit of the scenario is in the report");
+}
+
+static void round_trip(unsigned int isa, unsigned int code)
+{
+	unsigned int isa2 = 0, code2 = 0;
+	char buf[32];
+	const char *name = exit_reason_name(isa, code, buf, sizeof(buf));
+
+	cr_assert_eq(exit_reason_from_name(name, &isa2, &code2), 0, "%s", name);
+	cr_assert_eq(isa2, isa, "%s", name);
+	cr_assert_eq(code2, code, "%s", name);
+}
+
+static void round_trip_userspace(unsigned int code)
+{
+	unsigned int code2 = 0;
+	char buf[32];
+	const char *name = userspace_exit_name(code, buf, sizeof(buf));
+
+	cr_assert_eq(userspace_exit_from_name(name, &code2), 0, "%s", name);
+	cr_assert_eq(code2, code, "%s", name);
+}
+
+/* The files store names: every name vcpustat writes gives back its isa and code. */
+Test(report, every_exit_reason_name_gives_back_its_isa_and_code)
+{
+	unsigned int isa, code;
+
+#define X(c, n) round_trip(KVM_ISA_VMX, c);
+	VCPUSTAT_VMX_EXIT_REASONS(X)
+#undef X
+#define X(c, n) round_trip(KVM_ISA_SVM, c);
+	VCPUSTAT_SVM_EXIT_REASONS(X)
+#undef X
+#define X(c, n) round_trip_userspace(c);
+	VCPUSTAT_KVM_EXIT_REASONS(X)
+#undef X
+	round_trip(KVM_ISA_VMX, 99);	    /* "VMX_99" */
+	round_trip(KVM_ISA_SVM, 0x7777);    /* "SVM_0x7777" */
+	round_trip_userspace(99);	    /* "KVM_EXIT_99" */
+	cr_assert_eq(exit_reason_from_name("nonsense", &isa, &code), -ENOENT);
+	cr_assert_eq(exit_reason_from_name("VMX_", &isa, &code), -ENOENT);
+	cr_assert_eq(userspace_exit_from_name("KVM_EXIT_x", &code), -ENOENT);
+}
+
+static char *import_scenario(bool svm)
+{
+	struct tev e[64];
+
+	return import_tevs(e, scenario(e, svm));
+}
+
+Test(report, json_isa_and_code_of_a_vmx_import)
+{
+	/* the scenario's last exits (vmA's MSR_READ, vmB's EPT_VIOLATION) are still open when the trace ends */
+	static const struct want_exit want[] = {
+		{ "MSR_WRITE", "vmx", 32 },
+		{ "HLT", "vmx", 12 },
+		{ "EXTERNAL_INTERRUPT", "vmx", 1 },
+		{ "IO_INSTRUCTION", "vmx", 30 },
+	};
+	char *sht = import_scenario(false);
+	json_t *j = report_json(sht, "");
+
+	assert_isa_code(j, want, 4, "IO", 2);
+	json_decref(j);
+	unlink(sht);
+}
+
+Test(report, json_isa_and_code_of_an_svm_import)
+{
+	static const struct want_exit want[] = {
+		{ "msr", "svm", 0x7c },
+		{ "hlt", "svm", 0x78 },
+		{ "interrupt", "svm", 0x60 },
+		{ "io", "svm", 0x7b },
+	};
+	char *sht = import_scenario(true);
+	json_t *j = report_json(sht, "");
+
+	assert_isa_code(j, want, 4, "IO", 2);
+	json_decref(j);
+	unlink(sht);
+}
+
+Test(report, json_isa_and_code_of_an_svm_recording)
+{
+	static const struct want_exit want[] = { { "msr", "svm", 0x7c }, { "io", "svm", 0x7b } };
+	struct vcpustat_event ev[16];
+	size_t n = svm_recording(ev);
+	char *sht = replay(ev, n, 10000);
+	json_t *j = report_json(sht, "");
+
+	assert_isa_code(j, want, 2, "IO", 2);
+	json_decref(j);
+	unlink(sht);
 }

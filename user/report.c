@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hashmap.h"
+#include "names.h"
 #include "report.h"
 
 static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
@@ -53,6 +54,22 @@ static const struct sht_interval *covering(const struct sht_interval *iv, size_t
 	return &iv[a - 1];
 }
 
+/* A fresh summary for the samples of name: the files store names; isa and code come back from them. */
+static void latency_init(struct latency_summary *l, unsigned int kind, const char *name)
+{
+	unsigned int isa = 0, code = 0;
+
+	memset(l, 0, sizeof(*l));
+	l->kind = kind;
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	if (kind == VCPU_SAMPLE_EXIT && !exit_reason_from_name(name, &isa, &code)) {
+		l->isa = isa;
+		l->reason = code;
+	} else if (kind == VCPU_SAMPLE_USERSPACE_EXIT && !userspace_exit_from_name(name, &code)) {
+		l->reason = code;
+	}
+}
+
 static int latency_add(struct hashmap *m, unsigned int kind, const char *name, uint64_t ns)
 {
 	char key[32] = { 0 };
@@ -64,9 +81,7 @@ static int latency_add(struct hashmap *m, unsigned int kind, const char *name, u
 	if (!l) {
 		struct latency_summary fresh;
 
-		memset(&fresh, 0, sizeof(fresh));
-		fresh.kind = kind;
-		snprintf(fresh.name, sizeof(fresh.name), "%s", name);
+		latency_init(&fresh, kind, name);
 		if (hashmap_insert(m, key, &fresh))
 			return -ENOMEM;
 		l = hashmap_lookup(m, key);
