@@ -6,7 +6,7 @@
  * alike; that holds when its kvm_entry is the trace's last event, when it
  * ends exactly at --to, for random traces and random windows, and when
  * events precede a recording's start. Also: each exit's isa and code in
- * `report -j`.
+ * `report -j`, and the times of files without a wall clock.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -600,5 +600,75 @@ Test(report, json_isa_and_code_of_an_svm_recording)
 
 	assert_isa_code(j, want, 2, "IO", 2);
 	json_decref(j);
+	unlink(sht);
+}
+
+/* ---- times of files with and without a wall clock ---- */
+
+static void run_ok(const char *args, char *out, size_t len)
+{
+	cr_assert_eq(run_vcpustat(args, out, len), 0, "vcpustat %s: %s", args, out);
+}
+
+/* Every way report, query and plot show times, for one file: all outputs concatenated. */
+static char *all_times(const char *sht)
+{
+	static const char *const cmds[] = { "report %s",	     "report %s -j",	      "report %s --from 0.000001s",
+					    "query %s",		     "query %s --json",	      "query %s --at 2us",
+					    "query %s --at 2us --json", "query %s --path '/vms/**' --json",
+					    "plot %s -o %s",	     "export --file %s -f json",
+					    "export --file %s" };
+	static char all[1 << 20];
+	char args[1024], out[1 << 16], *svg = imp_tmp(".svg");
+	size_t len = 0;
+
+	setenv("TZ", "UTC", 1);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		snprintf(args, sizeof(args), cmds[i], sht, svg);
+		run_ok(args, out, sizeof(out));
+		len += (size_t)snprintf(all + len, sizeof(all) - len, "%s\n", out);
+	}
+	{
+		FILE *f = fopen(svg, "r");
+
+		cr_assert_not_null(f, "plot wrote no %s", svg);
+		len += fread(all + len, 1, sizeof(all) - len - 1, f);
+		all[len] = '\0';
+		fclose(f);
+	}
+	unlink(svg);
+	return all;
+}
+
+Test(report, an_import_shows_trace_times_not_1970)
+{
+	char *sht = import_scenario(false), *all = all_times(sht), out[4096];
+
+	cr_assert_null(strstr(all, "1970"), "a 1970 date in:\n%s", all);
+	cr_assert_null(strstr(all, "00:00:00"), "a wall-clock time of day in:\n%s", all);
+	cr_assert_not_null(strstr(all, "+0.000150001s"), "the file's end as seconds since the start:\n%s", all);
+	cr_assert_not_null(strstr(all, "trace clock 1000.000000000"), "the tracer's own clock:\n%s", all);
+	cr_assert_null(strstr(all, "vcpustat_start_time_seconds "), "no Unix time to give:\n%s", all);
+	/* a wall-clock time cannot be placed in such a file: said plainly */
+	{
+		char args[512];
+
+		snprintf(args, sizeof(args), "report %s --from 14:03:07", sht);
+		cr_assert_neq(run_vcpustat(args, out, sizeof(out)), 0);
+		cr_assert_not_null(strstr(out, "no wall clock"), "%s", out);
+	}
+	unlink(sht);
+}
+
+Test(report, a_recording_still_shows_wall_clock_times)
+{
+	struct vcpustat_event ev[16];
+	size_t n = svm_recording(ev);
+	char *sht = replay(ev, n, 10000), *all = all_times(sht);
+
+	cr_assert_not_null(strstr(all, "2026-11-22T14:03:07"), "wall-clock times in:\n%s", all);
+	cr_assert_null(strstr(all, "1970"), "%s", all);
+	cr_assert_null(strstr(all, "trace clock"), "%s", all);
+	cr_assert_not_null(strstr(all, "vcpustat_start_time_seconds 1795356187.000"), "%s", all);
 	unlink(sht);
 }

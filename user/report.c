@@ -661,6 +661,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	memset(s, 0, sizeof(*s));
 	s->t0 = t1;
 	s->t1 = t2;
+	s->no_wall_clock = !sht_has_wall_clock(r);
+	if (!s->no_wall_clock)
+		s->wall_t1 = sht_get_info(r)->real_start_ns + t2;
 	s->seconds = t2 > t1 ? (double)(t2 - t1) / 1e9 : 0;
 	cr.host_cpus = child(r, host, "cpus");
 	cr.t1 = t1;
