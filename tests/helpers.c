@@ -76,19 +76,27 @@ int wait_exit(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int run_vcpustat(const char *args, char *out, size_t len)
+int run_shell(const char *cmd, char *out, size_t len)
 {
-	char cmd[2048];
+	char full[4096];
 	FILE *p;
 	size_t n;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s 2>&1", build_dir(), args);
-	p = popen(cmd, "r");
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	p = popen(full, "r");
 	if (!p)
 		return -1;
 	n = fread(out, 1, len - 1, p);
 	out[n] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int run_vcpustat(const char *args, char *out, size_t len)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s", build_dir(), args);
+	return run_shell(cmd, out, len);
 }

@@ -69,15 +69,15 @@ static void teardown(void)
 {
 	char cmd[128];
 
-	if (instance[0] && rmdir(instance))
-		cr_log_warn("cannot remove %s: %s", instance, strerror(errno));
+	/* Leaving a tracefs instance or mount behind is a failure of the test. */
+	if (instance[0])
+		cr_expect(rmdir(instance) == 0, "cannot remove %s: %s", instance, strerror(errno));
 	instance[0] = '\0';
-	if (mounted_here && umount(TRACEFS))
-		cr_log_warn("cannot unmount " TRACEFS ": %s", strerror(errno));
+	if (mounted_here)
+		cr_expect(umount(TRACEFS) == 0, "cannot unmount " TRACEFS ": %s", strerror(errno));
 	mounted_here = false;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd))
-		cr_log_warn("cannot remove %s", tmpdir);
+	cr_expect(system(cmd) == 0, "cannot remove %s", tmpdir);
 }
 
 TestSuite(sync_agent, .init = setup, .fini = teardown, .timeout = 60);

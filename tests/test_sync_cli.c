@@ -25,8 +25,7 @@ static void teardown(void)
 	char cmd[128];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd))
-		cr_log_warn("cannot remove %s", tmpdir);
+	cr_expect(system(cmd) == 0, "cannot remove %s", tmpdir);
 }
 
 static const char *vcpustat_bin(void)
