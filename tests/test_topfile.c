@@ -246,7 +246,7 @@ Test(topfile, text_windows_equal_report_and_say_what_was_recorded, .timeout = 30
 	size_t n = 0;
 	char *p;
 
-	RUN(&r, "top", "--file", rec, "-b", "--from", "1s", "-n", "2", "-d", "1");
+	RUN(&r, "top", "--file", rec, "-b", "--from", "0.5s", "-n", "2", "-d", "1");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	/* split at the label lines */
 	for (p = r.out; (p = strstr(p, "recording of testhost at an unknown time (tf test scene): window ")); p++) {
@@ -256,17 +256,17 @@ Test(topfile, text_windows_equal_report_and_say_what_was_recorded, .timeout = 30
 		blocks[n++] = p;
 	}
 	cr_assert_eq(n, 2, "two windows (-n 2):\n%s", r.out);
-	cr_assert(!strncmp(blocks[0], "recording of testhost at an unknown time (tf test scene): window 1.000 .. 2.000 s of ",
-			   strlen("recording of testhost at an unknown time (tf test scene): window 1.000 .. 2.000 s of ")),
+	cr_assert(!strncmp(blocks[0], "recording of testhost at an unknown time (tf test scene): window 0.500 .. 1.500 s of ",
+			   strlen("recording of testhost at an unknown time (tf test scene): window 0.500 .. 1.500 s of ")),
 		  "%s", blocks[0]);
-	cr_assert(strstr(blocks[1], "window 2.000 .. 3.000 s of "), "%s", blocks[1]);
+	cr_assert(strstr(blocks[1], "window 1.500 .. 2.500 s of "), "%s", blocks[1]);
 	for (size_t i = 0; i < n; i++) {
-		char from[8], to[8];
+		char from[16], to[16];
 		const char *mine = after_first_line(blocks[i]);
 		size_t len = strlen(mine);
 
-		snprintf(from, sizeof(from), "%zus", i + 1);
-		snprintf(to, sizeof(to), "%zus", i + 2);
+		snprintf(from, sizeof(from), "%zu.5s", i);
+		snprintf(to, sizeof(to), "%zu.5s", i + 1);
 		RUN(&rep, "report", rec, "--from", from, "--to", to);
 		cr_assert_eq(rep.status, 0, "%s", rep.err);
 		cr_assert(strstr(mine, "VM tf-0 (pid 1000)") && strstr(mine, "VM tf-1 (pid 2000)"), "%s", mine);

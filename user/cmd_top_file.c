@@ -130,9 +130,9 @@ static void ui_status(struct ui *ui, struct top_play *p, const char *msg)
 	uint64_t t1, t2;
 
 	playback_window(&p->pb, &t1, &t2);
-	if (sht_get_info(p->pb.r)->real_start_ns) {
-		sht_format_wall(p->pb.r, t1, false, w1, sizeof(w1));
-		sht_format_wall(p->pb.r, t2, false, w2, sizeof(w2));
+	if (sht_has_wall_clock(p->pb.r)) {
+		sht_format_time(p->pb.r, t1, false, w1, sizeof(w1));
+		sht_format_time(p->pb.r, t2, false, w2, sizeof(w2));
 		snprintf(wall, sizeof(wall), " (%.12s .. %.12s)", w1 + 11, w2 + 11);
 	}
 	snprintf(line, sizeof(line), "window %s .. %s s of %s s%s  [%s %ux]  %s", playback_seconds(t1, a, sizeof(a)),

@@ -87,15 +87,10 @@ int playback_seek_str(struct playback *pb, const char *s, struct vcpustat_error 
 int playback_build(struct playback *pb, struct summary *s, const struct summary_filter *f, bool *has_culprits,
 		   struct vcpustat_error *err)
 {
-	const struct sht_info *info = sht_get_info(pb->r);
 	uint64_t t1, t2;
-	int e;
 
 	playback_window(pb, &t1, &t2);
-	e = report_build(s, pb->r, t1, t2, f, has_culprits, err);
-	if (!e)
-		s->wall_t1 = info->real_start_ns + t2; /* as `vcpustat report` */
-	return e;
+	return report_build(s, pb->r, t1, t2, f, has_culprits, err);
 }
 
 const char *playback_seconds(uint64_t t, char *buf, size_t len)
@@ -108,10 +103,8 @@ const char *playback_seconds(uint64_t t, char *buf, size_t len)
 /* When the recording started, for people: its wall clock, else metadata `recorded`; NULL if unknown. */
 static const char *recorded_at(const struct playback *pb, char *buf, size_t len)
 {
-	const struct sht_info *info = sht_get_info(pb->r);
-
-	if (info->real_start_ns) {
-		sht_format_wall(pb->r, 0, false, buf, len);
+	if (sht_has_wall_clock(pb->r)) {
+		sht_format_time(pb->r, 0, false, buf, len);
 		if (strlen(buf) > 19)
 			buf[19] = '\0'; /* to the second */
 		return buf;

@@ -48,7 +48,7 @@ int playback_seek(struct playback *pb, uint64_t t, struct vcpustat_error *err);
 /* Parse a time as `report --from` does (sht_parse_time) and seek to it. */
 int playback_seek_str(struct playback *pb, const char *s, struct vcpustat_error *err);
 
-/* The summary of the current window (report_build; wall_t1 as `vcpustat report` sets it). */
+/* The summary of the current window: report_build(). */
 int playback_build(struct playback *pb, struct summary *s, const struct summary_filter *f, bool *has_culprits,
 		   struct vcpustat_error *err);
 
