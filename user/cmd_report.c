@@ -84,20 +84,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (json) {
 		json_t *doc = summary_json(&s, NULL, 0);
-		bool wall = sht_has_wall_clock(r);
-		char a[64], b[64];
 
-		sht_format_time(r, t1, false, a, sizeof(a));
-		sht_format_time(r, t2, false, b, sizeof(b));
-		json_object_set_new(doc, "file", json_string(argv[optind]));
-		json_object_set_new(doc, "from_ns", json_integer((json_int_t)t1));
-		json_object_set_new(doc, "to_ns", json_integer((json_int_t)t2));
-		json_object_set_new(doc, "wall_clock", json_boolean(wall));
-		json_object_set_new(doc, "from", wall ? json_string(a) : json_null());
-		json_object_set_new(doc, "to", wall ? json_string(b) : json_null());
-		json_object_set_new(doc, "culprits_recorded", json_boolean(culprits));
-		if (info->recovered)
-			json_object_set_new(doc, "recovered", json_true());
+		report_json_window(doc, r, argv[optind], t1, t2, culprits);
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(doc);

@@ -818,3 +818,22 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	}
 	return 0;
 }
+
+void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			bool has_culprits)
+{
+	bool wall = sht_has_wall_clock(r);
+	char a[64], b[64];
+
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	json_object_set_new(doc, "file", json_string(file));
+	json_object_set_new(doc, "from_ns", json_integer((json_int_t)t1));
+	json_object_set_new(doc, "to_ns", json_integer((json_int_t)t2));
+	json_object_set_new(doc, "wall_clock", json_boolean(wall));
+	json_object_set_new(doc, "from", wall ? json_string(a) : json_null());
+	json_object_set_new(doc, "to", wall ? json_string(b) : json_null());
+	json_object_set_new(doc, "culprits_recorded", json_boolean(has_culprits));
+	if (sht_get_info(r)->recovered)
+		json_object_set_new(doc, "recovered", json_true());
+}

@@ -27,4 +27,13 @@
 int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
 		 bool *has_culprits, struct vcpustat_error *err);
 
+/*
+ * The window's fields of `vcpustat report -j` (docs/json.md), added to doc (a
+ * summary_json() document of that window): file, from_ns, to_ns, wall_clock,
+ * from, to (null without a wall clock), culprits_recorded, and recovered for
+ * an unfinished file.
+ */
+void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			bool has_culprits);
+
 #endif
