@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "loader.h"
+#include "util.h"
 #include "playback.h"
 #include "report.h"
 #include "top.h"

@@ -100,14 +100,6 @@ void vcpustat_set_log(vcpustat_log_fn fn, int max_level)
 	libbpf_set_print(libbpf_log);
 }
 
-__u64 vcpustat_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
 int vcpustat_check_privileges(char *msg, size_t len)
 {
 	static const struct {
@@ -467,16 +459,6 @@ out:
 	*vals_out = vals;
 	*n_out = n;
 	return 0;
-}
-
-void vcpustat_snapshot_free(struct vcpustat_snapshot *snap)
-{
-	free(snap->vcpus);
-	free(snap->dead);
-	free(snap->vms);
-	free(snap->hists);
-	free(snap->culprits);
-	memset(snap, 0, sizeof(*snap));
 }
 
 static int read_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])

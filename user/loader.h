@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "vcpustat_abi.h"
+#include "snapshot.h"
+#include "util.h"
 
 struct vcpustat;
 struct ring_buffer;
@@ -27,24 +29,6 @@ struct vcpustat_options {
 	unsigned int ringbuf_bytes;		 /* 0: VCPUSTAT_RINGBUF_BYTES (power of 2) */
 	bool no_kvm;				 /* do not load/attach the KVM programs */
 	bool record_raw;			 /* also capture every handled event (ring buffer) */
-};
-
-/* What became of one tracepoint program. */
-enum vcpustat_prog_status {
-	VCPUSTAT_PROG_OFF = 0,	/* not loaded: not wanted (injection, --no-kvm) */
-	VCPUSTAT_PROG_MISSING,	/* not loaded: the kernel has no such tracepoint */
-	VCPUSTAT_PROG_LOADED,	/* loaded, not attached (yet) */
-	VCPUSTAT_PROG_ATTACHED, /* attached and running */
-	VCPUSTAT_PROG_FAILED,	/* attach failed: err and message say why */
-};
-
-struct vcpustat_prog {
-	const char *name;	/* program name, e.g. "on_kvm_exit" */
-	const char *tracepoint; /* "sched:sched_switch", "kvm:kvm_exit", ... */
-	bool required;		/* vcpustat cannot work without it */
-	enum vcpustat_prog_status status;
-	int err;		/* negative errno for MISSING/FAILED */
-	char message[160];	/* what went wrong, for the user */
 };
 
 typedef void (*vcpustat_log_fn)(int level, const char *msg);
@@ -94,40 +78,11 @@ int vcpustat_seed(struct vcpustat *vs, const char *proc_root);
  */
 int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, const char *comm);
 
-/* One histogram: the key and its buckets. */
-struct vcpustat_hist_entry {
-	struct vcpustat_hist_key key;
-	struct vcpustat_hist hist;
-};
-
-/* One culprit: who ran (key.tid) while VM key.vm_tgid waited. */
-struct vcpustat_culprit_entry {
-	struct vcpustat_culprit_key key;
-	struct vcpustat_culprit culprit;
-};
-
-/* Everything in the maps at one moment. */
-struct vcpustat_snapshot {
-	__u64 ts; /* CLOCK_MONOTONIC ns when the maps were read */
-	struct vcpustat_vcpu *vcpus;
-	size_t nr_vcpus;
-	struct vcpustat_vcpu *dead; /* vCPUs whose thread exited since the last snapshot */
-	size_t nr_dead;
-	struct vcpustat_vm *vms;
-	size_t nr_vms;
-	struct vcpustat_hist_entry *hists;
-	size_t nr_hists;
-	struct vcpustat_culprit_entry *culprits;
-	size_t nr_culprits;
-	__u64 lost[VCPUSTAT_NR_LOST];
-};
-
 /*
  * Read all maps. Dead vCPUs are returned once and removed from the kernel
- * map (reaped). Free with vcpustat_snapshot_free().
+ * map (reaped). Free with vcpustat_snapshot_free() (snapshot.h).
  */
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
-void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
 
 /*
  * Keep the culprit table bounded on a long-running host: fold the entries of
@@ -143,8 +98,6 @@ int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST]);
 int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid);
 
 /* What to call for each ring-buffer entry (a non-zero return stops the poll and is returned). */
-typedef int (*vcpustat_record_fn)(void *ctx, const struct vcpustat_record *rec);
-typedef int (*vcpustat_event_fn)(void *ctx, const struct vcpustat_event *ev);
 struct vcpustat_consumer {
 	vcpustat_record_fn on_record; /* records (level >= VCPU) */
 	vcpustat_event_fn on_event;   /* raw events (record_raw); NULL: ignored */
@@ -171,7 +124,5 @@ int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
 int vcpustat_prog_fd(const struct vcpustat *vs, const char *prog_name);
 
-/* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
-__u64 vcpustat_now_ns(void);
 
 #endif /* VCPUSTAT_LOADER_H */

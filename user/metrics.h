@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
-#include "loader.h"
+#include "snapshot.h"
 #include "summary.h"
 
 enum metrics_format {
@@ -35,6 +35,7 @@ struct metrics_opts {
 };
 
 struct metrics;
+struct vcpustat;
 
 struct metrics *metrics_new(const struct metrics_opts *opts);
 void metrics_free(struct metrics *m);

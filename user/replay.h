@@ -8,7 +8,7 @@
 #ifndef VCPUSTAT_REPLAY_H
 #define VCPUSTAT_REPLAY_H
 
-#include "loader.h"
+#include "snapshot.h"
 
 struct replay;
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <jansson.h>
-#include "loader.h"
+#include "snapshot.h"
 #include "names.h"
 
 struct vcpu_summary {

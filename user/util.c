@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <time.h>
 #include <unistd.h>
 #include "util.h"
 
@@ -47,4 +48,12 @@ void xml_escape(FILE *f, const char *s)
 			fputc(c < 0x20 && c != '\t' ? '?' : c, f);
 		}
 	}
+}
+
+__u64 vcpustat_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
