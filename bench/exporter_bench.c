@@ -29,8 +29,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "httpd.h"
-#include "loader.h"
+#include "live/live.h"
 #include "metrics.h"
 
 static double now_ms(clockid_t clk)

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "loader.h"
+#include "live/live.h"
 #include "empty.skel.h"
 
 static __u64 now_ns(void)

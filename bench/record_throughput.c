@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "loader.h"
+#include "live/live.h"
 #include "record.h"
 
 static double now_s(void)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <bpf/bpf.h>
-#include "loader.h"
+#include "live/live.h"
 #include "names.h"
 #include "summary.h"
 

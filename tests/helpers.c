@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "helpers.h"
-#include "loader.h"
+#include "live/live.h"
 
 const char *bpf_unavailable(void)
 {

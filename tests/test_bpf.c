@@ -15,7 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "helpers.h"
-#include "loader.h"
+#include "live/live.h"
 #include "names.h"
 #include "summary.h"
 

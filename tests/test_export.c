@@ -17,8 +17,7 @@
 #include <unistd.h>
 #include "export_helpers.h"
 #include "helpers.h"
-#include "httpd.h"
-#include "loader.h"
+#include "live/live.h"
 #include "metrics.h"
 #include "outfile.h"
 

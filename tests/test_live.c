@@ -14,7 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "helpers.h"
-#include "loader.h"
+#include "live/live.h"
 
 static struct vcpustat *vs;
 

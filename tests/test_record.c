@@ -20,7 +20,7 @@
 #include <bpf/libbpf.h>
 #include "capture.h"
 #include "helpers.h"
-#include "loader.h"
+#include "live/live.h"
 #include "record.h"
 #include "replay.h"
 #include "report.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "helpers.h"
-#include "loader.h"
+#include "live/live.h"
 #include "replay.h"
 
 #define MAX_RECS 200000

@@ -38,7 +38,7 @@ int cmd_import(int argc, char **argv);
 
 
 
-#include "loader.h"
+#include "live/live.h"
 
 /*
  * Check privileges, load and attach the BPF programs, seed the vCPUs of

@@ -14,9 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "httpd.h"
+#include "live/live.h"
 #include "metrics.h"
-#include "privdrop.h"
 
 static void usage(FILE *f)
 {

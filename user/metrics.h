@@ -35,7 +35,6 @@ struct metrics_opts {
 };
 
 struct metrics;
-struct vcpustat;
 
 struct metrics *metrics_new(const struct metrics_opts *opts);
 void metrics_free(struct metrics *m);
@@ -76,27 +75,4 @@ int metrics_format_parse(const char *name, enum metrics_format *f);
 /* The HTTP Content-Type of a format. */
 const char *metrics_content_type(enum metrics_format f);
 
-/* ---- live: successive windows of the maps ---- */
-
-struct metrics_live {
-	struct vcpustat *vs;
-	struct names names;
-	struct vcpustat_snapshot prev;
-	bool have_prev;
-	struct metrics *m;
-	const struct summary_filter *filter;
-	unsigned long long last_sample; /* CLOCK_MONOTONIC ns of the last snapshot (0: none) */
-};
-
-/* Counters over the maps of vs (attached), from its next sample on. filter may be NULL. */
-int metrics_live_init(struct metrics_live *l, struct vcpustat *vs, const struct metrics_opts *o,
-		      const struct summary_filter *filter);
-/*
- * Read the maps and add the window since the previous sample (the first one:
- * since each vCPU was first seen); reap the VMs that exited (their final
- * counts are in), fold the culprits that exited (vcpustat_prune) and forget
- * the series of VMs gone for METRICS_FORGET_NS.
- */
-int metrics_live_sample(struct metrics_live *l);
-void metrics_live_free(struct metrics_live *l);
 #endif

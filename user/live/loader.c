@@ -21,7 +21,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "loader.h"
+#include "live/live.h"
 #include "vcpustat.skel.h"
 
 #define TRACEFS "/sys/kernel/tracing"

@@ -1,22 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * loader.h - libvcpustat's live layer: open, load and attach the BPF
- * programs, inject synthetic events, and read the maps into plain C structs.
- * The vcpustat CLI, the recorder and the exporters all sit on this.
+ * live.h - libvcpustat's live layer, the only part that talks to the kernel:
+ * open, load and attach the BPF programs (loader.c), inject synthetic events,
+ * read the maps into plain C structs (snapshot.h) and drain the ring buffer;
+ * successive windows of the maps for the exporters (sample.c), the exporter's
+ * HTTP side (httpd.c), and dropping privileges once attached (privdrop.c).
+ * Everything else in libvcpustat is offline and builds without this.
  *
  * Functions return 0 (or a count) on success and a negative errno on
  * failure; they never exit and never print, except through the log function
  * set with vcpustat_set_log().
  */
-#ifndef VCPUSTAT_LOADER_H
-#define VCPUSTAT_LOADER_H
+#ifndef VCPUSTAT_LIVE_H
+#define VCPUSTAT_LIVE_H
+
+#ifdef VCPUSTAT_OFFLINE
+#error "live/live.h is the live layer (libbpf): the offline library must not include it"
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 #include "vcpustat_abi.h"
+#include "error.h"
+#include "metrics.h"
+#include "names.h"
 #include "snapshot.h"
 #include "util.h"
+
+/* ---- loader.c: the BPF object, its programs, maps and ring buffer ---- */
 
 struct vcpustat;
 struct ring_buffer;
@@ -124,5 +136,95 @@ int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
 int vcpustat_prog_fd(const struct vcpustat *vs, const char *prog_name);
 
+/* ---- sample.c: successive windows of the maps, for the exporters ---- */
 
-#endif /* VCPUSTAT_LOADER_H */
+struct metrics_live {
+	struct vcpustat *vs;
+	struct names names;
+	struct vcpustat_snapshot prev;
+	bool have_prev;
+	struct metrics *m;
+	const struct summary_filter *filter;
+	unsigned long long last_sample; /* CLOCK_MONOTONIC ns of the last snapshot (0: none) */
+};
+
+/* Counters over the maps of vs (attached), from its next sample on. filter may be NULL. */
+int metrics_live_init(struct metrics_live *l, struct vcpustat *vs, const struct metrics_opts *o,
+		      const struct summary_filter *filter);
+/*
+ * Read the maps and add the window since the previous sample (the first one:
+ * since each vCPU was first seen); reap the VMs that exited (their final
+ * counts are in), fold the culprits that exited (vcpustat_prune) and forget
+ * the series of VMs gone for METRICS_FORGET_NS.
+ */
+int metrics_live_sample(struct metrics_live *l);
+void metrics_live_free(struct metrics_live *l);
+
+/*
+ * ---- httpd.c: the Prometheus exporter's HTTP side (libmicrohttpd) ----
+ * /metrics in Prometheus text or OpenMetrics (Accept header), and a small
+ * HTML page at /. Every scrape reads the maps afresh (metrics_live_sample)
+ * unless another one did within cache_ms; requests are served one at a time
+ * by the server's own thread.
+ */
+
+#define HTTPD_DEFAULT_LISTEN "127.0.0.1:9477"
+
+struct httpd_opts {
+	unsigned int cache_ms; /* scrapes within this of the last sample reuse it (0: always sample) */
+	const char *user;      /* shown on the page: the user it runs as (NULL: not shown) */
+};
+
+struct httpd;
+
+/*
+ * Bind and listen on addr: "HOST:PORT" ("127.0.0.1:9477", "localhost:9477"),
+ * "[V6ADDR]:PORT", or ":PORT" (every interface); port 0: any free port. *fd is the socket. A port
+ * in use is -EADDRINUSE with one sentence in err.
+ */
+int httpd_listen(const char *addr, int *fd, struct vcpustat_error *err);
+
+/* Serve l on the listening socket fd (taken over) from a thread of its own. */
+int httpd_start(struct httpd **h, int fd, struct metrics_live *l, const struct httpd_opts *o,
+		struct vcpustat_error *err);
+
+/*
+ * Sample the maps now, under the server's lock, unless a scrape did within
+ * cache_ms: keeps the kernel's tables of exited vCPUs and VMs drained
+ * between rare scrapes. Returns 0 or the sampling error.
+ */
+int httpd_refresh(struct httpd *h);
+
+/* The address it listens on, as HOST:PORT (the port chosen by the kernel for port 0). */
+const char *httpd_address(const struct httpd *h);
+
+/* Number of /metrics responses served and of failed samples. */
+void httpd_stats(struct httpd *h, unsigned long *scrapes, unsigned long *errors);
+
+/* Stop the server and close its socket. NULL is fine. */
+void httpd_stop(struct httpd *h);
+
+/* Which format an HTTP Accept header asks for: OpenMetrics or Prometheus text (exposed for tests). */
+enum metrics_format httpd_negotiate(const char *accept);
+
+/*
+ * ---- privdrop.c: after the BPF programs are loaded and attached ----
+ * A long-running exporter needs almost nothing: reading maps through file
+ * descriptors it already holds. privdrop_to_user() becomes an unprivileged
+ * user and keeps only CAP_BPF (kernels before 6.5 refuse every bpf() command,
+ * map reads included, without it while kernel.unprivileged_bpf_disabled is
+ * set; later ones check only map creation and program loading).
+ */
+
+/* Does user (name or numeric uid) exist, and is it not root? 0, or -ENOENT/-EINVAL with err filled. */
+int privdrop_check_user(const char *user, struct vcpustat_error *err);
+
+/*
+ * Become user (name or numeric uid) with its primary group and no
+ * supplementary groups, keeping CAP_BPF (permitted and effective) and no
+ * other capability; sets no_new_privs. Call before starting any thread
+ * (capabilities are per thread). 0, or a negative errno with err filled.
+ */
+int privdrop_to_user(const char *user, struct vcpustat_error *err);
+
+#endif /* VCPUSTAT_LIVE_H */

@@ -8,7 +8,7 @@
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-#include "privdrop.h"
+#include "live/live.h"
 
 #ifndef CAP_BPF
 #define CAP_BPF 39

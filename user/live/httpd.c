@@ -11,8 +11,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <microhttpd.h>
-#include "httpd.h"
-#include "util.h"
+#include "live/live.h"
 
 struct rendering {
 	char *body;
