@@ -19,7 +19,7 @@
 #include "helpers.h"
 #include "live/live.h"
 #include "metrics.h"
-#include "outfile.h"
+#include "util/util.h"
 
 /* ---- synthetic windows ---- */
 

@@ -11,7 +11,7 @@
 #include <zlib.h>
 #include <zstd.h>
 #include "capture.h"
-#include "util.h"
+#include "util/util.h"
 
 #define EV_SIZE sizeof(struct vcpustat_event)
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "vcpustat_abi.h"
 
 #define CAPTURE_MAGIC "VCPUCAP"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "metrics.h"
-#include "outfile.h"
+#include "util/util.h"
 #include "report.h"
 
 static void usage(FILE *f)

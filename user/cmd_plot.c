@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "outfile.h"
+#include "util/util.h"
 #include "plot.h"
 #include "report.h"
 

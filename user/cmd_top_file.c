@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "util.h"
+#include "util/util.h"
 #include "playback.h"
 #include "report.h"
 #include "top.h"

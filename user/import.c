@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "import.h"
 #include "record.h"
 #include "replay.h"

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "multilevel.h"
 #include "sht/sht.h"
 #include "sync.h"

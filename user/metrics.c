@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "metrics.h"
 
 /* 1-2-5 from 500 ns to 10 s, each the nearest edge of a kernel bucket (docs/metrics.md) */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "multilevel.h"
 
 static const char *const state_names[ML_NR_STATES] = {

@@ -26,7 +26,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "record.h"
 
 enum ml_guest_state {

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
-#include "hashmap.h"
+#include "util/util.h"
 
 /* "guest", "host", "preempted", "wait", "idle", "blocked", "unknown" */
 const char *vcpu_state_name(unsigned int state);

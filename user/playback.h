@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "error.h"
+#include "util/util.h"
 #include "sht/sht.h"
 #include "summary.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "plot.h"
-#include "util.h"
+#include "util/util.h"
 
 /* ---- timelines from a recording ---- */
 

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "sht/sht.h"
 #include "summary.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "names.h"
 #include "record.h"
 

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "sht/sht.h"
 #include "vcpustat_abi.h"
 

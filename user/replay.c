@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "replay.h"
 
 /* Recent vCPU lookups by tid (most events look up a thread that is not a vCPU, or the same few). */

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "names.h"
 #include "report.h"
 

@@ -8,7 +8,7 @@
 #define VCPUSTAT_REPORT_H
 
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "sht/sht.h"
 #include "summary.h"
 

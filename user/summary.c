@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "hashmap.h"
+#include "util/util.h"
 #include "summary.h"
 
 __u64 latency_percentile(const __u64 *bucket, __u64 count, double q)

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 
 /* Largest timestamp accepted (2^62 ns, 146 years): keeps every cross product
  * of point differences inside a signed 128-bit integer. */

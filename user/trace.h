@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 #include "vcpustat_abi.h"
 
 /*

@@ -22,11 +22,10 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "vcpustat_abi.h"
-#include "error.h"
+#include "util/util.h"
 #include "metrics.h"
 #include "names.h"
 #include "snapshot.h"
-#include "util.h"
 
 /* ---- loader.c: the BPF object, its programs, maps and ring buffer ---- */
 

@@ -385,22 +385,14 @@ int sht_check_mem(const char *name, const void *data, size_t len, struct sht_che
 
 /* ---- repair ---- */
 
-static int write_all(int fd, const char *name, const void *buf, size_t len, uint64_t off, struct vcpustat_error *err)
+/* pwrite_all with a message naming the file and the offset that failed. */
+static int write_at(int fd, const char *name, const void *buf, size_t len, uint64_t off, struct vcpustat_error *err)
 {
-	const uint8_t *p = buf;
+	__u64 at = off;
+	int e = pwrite_all(fd, buf, len, &at);
 
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return verror(err, n < 0 ? -errno : -EIO, "%s: offset %llu: write failed: %s", name,
-				      (unsigned long long)off, n < 0 ? strerror(errno) : "no progress");
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
+	if (e)
+		return verror(err, e, "%s: offset %llu: write failed: %s", name, (unsigned long long)at, strerror(-e));
 	return 0;
 }
 
@@ -509,7 +501,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 		keep = bad >= 1 && bad - 1 < keep ? (uint32_t)(bad - 1) : keep - 1;
 	}
 	/* 1. the file is no longer "closed"; 2. cut; 3. rebuilt cores, footer; 4. close record */
-	e = write_all(fd, path, zero, sizeof(zero), r->node_size - SHT_CLOSE_SIZE, err);
+	e = write_at(fd, path, zero, sizeof(zero), r->node_size - SHT_CLOSE_SIZE, err);
 	if (!e && fdatasync(fd))
 		e = verror(err, -errno, "%s: fdatasync failed: %s", path, strerror(errno));
 	if (!e && ftruncate(fd, (off_t)(((uint64_t)keep + 1) * r->node_size)))
@@ -525,7 +517,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 			break;
 		}
 		sht_node_blocks(h, content, r->node_size, r->virt_index[i], blocks);
-		e = write_all(fd, path, blocks, (size_t)r->virt_blocks[i] * r->node_size, off_of(r, r->virt_index[i]),
+		e = write_at(fd, path, blocks, (size_t)r->virt_blocks[i] * r->node_size, off_of(r, r->virt_index[i]),
 			      err);
 		free(blocks);
 	}
@@ -540,7 +532,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 
 			sht_footer_block(r->scratch, r->node_size, first + nfooter, nfooter, fb.p + off, chunk,
 					 off + chunk == fb.len);
-			e = write_all(fd, path, r->scratch, r->node_size, off_of(r, first + nfooter), err);
+			e = write_at(fd, path, r->scratch, r->node_size, off_of(r, first + nfooter), err);
 			off += chunk;
 			nfooter++;
 		} while (!e && off < fb.len);
@@ -555,7 +547,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 		put32(cr + CR_FOOTER_NODES, nfooter);
 		put64(cr + CR_END, r->info.end);
 		put32(cr + CR_CRC, (uint32_t)crc32(0, cr + 8, SHT_CLOSE_SIZE - 8));
-		e = write_all(fd, path, cr, sizeof(cr), r->node_size - SHT_CLOSE_SIZE, err);
+		e = write_at(fd, path, cr, sizeof(cr), r->node_size - SHT_CLOSE_SIZE, err);
 	}
 	if (!e && fdatasync(fd))
 		e = verror(err, -errno, "%s: fdatasync failed: %s", path, strerror(errno));

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
+#include "util/util.h"
 
 #define SHT_FORMAT_VERSION 1
 #define SHT_NO_ATTR UINT32_MAX /* "none" for ids; also the parent of top-level attributes */

@@ -98,23 +98,10 @@ static int io_fail(struct sht_writer *w, int code, uint64_t off, const char *wha
 
 static int write_at(struct sht_writer *w, const void *buf, size_t len, uint64_t off)
 {
-	const uint8_t *p = buf;
+	__u64 at = off;
+	int e = pwrite_all(w->fd, buf, len, &at);
 
-	while (len) {
-		ssize_t n = pwrite(w->fd, p, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_fail(w, -errno, off, "write");
-		}
-		if (n == 0)
-			return io_fail(w, -EIO, off, "write");
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return e ? io_fail(w, e, at, "write") : 0;
 }
 
 /* ---- nodes ---- */

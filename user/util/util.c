@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
-#include "util.h"
+#include "util/util.h"
 
 int write_all(int fd, const void *buf, size_t len)
 {
@@ -18,6 +18,26 @@ int write_all(int fd, const void *buf, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pwrite_all(int fd, const void *buf, size_t len, __u64 *off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)*off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* no progress */
+		p += n;
+		len -= (size_t)n;
+		*off += (__u64)n;
 	}
 	return 0;
 }

@@ -10,8 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "outfile.h"
-#include "util.h"
+#include "util/util.h"
 
 /* The target exists and is not a regular file: it is written in place. */
 static bool in_place(const char *path)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdarg.h>
 #include <stdio.h>
-#include "error.h"
+#include "util/util.h"
 
 int verror(struct vcpustat_error *e, int code, const char *fmt, ...)
 {

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashmap.h"
+#include "util/util.h"
 
 enum { SLOT_EMPTY = 0, SLOT_FULL, SLOT_DEAD };
 

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * util.h - what every part of libvcpustat uses: how a failure is reported
+ * (error.c), a small hash table (hashmap.c), output files readers never see
+ * half of (outfile.c), and I/O, clock and text helpers (util.c).
+ */
+#ifndef VCPUSTAT_UTIL_H
+#define VCPUSTAT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+/*
+ * ---- error.c: how library code reports a failure the user must understand ----
+ * A negative errno as the return value plus, where the caller passed one, a
+ * sentence naming what failed and where (file, offset or line, option).
+ * Library code never prints and never exits.
+ */
+
+struct vcpustat_error {
+	int code;      /* negative errno, 0 if none */
+	char msg[512]; /* "FILE: offset 4096: bad checksum in node 3", ... */
+};
+
+/* Fill e (if non-NULL) and return code (a negative errno). */
+int verror(struct vcpustat_error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * ---- hashmap.c: a small open-addressing hash table ----
+ * Fixed-size keys and values, the user-space twin of a BPF hash map (replay,
+ * reports). Values are stored inline; pointers returned stay valid until the
+ * next insert (which may grow the table) or delete.
+ */
+
+struct hashmap {
+	size_t key_size, value_size;
+	size_t max_entries; /* inserts fail with -E2BIG beyond this (0: no limit) */
+	size_t count, tombstones, cap;
+	unsigned char *slots; /* cap * (1 + key_size + value_size), state byte first */
+};
+
+int hashmap_init(struct hashmap *m, size_t key_size, size_t value_size, size_t max_entries);
+void hashmap_free(struct hashmap *m);
+void *hashmap_lookup(const struct hashmap *m, const void *key);
+/* Insert key with value (NULL: zeroed) unless present: 0, -EEXIST, -E2BIG or -ENOMEM. */
+int hashmap_insert(struct hashmap *m, const void *key, const void *value);
+/* Insert or overwrite. */
+int hashmap_update(struct hashmap *m, const void *key, const void *value);
+int hashmap_delete(struct hashmap *m, const void *key);
+/* Iterate: start with *pos = 0; returns false at the end. */
+bool hashmap_next(const struct hashmap *m, size_t *pos, void **key, void **value);
+
+/*
+ * ---- outfile.c: writing an output file so that readers never see half of it ----
+ * The content goes to a temporary file in the same directory, which is then
+ * renamed over the target (node_exporter's textfile collector, scrapers and
+ * browsers read either the old or the new file). A target that exists and is
+ * not a regular file (/dev/stdout, a FIFO, /dev/null) is written in place,
+ * never replaced.
+ */
+
+/*
+ * Can path be written? Creates and removes a temporary file next to it (or
+ * checks a non-regular target opens for writing). Fills err with a sentence
+ * naming the path and the reason; returns 0 or a negative errno.
+ */
+int outfile_check(const char *path, struct vcpustat_error *err);
+
+/* Write buf to path atomically (see above); "-" is stdout. Mode 0644. */
+int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat_error *err);
+
+/* ---- util.c: small helpers ---- */
+
+/* write() all of buf, retrying on EINTR and short writes; 0 or a negative errno. */
+int write_all(int fd, const void *buf, size_t len);
+/* pwrite() all of buf at *off, which advances (on failure: to where it stopped). */
+int pwrite_all(int fd, const void *buf, size_t len, __u64 *off);
+
+/* s escaped for XML/HTML text and attribute values (control characters become '?'). */
+void xml_escape(FILE *f, const char *s);
+
+/* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns() and of the records. */
+__u64 vcpustat_now_ns(void);
+
+#endif /* VCPUSTAT_UTIL_H */
