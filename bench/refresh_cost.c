@@ -17,8 +17,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include "live/live.h"
-#include "names.h"
-#include "summary.h"
+#include "model/model.h"
 
 static double cpu_ms(void)
 {

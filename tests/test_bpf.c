@@ -16,8 +16,7 @@
 #include <bpf/libbpf.h>
 #include "helpers.h"
 #include "live/live.h"
-#include "names.h"
-#include "summary.h"
+#include "model/model.h"
 
 static struct vcpustat *vs;
 static struct ring_buffer *rb;

@@ -18,7 +18,7 @@
 #include "import_helpers.h"
 #include "import_synth.h"
 #include "multilevel.h"
-#include "report.h"
+#include "model/model.h"
 
 static const struct layout nine = { .tgid = true, .irq = true, .decimals = 9 };
 

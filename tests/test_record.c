@@ -23,7 +23,7 @@
 #include "live/live.h"
 #include "record.h"
 #include "replay.h"
-#include "report.h"
+#include "model/model.h"
 
 static pid_t start_microvm(const char *name, const char *extra_pin, double duration)
 {

@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "names.h"
+#include "model/model.h"
 #include "replay.h"
-#include "summary.h"
 
 Test(names, exit_reasons_vmx_svm_userspace)
 {

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "helpers.h"
-#include "playback.h"
+#include "model/model.h"
 #include "sht/sht.h"
 
 #define SEC 1000000000ull

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include "cli.h"
 #include "sht/sht.h"
-#include "summary.h"
+#include "model/model.h"
 
 bool cli_json;
 const char *cli_prog = "vcpustat";

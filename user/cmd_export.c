@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "metrics.h"
 #include "util/util.h"
-#include "report.h"
+#include "model/model.h"
 
 static void usage(FILE *f)
 {

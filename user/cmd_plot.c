@@ -15,7 +15,7 @@
 #include "cli.h"
 #include "util/util.h"
 #include "plot.h"
-#include "report.h"
+#include "model/model.h"
 
 static void usage(FILE *f)
 {

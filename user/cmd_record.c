@@ -17,7 +17,7 @@
 #include <bpf/libbpf.h>
 #include "capture.h"
 #include "cli.h"
-#include "names.h"
+#include "model/model.h"
 #include "record.h"
 
 static void usage(FILE *f)

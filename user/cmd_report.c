@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "report.h"
+#include "model/model.h"
 
 static void usage(FILE *f)
 {

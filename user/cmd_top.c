@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "summary.h"
+#include "model/model.h"
 #include "top.h"
 #include "ui.h"
 

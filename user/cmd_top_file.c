@@ -19,8 +19,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "util/util.h"
-#include "playback.h"
-#include "report.h"
+#include "model/model.h"
 #include "top.h"
 #include "ui.h"
 

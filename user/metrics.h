@@ -12,8 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
-#include "snapshot.h"
-#include "summary.h"
+#include "model/model.h"
 
 enum metrics_format {
 	METRICS_PROMETHEUS = 0, /* text exposition format 0.0.4 */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include "util/util.h"
 #include "sht/sht.h"
-#include "summary.h"
+#include "model/model.h"
 
 #define PLOT_MAX_BUCKETS 1000
 

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "util/util.h"
-#include "names.h"
+#include "model/model.h"
 #include "record.h"
 
 #define REORDER_DEFAULT_NS 20000000ull

@@ -8,7 +8,7 @@
 #ifndef VCPUSTAT_REPLAY_H
 #define VCPUSTAT_REPLAY_H
 
-#include "snapshot.h"
+#include "model/model.h"
 
 struct replay;
 

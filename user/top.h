@@ -7,7 +7,7 @@
 #define VCPUSTAT_TOP_H
 
 #include <stdbool.h>
-#include "summary.h"
+#include "model/model.h"
 
 struct top_args {
 	double delay;	 /* -d: the window, seconds */

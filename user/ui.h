@@ -7,7 +7,7 @@
 #ifndef VCPUSTAT_UI_H
 #define VCPUSTAT_UI_H
 
-#include "summary.h"
+#include "model/model.h"
 
 struct ui;
 

@@ -24,8 +24,7 @@
 #include "vcpustat_abi.h"
 #include "util/util.h"
 #include "metrics.h"
-#include "names.h"
-#include "snapshot.h"
+#include "model/model.h"
 
 /* ---- loader.c: the BPF object, its programs, maps and ring buffer ---- */
 

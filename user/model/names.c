@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "names.h"
+#include "model/model.h"
 #include "vcpu_fsm.h"
 
 #define NAME_LEN 64

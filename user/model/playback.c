@@ -3,8 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "playback.h"
-#include "report.h"
+#include "model/model.h"
 
 int playback_open(struct playback *pb, const char *path, uint64_t step_ns, struct vcpustat_error *err)
 {

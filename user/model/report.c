@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/util.h"
-#include "names.h"
-#include "report.h"
+#include "model/model.h"
 
 static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
 {

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * model.h - the window model: what happened to every VM and vCPU over a
+ * window, and where it comes from. A window is built from two snapshots of
+ * the maps (live, or replayed from a capture or a trace: snapshot.c,
+ * summary.c) or from the intervals of a recording (report.c, playback.c),
+ * and rendered as text or JSON (summary.c) or by the ncurses UI; names.c
+ * turns numbers into the names people recognize. The live view, reports,
+ * time travel and the exporters all show this one model.
+ */
+#ifndef VCPUSTAT_MODEL_H
+#define VCPUSTAT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+#include <linux/types.h>
+#include "vcpustat_abi.h"
+#include "util/util.h"
+#include "sht/sht.h"
+
+
+/*
+ * ---- snapshot.c: what the maps hold ----
+ * What the BPF maps hold, as plain C structs, and the callbacks
+ * that carry the ring buffer's records and raw events. The live layer
+ * (live/live.h) fills these from the kernel; replay fills them from captures and
+ * imported traces; the window model, reports and exporters read them. No
+ * libbpf here: offline code builds and links without the live layer.
+ */
+
+/* One histogram: the key and its buckets. */
+struct vcpustat_hist_entry {
+	struct vcpustat_hist_key key;
+	struct vcpustat_hist hist;
+};
+
+/* One culprit: who ran (key.tid) while VM key.vm_tgid waited. */
+struct vcpustat_culprit_entry {
+	struct vcpustat_culprit_key key;
+	struct vcpustat_culprit culprit;
+};
+
+/* Everything in the maps at one moment. */
+struct vcpustat_snapshot {
+	__u64 ts; /* CLOCK_MONOTONIC ns when the maps were read */
+	struct vcpustat_vcpu *vcpus;
+	size_t nr_vcpus;
+	struct vcpustat_vcpu *dead; /* vCPUs whose thread exited since the last snapshot */
+	size_t nr_dead;
+	struct vcpustat_vm *vms;
+	size_t nr_vms;
+	struct vcpustat_hist_entry *hists;
+	size_t nr_hists;
+	struct vcpustat_culprit_entry *culprits;
+	size_t nr_culprits;
+	__u64 lost[VCPUSTAT_NR_LOST];
+};
+
+/* Free what a snapshot holds (vcpustat_snapshot(), replay_snapshot()) and zero it. */
+void vcpustat_snapshot_free(struct vcpustat_snapshot *snap);
+
+/* What became of one tracepoint program. */
+enum vcpustat_prog_status {
+	VCPUSTAT_PROG_OFF = 0,	/* not loaded: not wanted (injection, --no-kvm) */
+	VCPUSTAT_PROG_MISSING,	/* not loaded: the kernel has no such tracepoint */
+	VCPUSTAT_PROG_LOADED,	/* loaded, not attached (yet) */
+	VCPUSTAT_PROG_ATTACHED, /* attached and running */
+	VCPUSTAT_PROG_FAILED,	/* attach failed: err and message say why */
+};
+
+struct vcpustat_prog {
+	const char *name;	/* program name, e.g. "on_kvm_exit" */
+	const char *tracepoint; /* "sched:sched_switch", "kvm:kvm_exit", ... */
+	bool required;		/* vcpustat cannot work without it */
+	enum vcpustat_prog_status status;
+	int err;		/* negative errno for MISSING/FAILED */
+	char message[160];	/* what went wrong, for the user */
+};
+
+/* One record (level >= VCPU) or raw event; a non-zero return stops the stream and is returned. */
+typedef int (*vcpustat_record_fn)(void *ctx, const struct vcpustat_record *rec);
+typedef int (*vcpustat_event_fn)(void *ctx, const struct vcpustat_event *ev);
+
+/*
+ * ---- names.c: numbers into names ----
+ * Turning numbers into names people recognize: vCPU states, exit
+ * reasons, VM names (from the VMM's command line), process names and cgroup
+ * paths (from /proc and /sys/fs/cgroup), with caches that survive refreshes.
+ */
+
+/* "guest", "host", "preempted", "wait", "idle", "blocked", "unknown" */
+const char *vcpu_state_name(unsigned int state);
+/* The state whose name is s, or -1. */
+int vcpu_state_from_name(const char *s);
+
+/* "MSR_WRITE" (VMX), "hlt" (SVM); unknown codes as "VMX_123" / "SVM_0x7b". buf >= 24 bytes. */
+const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len);
+/* "IO", "HLT", ... (KVM_EXIT_<NAME>); unknown as "KVM_EXIT_123". */
+const char *userspace_exit_name(unsigned int reason, char *buf, size_t len);
+/*
+ * Back from those names (what recordings store) to the code: 0, or -ENOENT.
+ * A VMX name gives the basic exit reason (the FAILED_VMENTRY flag is not in the name).
+ */
+int exit_reason_from_name(const char *name, unsigned int *isa, unsigned int *reason);
+int userspace_exit_from_name(const char *name, unsigned int *reason);
+
+/*
+ * The VM name given on a VMM command line (NUL-separated arguments, as in
+ * /proc/<pid>/cmdline): QEMU's `-name [guest=]NAME[,...]` (also `--name`, and
+ * `,,` as an escaped comma). Returns 0 and fills out, or -1 if there is none.
+ */
+int vm_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t outlen);
+
+struct names {
+	char proc_root[128];   /* "/proc" */
+	char cgroup_root[128]; /* "/sys/fs/cgroup" */
+	struct hashmap vms;    /* tgid -> char[64]: VM display names */
+	struct hashmap procs;  /* tgid -> char[64]: process names */
+	struct hashmap cgroups; /* cgroup id -> char[256]: paths */
+	int cgroup_scanned;	/* rescans left this refresh */
+};
+
+int names_init(struct names *n, const char *proc_root, const char *cgroup_root);
+void names_free(struct names *n);
+/* Call once per refresh: allows one cgroup rescan for ids not seen before. */
+void names_refresh(struct names *n);
+/* The VM's display name: `-name` from its command line, else its process name, else "pid <tgid>". */
+const char *names_vm(struct names *n, __u32 tgid);
+/* The process name (comm of the thread group leader), else "pid <tgid>". */
+const char *names_process(struct names *n, __u32 tgid);
+/* A thread's name and process (from /proc/<tid>); NULL if it is gone. Not cached. */
+const char *names_thread(struct names *n, __u32 tid, __u32 *tgid, char *buf, size_t len);
+/* The cgroup v2 path of id ("/system.slice/x.service"), or "" if unknown. */
+const char *names_cgroup(struct names *n, __u64 id);
+
+/*
+ * ---- summary.c: the window model ----
+ * What happened to every VM and vCPU over a window: state
+ * shares, rates, exit reasons with latency percentiles, and who took the CPU.
+ * Built from two snapshots (live maps, or replayed captures) and rendered
+ * as text, JSON or by the ncurses UI. The live view, reports and exporters
+ * all show this one model.
+ */
+
+struct vcpu_summary {
+	__u32 tid, tgid, index, index_src;
+	__u32 state; /* current state (at the end of the window) */
+	__u32 pcpu;  /* current or last pCPU, VCPU_PCPU_NONE if unknown */
+	char comm[16];
+	bool gone;			 /* its thread exited during the window */
+	__u64 ns[VCPU_NR_STATES];	 /* in the window */
+	__u64 ns_total[VCPU_NR_STATES]; /* since it was first seen */
+	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits; /* in the window */
+};
+
+/* One histogram's share of the window. */
+struct latency_summary {
+	__u32 kind;   /* enum vcpu_sample_kind */
+	__u32 isa;    /* for VCPU_SAMPLE_EXIT */
+	__u32 reason; /* exit reason / KVM_EXIT_* code */
+	char name[32];
+	__u64 count, sum_ns, max_ns; /* max since attach (the kernel keeps no per-window max) */
+	double rate;		     /* per second */
+	__u64 p50_ns, p90_ns, p99_ns;
+	__u64 bucket[LAT_HIST_BUCKETS]; /* in the window */
+	__u64 count_total;		/* since attach */
+};
+
+struct culprit_summary {
+	__u32 tid, tgid;
+	__u64 cgroup_id;
+	char comm[16];
+	char process[64];
+	char cgroup[256];
+	char vm[64];	/* if the thread is a vCPU of a VM: that VM's name, else "" */
+	int vcpu;	/* and its index, else -1 */
+	__u64 ns;	/* vCPU-ns the VM waited while it ran, in the window */
+	double share;	/* of the VM's preempted + wait time in the window */
+};
+
+/*
+ * A guest thread (reports of `vcpustat import` with guest traces,
+ * docs/import.md): what it experienced in the window, and what took its
+ * vCPU while the guest believed it was running.
+ */
+enum guest_thread_state {
+	GUEST_RUNNING = 0,	 /* current in the guest, its vCPU in guest mode */
+	GUEST_VIRT_PREEMPTED,	 /* current in the guest, its vCPU not in guest mode: time lost to the host */
+	GUEST_PREEMPTED,	 /* switched out runnable by the guest's scheduler */
+	GUEST_WAIT,		 /* woken, not yet running in the guest */
+	GUEST_BLOCKED,		 /* sleeping */
+	GUEST_NR_STATES,
+};
+
+struct guest_thread_summary {
+	__u32 tid;
+	char comm[16];
+	int vcpu;			/* the vCPU it was last current on in the window, -1 if none */
+	__u64 ns[GUEST_NR_STATES];	/* in the window */
+	/* virt_preempted time by what its vCPU was doing on the host: */
+	__u64 lost_hypervisor_ns;	/* in the hypervisor (host mode: exits, the VMM) */
+	__u64 lost_runq_ns;		/* preempted or waiting for a CPU: culprits below */
+	__u64 lost_blocked_ns;		/* blocked or idle on the host */
+	struct culprit_summary *culprits; /* who ran on the vCPU's CPU meanwhile, by ns; share = of lost_runq_ns */
+	size_t nr_culprits;
+};
+
+struct vm_summary {
+	__u32 tgid;
+	char name[64];
+	bool exited;
+	struct vcpu_summary *vcpus; /* sorted by index */
+	size_t nr_vcpus;
+	__u64 ns[VCPU_NR_STATES]; /* summed over its vCPUs */
+	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits;
+	struct latency_summary *exits; /* kvm exits, by rate, descending */
+	size_t nr_exits;
+	struct latency_summary *uexits; /* userspace exits, by rate */
+	size_t nr_uexits;
+	struct latency_summary runq; /* run-queue wait latency */
+	struct culprit_summary *culprits; /* by ns, descending */
+	size_t nr_culprits;
+	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */
+	size_t nr_guest_threads;
+};
+
+struct summary {
+	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach); reports: ns since trace start */
+	__u64 wall_t1;	/* CLOCK_REALTIME ns of t1 for the text header (0: now) */
+	bool no_wall_clock; /* a report of a file without a wall clock: the header shows t1 as +seconds */
+	double seconds; /* t1 - t0 */
+	struct vm_summary *vms; /* sorted by name, then pid */
+	size_t nr_vms;
+	__u64 lost[VCPUSTAT_NR_LOST];	    /* since attach */
+	__u64 lost_window[VCPUSTAT_NR_LOST]; /* in the window */
+};
+
+struct summary_filter {
+	const char *const *vms; /* VM names or pids to keep; NULL/0: all */
+	size_t nr_vms;
+};
+
+/*
+ * The window from prev to cur (prev NULL: since each vCPU was first seen).
+ * Snapshots are not modified. names resolves VM, process and cgroup names.
+ */
+int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const struct vcpustat_snapshot *cur,
+		  struct names *names, const struct summary_filter *filter);
+void summary_free(struct summary *s);
+void summary_free_vm(struct vm_summary *vm);
+
+/* Latency percentile (0 < q < 1) of a bucket array: interpolated within its bucket. */
+__u64 latency_percentile(const __u64 *bucket, __u64 count, double q);
+
+/* A duration for people: "850ns", "12.5us", "3.2ms", "1.5s". */
+const char *format_ns(__u64 ns, char *buf, size_t len);
+
+/* Share of the window a vCPU spent in state (0..1). */
+double vcpu_share(const struct summary *s, const struct vcpu_summary *v, unsigned int state);
+/* "running", "virt_preempted", "preempted", "wait", "blocked" */
+const char *guest_thread_state_name(unsigned int state);
+
+/* Share of the VM's vCPU-time in state (0..1). */
+double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned int state);
+
+/* The one JSON document of a refresh (docs/json.md). progs may be NULL. */
+json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);
+
+/* Plain-text tables (batch mode), top `top` rows per table (0: all). */
+void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs,
+		   unsigned int top);
+
+/*
+ * ---- report.c: a window of a recording ----
+ * The live view's tables for any window of a recording: builds the
+ * window model (above) from the intervals of an SHT file written by
+ * `vcpustat record`, `replay` or `import` (docs/sht-attributes.md).
+ */
+
+/*
+ * The summary of [t1, t2) (ns since the trace start) of the file r:
+ * per-state time, transitions, exits with their latencies from the
+ * exit_reason and userspace_exit intervals, run-queue waits, and
+ * (for level-full recordings) culprits from /host/cpus/<n>/current_tid.
+ * An exit belongs to the window of its kvm_exit (kvm_userspace_exit), in the
+ * vCPU's counts and in the reason tables alike, with its whole handling time;
+ * one the file ends in the middle of is in neither (docs/record.md).
+ * In a report, ns_total counts from the start of the file; wall_t1 (or, for
+ * a file without a wall clock, no_wall_clock) is set for the text header.
+ * *has_culprits says whether the file could tell who took the CPU.
+ */
+int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
+		 bool *has_culprits, struct vcpustat_error *err);
+
+/*
+ * The window's fields of `vcpustat report -j` (docs/json.md), added to doc (a
+ * summary_json() document of that window): file, from_ns, to_ns, wall_clock,
+ * from, to (null without a wall clock), culprits_recorded, and recovered for
+ * an unfinished file.
+ */
+void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			bool has_culprits);
+
+/*
+ * ---- playback.c: time travel over a recording ----
+ * Time travel over a recording (`vcpustat top --file`, and
+ * `--demo` without /dev/kvm): the live view's windows one after another,
+ * from any instant of an SHT file, as `atop -r` plays its logs. Every window
+ * is the report's window model (report_build): a step shows exactly what
+ * `vcpustat report --from T1 --to T2` shows for the same window.
+ *
+ * Windows are [t, t + step); the last one ends at the end of what the file
+ * holds (an unfinished file ends at its last sealed node), so it may be
+ * shorter, or up to a tenth of a step longer. Stepping moves t by whole
+ * windows; seeking puts t anywhere.
+ */
+
+struct playback {
+	struct sht_reader *r; /* owned */
+	const char *path;
+	uint64_t start, end; /* what can be played: [start, end), ns since the trace start */
+	uint64_t step;	     /* window length, ns */
+	uint64_t t;	     /* the current window starts here */
+};
+
+/* Open path (a .sht file) at its start. 0, or a negative errno with err naming the file. */
+int playback_open(struct playback *pb, const char *path, uint64_t step_ns, struct vcpustat_error *err);
+void playback_close(struct playback *pb);
+
+/* The current window [*t1, *t2). */
+void playback_window(const struct playback *pb, uint64_t *t1, uint64_t *t2);
+/* The current window is the last one of the file. */
+bool playback_at_end(const struct playback *pb);
+/* Move by n windows (n < 0: back), stopping at the first and the last; returns the windows moved. */
+long playback_step(struct playback *pb, long n);
+/*
+ * The current window starts at t (ns since the trace start); -ERANGE, with
+ * err saying what the file holds, if t is at or after its end.
+ */
+int playback_seek(struct playback *pb, uint64_t t, struct vcpustat_error *err);
+/* Parse a time as `report --from` does (sht_parse_time) and seek to it. */
+int playback_seek_str(struct playback *pb, const char *s, struct vcpustat_error *err);
+
+/* The summary of the current window: report_build(). */
+int playback_build(struct playback *pb, struct summary *s, const struct summary_filter *f, bool *has_culprits,
+		   struct vcpustat_error *err);
+
+/*
+ * What the recording is, from its metadata (docs/json.md "source"): file,
+ * host, recorded (wall time of its start), command, workload, level, duration_s.
+ */
+json_t *playback_source_json(const struct playback *pb);
+/* "recording of HOST at TIME (WHAT RAN)" for people. */
+void playback_label(const struct playback *pb, char *buf, size_t len);
+/* "12.000" : seconds since the start of the file, for positions. */
+const char *playback_seconds(uint64_t t, char *buf, size_t len);
+
+#endif /* VCPUSTAT_MODEL_H */
