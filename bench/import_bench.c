@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "import.h"
-#include "replay.h"
+#include "record/record.h"
 #include "trace.h"
 
 static double cpu_s(void)

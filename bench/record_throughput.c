@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "live/live.h"
-#include "record.h"
+#include "record/record.h"
 
 static double now_s(void)
 {

@@ -18,11 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "capture.h"
+#include "record/record.h"
 #include "helpers.h"
 #include "live/live.h"
-#include "record.h"
-#include "replay.h"
 #include "model/model.h"
 
 static pid_t start_microvm(const char *name, const char *extra_pin, double duration)

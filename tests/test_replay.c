@@ -10,7 +10,7 @@
 #include <bpf/libbpf.h>
 #include "helpers.h"
 #include "live/live.h"
-#include "replay.h"
+#include "record/record.h"
 
 #define MAX_RECS 200000
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "capture.h"
+#include "record/record.h"
 #include "helpers.h"
 #include "host_scenario.h"
 #include "import_helpers.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "model/model.h"
-#include "replay.h"
+#include "record/record.h"
 
 Test(names, exit_reasons_vmx_svm_userspace)
 {

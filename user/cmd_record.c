@@ -15,10 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "capture.h"
+#include "record/record.h"
 #include "cli.h"
 #include "model/model.h"
-#include "record.h"
 
 static void usage(FILE *f)
 {

@@ -8,10 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "capture.h"
+#include "record/record.h"
 #include "cli.h"
-#include "record.h"
-#include "replay.h"
 
 static void usage(FILE *f)
 {

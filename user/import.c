@@ -15,8 +15,7 @@
 #include <string.h>
 #include "util/util.h"
 #include "import.h"
-#include "record.h"
-#include "replay.h"
+#include "record/record.h"
 #include "sht/sht.h"
 
 #define MAX_META 40

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "util/util.h"
-#include "record.h"
+#include "record/record.h"
 
 enum ml_guest_state {
 	ML_RUNNING = 0,

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ftrace.h"
-#include "replay.h"
+#include "record/record.h"
 #include "trace.h"
 
 static void read_all(const char *path, bool lenient, int ahead, struct replay *rp)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* record.c - records -> State History Tree files (docs/sht-attributes.md). */
+/* recorder.c - records -> State History Tree files (docs/sht-attributes.md). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "util/util.h"
 #include "model/model.h"
-#include "record.h"
+#include "record/record.h"
 
 #define REORDER_DEFAULT_NS 20000000ull
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/util.h"
-#include "replay.h"
+#include "record/record.h"
 
 /* Recent vCPU lookups by tid (most events look up a thread that is not a vCPU, or the same few). */
 #define VCACHE 64

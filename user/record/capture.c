@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
-#include "capture.h"
+#include "record/record.h"
 #include "util/util.h"
 
 #define EV_SIZE sizeof(struct vcpustat_event)
