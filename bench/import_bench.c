@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include "import.h"
+#include "import/import.h"
 #include "record/record.h"
-#include "trace.h"
 
 static double cpu_s(void)
 {

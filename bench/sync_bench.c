@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "sync.h"
+#include "sync/sync.h"
 #include "sync_synth.h"
 
 static double now(void)

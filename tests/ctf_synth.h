@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "ftrace.h"
+#include "import/import.h"
 #include "trace_synth.h"
 
 #define CTF_CHAR "integer { size = 8; align = 8; signed = true; encoding = UTF8; base = 10; }"

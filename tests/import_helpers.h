@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "import.h"
+#include "import/import.h"
 #include "sht/sht.h"
 #include "trace_synth.h"
 

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "sync.h"
+#include "sync/sync.h"
 
 struct synth {
 	long double alpha, beta; /* guest = alpha * host + beta */

@@ -7,7 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <string.h>
-#include "ftrace.h"
+#include "import/import.h"
 
 static enum ftrace_line parse(struct ftrace_parser *p, const char *line, struct trace_event *ev)
 {

@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include "import_helpers.h"
 #include "import_synth.h"
-#include "multilevel.h"
+#include "import/import.h"
 #include "model/model.h"
 
 static const struct layout nine = { .tgid = true, .irq = true, .decimals = 9 };

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "sync.h"
+#include "sync/sync.h"
 #include "sync_synth.h"
 
 static struct vcpustat_sync_result solve(const struct vcpustat_sync_match *m, size_t n)

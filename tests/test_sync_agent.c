@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "helpers.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 

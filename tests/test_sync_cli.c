@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <jansson.h>
-#include "sync.h"
+#include "sync/sync.h"
 #include "sync_synth.h"
 
 static char tmpdir[64];

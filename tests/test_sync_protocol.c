@@ -2,7 +2,7 @@
 /* The hypercall protocol: a/b/c/d events -> matches, and the guest markers. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include "sync.h"
+#include "sync/sync.h"
 #include "sync_synth.h"
 
 #define ROUNDS 400

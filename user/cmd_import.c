@@ -8,7 +8,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "cli.h"
-#include "import.h"
+#include "import/import.h"
 
 #define MAX_ITEMS 64
 

@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "cli.h"
-#include "import.h"
-#include "sync.h"
+#include "import/import.h"
+#include "sync/sync.h"
 
 static void usage(FILE *out)
 {

@@ -12,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ftrace.h"
+#include "import/import.h"
 #include "record/record.h"
-#include "trace.h"
 
 static void read_all(const char *path, bool lenient, int ahead, struct replay *rp)
 {

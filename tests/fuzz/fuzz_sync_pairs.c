@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sync.h"
+#include "sync/sync.h"
 
 #define CHECK(cond)                                                                                                \
 	do {                                                                                                       \

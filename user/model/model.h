@@ -21,7 +21,6 @@
 #include "util/util.h"
 #include "sht/sht.h"
 
-
 /*
  * ---- snapshot.c: what the maps hold ----
  * What the BPF maps hold, as plain C structs, and the callbacks

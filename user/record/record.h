@@ -18,7 +18,6 @@
 #include "sht/sht.h"
 #include "model/model.h"
 
-
 /*
  * ---- recorder.c: records into State History Tree files ----
  * Turning the stream of records (struct vcpustat_record, from the

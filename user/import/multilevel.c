@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/util.h"
-#include "multilevel.h"
+#include "import/import.h"
 
 static const char *const state_names[ML_NR_STATES] = {
 	[ML_RUNNING] = "running", [ML_VIRT_PREEMPTED] = "virt_preempted", [ML_PREEMPTED] = "preempted",

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/util.h"
-#include "import.h"
+#include "import/import.h"
 #include "record/record.h"
 #include "sht/sht.h"
 

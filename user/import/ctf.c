@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <babeltrace2/babeltrace.h>
-#include "ctf.h"
-#include "sync.h"
+#include "import/ctf_internal.h"
+#include "sync/sync.h"
 
 struct ctf_reader {
 	char *path;	/* the trace directory */

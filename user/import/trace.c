@@ -9,9 +9,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ctf.h"
-#include "ftrace.h"
-#include "trace.h"
+#include "import/ctf_internal.h"
+#include "import/import.h"
 
 struct trace_reader {
 	enum trace_format fmt;

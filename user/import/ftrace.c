@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include "ftrace.h"
-#include "sync.h"
+#include "import/import.h"
+#include "sync/sync.h"
 
 typedef const char *cp;
 

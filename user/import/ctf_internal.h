@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * ctf.h - LTTng kernel traces (CTF 1.8) through libbabeltrace2's
- * source.ctf.fs and utils.muxer: the events of trace.h, in time order.
- * Used by trace.c; docs/import.md lists the LTTng event and field names.
+ * ctf_internal.h - LTTng kernel traces (CTF 1.8) through libbabeltrace2's
+ * source.ctf.fs and utils.muxer: the events of trace.c, in time order.
+ * Internal to user/import/ (trace.c); docs/import.md lists the LTTng event and field names.
  */
-#ifndef VCPUSTAT_CTF_H
-#define VCPUSTAT_CTF_H
+#ifndef VCPUSTAT_CTF_INTERNAL_H
+#define VCPUSTAT_CTF_INTERNAL_H
 
-#include "trace.h"
+#include "import/import.h"
 
 struct ctf_reader;
 

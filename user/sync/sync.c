@@ -33,7 +33,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sync.h"
+#include "sync/sync.h"
 
 struct pt {
 	int64_t x, y;

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sync.h"
+#include "sync/sync.h"
 
 /* ---- the pairs file ---- */
 
