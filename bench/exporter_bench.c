@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "live/live.h"
-#include "metrics.h"
+#include "export/export.h"
 
 static double now_ms(clockid_t clk)
 {

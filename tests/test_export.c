@@ -18,7 +18,7 @@
 #include "export_helpers.h"
 #include "helpers.h"
 #include "live/live.h"
-#include "metrics.h"
+#include "export/export.h"
 #include "util/util.h"
 
 /* ---- synthetic windows ---- */

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "metrics.h"
+#include "export/export.h"
 #include "util/util.h"
 #include "model/model.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "util/util.h"
-#include "plot.h"
+#include "export/export.h"
 #include "model/model.h"
 
 static void usage(FILE *f)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "live/live.h"
-#include "metrics.h"
+#include "export/export.h"
 
 static void usage(FILE *f)
 {

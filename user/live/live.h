@@ -23,7 +23,7 @@
 #include <linux/types.h>
 #include "vcpustat_abi.h"
 #include "util/util.h"
-#include "metrics.h"
+#include "export/export.h"
 #include "model/model.h"
 
 /* ---- loader.c: the BPF object, its programs, maps and ring buffer ---- */

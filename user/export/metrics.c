@@ -7,7 +7,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include "util/util.h"
-#include "metrics.h"
+#include "export/export.h"
 
 /* 1-2-5 from 500 ns to 10 s, each the nearest edge of a kernel bucket (docs/metrics.md) */
 const unsigned long long metrics_le_ns[METRICS_NR_LE] = {

@@ -1,18 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * metrics.h - the exporters' model (docs/metrics.md): counters accumulated
- * over successive windows of the summary model (summary.h), so they stay
+ * export.h - the window model (model/model.h) for other programs: counters
+ * for capacity planning, accumulated over successive windows and rendered as
+ * Prometheus text, OpenMetrics, JSON or CSV (metrics.c, docs/metrics.md), and
+ * SVG charts (plot.c). Over the live maps they are sampled by live/sample.c.
+ */
+#ifndef VCPUSTAT_EXPORT_H
+#define VCPUSTAT_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "util/util.h"
+#include "sht/sht.h"
+#include "model/model.h"
+
+/*
+ * ---- metrics.c: the exporters' model ----
+ * The exporters' model (docs/metrics.md): counters accumulated
+ * over successive windows of the window model (model/model.h), so they stay
  * monotonic for as long as the process runs whatever the kernel maps forget,
  * rendered as Prometheus text 0.0.4, OpenMetrics 1.0, JSON or CSV. The four
  * renderings of one state carry the same numbers.
  */
-#ifndef VCPUSTAT_METRICS_H
-#define VCPUSTAT_METRICS_H
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <jansson.h>
-#include "model/model.h"
 
 enum metrics_format {
 	METRICS_PROMETHEUS = 0, /* text exposition format 0.0.4 */
@@ -74,4 +85,42 @@ int metrics_format_parse(const char *name, enum metrics_format *f);
 /* The HTTP Content-Type of a format. */
 const char *metrics_content_type(enum metrics_format f);
 
-#endif
+/*
+ * ---- plot.c: SVG charts ----
+ * SVG charts of the window model: per VM, the share of its vCPU
+ * time in each state over time (stacked bars per time bucket, from a
+ * recording), each vCPU's shares over the window, and the histograms of
+ * exit-handling latency, userspace-exit latency and run-queue wait. Plain
+ * standalone SVG 1.1 (inline styles, no script, no external resource).
+ */
+
+#define PLOT_MAX_BUCKETS 1000
+
+/* One VM's state time per time bucket, summed over its vCPUs. */
+struct plot_timeline {
+	char vm[64];
+	size_t nr_buckets;
+	uint64_t (*ns)[VCPU_NR_STATES]; /* [bucket][state] */
+};
+
+/*
+ * The timelines of the VMs of r (those filter keeps) over [t1, t2) cut into
+ * nbuckets equal buckets, from the /vms/<vm>/vcpus/<n>/state intervals.
+ */
+int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbuckets, const struct summary_filter *filter,
+		   struct plot_timeline **out, size_t *n, struct vcpustat_error *err);
+void plot_timelines_free(struct plot_timeline *tl, size_t n);
+
+struct plot_doc {
+	const struct summary *s;	/* the window: per-vCPU shares and the histograms */
+	const struct plot_timeline *tl; /* per VM (by name), or NULL (live: no timeline) */
+	size_t nr_tl;
+	double seconds;	    /* length of the window */
+	const char *window; /* "2026-11-22 14:03:07 .. 14:03:09 (2.0 s)" */
+	const char *source; /* "day.sht", "live on host1" */
+};
+
+/* The SVG document, malloc'ed into *buf (*len bytes, NUL-terminated). 0 or -ENOMEM. */
+int plot_svg(const struct plot_doc *d, char **buf, size_t *len);
+
+#endif /* VCPUSTAT_EXPORT_H */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "plot.h"
+#include "export/export.h"
 #include "util/util.h"
 
 /* ---- timelines from a recording ---- */
