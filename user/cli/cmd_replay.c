@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "record/record.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 static void usage(FILE *f)
 {

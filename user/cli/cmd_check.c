@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <jansson.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "sht/sht.h"
 
 static void usage(FILE *out)

@@ -2,7 +2,7 @@
 /*
  * cli.h - what the vcpustat subcommands share: error output (plain text, or a
  * JSON error object in JSON mode, like bpftool's p_err) and the command table.
- * Each subcommand lives in user/cmd_<name>.c, parses its own options
+ * Each subcommand lives in user/cli/cmd_<name>.c, parses its own options
  * (getopt_long, with a -h/--help that teaches) and calls the library.
  */
 #ifndef VCPUSTAT_CLI_H
@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "live/live.h"
+#include "model/model.h"
 
 extern bool cli_json; /* errors as {"error": "..."} on stdout */
 extern const char *cli_prog; /* "vcpustat" */
@@ -36,10 +38,6 @@ int cmd_serve(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 
-
-
-#include "live/live.h"
-
 /*
  * Check privileges, load and attach the BPF programs, seed the vCPUs of
  * running VMs, and warn about programs that could not attach. On failure,
@@ -59,7 +57,6 @@ void cli_catch_stop(bool pipe_too);
 int cli_parse_long(const char *opt, const char *arg, long min, long max, const char *what, long *out);
 
 /* --vm NAME|PID: add arg to the filter (at most max); prints the error and returns CLI_USAGE when full. */
-struct summary_filter;
 int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const char *arg);
 
 /*
@@ -67,7 +64,6 @@ int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const c
  * an unfinished file ends at its horizon). Prints one error and returns its
  * exit code (CLI_FAIL, CLI_USAGE), or 0 with *r open (sht_close it).
  */
-struct sht_reader;
 int cli_open_window(const char *file, const char *from, const char *to, struct sht_reader **r, uint64_t *t1,
 		    uint64_t *t2);
 
@@ -78,6 +74,26 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
  */
 int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value);
 
+/*
+ * What `vcpustat top` (cmd_top.c) hands to its time-travel mode
+ * (cmd_top_file.c): the live view's options, and the recording to play.
+ */
+struct top_args {
+	double delay;	 /* -d: the window, seconds */
+	long iterations; /* -n: windows to show in -b/-j (-1: all) */
+	long top;	 /* --top: rows per table in -b */
+	bool batch, json;
+	const struct summary_filter *filter;
+	const char *file;	 /* the recording */
+	const char *from;	 /* --from T (NULL: its start) */
+	double speed;		 /* --speed X: play at X times the recorded pace (0: -b/-j as fast as they print, UI 1x) */
+	const char *demo_reason; /* the demo plays its bundled recording because of this (NULL: not the demo) */
+};
+
+/* `vcpustat top --file`: the live view over a recording. Returns the exit code. */
+int top_file(const struct top_args *a);
+
 /* Route libbpf/library messages to stderr (verbose: libbpf debug output too). */
 void cli_setup_log(bool verbose);
+
 #endif

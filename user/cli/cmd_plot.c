@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "util/util.h"
 #include "export/export.h"
 #include "model/model.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "export/export.h"
 #include "util/util.h"
 #include "model/model.h"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "model/model.h"
 
 static void usage(FILE *f)

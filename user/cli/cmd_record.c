@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "record/record.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "model/model.h"
 
 static void usage(FILE *f)

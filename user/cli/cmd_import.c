@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "import/import.h"
 
 #define MAX_ITEMS 64

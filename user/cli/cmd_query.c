@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "sht/sht.h"
 #include "vcpu_fsm.h"
 

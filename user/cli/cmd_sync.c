@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <jansson.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "import/import.h"
 #include "sync/sync.h"
 

@@ -16,10 +16,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "model/model.h"
-#include "top.h"
-#include "ui.h"
+#include "cli/ui.h"
 
 static void usage(FILE *f)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "live/live.h"
 #include "export/export.h"
 

@@ -17,11 +17,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "util/util.h"
 #include "model/model.h"
-#include "top.h"
-#include "ui.h"
+#include "cli/ui.h"
 
 #define MIN_FRAME_NS 100000000ull /* the UI redraws at most 10 times a second while playing */
 

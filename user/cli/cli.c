@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <jansson.h>
 #include <stdlib.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "sht/sht.h"
 #include "model/model.h"
 

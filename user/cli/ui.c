@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ui.h"
+#include "cli/ui.h"
 
 enum sort_col { SORT_NAME = 0, SORT_GUEST, SORT_HOST, SORT_PREEMPTED, SORT_WAIT, SORT_IDLE, SORT_BLOCKED,
 		SORT_PREEMPT_RATE, SORT_WAKE_RATE, NR_SORT };
