@@ -23,11 +23,6 @@ struct verify {
 	struct vcpustat_error *err;
 };
 
-static uint64_t off_of(const struct sht_reader *r, uint32_t k)
-{
-	return ((uint64_t)k + 1) * r->node_size;
-}
-
 /* Every record of a section: in range, defined ids, skip entries where expected. */
 static int verify_records(struct verify *vf, const struct nview *v, bool journal)
 {
@@ -45,26 +40,26 @@ static int verify_records(struct verify *vf, const struct nview *v, bool journal
 		if (journal) {
 			h = *p++;
 			if (h == 0 || h > v->ntable)
-				return rfail(r, vf->err, off_of(r, v->index) + (uint64_t)(at - v->b),
+				return rfail(r, vf->err, node_off(r, v->index) + (uint64_t)(at - v->b),
 					     "node %u: journal record for height %u (the branch has %u)", v->index, h,
 					     v->ntable);
 		} else if (n && !(n % SHT_SKIP_EVERY)) {
 			if (varint_get(&sk, sk_end, &rel) || varint_get(&sk, sk_end, &o) || rel != prev - v->start ||
 			    o != (uint64_t)(at - base))
-				return rfail(r, vf->err, off_of(r, v->index) + (uint64_t)(sk - v->b),
+				return rfail(r, vf->err, node_off(r, v->index) + (uint64_t)(sk - v->b),
 					     "node %u: skip entry for record %u does not match the records", v->index, n);
 		}
 		if (rec_get(&p, end, prev, &rec))
-			return rfail(r, vf->err, off_of(r, v->index) + (uint64_t)(at - v->b),
+			return rfail(r, vf->err, node_off(r, v->index) + (uint64_t)(at - v->b),
 				     "node %u: bad %s record %u", v->index, journal ? "journal" : "interval", n);
 		if (rec.start < (journal ? r->info.tree_start : v->start) || rec.end > v->end)
-			return rfail(r, vf->err, off_of(r, v->index) + (uint64_t)(at - v->b),
+			return rfail(r, vf->err, node_off(r, v->index) + (uint64_t)(at - v->b),
 				     "node %u: %s record %u [%llu, %llu) outside the node's range [%llu, %llu]", v->index,
 				     journal ? "journal" : "interval", n, (unsigned long long)rec.start,
 				     (unsigned long long)rec.end, (unsigned long long)v->start,
 				     (unsigned long long)v->end);
 		if (rec.attr >= r->nattrs || (rec.type == SHT_STR && (uint64_t)rec.i >= r->nstrings))
-			return rfail(r, vf->err, off_of(r, v->index) + (uint64_t)(at - v->b),
+			return rfail(r, vf->err, node_off(r, v->index) + (uint64_t)(at - v->b),
 				     "node %u: %s record %u uses an undefined %s", v->index,
 				     journal ? "journal" : "interval", n,
 				     rec.attr >= r->nattrs ? "attribute" : "string");
@@ -72,7 +67,7 @@ static int verify_records(struct verify *vf, const struct nview *v, bool journal
 		n++;
 	}
 	if (!journal && (n != v->nintervals || sk != sk_end))
-		return rfail(r, vf->err, off_of(r, v->index) + NH_NINTERVALS,
+		return rfail(r, vf->err, node_off(r, v->index) + NH_NINTERVALS,
 			     "node %u: %u interval records, the header says %u (or extra skip entries)", v->index, n,
 			     v->nintervals);
 	if (!journal)
@@ -95,11 +90,11 @@ static int verify_node(struct verify *vf, uint32_t k, int height, uint64_t start
 		return e;
 	for (i = 0; i < v.nblocks; i++) {
 		if (k + i >= nblocks_all || vf->seen[k + i])
-			return rfail(r, vf->err, off_of(r, k), "node %u is in the tree twice (or overlaps another)", k);
+			return rfail(r, vf->err, node_off(r, k), "node %u is in the tree twice (or overlaps another)", k);
 		vf->seen[k + i] = 1;
 	}
 	if (height >= 0 && (v.height != height || v.start != start || v.end != end || v.parent != parent))
-		return rfail(r, vf->err, off_of(r, k),
+		return rfail(r, vf->err, node_off(r, k),
 			     "node %u: height %u, range [%llu, %llu], parent seq %u; its parent says %d, [%llu, %llu], %u",
 			     k, v.height, (unsigned long long)v.start, (unsigned long long)v.end, v.parent, height,
 			     (unsigned long long)start, (unsigned long long)end, parent);
@@ -117,7 +112,7 @@ static int verify_node(struct verify *vf, uint32_t k, int height, uint64_t start
 		uint64_t ce = i + 1 < v.ntable ? get64(v.table + (i + 1) * SHT_TABLE_ENTRY + 4) : v.end;
 
 		if (child >= k || cs > ce || (i == 0 && cs != v.start) || ce > v.end)
-			return rfail(r, vf->err, off_of(r, k) + SHT_NODE_HDR + i * SHT_TABLE_ENTRY,
+			return rfail(r, vf->err, node_off(r, k) + SHT_NODE_HDR + i * SHT_TABLE_ENTRY,
 				     "node %u: bad child entry %u (node %u, [%llu, %llu])", k, i, child,
 				     (unsigned long long)cs, (unsigned long long)ce);
 		e = verify_node(vf, child, v.height - 1, cs, ce, v.seq);
@@ -142,7 +137,7 @@ static int verify_tree(struct sht_reader *r, struct sht_check_report *rep, struc
 	if (r->root != SHT_NONE32) {
 		e = reader_node(r, r->root, &r->nodebuf, &v, err);
 		if (!e && (v.parent != SHT_NONE32 || v.start != r->info.start || v.end != r->info.end))
-			e = rfail(r, err, off_of(r, r->root), "root node %u: parent seq %u, range [%llu, %llu]; expected none, [%llu, %llu]",
+			e = rfail(r, err, node_off(r, r->root), "root node %u: parent seq %u, range [%llu, %llu]; expected none, [%llu, %llu]",
 				  r->root, v.parent, (unsigned long long)v.start, (unsigned long long)v.end,
 				  (unsigned long long)r->info.start, (unsigned long long)r->info.end);
 		if (!e)
@@ -150,9 +145,9 @@ static int verify_tree(struct sht_reader *r, struct sht_check_report *rep, struc
 	}
 	for (i = 0; i < n && !e; i++)
 		if (!vf.seen[i])
-			e = rfail(r, err, off_of(r, i), "node %u is not in the tree", i);
+			e = rfail(r, err, node_off(r, i), "node %u is not in the tree", i);
 	if (!e && r->info.closed && vf.nintervals != r->info.nintervals)
-		e = rfail(r, err, off_of(r, r->nfile) + SHT_NODE_HDR, "footer: %llu intervals announced, %llu found",
+		e = rfail(r, err, node_off(r, r->nfile) + SHT_NODE_HDR, "footer: %llu intervals announced, %llu found",
 			  (unsigned long long)r->info.nintervals, (unsigned long long)vf.nintervals);
 	rep->leaves = vf.leaves;
 	rep->cores = vf.cores;
@@ -177,15 +172,15 @@ static int same_tables(struct sht_reader *r, struct sht_reader *fr, struct vcpus
 	uint32_t i;
 
 	if (fr->nattrs != r->nattrs || fr->nstrings != r->nstrings)
-		return rfail(r, err, off_of(r, r->nfile),
+		return rfail(r, err, node_off(r, r->nfile),
 			     "footer: %u attributes and %u strings, the leaves define %u and %u", fr->nattrs,
 			     fr->nstrings, r->nattrs, r->nstrings);
 	for (i = 0; i < r->nattrs; i++)
 		if (fr->attrs[i].parent != r->attrs[i].parent || strcmp(fr->attrs[i].name, r->attrs[i].name))
-			return rfail(r, err, off_of(r, r->nfile), "footer: attribute #%u differs from its definition", i);
+			return rfail(r, err, node_off(r, r->nfile), "footer: attribute #%u differs from its definition", i);
 	for (i = 0; i < r->nstrings; i++)
 		if (strcmp(fr->strings[i], r->strings[i]))
-			return rfail(r, err, off_of(r, r->nfile), "footer: string #%u differs from its definition", i);
+			return rfail(r, err, node_off(r, r->nfile), "footer: string #%u differs from its definition", i);
 	return 0;
 }
 
@@ -252,7 +247,7 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 	if (bad >= 0)
 		note_bad(r, rep, pe);
 	if (closed && rep->ok && r->nnodes_scanned != fr->nfile) {
-		rfail(r, pe, off_of(r, (uint32_t)r->nnodes_scanned), "node %llu: a footer node where the tree should go on",
+		rfail(r, pe, node_off(r, (uint32_t)r->nnodes_scanned), "node %llu: a footer node where the tree should go on",
 		      (unsigned long long)r->nnodes_scanned);
 		note_bad(r, rep, pe);
 	}
@@ -297,7 +292,7 @@ static int check_source(struct sht_reader *r, struct sht_check_report *rep, uint
 			}
 			if (node_verify(r, (uint32_t)k, b, &v, pe) ||
 			    (v.kind != SHT_NODE_FOOTER &&
-			     rfail(r, pe, off_of(r, (uint32_t)k), "node %llu: a tree node after the footer",
+			     rfail(r, pe, node_off(r, (uint32_t)k), "node %llu: a tree node after the footer",
 				   (unsigned long long)k))) {
 				note_bad(r, rep, pe);
 				break;
@@ -415,7 +410,7 @@ static int build_prefix(const char *path, int fd, uint64_t size, uint32_t keep, 
 	if (!e)
 		e = reader_scan(r, keep, &bad, err);
 	if (!e && (bad >= 0 || r->nnodes_scanned != keep))
-		e = rfail(r, err, off_of(r, (uint32_t)r->nnodes_scanned), "node %llu changed during the repair",
+		e = rfail(r, err, node_off(r, (uint32_t)r->nnodes_scanned), "node %llu changed during the repair",
 			  (unsigned long long)r->nnodes_scanned);
 	if (!e)
 		e = reader_rebuild(r, keep, err);
@@ -517,7 +512,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 			break;
 		}
 		sht_node_blocks(h, content, r->node_size, r->virt_index[i], blocks);
-		e = write_at(fd, path, blocks, (size_t)r->virt_blocks[i] * r->node_size, off_of(r, r->virt_index[i]),
+		e = write_at(fd, path, blocks, (size_t)r->virt_blocks[i] * r->node_size, node_off(r, r->virt_index[i]),
 			      err);
 		free(blocks);
 	}
@@ -532,7 +527,7 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 
 			sht_footer_block(r->scratch, r->node_size, first + nfooter, nfooter, fb.p + off, chunk,
 					 off + chunk == fb.len);
-			e = write_at(fd, path, r->scratch, r->node_size, off_of(r, first + nfooter), err);
+			e = write_at(fd, path, r->scratch, r->node_size, node_off(r, first + nfooter), err);
 			off += chunk;
 			nfooter++;
 		} while (!e && off < fb.len);

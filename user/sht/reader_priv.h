@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * reader_priv.h - the reader's state, shared by reader.c (open, queries) and
- * check.c (check, repair). Internal to user/sht/.
+ * reader_priv.h - the reader's state, shared by reader.c (open, nodes),
+ * rebuild.c (crash recovery), query.c (queries) and check.c (check, repair).
+ * Internal to user/sht/.
  */
 #ifndef VCPUSTAT_SHT_READER_PRIV_H
 #define VCPUSTAT_SHT_READER_PRIV_H
@@ -111,6 +112,12 @@ struct sht_reader {
 	bool scan_at_footer; /* the scan stopped at a footer block (not at the end, a cut node or a bad block) */
 	uint64_t fail_off; /* offset named by the last rfail */
 };
+
+/* The file offset of tree node k (block 0 is the header). */
+static inline uint64_t node_off(const struct sht_reader *r, uint32_t k)
+{
+	return ((uint64_t)k + 1) * r->node_size;
+}
 
 /* Errors: "NAME: offset OFF: ..." with -EBADMSG. */
 int rfail(const struct sht_reader *r, struct vcpustat_error *err, uint64_t off, const char *fmt, ...)
