@@ -28,6 +28,17 @@ const char *kvm_unavailable(void)
 	return NULL;
 }
 
+const char *kvm_exit_unavailable(void)
+{
+	if (kvm_unavailable())
+		return "needs a KVM whose kvm_entry/kvm_exit fire, and this machine has no usable /dev/kvm: "
+		       "tests/run.sh runs these tests in the KVM lab (docs/kvmlab.md)";
+	if (access("/sys/module/kvm_amd", F_OK) && access("/sys/module/kvm_intel", F_OK))
+		return "needs a KVM whose kvm_entry/kvm_exit fire (kvm_amd or kvm_intel), and this machine's KVM is "
+		       "a software one: tests/run.sh runs these tests in the KVM lab (docs/kvmlab.md)";
+	return NULL;
+}
+
 int read_schedstat(int tid, struct schedstat *s)
 {
 	char path[64];
