@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 dir=${1:?usage: tests/kvmlab.sh BUILD_DIR FILTER}
 filter=${2:?usage: tests/kvmlab.sh BUILD_DIR FILTER}
 lab=tools/kvmlab/run
-timeout_s=${KVMLAB_TEST_TIMEOUT:-1200}
+timeout_s=${KVMLAB_TEST_TIMEOUT:-900}
 
 skip() {
 	echo "skipped 1: the KVM lab cannot run here: $*"
@@ -60,6 +60,8 @@ case $rc in
 124)
 	keep=1
 	echo "FAILED: the KVM lab session timed out after $timeout_s s (KVMLAB_TEST_TIMEOUT; console: $scratch/.kvmlab/console.log)"
+	# a guest kernel that stopped making progress says so on its console
+	tr -d '\r' < "$scratch/.kvmlab/console.log" | grep -E 'soft lockup|rcu.*stall' | head -3
 	;;
 *)
 	echo "FAILED: the KVM lab session ended with exit status $rc"
