@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
@@ -21,11 +22,15 @@ const char *bpf_unavailable(void)
 const char *kvm_unavailable(void)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	struct stat st;
+	bool chr;
 
 	if (fd < 0)
 		return "/dev/kvm cannot be opened (no KVM on this machine, or no permission)";
+	chr = fstat(fd, &st) == 0 && S_ISCHR(st.st_mode);
 	close(fd);
-	return NULL;
+	/* a script's `exec 3<>/dev/kvm` creates a regular file where there was nothing */
+	return chr ? NULL : "/dev/kvm is not a device (a stray regular file: remove it)";
 }
 
 const char *kvm_exit_unavailable(void)

@@ -47,6 +47,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -511,6 +512,14 @@ static int vm_setup(struct vm *vm)
 			errno == ENOENT ? " (no KVM on this machine: is the kvm module loaded?)" :
 			errno == EACCES ? " (run as root or join the kvm group)" : "");
 		return -1;
+	}
+	{
+		struct stat st;
+
+		if (fstat(vm->kvm_fd, &st) == 0 && !S_ISCHR(st.st_mode)) {
+			err_msg(vm, "/dev/kvm is not a device but a regular file (left by a script's `exec 3<>/dev/kvm`?)");
+			return -1;
+		}
 	}
 	r = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
 	if (r != KVM_API_VERSION) {
