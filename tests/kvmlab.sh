@@ -39,7 +39,7 @@ t0=$(date +%s)
 "$lab" --scratch "$scratch" --timeout "$timeout_s" -- \
 	tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --filter "$filter" | tee "$out"
 rc=${PIPESTATUS[0]}
-echo "kvmlab: the lab session took $(($(date +%s) - t0)) s"
+echo "kvmlab: the lab session took $(($(date +%s) - t0)) s" >&2 # stderr: the counts stay the last line
 case $rc in
 0 | 1)
 	# tally.sh's own verdict; its last line has the counts

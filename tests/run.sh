@@ -21,7 +21,8 @@ trap 'rm -f "$summary"' EXIT
 # FAILED and skip-reason lines for the summary.
 count() {
 	local p f s
-	read -r p f s < <(tail -1 "$summary" | awk '{ print $1, $3, $5 }')
+	read -r p f s < <(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$summary" | tail -1 |
+		awk '{ print $1, $3, $5 }')
 	passed=$((passed + ${p:-0})) failed=$((failed + ${f:-1})) skipped=$((skipped + ${s:-0}))
 	grep -E '^(FAILED|skipped [0-9]+):' "$summary" >> "$summary.lines" || true
 }
