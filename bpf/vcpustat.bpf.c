@@ -106,8 +106,8 @@ struct {
  * vCPU, in one page of its own (a custom data section is a map of its own,
  * page-aligned), read with plain loads: no helper call, no map lookup, no key
  * on the stack. On hosts where every kernel entry flushes the TLB (PTI
- * without PCID), each page a handler touches costs a page walk, ~20-40 ns,
- * as much as the rest of an empty program (docs/architecture.md, "The hot
+ * without PCID), each page a handler touches costs a page walk, ~20-45 ns,
+ * a third to two thirds of an empty program (docs/architecture.md, "The hot
  * path").
  */
 struct vcpustat_hotpath hotpath SEC(".data.hotpath");
