@@ -43,7 +43,10 @@ static const char *import_layout(const struct tev *e, size_t n, const struct lay
 	return sht;
 }
 
-/* The reference's intervals that say the scenario was understood. */
+/*
+ * The reference's intervals that say the scenario was understood. The file
+ * ends 1 ns after the trace's last event (150 us): it covers [0, 150001).
+ */
 static void assert_scenario(const struct imp_dump *d, bool svm)
 {
 	static const char *const vmx[] = {
@@ -57,14 +60,14 @@ static void assert_scenario(const struct imp_dump *d, bool svm)
 		"/vms/vmA/vcpus/1/state 85000 90000 4",	  /* waiting for CPU 1 */
 		"/vms/vmB/vcpus/0/state 125000 130000 6", /* blocked (D) */
 		"/vms/vmB/vcpus/0/userspace_exit 61000 70000 'IO'",
-		"/vms/vmB/vcpus/0/pcpu 95000 150000 0", /* migrated while waiting */
+		"/vms/vmB/vcpus/0/pcpu 95000 150001 0", /* migrated while waiting; to the file's end */
 		"/vms/vmA/vcpus/0/sync 100000 102000 77",
 		"/host/threads/500/state 49000 51000 'wait'",
-		"/host/threads/500/name 49000 150000 'stress-ng'",
+		"/host/threads/500/name 49000 150001 'stress-ng'",
 	};
 	static const char *const svm_lines[] = {
 		"/vms/vmA/vcpus/0/exit_reason 20000 22000 'msr'",
-		"/vms/vmB/vcpus/0/exit_reason 120000 150000 'npf'",
+		"/vms/vmB/vcpus/0/exit_reason 120000 150001 'npf'", /* still open at the end */
 	};
 
 	for (size_t i = 0; i < (svm ? 2 : sizeof(vmx) / sizeof(vmx[0])); i++) {
@@ -159,7 +162,7 @@ Test(import, vm_threads_given_on_the_command_line)
 	cr_assert_eq(res.vcpus, 3);
 	d = imp_dump(sht, NULL);
 	assert_scenario(&d, false);
-	cr_assert(imp_dump_has(&d, "/vms/vmA/pid 1000 150000 1001"), "a --vm VM's id is its first thread");
+	cr_assert(imp_dump_has(&d, "/vms/vmA/pid 1000 150001 1001"), "a --vm VM's id is its first thread");
 	imp_dump_free(&d);
 	import_result_free(&res);
 	unlink(sht);

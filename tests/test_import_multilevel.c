@@ -159,7 +159,7 @@ Test(import_multilevel, guest_thread_virt_preempted_by_another_vms_vcpu)
 	cr_assert_eq(res.guests[0].ml.threads, 2, "fib and logger (the idle task is no thread)");
 	cr_assert_eq(res.guests[0].ml.after_end, 0);
 	t0 = sc.t0 - res.start_ns;
-	end = res.end_ns - res.start_ns;
+	end = res.end_ns - res.start_ns + 1; /* a file ends 1 ns after its last event */
 	in = mapped(&res, sc.g_in);
 	out = mapped(&res, sc.g_out);
 	sleep = mapped(&res, sc.g_sleep);
@@ -375,37 +375,40 @@ Test(import_multilevel, rules_without_kvm_entry_early_events_and_one_instant)
 	cr_assert_eq(st.applied, 5);
 	cr_assert_eq(st.after_end, 1);
 	{
-		/* file time = host time - 100; the switch at 50 counts from the start (0) */
+		/*
+		 * file time = host time - 100; the switch at 50 counts from the start (0);
+		 * the file ends 1 ns after its last record (900)
+		 */
 		const uint64_t want[][2] = { { 0, 100 }, { 100, 150 }, { 150, 350 }, { 350, 380 }, { 380, 400 } };
 		const char *const value[] = { "running", "virt_preempted", "running", "virt_preempted", "running" };
 
-		assert_intervals(m.path, "/vms/pid10/threads/7/state", want, value, 5, 900);
+		assert_intervals(m.path, "/vms/pid10/threads/7/state", want, value, 5, 901);
 	}
 	{
 		/* 9 was woken at 400 (its exit after the host's end is not used) */
 		const uint64_t want[][2] = { { 300, 0 } };
 		const char *const value[] = { "wait" };
 
-		assert_intervals(m.path, "/vms/pid10/threads/9/state", want, value, 1, 900);
+		assert_intervals(m.path, "/vms/pid10/threads/9/state", want, value, 1, 901);
 	}
 	{
 		/* 8 was in and out at one instant: runnable, not running, from then on; written once */
 		const uint64_t want[][2] = { { 200, 0 } };
 		const char *const value[] = { "preempted" };
 
-		assert_intervals(m.path, "/vms/pid10/threads/8/state", want, value, 1, 900);
+		assert_intervals(m.path, "/vms/pid10/threads/8/state", want, value, 1, 901);
 	}
 	{
 		const uint64_t want[][2] = { { 200, 0 } };
 		const char *const value[] = { "eight" };
 
-		assert_intervals(m.path, "/vms/pid10/threads/8/name", want, value, 1, 900);
+		assert_intervals(m.path, "/vms/pid10/threads/8/name", want, value, 1, 901);
 	}
 	{
 		const uint64_t want[][2] = { { 0, 400 }, { 400, 0 } };
 		const char *const value[] = { "7", "0" };
 
-		assert_intervals(m.path, "/vms/pid10/vcpus/0/guest_tid", want, value, 2, 900);
+		assert_intervals(m.path, "/vms/pid10/vcpus/0/guest_tid", want, value, 2, 901);
 	}
 	unlink(m.path);
 }

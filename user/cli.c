@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
@@ -145,6 +146,31 @@ int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const c
 	}
 	names[f->nr_vms++] = arg;
 	f->vms = names;
+	return 0;
+}
+
+int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value)
+{
+	char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg) {
+		cli_err("--meta %s: KEY=VALUE expected", arg);
+		return CLI_USAGE;
+	}
+	*eq = '\0';
+	for (const char *p = arg; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("_-.", *p)) {
+			cli_err("--meta %s=...: a key is letters, digits, '_', '-' and '.'", arg);
+			return CLI_USAGE;
+		}
+	for (size_t i = 0; reserved && reserved[i]; i++)
+		if (!strcmp(arg, reserved[i]) ||
+		    (reserved[i][strlen(reserved[i]) - 1] == '.' && !strncmp(arg, reserved[i], strlen(reserved[i])))) {
+			cli_err("--meta %s=...: vcpustat writes '%s' itself", arg, arg);
+			return CLI_USAGE;
+		}
+	*key = arg;
+	*value = eq + 1;
 	return 0;
 }
 

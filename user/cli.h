@@ -71,6 +71,13 @@ struct sht_reader;
 int cli_open_window(const char *file, const char *from, const char *to, struct sht_reader **r, uint64_t *t1,
 		    uint64_t *t2);
 
+/*
+ * --meta KEY=VALUE: split arg (modified in place) into *key and *value. KEY is
+ * letters, digits, '_', '-', '.'; not one of reserved (NULL-terminated: the
+ * keys the command writes itself). Prints the error and returns CLI_USAGE.
+ */
+int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value);
+
 /* Route libbpf/library messages to stderr (verbose: libbpf debug output too). */
 void cli_setup_log(bool verbose);
 #endif

@@ -129,9 +129,12 @@ static int export_file(const char *file, const char *from, const char *to, const
 		goto out;
 	}
 	summary_free(&s);
-	metrics_set_clock(m, (long long)info->real_start_ns);
-	sht_format_wall(r, t1, false, a, sizeof(a));
-	sht_format_wall(r, t2, false, b, sizeof(b));
+	if (sht_has_wall_clock(r))
+		metrics_set_clock(m, (long long)info->real_start_ns);
+	else
+		metrics_set_no_clock(m);
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
 	metrics_set_file(m, file, t1, t2, a, b);
 	ret = output(m, fmt, path);
 out:

@@ -41,6 +41,8 @@ static void usage(FILE *f)
 		"  --isa vmx|svm          for kvm_exit reasons printed as numbers (default: from\n"
 		"                         the reason names, else vmx)\n"
 		"  --cpus N               host CPUs (default 1024)\n"
+		"  --meta KEY=VALUE       store this in the file's metadata (repeatable): host,\n"
+		"                         workload (what ran), recorded (when), ...\n"
 		"  -j, --json             the end-of-run report as JSON on stdout\n"
 		"  -q, --quiet            no report (warnings still go to stderr)\n"
 		"\n"
@@ -205,9 +207,14 @@ int cmd_import(int argc, char **argv)
 		{ "vm", required_argument, NULL, 'V' },	     { "lenient", no_argument, NULL, 'l' },
 		{ "isa", required_argument, NULL, 'I' },     { "cpus", required_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },	     { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },	     { NULL, 0, NULL, 0 },
+		{ "meta", required_argument, NULL, 'M' },    { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
+	static const char *const reserved[] = { "tool",		  "command",	    "level",	 "source",
+						"host_trace",	  "host_format",    "trace_start_ns", "guest_trace.",
+						"sync.",	  NULL };
 	struct import_guest guests[MAX_ITEMS];
+	struct sht_meta meta[16];
 	struct import_vm_name names[MAX_ITEMS];
 	struct import_vm_threads vms[MAX_ITEMS];
 	uint32_t *tidbufs[MAX_ITEMS] = { 0 };
@@ -294,6 +301,15 @@ int cmd_import(int argc, char **argv)
 				goto out;
 			}
 			break;
+		case 'M':
+			if (o.nmeta >= sizeof(meta) / sizeof(meta[0])) {
+				cli_err("--meta: at most %zu", sizeof(meta) / sizeof(meta[0]));
+				goto out;
+			}
+			if (cli_parse_meta(optarg, reserved, &meta[o.nmeta].key, &meta[o.nmeta].value))
+				goto out;
+			o.nmeta++;
+			break;
 		case 'h': usage(stdout); ret = CLI_OK; goto out;
 		default: usage(stderr); goto out;
 		}
@@ -310,6 +326,7 @@ int cmd_import(int argc, char **argv)
 	o.names = names;
 	o.vms = vms;
 	o.command = command;
+	o.meta = meta;
 	ret = vcpustat_import(&o, &res, &err) ? CLI_FAIL : CLI_OK;
 	if (ret != CLI_OK) {
 		cli_err("%s", err.msg);

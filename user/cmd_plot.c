@@ -86,10 +86,14 @@ static int plot_file(const char *file, const char *from, const char *to, long bu
 		summary_free(&s);
 		goto out;
 	}
-	sht_format_wall(r, t1, false, a, sizeof(a));
-	sht_format_wall(r, t2, false, b, sizeof(b));
-	a[19] = b[19] = '\0'; /* to the second: "2026-11-22T14:03:07" */
-	snprintf(window, sizeof(window), "%s .. %s (%.1f s)", a, b + 11, (double)(t2 - t1) / 1e9);
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	if (sht_has_wall_clock(r)) {
+		a[19] = b[19] = '\0'; /* to the second: "2026-11-22T14:03:07" */
+		snprintf(window, sizeof(window), "%s .. %s (%.1f s)", a, b + 11, (double)(t2 - t1) / 1e9);
+	} else { /* an imported trace: seconds since its start */
+		snprintf(window, sizeof(window), "%s .. %s since the trace start (%.1f s)", a, b, (double)(t2 - t1) / 1e9);
+	}
 	d.s = &s;
 	d.tl = tl;
 	d.nr_tl = ntl;

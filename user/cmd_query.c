@@ -44,7 +44,8 @@ static void usage(FILE *out)
 		"  2026-11-22T14:03:07.123   wall-clock time, local (append Z for UTC)\n"
 		"  14:03:07.123          wall-clock time on the day the trace started\n"
 		"Wall-clock times are converted with the CLOCK_REALTIME of the trace start stored\n"
-		"in the file.\n"
+		"in the file. Imported traces have none: their times are shown on the trace's\n"
+		"own clock, and given as seconds or ns since the start.\n"
 		"\n"
 		"Attributes whose name is `state` show vCPU state names (guest, host, preempted,\n"
 		"wait, idle, blocked, unknown); JSON gives both the number and the name.\n"
@@ -96,12 +97,33 @@ static json_t *json_value(const struct sht_reader *r, uint32_t attr, const struc
 	return o;
 }
 
+/* {"ns", "wall"}; a file without a wall clock: "wall" null and the trace's own clock */
 static json_t *json_time(const struct sht_reader *r, uint64_t t, bool utc)
 {
-	char wall[64];
+	char buf[64];
 
-	sht_format_wall(r, t, utc, wall, sizeof(wall));
-	return json_pack("{s:I, s:s}", "ns", (json_int_t)t, "wall", wall);
+	if (!sht_has_wall_clock(r)) {
+		sht_format_trace_clock(r, t, buf, sizeof(buf));
+		return json_pack("{s:I, s:n, s:s}", "ns", (json_int_t)t, "wall", "trace_clock", buf);
+	}
+	sht_format_time(r, t, utc, buf, sizeof(buf));
+	return json_pack("{s:I, s:s}", "ns", (json_int_t)t, "wall", buf);
+}
+
+/* " (2026-11-22T14:03:07.1 .. 2026-11-22T14:03:08.2)", or the trace clock's " (trace clock 1000.1 .. 1001.2 s, ...)" */
+static void clock_range(const struct sht_reader *r, uint64_t t1, uint64_t t2, bool utc, char *buf, size_t len)
+{
+	char a[64], b[64];
+
+	if (!sht_has_wall_clock(r)) {
+		sht_format_trace_clock(r, t1, a, sizeof(a));
+		sht_format_trace_clock(r, t2, b, sizeof(b));
+		snprintf(buf, len, "trace clock %s%s%s s, no wall clock", a, t1 == t2 ? "" : " .. ", t1 == t2 ? "" : b);
+		return;
+	}
+	sht_format_time(r, t1, utc, a, sizeof(a));
+	sht_format_time(r, t2, utc, b, sizeof(b));
+	snprintf(buf, len, "%s%s%s", a, t1 == t2 ? "" : " .. ", t1 == t2 ? "" : b);
 }
 
 static void print_json(json_t *o)
@@ -159,7 +181,7 @@ static int select_attrs(const struct sht_reader *r, const char *p, uint8_t *want
 static int show_info(struct sht_reader *r, const char *file, bool json, bool utc)
 {
 	const struct sht_info *in = sht_get_info(r);
-	char s1[32], s2[32], w1[64], w2[64];
+	char s1[32], s2[32], w[160];
 	size_t i;
 
 	if (json) {
@@ -178,12 +200,11 @@ static int show_info(struct sht_reader *r, const char *file, bool json, bool utc
 	}
 	fmt_secs(in->start, s1, sizeof(s1));
 	fmt_secs(in->end, s2, sizeof(s2));
-	sht_format_wall(r, in->start, utc, w1, sizeof(w1));
-	sht_format_wall(r, in->end, utc, w2, sizeof(w2));
+	clock_range(r, in->start, in->end, utc, w, sizeof(w));
 	printf("%s: SHT version %u, %s\n", file, in->version,
 	       in->closed ? (in->recovered ? "repaired (history ends at its last sealed leaf)" : "closed cleanly")
 			  : "not closed cleanly (history ends at its last sealed leaf)");
-	printf("  time        %s .. %s s  (%s .. %s)\n", s1, s2, w1, w2);
+	printf("  time        %s .. %s s  (%s)\n", s1, s2, w);
 	printf("  intervals   %llu in %llu nodes of %u bytes; %u attributes, %u strings; %llu clamped timestamps\n",
 	       (unsigned long long)in->nintervals, (unsigned long long)in->nodes, in->node_size, in->nattrs,
 	       in->nstrings, (unsigned long long)in->nclamped);
@@ -198,7 +219,7 @@ static int show_at(struct sht_reader *r, const char *file, uint64_t t, const uin
 	struct sht_interval *out = calloc(n ? n : 1, sizeof(*out));
 	struct vcpustat_error err = { 0 };
 	size_t width = 4;
-	char val[64], s1[32], s2[32], wall[64];
+	char val[64], s1[32], s2[32], wall[160];
 	json_t *arr;
 
 	if (!out) {
@@ -235,7 +256,7 @@ static int show_at(struct sht_reader *r, const char *file, uint64_t t, const uin
 		if (strlen(sht_attr_path(r, a)) > width)
 			width = strlen(sht_attr_path(r, a));
 	fmt_secs(t, s1, sizeof(s1));
-	sht_format_wall(r, t, utc, wall, sizeof(wall));
+	clock_range(r, t, t, utc, wall, sizeof(wall));
 	printf("%s at %s s (%s)\n", file, s1, wall);
 	printf("%-*s  %-12s %-20s %s\n", (int)width, "ATTRIBUTE", "VALUE", "SINCE (s)", "UNTIL (s)");
 	for (a = 0; a < n; a++) {

@@ -25,7 +25,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s record -o FILE.sht [--level vcpu|full] [--duration SEC]\n"
 		"                 [--max-size SIZE | --rotate-every DURATION] [--keep N]\n"
-		"                 [--capture FILE.vcap] [--ringbuf SIZE] [-q] [-v]\n"
+		"                 [--capture FILE.vcap] [--ringbuf SIZE] [--meta KEY=VALUE]... [-q] [-v]\n"
 		"\n"
 		"Record every vCPU's state changes, exit reasons and CPUs into a State History\n"
 		"Tree file until Ctrl-C, SIGTERM or --duration. Query it later with `vcpustat\n"
@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"      --capture FILE    also write the raw events to FILE (docs/capture-format.md),\n"
 		"                        for `vcpustat replay`\n"
 		"      --ringbuf SIZE    kernel ring buffer size (default 8M, a power of two)\n"
+		"      --meta KEY=VALUE  store this in the file's metadata (repeatable), e.g.\n"
+		"                        workload='what ran' (shown by `top --file`)\n"
 		"  -q, --quiet           no summary at the end\n"
 		"  -v, --verbose         libbpf's log on stderr\n"
 		"\n"
@@ -174,8 +176,10 @@ int cmd_record(int argc, char **argv)
 		{ "rotate-every", required_argument, NULL, 'R' }, { "keep", required_argument, NULL, 'K' },
 		{ "capture", required_argument, NULL, 'C' },  { "ringbuf", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },	      { "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
+		{ "meta", required_argument, NULL, 'M' },     { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
+	static const char *const reserved[] = { "host", "kernel", "tool", "command", "level", "cpus", NULL };
 	struct vcpustat_options vo = { .record_level = VCPUSTAT_LEVEL_VCPU };
 	struct recorder_opts ro = { 0 };
 	struct record_ctx c = { 0 };
@@ -187,7 +191,8 @@ int cmd_record(int argc, char **argv)
 	long long size;
 	__u64 mono0, real0, deadline = 0, next_tick, lost = 0, end;
 	char host[256] = "", kernel[256] = "", cmdline[1024] = "", level_s[8];
-	struct sht_meta meta[5];
+	struct sht_meta meta[5 + 16];
+	size_t nmeta = 5;
 	struct utsname un;
 	char metatext[2048];
 	int opt, ret = CLI_FAIL, e;
@@ -246,6 +251,15 @@ int cmd_record(int argc, char **argv)
 			}
 			vo.ringbuf_bytes = (unsigned int)size;
 			break;
+		case 'M':
+			if (nmeta >= sizeof(meta) / sizeof(meta[0])) {
+				cli_err("--meta: at most %zu", sizeof(meta) / sizeof(meta[0]) - 5);
+				return CLI_USAGE;
+			}
+			if (cli_parse_meta(optarg, reserved, &meta[nmeta].key, &meta[nmeta].value))
+				return CLI_USAGE;
+			nmeta++;
+			break;
 		case 'q': quiet = true; break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return CLI_OK;
@@ -293,6 +307,11 @@ int cmd_record(int argc, char **argv)
 	if (capture) {
 		snprintf(metatext, sizeof(metatext), "host=%s\nkernel=%s\ntool=vcpustat %s\ncommand=%s\nlevel=%s\ncpus=%d\n",
 			 host, kernel, VCPUSTAT_VERSION, cmdline, level_s, libbpf_num_possible_cpus());
+		for (size_t i = 5; i < nmeta; i++) {
+			size_t len = strlen(metatext);
+
+			snprintf(metatext + len, sizeof(metatext) - len, "%s=%s\n", meta[i].key, meta[i].value);
+		}
 		if (capture_create(&c.cap, capture, mono0, real0, metatext, &c.err)) {
 			cli_err("%s", c.err.msg);
 			goto out;
@@ -302,7 +321,7 @@ int cmd_record(int argc, char **argv)
 	ro.mono_start_ns = mono0;
 	ro.real_start_ns = real0;
 	ro.meta = meta;
-	ro.nmeta = 5;
+	ro.nmeta = nmeta;
 	ro.vm_name = vm_name;
 	ro.thread_name = thread_name;
 	ro.ctx = &c;

@@ -72,6 +72,37 @@ static const char *meta_value(const char *meta, const char *key, char *buf, size
 	return NULL;
 }
 
+#define MAX_META 32
+
+/* The capture's metadata lines as the recording's metadata, plus source=replay. */
+struct replay_meta {
+	struct sht_meta meta[MAX_META];
+	char key[MAX_META][64], value[MAX_META][512];
+	size_t n;
+};
+
+static void replay_meta_fill(struct replay_meta *m, const char *text)
+{
+	m->n = 0;
+	for (const char *p = text; p && *p && m->n < MAX_META - 1;) {
+		const char *nl = strchr(p, '\n'), *eq;
+		size_t llen = nl ? (size_t)(nl - p) : strlen(p);
+
+		eq = memchr(p, '=', llen);
+		if (eq && eq > p) {
+			snprintf(m->key[m->n], sizeof(m->key[0]), "%.*s", (int)(eq - p), p);
+			snprintf(m->value[m->n], sizeof(m->value[0]), "%.*s", (int)(llen - (size_t)(eq - p) - 1), eq + 1);
+			m->n++;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	snprintf(m->key[m->n], sizeof(m->key[0]), "source");
+	snprintf(m->value[m->n], sizeof(m->value[0]), "replay");
+	m->n++;
+	for (size_t i = 0; i < m->n; i++)
+		m->meta[i] = (struct sht_meta){ m->key[i], m->value[i] };
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -83,6 +114,7 @@ int cmd_replay(int argc, char **argv)
 	struct replay_options po = { 0 };
 	struct recorder_opts ro = { 0 };
 	struct replay_ctx c = { 0 };
+	static struct replay_meta meta;
 	const struct capture_info *info;
 	const uint64_t (*lost)[2];
 	struct replay *rp = NULL;
@@ -128,6 +160,9 @@ int cmd_replay(int argc, char **argv)
 	ro.path = out;
 	ro.mono_start_ns = info->mono_start_ns;
 	ro.real_start_ns = info->real_start_ns;
+	replay_meta_fill(&meta, info->meta);
+	ro.meta = meta.meta;
+	ro.nmeta = meta.n;
 	ro.vm_name = vm_name;
 	ro.thread_name = thread_name;
 	ro.ctx = &c;

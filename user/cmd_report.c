@@ -15,11 +15,13 @@ static void usage(FILE *f)
 		"\n"
 		"The tables of the live view (state shares, preemptions, exit reasons with\n"
 		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
-		"recording. Without --from/--to: the whole file.\n"
+		"recording. Without --from/--to: the whole file. An exit is counted in the\n"
+		"window of its kvm_exit, with its whole handling time (docs/record.md).\n"
 		"\n"
-		"  --from T, --to T   the window. T: nanoseconds since the start (123456789),\n"
-		"                     seconds (1.5s, 2.25), or wall-clock time\n"
-		"                     (2026-11-22T14:03:07.123, 14:03:07 on the trace's day)\n"
+		"  --from T, --to T   the window [from, to). T: nanoseconds since the start\n"
+		"                     (123456789), seconds (1.5s, 2.25, +1.5s), or wall-clock time\n"
+		"                     (2026-11-22T14:03:07.123, 14:03:07 on the trace's day; not\n"
+		"                     for imported traces, which have no wall clock)\n"
 		"  --vm NAME|PID      only this VM (repeatable)\n"
 		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
 		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
@@ -80,30 +82,26 @@ int cmd_report(int argc, char **argv)
 		cli_err("%s", err.msg);
 		goto out;
 	}
-	s.wall_t1 = info->real_start_ns + t2;
 	if (json) {
 		json_t *doc = summary_json(&s, NULL, 0);
-		char a[64], b[64];
 
-		sht_format_wall(r, t1, false, a, sizeof(a));
-		sht_format_wall(r, t2, false, b, sizeof(b));
-		json_object_set_new(doc, "file", json_string(argv[optind]));
-		json_object_set_new(doc, "from_ns", json_integer((json_int_t)t1));
-		json_object_set_new(doc, "to_ns", json_integer((json_int_t)t2));
-		json_object_set_new(doc, "from", json_string(a));
-		json_object_set_new(doc, "to", json_string(b));
-		json_object_set_new(doc, "culprits_recorded", json_boolean(culprits));
-		if (info->recovered)
-			json_object_set_new(doc, "recovered", json_true());
+		report_json_window(doc, r, argv[optind], t1, t2, culprits);
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(doc);
 	} else {
-		char a[64], b[64];
+		char a[64], b[64], clock[128] = "";
 
-		sht_format_wall(r, t1, false, a, sizeof(a));
-		sht_format_wall(r, t2, false, b, sizeof(b));
-		printf("%s: %s .. %s (%.3f s)%s\n", argv[optind], a, b, (t2 - t1) / 1e9,
+		sht_format_time(r, t1, false, a, sizeof(a));
+		sht_format_time(r, t2, false, b, sizeof(b));
+		if (!sht_has_wall_clock(r)) {
+			char c1[32], c2[32];
+
+			sht_format_trace_clock(r, t1, c1, sizeof(c1));
+			sht_format_trace_clock(r, t2, c2, sizeof(c2));
+			snprintf(clock, sizeof(clock), "; trace clock %s .. %s s, no wall clock", c1, c2);
+		}
+		printf("%s: %s .. %s (%.3f s%s)%s\n", argv[optind], a, b, (t2 - t1) / 1e9, clock,
 		       info->recovered ? "  [unfinished recording: up to its last sealed node]" : "");
 		summary_print(stdout, &s, NULL, 0, (unsigned int)top);
 		if (!culprits)

@@ -18,12 +18,14 @@
 #include <unistd.h>
 #include "cli.h"
 #include "summary.h"
+#include "top.h"
 #include "ui.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [top] [-d SEC] [-n N] [-b | -j] [--vm NAME|PID]... [--demo] [-v]\n"
+		"       %s [top] --file REC.sht [--from T] [--speed X] [-d SEC] [-n N] [-b | -j] [--vm ...]\n"
 		"\n"
 		"Every VM and vCPU of this host, refreshed every SEC seconds: the share of the\n"
 		"interval each vCPU spent in guest code, in the hypervisor (host), preempted,\n"
@@ -38,13 +40,25 @@ static void usage(FILE *f)
 		"      --vm NAME|PID  show only this VM (repeatable); the name is the VMM's -name\n"
 		"      --top N        rows per exit/culprit table in batch mode (default 5, 0: all)\n"
 		"      --demo         start a demo: two small VMs (tools/microvm) and a CPU hog\n"
-		"                     sharing CPU 0; stopped when vcpustat exits\n"
+		"                     sharing CPU 0; stopped when vcpustat exits. Without a usable\n"
+		"                     /dev/kvm (or BPF): play the bundled recording of that demo\n"
 		"  -v, --verbose      libbpf's log on stderr\n"
 		"  -h, --help         this help\n"
 		"\n"
+		"Time travel over a recording (`vcpustat record`, `import`, `replay`):\n"
+		"      --file REC.sht the same views, one window of SEC seconds after another\n"
+		"      --from T       start there (default: the start of the file). T: ns since\n"
+		"                     the start (123456789), seconds (1.5s, 2.25), or wall-clock\n"
+		"                     time (2026-11-22T14:03:07.123, 14:03:07), as `report --from`\n"
+		"      --speed X      play at X times the recorded pace. Default: the terminal UI\n"
+		"                     plays at 1x; -b and -j print every window (or -n of them) at\n"
+		"                     once, as `atop -r` does\n"
+		"\n"
 		"Interactive keys: q quit, p pause, s/S sort column, r reverse, f filter, arrows\n"
-		"select a VM, h help. Needs root (CAP_BPF + CAP_PERFMON) and kernel BTF.\n",
-		cli_prog);
+		"select a VM, h help; playing a recording: left/right step, PgUp/PgDn 10 steps,\n"
+		"Home/End, t jump to a time, 1/2/3 play at 1x/10x/100x. The live view needs root\n"
+		"(CAP_BPF + CAP_PERFMON) and kernel BTF; --file needs neither.\n",
+		cli_prog, cli_prog);
 }
 
 /* ---- demo: tools/microvm next to this binary, plus a CPU hog ---- */
@@ -65,6 +79,63 @@ static int exe_dir(char *buf, size_t len)
 	if (!slash)
 		return -1;
 	*slash = '\0';
+	return 0;
+}
+
+/*
+ * Why the live demo cannot run here (NULL: it can): VCPUSTAT_DEMO_NO_KVM is
+ * set (to try the fallback on a host with KVM), /dev/kvm cannot be opened,
+ * microvm is missing, or BPF is not allowed. buf holds the sentence.
+ */
+static const char *demo_unusable(char *buf, size_t len)
+{
+	const char *force = getenv("VCPUSTAT_DEMO_NO_KVM");
+	char dir[PATH_MAX], vmm[PATH_MAX + 16], why[256];
+	int fd;
+
+	if (force && *force && strcmp(force, "0")) {
+		snprintf(buf, len, "VCPUSTAT_DEMO_NO_KVM=%s: /dev/kvm taken as unusable", force);
+		return buf;
+	}
+	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(buf, len, "no usable /dev/kvm here (%s)", strerror(errno));
+		return buf;
+	}
+	close(fd);
+	if (!exe_dir(dir, sizeof(dir))) {
+		snprintf(vmm, sizeof(vmm), "%s/microvm", dir);
+		if (access(vmm, X_OK)) {
+			snprintf(buf, len, "%.300s: %s", vmm, strerror(errno));
+			return buf;
+		}
+	}
+	if (vcpustat_check_privileges(why, sizeof(why))) {
+		snprintf(buf, len, "cannot trace here: %s", why);
+		return buf;
+	}
+	return NULL;
+}
+
+/* The bundled recording: $VCPUSTAT_DEMO_FILE, else <exe dir>/../share/vcpustat/demo.sht. */
+static int demo_file(char *buf, size_t len, const char *reason)
+{
+	const char *env = getenv("VCPUSTAT_DEMO_FILE");
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+
+	if (env && *env)
+		snprintf(path, sizeof(path), "%s", env);
+	else if (!exe_dir(dir, sizeof(dir)))
+		snprintf(path, sizeof(path), "%s/../share/vcpustat/demo.sht", dir);
+	else
+		snprintf(path, sizeof(path), "share/vcpustat/demo.sht");
+	if (!realpath(path, buf) || access(buf, R_OK)) {
+		cli_err("--demo: %s, and the bundled recording %s cannot be read: %s (build it: ./build.sh build; or set "
+			"VCPUSTAT_DEMO_FILE to a recording)",
+			reason, path, strerror(errno));
+		return -1;
+	}
+	(void)len;
 	return 0;
 }
 
@@ -156,8 +227,12 @@ int cmd_top(int argc, char **argv)
 		{ "batch", no_argument, NULL, 'b' },	     { "json", no_argument, NULL, 'j' },
 		{ "vm", required_argument, NULL, 'V' },	     { "top", required_argument, NULL, 'T' },
 		{ "demo", no_argument, NULL, 'D' },	     { "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },	     { NULL, 0, NULL, 0 },
+		{ "file", required_argument, NULL, 'F' },    { "from", required_argument, NULL, 'R' },
+		{ "speed", required_argument, NULL, 'X' },   { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
+	struct top_args targs = { .iterations = -1 };
+	char demo_path[PATH_MAX], demo_why[512];
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
 	struct vcpustat_snapshot prev, cur;
 	const struct vcpustat_prog *progs;
@@ -207,6 +282,15 @@ int cmd_top(int argc, char **argv)
 			}
 			break;
 		case 'D': want_demo = true; break;
+		case 'F': targs.file = optarg; break;
+		case 'R': targs.from = optarg; break;
+		case 'X':
+			targs.speed = strtod(optarg, &end);
+			if (*end || !(targs.speed >= 0.01 && targs.speed <= 10000)) {
+				cli_err("--speed %s: times the recorded pace, 0.01 to 10000 (1, 10, 100 in the UI)", optarg);
+				return CLI_USAGE;
+			}
+			break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
@@ -222,6 +306,28 @@ int cmd_top(int argc, char **argv)
 	}
 	if (!batch && !json && !isatty(STDOUT_FILENO))
 		batch = true; /* not a terminal: text */
+	if (want_demo && targs.file) {
+		cli_err("--demo and --file exclude each other");
+		return CLI_USAGE;
+	}
+	targs.delay = delay;
+	targs.iterations = iterations;
+	targs.top = top;
+	targs.batch = batch;
+	targs.json = json;
+	targs.filter = &filter;
+	if (want_demo && demo_unusable(demo_why, sizeof(demo_why))) {
+		if (demo_file(demo_path, sizeof(demo_path), demo_why))
+			return CLI_FAIL;
+		targs.file = demo_path;
+		targs.demo_reason = demo_why;
+	}
+	if (targs.file)
+		return top_file(&targs);
+	if (targs.from || targs.speed > 0) {
+		cli_err("--from and --speed play a recording: give it with --file REC.sht");
+		return CLI_USAGE;
+	}
 
 	ret = cli_open_live(&vs, &opts, verbose, json || (!batch && !json));
 	if (ret)

@@ -818,6 +818,8 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 			 vcpustat_sync_quality_name(g->sync.quality), t->mean.slope, vcpustat_sync_line_offset(&t->mean),
 			 t->mean.x_ref, t->mean.y_ref, t->max_error_ns);
 	}
+	for (size_t i = 0; i < o->nmeta; i++)
+		add_meta(im, o->meta[i].key, "%s", o->meta[i].value);
 	ro.path = o->out;
 	ro.mono_start_ns = te.ev.ts;
 	ro.meta = im->meta;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "error.h"
 #include "multilevel.h"
+#include "sht/sht.h"
 #include "sync.h"
 #include "trace.h"
 
@@ -49,6 +50,8 @@ struct import_opts {
 	size_t nvms;
 	unsigned int nr_cpus; /* size of the handler's CPU table (0: 1024) */
 	const char *command;  /* stored in the file's metadata (may be NULL) */
+	const struct sht_meta *meta; /* more metadata (--meta: host, workload, recorded, ...) */
+	size_t nmeta;
 	bool no_sync;	      /* no fdatasync when the file is closed (tests, benchmarks) */
 };
 

@@ -85,6 +85,7 @@ struct metrics {
 	unsigned long nr_adds;
 	__u64 t0, t1;
 	long long real_offset;
+	bool no_clock; /* no wall clock: no start time */
 	__u64 lost[VCPUSTAT_NR_LOST];
 	struct prog_state *progs;
 	size_t nr_progs;
@@ -140,6 +141,13 @@ void metrics_start(struct metrics *m, unsigned long long t)
 void metrics_set_clock(struct metrics *m, long long real_offset_ns)
 {
 	m->real_offset = real_offset_ns;
+	m->no_clock = false;
+}
+
+void metrics_set_no_clock(struct metrics *m)
+{
+	m->real_offset = 0;
+	m->no_clock = true;
 }
 
 void metrics_set_programs(struct metrics *m, const struct vcpustat_prog *progs, size_t n)
@@ -982,10 +990,12 @@ static void walk(struct sink *k, const struct metrics *m)
 
 		emit(k, "", l, 1, m->progs[i].attached ? "1" : "0");
 	}
-	if (m->started) {
+	if (m->started && !m->no_clock) {
 		family_begin(k, &fam_start);
 		snprintf(val, sizeof(val), "%.3f", start_time(m));
 		emit(k, "", NULL, 0, val);
+	}
+	if (m->started) {
 		family_begin(k, &fam_window);
 		emit(k, "", NULL, 0, fmt_double(val, sizeof(val), window_seconds(m)));
 	}
@@ -1053,15 +1063,16 @@ json_t *metrics_json(const struct metrics *m)
 	json_object_set_new(doc, "source", json_string(m->file ? "file" : "live"));
 	if (m->file) {
 		json_object_set_new(doc, "file", json_string(m->file_path));
-		json_object_set_new(doc, "from", json_string(m->from));
-		json_object_set_new(doc, "to", json_string(m->to));
+		json_object_set_new(doc, "wall_clock", json_boolean(!m->no_clock));
+		json_object_set_new(doc, "from", m->no_clock ? json_null() : json_string(m->from));
+		json_object_set_new(doc, "to", m->no_clock ? json_null() : json_string(m->to));
 		json_object_set_new(doc, "from_ns", json_integer((json_int_t)m->from_ns));
 		json_object_set_new(doc, "to_ns", json_integer((json_int_t)m->to_ns));
 	}
 	json_object_set_new(doc, "version", json_string(VCPUSTAT_VERSION));
 	json_object_set_new(doc, "kernel", json_string(m->kernel));
 	if (m->started) {
-		json_object_set_new(doc, "start_time", json_real(start_time(m)));
+		json_object_set_new(doc, "start_time", m->no_clock ? json_null() : json_real(start_time(m)));
 		json_object_set_new(doc, "window_seconds", json_real(window_seconds(m)));
 	}
 	json_object_set_new(doc, "vcpu_labels", json_boolean(!m->o.no_vcpu_labels));

@@ -53,6 +53,8 @@ void metrics_forget(struct metrics *m, unsigned long long now, unsigned long lon
 void metrics_start(struct metrics *m, unsigned long long t);
 /* Wall clock: CLOCK_REALTIME ns = window time + offset (live: realtime - monotonic; file: its real start). */
 void metrics_set_clock(struct metrics *m, long long real_offset_ns);
+/* No wall clock (a file of an imported trace): no start time is given (no Unix time to give). */
+void metrics_set_no_clock(struct metrics *m);
 /* The tracepoint programs (live): vcpustat_tracepoint_attached. */
 void metrics_set_programs(struct metrics *m, const struct vcpustat_prog *progs, size_t n);
 /* The counters describe a window of a recording (JSON: source "file"). */

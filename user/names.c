@@ -72,6 +72,64 @@ const char *userspace_exit_name(unsigned int reason, char *buf, size_t len)
 	return buf;
 }
 
+/* "VMX_123", "SVM_0x7b", "KVM_EXIT_12": the names given to unknown codes. */
+static int code_after(const char *name, const char *prefix, int base, unsigned int *code)
+{
+	size_t n = strlen(prefix);
+	unsigned long v;
+	char *end;
+
+	if (strncmp(name, prefix, n) || !name[n])
+		return -ENOENT;
+	errno = 0;
+	v = strtoul(name + n, &end, base);
+	if (*end || errno || v > 0xffffffffu)
+		return -ENOENT;
+	*code = (unsigned int)v;
+	return 0;
+}
+
+int exit_reason_from_name(const char *name, unsigned int *isa, unsigned int *reason)
+{
+#define X(code, n)                                                                                                 \
+	if (!strcmp(name, #n)) {                                                                                   \
+		*isa = KVM_ISA_VMX;                                                                                \
+		*reason = code;                                                                                    \
+		return 0;                                                                                          \
+	}
+	VCPUSTAT_VMX_EXIT_REASONS(X)
+#undef X
+#define X(code, n)                                                                                                 \
+	if (!strcmp(name, n)) {                                                                                    \
+		*isa = KVM_ISA_SVM;                                                                                \
+		*reason = code;                                                                                    \
+		return 0;                                                                                          \
+	}
+	VCPUSTAT_SVM_EXIT_REASONS(X)
+#undef X
+	if (!code_after(name, "VMX_", 10, reason)) {
+		*isa = KVM_ISA_VMX;
+		return 0;
+	}
+	if (!code_after(name, "SVM_0x", 16, reason)) {
+		*isa = KVM_ISA_SVM;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int userspace_exit_from_name(const char *name, unsigned int *reason)
+{
+#define X(code, n)                                                                                                 \
+	if (!strcmp(name, #n)) {                                                                                   \
+		*reason = code;                                                                                    \
+		return 0;                                                                                          \
+	}
+	VCPUSTAT_KVM_EXIT_REASONS(X)
+#undef X
+	return code_after(name, "KVM_EXIT_", 10, reason);
+}
+
 /* Copy one `-name` option value's name part into out (unescaping ",,"). */
 static int parse_name_value(const char *v, char *out, size_t outlen)
 {

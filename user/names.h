@@ -20,6 +20,12 @@ int vcpu_state_from_name(const char *s);
 const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len);
 /* "IO", "HLT", ... (KVM_EXIT_<NAME>); unknown as "KVM_EXIT_123". */
 const char *userspace_exit_name(unsigned int reason, char *buf, size_t len);
+/*
+ * Back from those names (what recordings store) to the code: 0, or -ENOENT.
+ * A VMX name gives the basic exit reason (the FAILED_VMENTRY flag is not in the name).
+ */
+int exit_reason_from_name(const char *name, unsigned int *isa, unsigned int *reason);
+int userspace_exit_from_name(const char *name, unsigned int *reason);
 
 /*
  * The VM name given on a VMM command line (NUL-separated arguments, as in

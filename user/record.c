@@ -13,13 +13,19 @@
 
 #define REORDER_DEFAULT_NS 20000000ull
 
-/* An attribute we write, with its current value (carried into a new file at rotation). */
+/*
+ * An attribute we write, with its current value: a file starts with the
+ * value every attribute has at its first instant (events before a
+ * recording's start, rotation). An exit (exit_reason, userspace_exit) is an
+ * event, not a state: one that began before a file's start is not in it.
+ */
 struct attr {
 	char *path;
 	uint32_t id; /* in the current file, SHT_NO_ATTR until used there */
 	enum sht_type type;
 	int64_t i;
 	const char *s; /* interned */
+	bool exit;     /* an exit being handled: not carried into a new file */
 };
 
 struct vcpu_attrs {
@@ -84,6 +90,7 @@ struct recorder {
 	struct pending *fifo;  /* records that came in order (most): a ring */
 	size_t fhead, nfifo, capfifo;
 	uint64_t seq, max_ts, last_t;
+	bool begun; /* a record at or after mono_start_ns was applied: the file's history has begun */
 	struct recorder_stats st;
 	uint64_t intervals_closed; /* intervals of files already closed */
 };
@@ -150,6 +157,8 @@ static int attr_set(struct recorder *r, size_t idx, uint64_t t, enum sht_type ty
 	a->type = type;
 	a->i = i;
 	a->s = s;
+	if (!r->begun)
+		return 0; /* before the start: the value the file will start with */
 	err = attr_id(r, a);
 	if (err)
 		return err;
@@ -197,6 +206,42 @@ static void file_name(struct recorder *r, uint64_t t, char *out, size_t len)
 		snprintf(out, len, "%.*s-%s-%d.sht", (int)stem, p, stamp, n);
 }
 
+/*
+ * Every attribute starts the file at t with its current value, but for
+ * exits in progress: they began before the file, they are not in it.
+ */
+static int file_values(struct recorder *r, uint64_t t)
+{
+	for (size_t i = 0; i < r->nattrs; i++) {
+		struct attr *a = &r->attrs[i];
+		struct sht_value v = { .type = a->type, .i = a->i, .s = a->s };
+		int e;
+
+		if (a->exit)
+			a->type = SHT_NULL;
+		if (a->type == SHT_NULL)
+			continue;
+		e = attr_id(r, a);
+		if (!e)
+			e = sht_writer_set(r->w, a->id, t, &v);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+/*
+ * The first record at or after the start: what the records before it said
+ * becomes the file's values at its start (none of them is an event of the file).
+ */
+static int begin(struct recorder *r)
+{
+	if (r->begun)
+		return 0;
+	r->begun = true;
+	return file_values(r, r->file_start);
+}
+
 static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 {
 	struct sht_writer_opts wo = {
@@ -224,17 +269,10 @@ static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 		return verror(err, -ENOMEM, "out of memory");
 	r->nfiles++;
 	r->st.files++;
-	/* every attribute starts the file with its current value */
-	for (size_t i = 0; i < r->nattrs; i++) {
-		struct attr *a = &r->attrs[i];
-		struct sht_value v = { .type = a->type, .i = a->i, .s = a->s };
-
-		a->id = SHT_NO_ATTR;
-		if (a->type == SHT_NULL)
-			continue;
-		e = attr_id(r, a);
-		if (!e)
-			e = sht_writer_set(r->w, a->id, t, &v);
+	for (size_t i = 0; i < r->nattrs; i++)
+		r->attrs[i].id = SHT_NO_ATTR;
+	if (r->begun) {
+		e = file_values(r, t);
 		if (e)
 			return verror(err, e, "%s: %s", r->path, strerror(-e));
 	}
@@ -331,6 +369,8 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 		if (e)
 			return e;
 	}
+	r->attrs[va->exit].exit = true;
+	r->attrs[va->uexit].exit = true;
 	return 0;
 }
 
@@ -477,11 +517,19 @@ static uint64_t file_time(struct recorder *r, uint64_t ts)
 	return t;
 }
 
+/* Records before the start only make the file's values at its start. */
+static int begin_at(struct recorder *r, uint64_t ts)
+{
+	return ts >= r->o.mono_start_ns ? begin(r) : 0;
+}
+
 static int apply_value(struct recorder *r, const struct attr_value *v)
 {
 	uint64_t t = file_time(r, v->ts);
-	int e = maybe_rotate(r, t, NULL);
+	int e = begin_at(r, v->ts);
 
+	if (!e)
+		e = maybe_rotate(r, t, NULL);
 	if (e)
 		return e;
 	return attr_set(r, v->attr, t, (enum sht_type)v->type, v->type == SHT_INT ? v->i : 0,
@@ -492,9 +540,10 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 {
 	uint64_t t = file_time(r, rec->ts);
 	struct vcpu_attrs *va;
-	int e = 0;
+	int e = begin_at(r, rec->ts);
 
-	e = maybe_rotate(r, t, NULL);
+	if (!e)
+		e = maybe_rotate(r, t, NULL);
 	if (e)
 		return e;
 
@@ -767,7 +816,9 @@ int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat
 	rel = t > r->o.mono_start_ns ? t - r->o.mono_start_ns : 0;
 	if (rel < r->last_t)
 		rel = r->last_t;
-	e = set_int(r, r->lost_attr, rel, (int64_t)lost);
+	e = begin(r);
+	if (!e)
+		e = set_int(r, r->lost_attr, rel, (int64_t)lost);
 	return e ? verror(err, e, "%s: %s", r->path, strerror(-e)) : 0;
 }
 
@@ -877,9 +928,20 @@ int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_err
 	int e;
 
 	e = drain(r, true, err);
+	if (!e) {
+		e = begin(r);
+		if (e)
+			verror(err, e, "%s: %s", r->path, strerror(-e));
+	}
+	/*
+	 * A file covers [start, end): everything in it happened before its end.
+	 * So an interval that ends at the end was cut by it (an exit still being
+	 * handled), and one a record closed (a kvm_entry at the very last
+	 * instant) ends before it.
+	 */
 	t = end_mono_ns > r->o.mono_start_ns ? end_mono_ns - r->o.mono_start_ns : 0;
-	if (t < r->last_t)
-		t = r->last_t;
+	if (t <= r->last_t)
+		t = r->last_t + 1;
 	if (!e)
 		e = file_close(r, t, err);
 	recorder_free(r);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hashmap.h"
+#include "names.h"
 #include "report.h"
 
 static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
@@ -53,9 +54,21 @@ static const struct sht_interval *covering(const struct sht_interval *iv, size_t
 	return &iv[a - 1];
 }
 
-struct latency_acc {
-	struct hashmap by_name; /* char[32] -> struct latency_summary */
-};
+/* A fresh summary for the samples of name: the files store names; isa and code come back from them. */
+static void latency_init(struct latency_summary *l, unsigned int kind, const char *name)
+{
+	unsigned int isa = 0, code = 0;
+
+	memset(l, 0, sizeof(*l));
+	l->kind = kind;
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	if (kind == VCPU_SAMPLE_EXIT && !exit_reason_from_name(name, &isa, &code)) {
+		l->isa = isa;
+		l->reason = code;
+	} else if (kind == VCPU_SAMPLE_USERSPACE_EXIT && !userspace_exit_from_name(name, &code)) {
+		l->reason = code;
+	}
+}
 
 static int latency_add(struct hashmap *m, unsigned int kind, const char *name, uint64_t ns)
 {
@@ -68,9 +81,7 @@ static int latency_add(struct hashmap *m, unsigned int kind, const char *name, u
 	if (!l) {
 		struct latency_summary fresh;
 
-		memset(&fresh, 0, sizeof(fresh));
-		fresh.kind = kind;
-		snprintf(fresh.name, sizeof(fresh.name), "%s", name);
+		latency_init(&fresh, kind, name);
 		if (hashmap_insert(m, key, &fresh))
 			return -ENOMEM;
 		l = hashmap_lookup(m, key);
@@ -239,6 +250,30 @@ static bool wanted(const struct summary_filter *f, const char *name, uint32_t pi
 	return false;
 }
 
+/*
+ * The exits (exit_reason or userspace_exit intervals) of [t1, t2), counted
+ * and added to the table by one rule: an exit belongs to the window of its
+ * beginning (kvm_exit, kvm_userspace_exit: when the kernel counts it), with
+ * its whole handling time, also if it ends after t2. The file must hold its
+ * end: an exit still being handled when the file ends (cut by the end of a
+ * file, which is after everything in it) has no latency, and is counted nowhere.
+ */
+static int exits_in_window(const struct sht_interval *iv, size_t n, uint64_t t1, uint64_t t2, uint64_t file_end,
+			   unsigned int kind, struct hashmap *table, __u64 *count)
+{
+	for (size_t i = 0; i < n; i++) {
+		int e;
+
+		if (iv[i].value.type != SHT_STR || iv[i].start < t1 || iv[i].start >= t2 || iv[i].end >= file_end)
+			continue;
+		e = latency_add(table, kind, iv[i].value.s, iv[i].end - iv[i].start);
+		if (e)
+			return e;
+		(*count)++;
+	}
+	return 0;
+}
+
 /* One vCPU's window: states, transitions, exits, waits (and the culprits of its waits). */
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
@@ -269,6 +304,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		const struct sht_interval *iv = &st[i];
 		uint64_t s = hi(iv->start, t1), t = lo(iv->end, t2);
 		int64_t v = iv->value.i;
+		/* the state before; -1 for a first value (the file's start, the vCPU's first state): no transition */
+		int64_t prev = i && st[i - 1].end == iv->start && st[i - 1].value.type == SHT_INT ? st[i - 1].value.i : -1;
 
 		if (iv->value.type != SHT_INT || v < 0 || v >= VCPU_NR_STATES)
 			continue;
@@ -279,17 +316,14 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		if (t > s)
 			out->ns[v] += t - s;
 		if (iv->start >= t1 && iv->start < t2) {
-			int64_t prev = i && st[i - 1].end == iv->start && st[i - 1].value.type == SHT_INT ?
-					       st[i - 1].value.i : -1;
-
-			if (v == VCPU_PREEMPTED)
+			if (v == VCPU_PREEMPTED && prev >= 0)
 				out->preemptions++;
 			if (v == VCPU_WAIT && (prev == VCPU_IDLE || prev == VCPU_BLOCKED || prev == VCPU_UNKNOWN))
 				out->wakeups++;
 		}
-		/* run-queue waits that ended in the window, and who ran meanwhile */
-		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && iv->end > t1 && iv->end <= t2 && i + 1 < nst &&
-		    st[i + 1].start == iv->end && st[i + 1].value.type == SHT_INT &&
+		/* run-queue waits that ended in the window (the file holds their start), and who ran meanwhile */
+		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && prev >= 0 && iv->end > t1 && iv->end <= t2 &&
+		    i + 1 < nst && st[i + 1].start == iv->end && st[i + 1].value.type == SHT_INT &&
 		    (st[i + 1].value.i == VCPU_HOST || st[i + 1].value.i == VCPU_GUEST)) {
 			e = latency_add(runq, VCPU_SAMPLE_RUNQ_WAIT, "runq_wait", iv->end - iv->start);
 			if (e)
@@ -316,28 +350,9 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		if (pc[i].start >= t1 && i && pc[i - 1].value.type == SHT_INT && pc[i - 1].value.i != pc[i].value.i)
 			out->migrations++;
 	}
-	for (size_t i = 0; i < nex; i++) {
-		if (ex[i].value.type != SHT_STR)
-			continue;
-		if (ex[i].start >= t1 && ex[i].start < t2)
-			out->kvm_exits++;
-		if (ex[i].end > t1 && ex[i].end <= t2 && ex[i].end < info->end) {
-			e = latency_add(exits, VCPU_SAMPLE_EXIT, ex[i].value.s, ex[i].end - ex[i].start);
-			if (e)
-				goto out;
-		}
-	}
-	for (size_t i = 0; i < nux; i++) {
-		if (ux[i].value.type != SHT_STR)
-			continue;
-		if (ux[i].start >= t1 && ux[i].start < t2)
-			out->userspace_exits++;
-		if (ux[i].end > t1 && ux[i].end <= t2 && ux[i].end < info->end) {
-			e = latency_add(uexits, VCPU_SAMPLE_USERSPACE_EXIT, ux[i].value.s, ux[i].end - ux[i].start);
-			if (e)
-				goto out;
-		}
-	}
+	e = exits_in_window(ex, nex, t1, t2, info->end, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits);
+	if (!e)
+		e = exits_in_window(ux, nux, t1, t2, info->end, VCPU_SAMPLE_USERSPACE_EXIT, uexits, &out->userspace_exits);
 out:
 	free(st);
 	free(ex);
@@ -646,6 +661,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	memset(s, 0, sizeof(*s));
 	s->t0 = t1;
 	s->t1 = t2;
+	s->no_wall_clock = !sht_has_wall_clock(r);
+	if (!s->no_wall_clock)
+		s->wall_t1 = sht_get_info(r)->real_start_ns + t2;
 	s->seconds = t2 > t1 ? (double)(t2 - t1) / 1e9 : 0;
 	cr.host_cpus = child(r, host, "cpus");
 	cr.t1 = t1;
@@ -799,4 +817,23 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		return err && err->code ? err->code : e;
 	}
 	return 0;
+}
+
+void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			bool has_culprits)
+{
+	bool wall = sht_has_wall_clock(r);
+	char a[64], b[64];
+
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	json_object_set_new(doc, "file", json_string(file));
+	json_object_set_new(doc, "from_ns", json_integer((json_int_t)t1));
+	json_object_set_new(doc, "to_ns", json_integer((json_int_t)t2));
+	json_object_set_new(doc, "wall_clock", json_boolean(wall));
+	json_object_set_new(doc, "from", wall ? json_string(a) : json_null());
+	json_object_set_new(doc, "to", wall ? json_string(b) : json_null());
+	json_object_set_new(doc, "culprits_recorded", json_boolean(has_culprits));
+	if (sht_get_info(r)->recovered)
+		json_object_set_new(doc, "recovered", json_true());
 }

@@ -748,7 +748,10 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		lost += s->lost[i];
 	if (s->wall_t1)
 		now = (time_t)(s->wall_t1 / 1000000000ull);
-	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+	if (s->no_wall_clock)
+		snprintf(ts, sizeof(ts), "+%.6fs", (double)s->t1 / 1e9);
+	else
+		strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
 	fprintf(f, "vcpustat %s  interval %.2fs  VMs %zu  vCPUs %zu  lost %llu\n", ts, s->seconds, s->nr_vms, nvcpus,
 		(unsigned long long)lost);
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)

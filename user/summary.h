@@ -100,6 +100,7 @@ struct vm_summary {
 struct summary {
 	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach); reports: ns since trace start */
 	__u64 wall_t1;	/* CLOCK_REALTIME ns of t1 for the text header (0: now) */
+	bool no_wall_clock; /* a report of a file without a wall clock: the header shows t1 as +seconds */
 	double seconds; /* t1 - t0 */
 	struct vm_summary *vms; /* sorted by name, then pid */
 	size_t nr_vms;

@@ -20,6 +20,11 @@ struct ui {
 	bool help;
 	int selected; /* index of the selected VM in display order */
 	char filter[64];
+	bool playback;	     /* time travel over a recording */
+	unsigned int speed;  /* 1, 10, 100 */
+	char label[256];     /* what the recording is */
+	char status[400];    /* where we are in it */
+	char jump[64];	     /* typed after `t` */
 	const struct summary *last; /* what was drawn last (owned by the caller) */
 	const struct vcpustat_prog *progs;
 	size_t nr_progs;
@@ -50,6 +55,7 @@ int ui_open(struct ui **out, double delay_s)
 	}
 	ui->delay_s = delay_s;
 	ui->sort = SORT_PREEMPTED;
+	ui->speed = 1;
 	*out = ui;
 	return 0;
 }
@@ -70,6 +76,37 @@ bool ui_paused(const struct ui *ui)
 const char *ui_filter(const struct ui *ui)
 {
 	return ui->filter;
+}
+
+void ui_set_playback(struct ui *ui, const char *label)
+{
+	ui->playback = true;
+	snprintf(ui->label, sizeof(ui->label), "%s", label);
+}
+
+void ui_set_status(struct ui *ui, const char *status)
+{
+	snprintf(ui->status, sizeof(ui->status), "%s", status);
+}
+
+unsigned int ui_speed(const struct ui *ui)
+{
+	return ui->speed;
+}
+
+void ui_set_speed(struct ui *ui, double x)
+{
+	ui->speed = x < 3.16 ? 1 : x < 31.6 ? 10 : 100; /* nearest on a log scale */
+}
+
+void ui_set_paused(struct ui *ui, bool paused)
+{
+	ui->paused = paused;
+}
+
+const char *ui_jump_to(const struct ui *ui)
+{
+	return ui->jump;
 }
 
 static double vm_key(const struct summary *s, const struct vm_summary *vm, int col)
@@ -125,6 +162,40 @@ static void pct(int y, int x, double share, int pair)
 		attroff(COLOR_PAIR(pair));
 }
 
+static void draw_box(const char *const *lines, int n)
+{
+	int h = n + 2, w = 78, y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
+
+	if (y0 < 0)
+		y0 = 0;
+	if (x0 < 0)
+		x0 = 0;
+	for (int i = 0; i < h; i++)
+		mvhline(y0 + i, x0, ' ', w);
+	for (int i = 0; i < n; i++)
+		mvprintw(y0 + 1 + i, x0 + 2, "%s", lines[i]);
+}
+
+static void draw_help_playback(void)
+{
+	static const char *const lines[] = {
+		"vcpustat - keys (playing a recording)",
+		"",
+		"  left / right, ',' / '.'   one window back / forward",
+		"  PgUp / PgDn               ten windows back / forward",
+		"  Home / End (g / G)        the first / the last window",
+		"  t                         jump to a time: 12.5s, 14:03:07, ns",
+		"  p, space                  pause / play",
+		"  1 / 2 / 3, + / -          play at 1x / 10x / 100x the recorded pace",
+		"  s / S, r                  sort column, reverse",
+		"  f                         filter VMs by name or pid (empty: all)",
+		"  up / down                 select a VM: its exits and culprits below",
+		"  q                         quit;  h, ?: this help (any key closes it)",
+	};
+
+	draw_box(lines, (int)(sizeof(lines) / sizeof(lines[0])));
+}
+
 static void draw_help(void)
 {
 	static const char *lines[] = {
@@ -142,16 +213,7 @@ static void draw_help(void)
 		"preempted = switched out while runnable; wait = woken, waiting for a CPU;",
 		"idle = asleep after the guest halted; blocked = asleep for a host reason.",
 	};
-	int h = (int)(sizeof(lines) / sizeof(lines[0])) + 2, w = 78, y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
-
-	if (y0 < 0)
-		y0 = 0;
-	if (x0 < 0)
-		x0 = 0;
-	for (int i = 0; i < h; i++)
-		mvhline(y0 + i, x0, ' ', w);
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
-		mvprintw(y0 + 1 + (int)i, x0 + 2, "%s", lines[i]);
+	draw_box(lines, (int)(sizeof(lines) / sizeof(lines[0])));
 }
 
 void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
@@ -185,15 +247,23 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		lost += s->lost[i];
 
 	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+	if (ui->playback) /* the status line has the window (and its wall-clock time) */
+		snprintf(ts, sizeof(ts), "t=%.1fs", s->t1 / 1e9);
 	if (has_colors())
 		attron(COLOR_PAIR(1));
 	mvhline(0, 0, ' ', COLS);
-	mvprintw(0, 0, "vcpustat %s  every %.1fs  VMs %zu  vCPUs %zu  sort %s%s%s%s  [h]elp [q]uit", ts, ui->delay_s,
-		 s->nr_vms, nvcpus, sort_names[ui->sort], ui->reverse ? " (rev)" : "", ui->paused ? "  PAUSED" : "",
-		 ui->filter[0] ? "  filter on" : "");
+	mvprintw(0, 0, "vcpustat %s%s  %s %.1fs  VMs %zu  vCPUs %zu  sort %s%s%s%s  [h]elp [q]uit", ui->playback ? "REPLAY " : "",
+		 ts, ui->playback ? "window" : "every", ui->delay_s, s->nr_vms, nvcpus, sort_names[ui->sort],
+		 ui->reverse ? " (rev)" : "", ui->paused ? "  PAUSED" : "", ui->filter[0] ? "  filter on" : "");
 	if (has_colors())
 		attroff(COLOR_PAIR(1));
 	y = 1;
+	if (ui->playback) {
+		attron(A_BOLD);
+		mvprintw(y++, 0, "%.*s", COLS, ui->label);
+		attroff(A_BOLD);
+		mvprintw(y++, 0, "%.*s", COLS, ui->status);
+	}
 	if (lost) {
 		attron(COLOR_PAIR(2) | A_BOLD);
 		mvprintw(y++, 0, "LOST: %llu events could not be recorded (see -j for the kinds)", (unsigned long long)lost);
@@ -210,7 +280,8 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 	attroff(A_BOLD);
 	if (!n)
 		mvprintw(y++, 0, s->nr_vms ? "no VM matches the filter" :
-					     "no VMs seen yet: vCPU threads appear at their first KVM event");
+			 ui->playback ? "no VM in this window of the recording" :
+					"no VMs seen yet: vCPU threads appear at their first KVM event");
 	for (size_t i = 0; i < n && y < LINES - 8; i++) {
 		const struct vm_summary *vm = order[i];
 		char label[96];
@@ -267,10 +338,13 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 			else if ((size_t)r < vm->nr_exits + vm->nr_uexits)
 				l = &vm->uexits[r - vm->nr_exits];
 			if (l) {
+				char name[48];
+
 				format_ns(l->p50_ns, a, sizeof(a));
 				format_ns(l->p99_ns, b, sizeof(b));
-				mvprintw(dy + 1 + r, 0, "%s%-15.15s %9.1f %9s %9s", l->kind == VCPU_SAMPLE_EXIT ? "" : "u:",
-					 l->name, l->rate, l->count ? a : "-", l->count ? b : "-");
+				snprintf(name, sizeof(name), "%s%s", l->kind == VCPU_SAMPLE_EXIT ? "" : "u:", l->name);
+				mvprintw(dy + 1 + r, 0, "%-16.16s %9.1f %9s %9s", name, l->rate, l->count ? a : "-",
+					 l->count ? b : "-");
 			}
 			if ((size_t)r < vm->nr_culprits) {
 				const struct culprit_summary *c = &vm->culprits[r];
@@ -286,26 +360,86 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				break;
 		}
 	}
-	if (ui->help)
+	if (ui->help && ui->playback)
+		draw_help_playback();
+	else if (ui->help)
 		draw_help();
 	refresh();
 	free(order);
 }
 
-static void prompt_filter(struct ui *ui)
+/* Read a line typed on the last row after the question. */
+static void prompt(const char *question, char *buf, int len)
 {
-	char buf[64] = "";
-
+	buf[0] = '\0';
 	echo();
 	curs_set(1);
 	mvhline(LINES - 1, 0, ' ', COLS);
-	mvprintw(LINES - 1, 0, "filter VMs (name or pid, empty = all): ");
+	mvprintw(LINES - 1, 0, "%s", question);
 	timeout(-1);
-	getnstr(buf, sizeof(buf) - 1);
+	getnstr(buf, len - 1);
 	noecho();
 	curs_set(0);
+}
+
+static void prompt_filter(struct ui *ui)
+{
+	char buf[64];
+
+	prompt("filter VMs (name or pid, empty = all): ", buf, sizeof(buf));
 	snprintf(ui->filter, sizeof(ui->filter), "%s", buf);
 	ui->selected = 0;
+}
+
+static const unsigned int speeds[] = { 1, 10, 100 };
+
+static void set_speed(struct ui *ui, int delta)
+{
+	int i = 0;
+
+	while (i < 2 && speeds[i] != ui->speed)
+		i++;
+	i += delta;
+	ui->speed = speeds[i < 0 ? 0 : i > 2 ? 2 : i];
+}
+
+/* The keys that move through a recording; UI_NONE if ch is not one. */
+static enum ui_action playback_key(struct ui *ui, int ch)
+{
+	switch (ch) {
+	case KEY_LEFT:
+	case ',':
+		return UI_BACK;
+	case KEY_RIGHT:
+	case '.':
+		return UI_FORWARD;
+	case KEY_PPAGE:
+		return UI_BACK_10;
+	case KEY_NPAGE:
+		return UI_FORWARD_10;
+	case KEY_HOME:
+	case 'g':
+		return UI_FIRST;
+	case KEY_END:
+	case 'G':
+		return UI_LAST;
+	case 't':
+	case 'T':
+		prompt("jump to (12.5s, 14:03:07, ns since the start; empty: stay): ", ui->jump, sizeof(ui->jump));
+		return ui->jump[0] ? UI_JUMP : UI_REDRAW;
+	case '1':
+	case '2':
+	case '3':
+		ui->speed = speeds[ch - '1'];
+		return UI_REDRAW;
+	case '+':
+		set_speed(ui, 1);
+		return UI_REDRAW;
+	case '-':
+		set_speed(ui, -1);
+		return UI_REDRAW;
+	}
+	return UI_NONE;
 }
 
 enum ui_action ui_input(struct ui *ui, int timeout_ms)
@@ -319,6 +453,12 @@ enum ui_action ui_input(struct ui *ui, int timeout_ms)
 	if (ui->help) {
 		ui->help = false;
 		return UI_REDRAW;
+	}
+	if (ui->playback) {
+		enum ui_action a = playback_key(ui, ch);
+
+		if (a != UI_NONE)
+			return a;
 	}
 	switch (ch) {
 	case 'q':

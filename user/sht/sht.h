@@ -218,13 +218,25 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 /*
  * Parse a time for the file of r into ns since the trace start:
  *   123456789          integer: nanoseconds
- *   1.5  1.5s  2s      seconds (a number with a '.' or an 's' suffix); also ms, us, ns suffixes
+ *   1.5  1.5s  2s      seconds (a number with a '.' or an 's' suffix); also ms, us, ns suffixes;
+ *                      a leading '+' is allowed (+1.5s: what sht_format_time shows)
  *   2026-11-22T14:03:07.123   local wall-clock time (Z suffix: UTC)
  *   14:03:07.123       local wall-clock time on the day the trace started
- * Wall-clock times go through the header's CLOCK_REALTIME mapping.
+ * Wall-clock times go through the header's CLOCK_REALTIME mapping; in a file
+ * without one (an imported trace) they are an error that says so.
  */
 int sht_parse_time(const struct sht_reader *r, const char *s, uint64_t *t, struct vcpustat_error *err);
-/* "2026-11-22T14:03:07.123456789" (local time, or UTC with a Z) for time t of r. */
+/* Whether the file maps its times to wall-clock time (real_start_ns; imported traces have none). */
+bool sht_has_wall_clock(const struct sht_reader *r);
+/*
+ * Time t of r for people: "2026-11-22T14:03:07.123456789" (local time, or
+ * UTC with a Z) when the file has a wall clock, else seconds since its
+ * start, "+1.500000000s". buf: 64 bytes.
+ */
+void sht_format_time(const struct sht_reader *r, uint64_t t, bool utc, char *buf, size_t len);
+/* The same, under its first name (it never shows a 1970 date either). */
 void sht_format_wall(const struct sht_reader *r, uint64_t t, bool utc, char *buf, size_t len);
+/* Time t of r on the clock of the trace or recording, "4028.534052000" (mono_start_ns + t, in s). */
+void sht_format_trace_clock(const struct sht_reader *r, uint64_t t, char *buf, size_t len);
 
 #endif

@@ -56,6 +56,11 @@ static int wall_to_trace(const struct sht_reader *r, const char *s, int64_t secs
 	uint64_t start = r->info.real_start_ns;
 	int64_t wall;
 
+	if (!sht_has_wall_clock(r))
+		return verror(err, -EINVAL,
+			      "%s: time '%s': this file has no wall clock (an imported trace): give seconds since its "
+			      "start (1.5s, +1.5s) or nanoseconds",
+			      r->name, s);
 	if (secs < 0 || (uint64_t)secs > (UINT64_MAX - frac) / NS)
 		return bad_time(r, s, err);
 	wall = (int64_t)((uint64_t)secs * NS + frac);
@@ -136,8 +141,8 @@ int sht_parse_time(const struct sht_reader *r, const char *s, uint64_t *t, struc
 		}
 		return bad_time(r, s, err);
 	}
-	/* numbers */
-	if (parse_decimal(s, &whole, &frac, &dot, &p))
+	/* numbers (+1.5s: as sht_format_time shows them) */
+	if (parse_decimal(*s == '+' ? s + 1 : s, &whole, &frac, &dot, &p))
 		return bad_time(r, s, err);
 	if (!*p && !dot) { /* nanoseconds */
 		*t = whole;
@@ -159,17 +164,38 @@ int sht_parse_time(const struct sht_reader *r, const char *s, uint64_t *t, struc
 	return 0;
 }
 
-void sht_format_wall(const struct sht_reader *r, uint64_t t, bool utc, char *buf, size_t len)
+bool sht_has_wall_clock(const struct sht_reader *r)
+{
+	return r->info.real_start_ns != 0;
+}
+
+void sht_format_trace_clock(const struct sht_reader *r, uint64_t t, char *buf, size_t len)
+{
+	uint64_t c = r->info.mono_start_ns + t;
+
+	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(c / NS), (unsigned long long)(c % NS));
+}
+
+void sht_format_time(const struct sht_reader *r, uint64_t t, bool utc, char *buf, size_t len)
 {
 	uint64_t wall = r->info.real_start_ns + t;
 	time_t secs = (time_t)(wall / NS);
 	struct tm tm;
 	size_t n;
 
+	if (!sht_has_wall_clock(r)) {
+		snprintf(buf, len, "+%llu.%09llus", (unsigned long long)(t / NS), (unsigned long long)(t % NS));
+		return;
+	}
 	if (utc)
 		gmtime_r(&secs, &tm);
 	else
 		localtime_r(&secs, &tm);
 	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf + n, len - n, ".%09llu%s", (unsigned long long)(wall % NS), utc ? "Z" : "");
+}
+
+void sht_format_wall(const struct sht_reader *r, uint64_t t, bool utc, char *buf, size_t len)
+{
+	sht_format_time(r, t, utc, buf, len);
 }
