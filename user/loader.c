@@ -274,6 +274,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		bpf_map__set_max_entries(vs->skel->maps.vcpu_tids, (__u32)((pid_max + 63) / 64));
 	}
 	vs->skel->rodata->record_level = opts->record_level;
+	vs->skel->data_hotpath->hotpath.level_full = opts->record_level >= VCPUSTAT_LEVEL_FULL;
 	vs->skel->rodata->record_raw = opts->record_raw;
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {
