@@ -80,16 +80,19 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
 	int l = level == LIBBPF_WARN ? VCPUSTAT_LOG_WARN :
 		level == LIBBPF_INFO ? VCPUSTAT_LOG_INFO : VCPUSTAT_LOG_DEBUG;
-	char buf[2048];
+	char *buf;
 	size_t n;
 
 	if (!log_fn || l > log_max)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* whole: a verifier's log runs to many kilobytes and its end says why */
+	if (vasprintf(&buf, fmt, ap) < 0)
+		return 0;
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	log_fn(l, buf);
+	free(buf);
 	return 0;
 }
 
