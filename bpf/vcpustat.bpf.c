@@ -89,12 +89,9 @@ struct {
 } culprits SEC(".maps");
 
 /*
- * The hot-path filter: one bit per thread id, set while that thread is a
- * tracked vCPU. Most context switches involve no vCPU; testing two bits
- * (an inlined array lookup each, no helper call) lets the scheduler handlers
- * return at once. Set and cleared with atomic operations by the handler's
- * env_vcpu_new/env_vcpu_gone, whatever program or injection created the vCPU.
- * Sized by user space to cover pid_max.
+ * The exact set of tracked vCPUs: one bit per thread id, set while that
+ * thread is a tracked vCPU (env_vcpu_new/env_vcpu_gone, whatever program or
+ * injection created the vCPU). Sized by user space to cover pid_max.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -102,6 +99,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } vcpu_tids SEC(".maps");
+
+/*
+ * The hot path (struct vcpustat_hotpath, include/vcpustat_abi.h): everything
+ * the scheduler handlers read before they know that an event concerns no
+ * vCPU, in one page of its own (a custom data section is a map of its own,
+ * page-aligned), read with plain loads: no helper call, no map lookup, no key
+ * on the stack. On hosts where every kernel entry flushes the TLB (PTI
+ * without PCID), each page a handler touches costs a page walk, ~20-45 ns,
+ * a third to two thirds of an empty program (docs/architecture.md, "The hot
+ * path").
+ */
+struct vcpustat_hotpath hotpath SEC(".data.hotpath");
 
 /* Scratch space for a new vCPU record (too big for the 512-byte BPF stack). */
 struct {
@@ -225,20 +234,95 @@ static __always_inline __u64 *tid_word(__u32 tid)
 	return bpf_map_lookup_elem(&vcpu_tids, &w);
 }
 
+/* Might thread tid be a vCPU? false: certainly not (one load from the hot page). */
+static __always_inline bool hot_maybe_vcpu(__u32 tid)
+{
+	__u32 slot = tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
+
+	return (hotpath.maybe_tids[slot >> 6] >> (slot & 63)) & 1;
+}
+
+/*
+ * The word of waiting_cpus holding cpu's bit; the caller has checked
+ * cpu < VCPUSTAT_HOT_CPUS. The mask changes nothing then, but keeps the index
+ * provably in bounds for verifiers that do not carry that check across a
+ * 32-bit register copy (6.1's, in the KVM lab, rejected the program).
+ */
+static __always_inline __u64 *hot_cpu_word(__u32 cpu)
+{
+	__u32 word = cpu >> 6;
+
+	barrier_var(word);
+	word &= VCPUSTAT_HOT_CPUS / 64 - 1;
+	return &hotpath.waiting_cpus[word];
+}
+
+/* Do vCPUs wait on this CPU's run queue? (one load from the hot page) */
+static __always_inline bool hot_cpu_waiting(__u32 cpu)
+{
+	if (cpu >= VCPUSTAT_HOT_CPUS)
+		return true;
+	return (*hot_cpu_word(cpu) >> (cpu & 63)) & 1;
+}
+
+/* Is any tid of this hot slot still a tracked vCPU? (exact bitmap, up to pid_max) */
+static __always_inline bool slot_tracked(__u32 slot)
+{
+	__u32 k;
+
+	for (k = 0; k < 65536 / (VCPUSTAT_HOT_TID_SLOTS / 64); k++) {
+		__u32 w = (slot >> 6) + k * (VCPUSTAT_HOT_TID_SLOTS / 64);
+		__u64 *word = bpf_map_lookup_elem(&vcpu_tids, &w);
+
+		if (!word)
+			break;
+		if (*word & (1ull << (slot & 63)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The exact bit first, then the hot slot: a reader that sees the slot set
+ * finds the exact bit too. Clearing rechecks the slot's other tids after
+ * clearing it, so that a vCPU added concurrently with the same slot keeps its
+ * bit (atomic operations are full barriers).
+ */
 static __always_inline void env_vcpu_new(struct vcpustat_vcpu *v)
 {
+	__u32 slot = v->tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
 	__u64 *word = tid_word(v->tid);
 
 	if (word)
 		__sync_fetch_and_or(word, 1ull << (v->tid & 63));
+	__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], 1ull << (slot & 63));
 }
 
 static __always_inline void env_vcpu_gone(struct vcpustat_vcpu *v)
 {
-	__u64 *word = tid_word(v->tid);
+	__u32 slot = v->tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
+	__u64 *word = tid_word(v->tid), bit = 1ull << (slot & 63);
 
 	if (word)
 		__sync_fetch_and_and(word, ~(1ull << (v->tid & 63)));
+	if (slot_tracked(slot))
+		return;
+	__sync_fetch_and_and(&hotpath.maybe_tids[slot >> 6], ~bit);
+	if (slot_tracked(slot))
+		__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], bit);
+}
+
+/* cpus[cpu].nr_waiting changed, under that CPU's run-queue lock. */
+static __always_inline void env_cpu_waiting(__u32 cpu, bool waiting)
+{
+	__u64 bit = 1ull << (cpu & 63);
+
+	if (cpu >= VCPUSTAT_HOT_CPUS)
+		return;
+	if (waiting)
+		__sync_fetch_and_or(hot_cpu_word(cpu), bit);
+	else
+		__sync_fetch_and_and(hot_cpu_word(cpu), ~bit);
 }
 
 #include "vcpustat_handler.h"
@@ -310,20 +394,26 @@ static __always_inline bool is_vcpu_task(struct task_struct *t)
 	return word && (*word & (1ull << (tid & 63)));
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+/*
+ * The scheduler handlers in two parts. The program itself only tests the hot
+ * page (hotpath) and returns when the event concerns no vCPU, no vCPU waits
+ * for this CPU and nothing is recorded for ordinary threads: it touches no
+ * memory but the task structs the scheduler has just used and that one page,
+ * and no stack. Everything else is in a subprogram (noinline), whose stack
+ * (a private one on recent kernels) and maps are touched only when needed.
+ */
+static __noinline int switch_slow(struct task_struct *prev, struct task_struct *next, __u32 cpu, bool preempt)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct vcpustat_event ev;
 	struct vcpustat_cpu *c;
-	bool prev_vcpu = is_vcpu_task(prev), next_vcpu = is_vcpu_task(next), ordinary;
+	bool ordinary;
 
 	/*
 	 * Two ordinary threads while no vCPU waits for this CPU: the handler
 	 * would change nothing; at level full only the host's record is due.
 	 */
 	c = env_cpu(cpu);
-	ordinary = !prev_vcpu && !next_vcpu && (!c || !c->nr_waiting);
+	ordinary = !is_vcpu_task(prev) && !is_vcpu_task(next) && (!c || !c->nr_waiting);
 	if (ordinary && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_SWITCH, prev);
@@ -338,16 +428,25 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_sched_wakeup, struct task_struct *p)
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	if (!hot_maybe_vcpu(prev->pid) && !hot_maybe_vcpu(next->pid) && !hot_cpu_waiting(cpu) &&
+	    !hotpath.level_full)
+		return 0;
+	return switch_slow(prev, next, cpu, preempt);
+}
+
+static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 {
 	struct vcpustat_event ev;
-
 	bool vcpu = is_vcpu_task(p);
 
 	if (!vcpu && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
-	event_task(&ev, VCPUSTAT_EV_WAKEUP, p);
+	event_task(&ev, type, p);
 	ev.arg0 = get_task_cpu(p);
 	if (vcpu)
 		return run_event(&ev);
@@ -356,22 +455,20 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	return 0;
 }
 
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_sched_wakeup, struct task_struct *p)
+{
+	if (!hot_maybe_vcpu(p->pid) && !hotpath.level_full)
+		return 0;
+	return wakeup_slow(p, VCPUSTAT_EV_WAKEUP);
+}
+
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 {
-	struct vcpustat_event ev;
-
-	bool vcpu = is_vcpu_task(p);
-
-	if (!vcpu && record_level < VCPUSTAT_LEVEL_FULL)
+	if (!hot_maybe_vcpu(p->pid) && !hotpath.level_full)
 		return 0;
-	event_task(&ev, VCPUSTAT_EV_WAKEUP_NEW, p);
-	ev.arg0 = get_task_cpu(p);
-	if (vcpu)
-		return run_event(&ev);
-	capture_event(&ev);
-	emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
-	return 0;
+	return wakeup_slow(p, VCPUSTAT_EV_WAKEUP_NEW);
 }
 
 SEC("tp_btf/sched_migrate_task")
@@ -379,7 +476,7 @@ int BPF_PROG(on_sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p))
+	if (!hot_maybe_vcpu(p->pid) || !is_vcpu_task(p))
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_MIGRATE, p);
 	ev.arg0 = (__u32)dest_cpu;
@@ -394,7 +491,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	bool group_dead = p->signal->live.counter == 0;
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p) && !group_dead)
+	if (!group_dead && (!hot_maybe_vcpu(p->pid) || !is_vcpu_task(p)))
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_PROCESS_EXIT, p);
 	ev.arg0 = group_dead;

@@ -211,6 +211,27 @@ struct vcpustat_hist {
 	__u64 bucket[LAT_HIST_BUCKETS];
 };
 
+/*
+ * The scheduler handlers' hot page (BPF global data section .data.hotpath,
+ * one page-aligned map of its own): all they read before they know that an
+ * event concerns no vCPU. maybe_tids: bit (tid % VCPUSTAT_HOT_TID_SLOTS) is
+ * set while some tracked vCPU has a tid in that slot; only then does the
+ * exact test (map vcpu_tids) run. waiting_cpus: bit n is set while vCPUs
+ * wait on CPU n's run queue (cpus[n].nr_waiting > 0), so that every switch
+ * there is charged to culprits; CPUs from VCPUSTAT_HOT_CPUS on count as
+ * always waited on. level_full: set by user space before load when the
+ * record level is full (every switch and wakeup is recorded).
+ */
+#define VCPUSTAT_HOT_TID_SLOTS 16384
+#define VCPUSTAT_HOT_CPUS 8192 /* x86 NR_CPUS is at most 8192 */
+
+struct vcpustat_hotpath {
+	__u64 maybe_tids[VCPUSTAT_HOT_TID_SLOTS / 64];
+	__u64 waiting_cpus[VCPUSTAT_HOT_CPUS / 64];
+	__u32 level_full;
+	__u32 pad;
+};
+
 /* Indexes of the per-CPU "lost" counters: nothing is dropped silently. */
 enum vcpustat_lost {
 	VCPUSTAT_LOST_RINGBUF = 0, /* ring buffer full: records dropped */

@@ -29,6 +29,7 @@
  *   __u32 env_record_level(void);                                      enum vcpustat_record_level
  *   void  env_vcpu_new(struct vcpustat_vcpu *v);                       a vCPU was created
  *   void  env_vcpu_gone(struct vcpustat_vcpu *v);                      ... is about to be deleted
+ *   void  env_cpu_waiting(__u32 cpu, bool waiting);                   cpu's nr_waiting became (non)zero
  */
 #ifndef VCPUSTAT_HANDLER_H
 #define VCPUSTAT_HANDLER_H
@@ -167,7 +168,8 @@ HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
 		c->waiting[i].tgid = v->tgid;
 		c->waiting[i].since = ts;
 		c->waiting[i].tid = v->tid;
-		c->nr_waiting++;
+		if (!c->nr_waiting++)
+			env_cpu_waiting(cpu, true);
 		v->wait_cpu = cpu;
 		v->wait_slot = i;
 		return;
@@ -178,18 +180,18 @@ HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
 /* The vCPU no longer waits (it runs, sleeps, exits or moves). */
 HANDLER_INLINE void wait_end(struct vcpustat_vcpu *v)
 {
+	__u32 slot = v->wait_slot, cpu = v->wait_cpu;
 	struct vcpustat_cpu *c;
-	__u32 slot = v->wait_slot;
 
-	if (v->wait_cpu == VCPU_PCPU_NONE)
+	if (cpu == VCPU_PCPU_NONE)
 		return;
-	c = env_cpu(v->wait_cpu);
+	c = env_cpu(cpu);
 	v->wait_cpu = VCPU_PCPU_NONE;
 	if (!c || slot >= VCPUSTAT_WAIT_SLOTS || c->waiting[slot].tid != v->tid)
 		return;
 	c->waiting[slot].tid = 0;
-	if (c->nr_waiting)
-		c->nr_waiting--;
+	if (c->nr_waiting && !--c->nr_waiting)
+		env_cpu_waiting(cpu, false);
 }
 
 /*

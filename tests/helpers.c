@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
@@ -21,10 +22,25 @@ const char *bpf_unavailable(void)
 const char *kvm_unavailable(void)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	struct stat st;
+	bool chr;
 
 	if (fd < 0)
 		return "/dev/kvm cannot be opened (no KVM on this machine, or no permission)";
+	chr = fstat(fd, &st) == 0 && S_ISCHR(st.st_mode);
 	close(fd);
+	/* a script's `exec 3<>/dev/kvm` creates a regular file where there was nothing */
+	return chr ? NULL : "/dev/kvm is not a device (a stray regular file: remove it)";
+}
+
+const char *kvm_exit_unavailable(void)
+{
+	if (kvm_unavailable())
+		return "needs a KVM whose kvm_entry/kvm_exit fire, and this machine has no usable /dev/kvm: "
+		       "tests/run.sh runs these tests in the KVM lab (docs/kvmlab.md)";
+	if (access("/sys/module/kvm_amd", F_OK) && access("/sys/module/kvm_intel", F_OK))
+		return "needs a KVM whose kvm_entry/kvm_exit fire (kvm_amd or kvm_intel), and this machine's KVM is "
+		       "a software one: tests/run.sh runs these tests in the KVM lab (docs/kvmlab.md)";
 	return NULL;
 }
 

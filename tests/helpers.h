@@ -10,6 +10,12 @@
 const char *bpf_unavailable(void);
 /* Why KVM tests cannot run here (no /dev/kvm), or NULL. */
 const char *kvm_unavailable(void);
+/*
+ * Why tests that need real VM entries and exits (kvm_entry/kvm_exit firing:
+ * kvm_amd or kvm_intel, not a software KVM) cannot run here, or NULL. Such
+ * tests run in the KVM lab (tests/kvmlab.sh, docs/kvmlab.md).
+ */
+const char *kvm_exit_unavailable(void);
 
 /*
  * Skip the current test if the reason is non-NULL. The reason reaches the

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run the whole test suite from a build directory: the Criterion suite (unit,
 # in-kernel injection, live end-to-end; one process at a time because live
-# tests pin threads to CPUs), then brief runs of the fuzz harnesses (each one
-# counts as a test). Ends with one line, `N passed, N failed, N skipped`, after
+# tests pin threads to CPUs), the tests that need a real KVM inside the KVM
+# lab (tests/kvmlab.sh, docs/kvmlab.md), then brief runs of the fuzz harnesses
+# (each one counts as a test). Ends with one line, `N passed, N failed, N skipped`, after
 # the list of skip reasons; exits non-zero on any failure or crash, never on a
 # skip (tests/tally.sh).
 set -uo pipefail
@@ -16,10 +17,36 @@ passed=0 failed=0 skipped=0
 summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 
-tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 | tee "$summary"
-read -r p f s < <(tail -1 "$summary" | awk '{ print $1, $3, $5 }')
-passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-grep -E '^(FAILED|skipped [0-9]+):' "$summary" > "$summary.lines" || true
+# Add up one part's closing `N passed, N failed, N skipped` and keep its
+# FAILED and skip-reason lines for the summary.
+count() {
+	local p f s
+	read -r p f s < <(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$summary" | tail -1 |
+		awk '{ print $1, $3, $5 }')
+	passed=$((passed + ${p:-0})) failed=$((failed + ${f:-1})) skipped=$((skipped + ${s:-0}))
+	grep -E '^(FAILED|skipped [0-9]+):' "$summary" >> "$summary.lines" || true
+}
+: > "$summary.lines"
+
+# The KVM lab runs the tests that need kvm_entry/kvm_exit to fire (suite
+# kvmlab), and, on a machine without a usable /dev/kvm, every suite with
+# tests that need /dev/kvm (they run whole there, not here). Without the lab
+# (no QEMU, no kernel package) everything runs here, those tests skip, and
+# tests/kvmlab.sh says why the lab could not run (one more skip).
+lab_suites=kvmlab
+# (-c first: `<>` would create a regular file where there is no /dev/kvm)
+if ! [ -c /dev/kvm ] || ! (exec 3<> /dev/kvm) 2> /dev/null; then
+	lab_suites="kvmlab|microvm|e2e|record|export_live"
+fi
+host_filter='*'
+if tools/kvmlab/run --prepare > /dev/null; then # fetches the guest kernel on first use
+	host_filter="!(@($lab_suites)/*)"
+fi
+
+tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --filter "$host_filter" | tee "$summary"
+count
+tests/kvmlab.sh "$dir" "@($lab_suites)/*" | tee "$summary"
+count
 
 for fuzzer in "$dir"/bin/fuzz-*; do
 	[ -x "$fuzzer" ] || continue

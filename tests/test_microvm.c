@@ -367,6 +367,98 @@ Test(microvm, idle_zero_never_halts_and_fixed_chunks_are_used)
 	json_decref(report);
 }
 
+static long long op_of(json_t *vcpu, const char *op)
+{
+	return jint(jget(vcpu, "ops"), op);
+}
+
+static long long kvm_stat(json_t *vcpu, const char *name)
+{
+	return jint(jget(vcpu, "kvm_stats"), name);
+}
+
+/*
+ * KVM's own counters: either an object of them, or null and why. Where the
+ * KVM runs the guest in (emulated) hardware -- the KVM lab, $KVMLAB -- they
+ * must equal what microvm saw exit to it; a software KVM may count otherwise.
+ */
+static void check_kvm_stats(json_t *vcpu)
+{
+	json_t *stats = jget(vcpu, "kvm_stats");
+
+	if (json_is_null(stats)) {
+		cr_assert(json_is_string(json_object_get(vcpu, "kvm_stats_error")), "null kvm_stats says why");
+		return;
+	}
+	cr_assert(json_is_object(stats));
+	cr_assert_geq(kvm_stat(vcpu, "exits"), 0);
+	if (!getenv("KVMLAB"))
+		return;
+	cr_assert_eq(kvm_stat(vcpu, "io_exits"), exits_of(vcpu, "IO"));
+	cr_assert_eq(kvm_stat(vcpu, "halt_exits"), exits_of(vcpu, "HLT"));
+	cr_assert_eq(kvm_stat(vcpu, "mmio_exits"), exits_of(vcpu, "MMIO"));
+	cr_assert_geq(kvm_stat(vcpu, "exits"),
+		      exits_of(vcpu, "IO") + exits_of(vcpu, "HLT") + exits_of(vcpu, "MMIO") + op_of(vcpu, "cpuid") +
+			      op_of(vcpu, "rdmsr") + op_of(vcpu, "wrmsr") + op_of(vcpu, "touch"),
+		      "every exit the guest caused is one of KVM's exits");
+}
+
+Test(microvm, mix_runs_each_op_once_per_chunk_and_counts_it)
+{
+	char cpu[16];
+	const char *args[] = { "--mix", "all", "--vcpus", "2", "--chunk-iters", "3", "--busy-us", "500", "--idle-us",
+			       "500", "--duration", "0.5", "--pin", cpu, NULL };
+	static const char *const ops[] = { "cpuid", "rdmsr", "wrmsr", "mmio", "touch" };
+	json_t *report, *vm, *vcpu, *mix;
+	size_t i;
+
+	SKIP_UNLESS(kvm_unavailable());
+	pin_cpu(cpu, sizeof(cpu));
+	start_microvm(args, true);
+	cr_assert_eq(wait_microvm(60), 0, "stderr: %s", read_text(run.err));
+	report = load_json(run.report);
+	mix = jget(jget(report, "options"), "mix");
+	cr_assert_eq(json_array_size(mix), 5, "all = the five ops");
+	vm = json_array_get(jget(report, "vms"), 0);
+	json_array_foreach(jget(vm, "vcpus"), i, vcpu) {
+		long long chunks = jint(vcpu, "chunks");
+
+		check_vcpu_accounting(vm, vcpu, 500);
+		cr_assert_eq(op_of(vcpu, "mmio"), exits_of(vcpu, "MMIO"), "each MMIO write reached the VMM once");
+		for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+			/* once per chunk; the stop may cut the last chunk short */
+			cr_assert_leq(op_of(vcpu, ops[k]), chunks, "vCPU %zu: %s %lld, chunks %lld", i, ops[k],
+				      op_of(vcpu, ops[k]), chunks);
+			cr_assert_geq(op_of(vcpu, ops[k]), chunks - 1, "vCPU %zu: %s %lld, chunks %lld", i, ops[k],
+				      op_of(vcpu, ops[k]), chunks);
+		}
+		check_kvm_stats(vcpu);
+	}
+	json_decref(report);
+}
+
+Test(microvm, without_mix_no_ops_and_kvm_counters_still_reported)
+{
+	char cpu[16];
+	const char *args[] = { "--duration", "0.3", "--pin", cpu, NULL };
+	json_t *report, *vcpu;
+
+	SKIP_UNLESS(kvm_unavailable());
+	pin_cpu(cpu, sizeof(cpu));
+	start_microvm(args, true);
+	cr_assert_eq(wait_microvm(60), 0, "stderr: %s", read_text(run.err));
+	report = load_json(run.report);
+	cr_assert_eq(json_array_size(jget(jget(report, "options"), "mix")), 0);
+	vcpu = json_array_get(jget(json_array_get(jget(report, "vms"), 0), "vcpus"), 0);
+	cr_assert_not_null(vcpu);
+	cr_assert_eq(op_of(vcpu, "cpuid") + op_of(vcpu, "rdmsr") + op_of(vcpu, "wrmsr") + op_of(vcpu, "mmio") +
+			     op_of(vcpu, "touch"),
+		     0);
+	cr_assert_eq(exits_of(vcpu, "MMIO"), 0);
+	check_kvm_stats(vcpu);
+	json_decref(report);
+}
+
 Test(microvm, pin_puts_every_vcpu_thread_on_the_cpu)
 {
 	char cpu[16];
@@ -499,6 +591,9 @@ Test(microvm, bad_options_exit_2_naming_the_option)
 		{ { "--frobnicate" }, "--frobnicate" },
 		{ { "stray" }, "stray" },
 		{ { "--json", "/nonexistent-dir/report.json" }, "--json" },
+		{ { "--mix", "cpuid,frob" }, "frob" },
+		{ { "--mix", "" }, "--mix" },
+		{ { "--mix", "mmio," }, "--mix" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

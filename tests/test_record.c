@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,9 +35,15 @@ static pid_t start_microvm(const char *name, const char *extra_pin, double durat
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed test leaves no VM running */
 		dup2(null, STDOUT_FILENO);
+		/*
+		 * 500 us chunks: a few thousand events a second, which a sanitized
+		 * recorder keeps up with even in the KVM lab's emulated CPUs (one
+		 * that cannot keep up never returns from draining the ring buffer).
+		 */
 		execl(bin, bin, "--vms", "1", "--vcpus", "2", "--pin", extra_pin, "--busy-us", "2000", "--idle-us",
-		      "1500", "--duration", dur, "-name", name, (char *)NULL);
+		      "1500", "--chunk-us", "500", "--duration", dur, "-name", name, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -186,7 +193,8 @@ Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 
 		rb = vcpustat_ring_buffer(vs, &c);
 	}
-	vmm = start_microvm("rec-window", "0", 6.0);
+	/* Long enough for a slow machine (the KVM lab emulates every CPU): stopped with SIGTERM below. */
+	vmm = start_microvm("rec-window", "0", 120.0);
 	/* both vCPUs of the VM seen by the kernel */
 	vm_pid = vm_pid_of("rec-window");
 	for (int i = 0; i < 100; i++) {
@@ -217,6 +225,7 @@ Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 	vcpustat_drain(rb, 50);
 	cr_assert_eq(vcpustat_snapshot(vs, &b), 0);
 	stop_vm(vm_pid, SIGCONT);
+	cr_assert_eq(kill(vmm, SIGTERM), 0);
 	cr_assert_eq(wait_exit(vmm), 0);
 	ring_buffer__consume(rb);
 	end = vcpustat_now_ns();

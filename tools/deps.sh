@@ -13,6 +13,9 @@ pkgs=(
 	# tests of the exporters: promtool and a real Prometheus server, xmllint for the SVG
 	# (chromium, for an SVG screenshot, is used when installed but not required)
 	prometheus libxml2-utils
+	# the KVM lab (tools/kvmlab, docs/kvmlab.md): QEMU emulating AMD SVM, a static busybox
+	# and cpio for its initramfs (its guest kernel is fetched by tools/kvmlab/run with apt-get download)
+	qemu-system-x86 busybox-static cpio
 )
 
 missing=()

@@ -32,7 +32,7 @@ microvm=$build/bin/microvm
 for b in "$vcpustat" "$microvm"; do
 	[ -x "$b" ] || { echo "record.sh: $b is missing (./build.sh build, or --build DIR)" >&2; exit 1; }
 done
-if ! { exec 3<>/dev/kvm; } 2>/dev/null; then
+if ! [ -c /dev/kvm ] || ! { exec 3<>/dev/kvm; } 2>/dev/null; then # -c first: <> creates a missing file
 	echo "record.sh: /dev/kvm is not usable here: record on a host with KVM, or inside the KVM lab" >&2
 	exit 1
 fi

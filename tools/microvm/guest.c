@@ -39,3 +39,118 @@ const unsigned char guest_code[] = {
 	0xeb, 0xe6,		     /* jmp top */
 };
 const size_t guest_code_size = sizeof(guest_code);
+
+/*
+ * The --mix program: the same protocol (`in eax, 0x10`: iterations, 0 =
+ * halt), and before each chunk's loop the ops its mailbox asks for, each
+ * followed by an `inc` of its counter in the mailbox. SI = the vCPU's
+ * mailbox (set by the VMM), DS = 0. The loop counter and the checksum are
+ * kept in EDI and EBP across the ops (cpuid and rdmsr clobber EAX..EDX).
+ *
+ *   1000: 66 e5 10           top:   in    eax, 0x10
+ *   1003: 66 85 c0                  test  eax, eax
+ *   1006: 75 03                     jnz   busy
+ *   1008: f4                 idle:  hlt               ; KVM_EXIT_HLT
+ *   1009: eb f5                     jmp   top
+ *   100b: 66 89 c1           busy:  mov   ecx, eax
+ *   100e: 66 89 cf                  mov   edi, ecx
+ *   1011: 66 89 dd                  mov   ebp, ebx
+ *   1014: f6 04 01                  test  byte [si], 1  ; cpuid?
+ *   1017: 74 09                     jz    1022
+ *   1019: 66 31 c0                  xor   eax, eax
+ *   101c: 0f a2                     cpuid
+ *   101e: 66 ff 44 04               inc   dword [si+4]
+ *   1022: f6 04 02                  test  byte [si], 2  ; rdmsr?
+ *   1025: 74 0c                     jz    1033
+ *   1027: 66 b9 80 00 00 c0         mov   ecx, 0xc0000080 ; EFER
+ *   102d: 0f 32                     rdmsr
+ *   102f: 66 ff 44 08               inc   dword [si+8]
+ *   1033: f6 04 04                  test  byte [si], 4  ; wrmsr?
+ *   1036: 74 12                     jz    104a
+ *   1038: 66 b9 80 00 00 c0         mov   ecx, 0xc0000080 ; EFER = 0 (its value in real mode)
+ *   103e: 66 31 c0                  xor   eax, eax
+ *   1041: 66 31 d2                  xor   edx, edx
+ *   1044: 0f 30                     wrmsr
+ *   1046: 66 ff 44 0c               inc   dword [si+12]
+ *   104a: f6 04 08                  test  byte [si], 8  ; mmio?
+ *   104d: 74 0e                     jz    105d
+ *   104f: b8 00 10                  mov   ax, 0x1000
+ *   1052: 8e c0                     mov   es, ax
+ *   1054: 26 88 1e 00 00            mov   [es:0], bl    ; 0x10000: unmapped
+ *   1059: 66 ff 44 10               inc   dword [si+16]
+ *   105d: f6 04 10                  test  byte [si], 16 ; touch?
+ *   1060: 74 0e                     jz    1070
+ *   1062: 8b 44 02                  mov   ax, [si+2]    ; the page the VMM chose
+ *   1065: 8e c0                     mov   es, ax
+ *   1067: 26 88 1e 00 00            mov   [es:0], bl
+ *   106c: 66 ff 44 14               inc   dword [si+20]
+ *   1070: 66 89 f9                  mov   ecx, edi
+ *   1073: 66 89 eb                  mov   ebx, ebp
+ *   1076: 66 01 cb           work:  add   ebx, ecx
+ *   1079: 66 d1 c3                  rol   ebx, 1
+ *   107c: 66 49                     dec   ecx
+ *   107e: 75 f6                     jnz   work
+ *   1080: e9 7d ff                  jmp   top
+ *
+ * (Check: objdump -D -b binary -m i8086 --adjust-vma=0x1000 on these bytes.)
+ */
+const unsigned char guest_code_mix[] = {
+	0x66, 0xe5, GUEST_PORT_WORK,	     /* top: in eax, 0x10 */
+	0x66, 0x85, 0xc0,		     /* test eax, eax */
+	0x75, 0x03,			     /* jnz busy */
+	0xf4,				     /* idle: hlt */
+	0xeb, 0xf5,			     /* jmp top */
+	0x66, 0x89, 0xc1,		     /* busy: mov ecx, eax */
+	0x66, 0x89, 0xcf,		     /* mov edi, ecx */
+	0x66, 0x89, 0xdd,		     /* mov ebp, ebx */
+	0xf6, 0x04, 1u << MIX_CPUID,	     /* test byte [si], cpuid */
+	0x74, 0x09,			     /* jz +9 */
+	0x66, 0x31, 0xc0,		     /* xor eax, eax */
+	0x0f, 0xa2,			     /* cpuid */
+	0x66, 0xff, 0x44, MAILBOX_COUNT(MIX_CPUID), /* inc dword [si+4] */
+	0xf6, 0x04, 1u << MIX_RDMSR,	     /* test byte [si], rdmsr */
+	0x74, 0x0c,			     /* jz +12 */
+	0x66, 0xb9, 0x80, 0x00, 0x00, 0xc0, /* mov ecx, 0xc0000080 */
+	0x0f, 0x32,			     /* rdmsr */
+	0x66, 0xff, 0x44, MAILBOX_COUNT(MIX_RDMSR), /* inc dword [si+8] */
+	0xf6, 0x04, 1u << MIX_WRMSR,	     /* test byte [si], wrmsr */
+	0x74, 0x12,			     /* jz +18 */
+	0x66, 0xb9, 0x80, 0x00, 0x00, 0xc0, /* mov ecx, 0xc0000080 */
+	0x66, 0x31, 0xc0,		     /* xor eax, eax */
+	0x66, 0x31, 0xd2,		     /* xor edx, edx */
+	0x0f, 0x30,			     /* wrmsr */
+	0x66, 0xff, 0x44, MAILBOX_COUNT(MIX_WRMSR), /* inc dword [si+12] */
+	0xf6, 0x04, 1u << MIX_MMIO,	     /* test byte [si], mmio */
+	0x74, 0x0e,			     /* jz +14 */
+	0xb8, 0x00, GUEST_MMIO_ADDR >> 12,  /* mov ax, 0x1000 */
+	0x8e, 0xc0,			     /* mov es, ax */
+	0x26, 0x88, 0x1e, 0x00, 0x00,	     /* mov [es:0], bl */
+	0x66, 0xff, 0x44, MAILBOX_COUNT(MIX_MMIO), /* inc dword [si+16] */
+	0xf6, 0x04, 1u << MIX_TOUCH,	     /* test byte [si], touch */
+	0x74, 0x0e,			     /* jz +14 */
+	0x8b, 0x44, MAILBOX_TOUCH_SEG,	     /* mov ax, [si+2] */
+	0x8e, 0xc0,			     /* mov es, ax */
+	0x26, 0x88, 0x1e, 0x00, 0x00,	     /* mov [es:0], bl */
+	0x66, 0xff, 0x44, MAILBOX_COUNT(MIX_TOUCH), /* inc dword [si+20] */
+	0x66, 0x89, 0xf9,		     /* mov ecx, edi */
+	0x66, 0x89, 0xeb,		     /* mov ebx, ebp */
+	0x66, 0x01, 0xcb,		     /* work: add ebx, ecx */
+	0x66, 0xd1, 0xc3,		     /* rol ebx, 1 */
+	0x66, 0x49,			     /* dec ecx */
+	0x75, 0xf6,			     /* jnz work */
+	0xe9, 0x7d, 0xff,		     /* jmp top */
+};
+const size_t guest_code_mix_size = sizeof(guest_code_mix);
+
+const unsigned short guest_mix_count_offset[MIX_NR_OPS] = {
+	[MIX_CPUID] = 0x1e,
+	[MIX_RDMSR] = 0x2f,
+	[MIX_WRMSR] = 0x46,
+	[MIX_MMIO] = 0x59,
+	[MIX_TOUCH] = 0x6c,
+};
+
+const char *const microvm_mix_names[MIX_NR_OPS] = {
+	[MIX_CPUID] = "cpuid", [MIX_RDMSR] = "rdmsr", [MIX_WRMSR] = "wrmsr",
+	[MIX_MMIO] = "mmio",   [MIX_TOUCH] = "touch",
+};

@@ -30,6 +30,22 @@
 #define MICROVM_EXIT_FAIL 1  /* a run-time failure (KVM, a VM process, a file) */
 #define MICROVM_EXIT_USAGE 2 /* bad options */
 
+/*
+ * --mix: what the guest does in each chunk of work besides its loop, each
+ * once per chunk (guest.c). Bits of microvm_opts.mix, in the order of
+ * microvm_mix_names[].
+ */
+enum microvm_mix_op {
+	MIX_CPUID,  /* `cpuid`: an exit handled in KVM (SVM 0x72, VMX 10) */
+	MIX_RDMSR,  /* `rdmsr` of EFER: handled in KVM (SVM msr 0x7c, VMX 31) */
+	MIX_WRMSR,  /* `wrmsr` of EFER (writes 0, its value): handled in KVM (SVM msr 0x7c, VMX 32) */
+	MIX_MMIO,   /* a 1-byte write to unmapped guest-physical GUEST_MMIO_ADDR: KVM_EXIT_MMIO */
+	MIX_TOUCH,  /* a write to a page the VMM has just discarded: a nested page fault */
+	MIX_NR_OPS,
+};
+#define MIX_ALL ((1u << MIX_NR_OPS) - 1)
+extern const char *const microvm_mix_names[MIX_NR_OPS];
+
 struct microvm_opts {
 	unsigned int vms;	  /* --vms */
 	unsigned int vcpus;	  /* --vcpus */
@@ -38,6 +54,7 @@ struct microvm_opts {
 	uint64_t chunk_iters;	  /* --chunk-iters, 0 = calibrate to chunk_us */
 	uint64_t chunk_us;	  /* --chunk-us */
 	int pin;		  /* --pin CPU, -1 = no pinning */
+	unsigned int mix;	  /* --mix: bits (1 << enum microvm_mix_op), 0 = none */
 	double duration_s;	  /* --duration, 0 = until SIGINT/SIGTERM */
 	const char *duration_arg; /* as given, passed on to the VM processes */
 	const char *json_path;	  /* --json, NULL = stdout */
@@ -62,12 +79,50 @@ int microvm_supervise(const struct microvm_opts *o, const char *argv0);
 /* One VM process: run the VM, report on o->report_fd, return an exit code. */
 int microvm_vm_main(const struct microvm_opts *o);
 
-/* guest.c: the guest program and where it lives in guest memory. */
+/*
+ * guest.c: the guest programs and where they live in guest memory.
+ * Guest-physical layout (real mode reaches the first MiB):
+ *   0x00000-0x0ffff  RAM (slot 0): mailboxes at 0x800, the program at 0x1000
+ *   0x10000          unmapped: the --mix mmio target (KVM_EXIT_MMIO)
+ *   0x20000-0x9ffff  RAM (slot 1, only with --mix touch): pages to touch,
+ *                    an equal share per vCPU
+ */
 #define GUEST_MEM_SIZE 0x10000u /* 64 KiB of guest RAM at guest physical 0 */
 #define GUEST_CODE_ADDR 0x1000u	 /* CS = 0, IP = 0x1000, real mode */
 #define GUEST_PORT_WORK 0x10u	 /* `in eax, 0x10`: iterations of work, 0 = halt */
+#define GUEST_MAILBOX_ADDR 0x800u /* + 32 * vCPU index: that vCPU's mailbox (SI points to it) */
+#define GUEST_MAILBOX_SIZE 32u
+#define GUEST_MMIO_ADDR 0x10000u
+#define GUEST_TOUCH_ADDR 0x20000u
+#define GUEST_TOUCH_SIZE 0x80000u
+#define GUEST_PAGE_SIZE 4096u
+
+/*
+ * A vCPU's mailbox (--mix program), little-endian:
+ *   +0  u16  the ops to run in each chunk (bits of microvm_opts.mix), set by the VMM
+ *   +2  u16  the segment of the page to touch next (its address >> 4), set by the VMM
+ *   +4  u32  ops done, one counter per op (+4 + 4 * op), counted by the guest
+ */
+#define MAILBOX_OPS 0
+#define MAILBOX_TOUCH_SEG 2
+#define MAILBOX_COUNT(op) (4 + 4 * (op))
+
+/* The plain program (no --mix) and the --mix program. */
 extern const unsigned char guest_code[];
 extern const size_t guest_code_size;
+extern const unsigned char guest_code_mix[];
+extern const size_t guest_code_mix_size;
+/*
+ * In the --mix program, the offset of the `inc` that counts op k, right after
+ * op k's instruction: a vCPU stopped with its IP there had the op's exit
+ * handled but not yet counted.
+ */
+extern const unsigned short guest_mix_count_offset[MIX_NR_OPS];
+
+/* kvm_stats.c: every scalar statistic of a vCPU (KVM_GET_STATS_FD) as a JSON
+ * object {name: value}, or NULL with why filled in. */
+#include <jansson.h>
+json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, char *why, size_t whylen);
 
 /* util.c */
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC */

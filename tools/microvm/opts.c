@@ -23,6 +23,7 @@ enum {
 	OPT_CHUNK_ITERS,
 	OPT_CHUNK_US,
 	OPT_PIN,
+	OPT_MIX,
 	OPT_DURATION,
 	OPT_NAME,
 	OPT_JSON,
@@ -39,6 +40,7 @@ static const struct option long_options[] = {
 	{ "chunk-iters", required_argument, NULL, OPT_CHUNK_ITERS },
 	{ "chunk-us", required_argument, NULL, OPT_CHUNK_US },
 	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "json", required_argument, NULL, OPT_JSON },
@@ -68,6 +70,10 @@ void microvm_usage(FILE *f)
 	      "  --chunk-iters K   fixed guest loop iterations between two I/O exits instead\n"
 	      "                    of calibrating (1..1000000000)\n"
 	      "  --pin CPU         pin every vCPU thread of every VM to CPU (sched_setaffinity)\n"
+	      "  --mix OPS         before each chunk the guest also runs each of OPS once (comma-\n"
+	      "                    separated, or all): cpuid, rdmsr, wrmsr (of EFER: exits handled\n"
+	      "                    in KVM), mmio (a write to unmapped memory: KVM_EXIT_MMIO), touch\n"
+	      "                    (a write to a page the VMM discarded: a nested page fault)\n"
 	      "  --duration SEC    stop after SEC seconds (decimals allowed), counted in each VM\n"
 	      "                    from the moment all its vCPUs run (default: until SIGINT or\n"
 	      "                    SIGTERM)\n"
@@ -87,11 +93,14 @@ void microvm_usage(FILE *f)
 	      "\n"
 	      "At the end (duration or SIGINT/SIGTERM) it prints one JSON report: per VM its pid\n"
 	      "and name, per vCPU its tid, exits by KVM_EXIT_* reason, time inside KVM_RUN, time\n"
-	      "halted, halts, busy periods and the kernel's schedstat. Fields: docs/microvm.md.\n"
+	      "halted, halts, busy periods, the --mix ops done, KVM's own counters for the vCPU\n"
+	      "(KVM_GET_STATS_FD, read with the vCPUs stopped) and the kernel's schedstat.\n"
+	      "Fields: docs/microvm.md.\n"
 	      "\n"
 	      "Examples:\n"
 	      "  microvm --vms 2 --vcpus 2 --duration 5 --pin 1\n"
 	      "  microvm -name guest=web --idle-us 0 --json report.json      # until Ctrl-C\n"
+	      "  microvm --duration 2 --mix cpuid,rdmsr,wrmsr,mmio,touch\n"
 	      "\n"
 	      "Exit status: 0 done, 1 run-time failure (KVM, a VM process, a file), 2 bad options.\n"
 	      "Internal (the supervisor passes them to its VM processes): --vm-index I, --report-fd FD.\n",
@@ -153,6 +162,38 @@ static int parse_duration(const char *s, double *out, char *err, size_t errlen)
 	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 1e7)
 		return fail(err, errlen, "--duration: '%s' is not a number of seconds > 0 (e.g. 1.5)", s);
 	*out = v;
+	return 0;
+}
+
+/* --mix: op names separated by commas, or "all" (or "none"). */
+static int parse_mix(const char *s, unsigned int *out, char *err, size_t errlen)
+{
+	const char *p = s;
+	unsigned int mix = 0;
+
+	if (!*s)
+		return fail(err, errlen, "--mix: empty (use e.g. --mix cpuid,mmio, or all)");
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		unsigned int op;
+
+		if (len == 3 && !strncmp(p, "all", 3)) {
+			mix |= MIX_ALL;
+		} else if (!(len == 4 && !strncmp(p, "none", 4))) {
+			for (op = 0; op < MIX_NR_OPS; op++)
+				if (strlen(microvm_mix_names[op]) == len && !strncmp(p, microvm_mix_names[op], len))
+					break;
+			if (op == MIX_NR_OPS)
+				return fail(err, errlen,
+					    "--mix: unknown op '%.*s' in '%s' (ops: cpuid, rdmsr, wrmsr, mmio, touch, all)",
+					    (int)len, p, s);
+			mix |= 1u << op;
+		}
+		p += len;
+		if (*p == ',' && *++p == '\0')
+			return fail(err, errlen, "--mix: '%s' ends with a comma", s);
+	}
+	*out = mix;
 	return 0;
 }
 
@@ -257,6 +298,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 			break;
 		case OPT_PIN:
 			r = parse_pin(optarg, &o->pin, err, errlen);
+			break;
+		case OPT_MIX:
+			r = parse_mix(optarg, &o->mix, err, errlen);
 			break;
 		case OPT_DURATION:
 			r = parse_duration(optarg, &o->duration_s, err, errlen);

@@ -99,12 +99,25 @@ static void fail_all(struct supervisor *s)
 
 /* ---- starting VM processes ---------------------------------------------- */
 
+/* The --mix bits as "cpuid,mmio" (the VM processes parse it back). */
+static const char *mix_list(unsigned int mix, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (unsigned int op = 0; op < MIX_NR_OPS; op++)
+		if (mix & (1u << op))
+			used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s", used ? "," : "",
+						 microvm_mix_names[op]);
+	return buf;
+}
+
 static int spawn(struct supervisor *s, struct child *c, const char *exe, const char *argv0,
 		 const sigset_t *orig_mask)
 {
 	const struct microvm_opts *o = s->o;
 	char a_name[MICROVM_NAME_MAX + 64], a_index[16], a_fd[16], a_vcpus[16], a_busy[32], a_idle[32],
-		a_chunk_us[32], a_chunk_iters[32], a_pin[16];
+		a_chunk_us[32], a_chunk_iters[32], a_pin[16], a_mix[64];
 	const char *argv[32];
 	pid_t parent = getpid();
 	int pipefd[2], n = 0;
@@ -144,6 +157,10 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 	if (o->pin >= 0) {
 		argv[n++] = "--pin";
 		argv[n++] = a_pin;
+	}
+	if (o->mix) {
+		argv[n++] = "--mix";
+		argv[n++] = mix_list(o->mix, a_mix, sizeof(a_mix));
 	}
 	if (o->duration_arg) {
 		argv[n++] = "--duration";
@@ -286,12 +303,17 @@ static int write_ready(struct supervisor *s)
 
 static json_t *options_json(const struct microvm_opts *o)
 {
-	return json_pack("{s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:s}", "vms", (int)o->vms, "vcpus", (int)o->vcpus,
-			 "busy_us", (json_int_t)o->busy_us, "idle_us", (json_int_t)o->idle_us, "chunk_us",
-			 (json_int_t)o->chunk_us, "chunk_iters",
+	json_t *mix = json_array();
+
+	for (unsigned int op = 0; op < MIX_NR_OPS; op++)
+		if (o->mix & (1u << op))
+			json_array_append_new(mix, json_string(microvm_mix_names[op]));
+	return json_pack("{s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:s, s:o}", "vms", (int)o->vms, "vcpus",
+			 (int)o->vcpus, "busy_us", (json_int_t)o->busy_us, "idle_us", (json_int_t)o->idle_us,
+			 "chunk_us", (json_int_t)o->chunk_us, "chunk_iters",
 			 o->chunk_iters ? json_integer((json_int_t)o->chunk_iters) : json_null(), "pin",
 			 o->pin >= 0 ? json_integer(o->pin) : json_null(), "duration_s",
-			 o->duration_s > 0 ? json_real(o->duration_s) : json_null(), "name", o->name);
+			 o->duration_s > 0 ? json_real(o->duration_s) : json_null(), "name", o->name, "mix", mix);
 }
 
 static int write_report(struct supervisor *s, uint64_t wall_ns)

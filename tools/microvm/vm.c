@@ -17,6 +17,14 @@
  * KVM_RUN call and the time from a KVM_EXIT_HLT to the next KVM_RUN call
  * (the halt sleep); the two kinds of intervals never overlap.
  *
+ * With --mix the guest runs the mix program (guest.c): before each chunk it
+ * runs the chosen ops and counts them in its mailbox; the VMM answers the
+ * MMIO writes (KVM_EXIT_MMIO) and, for `touch`, picks the page to touch and
+ * discards (MADV_DONTNEED) the vCPU's pages once it has touched them all,
+ * so that every touch is a first touch: a nested page fault. Once the vCPU
+ * threads have stopped, the main thread reads the counters from guest
+ * memory and KVM's own counters for each vCPU (KVM_GET_STATS_FD).
+ *
  * Reporting: one JSON document per line on --report-fd, {"type":"ready",...}
  * once every vCPU has returned from its first KVM_RUN, then
  * {"type":"report",...} at the end. Errors go to stderr as sentences.
@@ -39,6 +47,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -66,6 +75,8 @@ struct vcpu_stats {
 	uint64_t busy_periods;	       /* busy periods begun */
 	uint64_t chunks;	       /* chunks of work handed to the guest */
 	uint64_t chunk_iters;	       /* loop iterations per chunk (calibrated or --chunk-iters) */
+	uint64_t ops[MIX_NR_OPS];      /* --mix ops done (counted by the guest; mmio: by the VMM) */
+	uint64_t mmio;		       /* KVM_EXIT_MMIO writes to GUEST_MMIO_ADDR */
 	bool schedstat_ok;
 	uint64_t sched_run_ns, sched_wait_ns, sched_timeslices;
 };
@@ -79,6 +90,9 @@ struct vcpu {
 	bool started;
 	pid_t tid;
 	struct vcpu_stats st;
+	unsigned int touch_first, touch_pages, touch_next; /* its share of the touch area, in pages */
+	json_t *kvm_stats;	/* KVM's counters at the end, or NULL ... */
+	char kvm_stats_why[160]; /* ... and why */
 	char error[320];
 };
 
@@ -86,6 +100,7 @@ struct vm {
 	const struct microvm_opts *o;
 	int kvm_fd, vm_fd;
 	void *mem;
+	void *touch_mem; /* GUEST_TOUCH_SIZE at GUEST_TOUCH_ADDR, with --mix touch */
 	size_t run_size;
 	struct vcpu *vcpus;
 	unsigned int nr_vcpus;
@@ -200,6 +215,45 @@ struct busy_state {
 	uint64_t last_answer;	 /* iterations of the chunk the guest is running, 0 = none */
 };
 
+static unsigned char *mailbox(const struct vcpu *v)
+{
+	return (unsigned char *)v->vm->mem + GUEST_MAILBOX_ADDR + GUEST_MAILBOX_SIZE * v->index;
+}
+
+/*
+ * --mix touch: tell the guest which page to touch in its next chunk. Once
+ * it has touched all of its pages, discard them (the guest's next touch of
+ * each is a first touch again: KVM's mapping is gone with the memory).
+ */
+static int next_touch(struct vcpu *v)
+{
+	char *first = (char *)v->vm->touch_mem + (size_t)v->touch_first * GUEST_PAGE_SIZE;
+	uint16_t seg;
+
+	if (v->touch_next == v->touch_pages) {
+		if (madvise(first, (size_t)v->touch_pages * GUEST_PAGE_SIZE, MADV_DONTNEED))
+			return vcpu_fail(v, "vCPU %u: madvise(MADV_DONTNEED) of its touch pages: %s", v->index,
+					 strerror(errno));
+		v->touch_next = 0;
+	}
+	seg = (uint16_t)((GUEST_TOUCH_ADDR + (v->touch_first + v->touch_next) * GUEST_PAGE_SIZE) >> 4);
+	memcpy(mailbox(v) + MAILBOX_TOUCH_SEG, &seg, sizeof(seg));
+	v->touch_next++;
+	return 0;
+}
+
+/* --mix mmio: the guest's 1-byte write to GUEST_MMIO_ADDR; nothing is there. */
+static int handle_mmio(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+
+	if (!(v->vm->o->mix & (1u << MIX_MMIO)) || run->mmio.phys_addr != GUEST_MMIO_ADDR || !run->mmio.is_write ||
+	    run->mmio.len != 1)
+		return -1;
+	v->st.mmio++;
+	return 0;
+}
+
 /* `in eax, 0x10`: answer the next chunk's iterations, or 0 = halt. */
 static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct calibration *c)
 {
@@ -221,6 +275,8 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 		answer = (uint32_t)(c->active ? c->iters : v->st.chunk_iters);
 		b->chunks++;
 		v->st.chunks++;
+		if (vm->o->mix & (1u << MIX_TOUCH) && next_touch(v))
+			return -1;
 	}
 	b->last_answer = answer;
 	memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
@@ -358,6 +414,8 @@ static void *vcpu_thread(void *arg)
 		if (v->run->exit_reason == KVM_EXIT_IO) {
 			if (handle_io(v, t1, &busy, &cal))
 				break;
+		} else if (v->run->exit_reason == KVM_EXIT_MMIO && handle_mmio(v) == 0) {
+			/* counted; KVM completes the write at the next KVM_RUN */
 		} else if (v->run->exit_reason == KVM_EXIT_HLT) {
 			st->halts++;
 			halted = true;
@@ -403,7 +461,9 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 		unsigned char bytes[sizeof(struct kvm_signal_mask) + 8]; /* the kernel's sigset_t: 64 signals */
 	} mask;
 	struct kvm_sregs sregs;
-	struct kvm_regs regs = { .rip = GUEST_CODE_ADDR, .rflags = 0x2, .rsp = GUEST_MEM_SIZE - 16 };
+	struct kvm_regs regs = { .rip = GUEST_CODE_ADDR, .rflags = 0x2, .rsp = GUEST_MEM_SIZE - 16,
+				 .rsi = GUEST_MAILBOX_ADDR + GUEST_MAILBOX_SIZE * v->index };
+	uint16_t ops = (uint16_t)vm->o->mix;
 	char what[64];
 
 	snprintf(what, sizeof(what), "KVM_CREATE_VCPU %u", v->index);
@@ -433,6 +493,10 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 		return -1;
 	if (vm->o->chunk_iters)
 		v->st.chunk_iters = vm->o->chunk_iters;
+	memcpy(mailbox(v) + MAILBOX_OPS, &ops, sizeof(ops));
+	v->touch_pages = GUEST_TOUCH_SIZE / GUEST_PAGE_SIZE / vm->nr_vcpus;
+	v->touch_first = v->index * v->touch_pages;
+	v->touch_next = v->touch_pages; /* the first chunk "discards" them: nothing mapped yet */
 	return 0;
 }
 
@@ -448,6 +512,14 @@ static int vm_setup(struct vm *vm)
 			errno == ENOENT ? " (no KVM on this machine: is the kvm module loaded?)" :
 			errno == EACCES ? " (run as root or join the kvm group)" : "");
 		return -1;
+	}
+	{
+		struct stat st;
+
+		if (fstat(vm->kvm_fd, &st) == 0 && !S_ISCHR(st.st_mode)) {
+			err_msg(vm, "/dev/kvm is not a device but a regular file (left by a script's `exec 3<>/dev/kvm`?)");
+			return -1;
+		}
 	}
 	r = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
 	if (r != KVM_API_VERSION) {
@@ -482,7 +554,10 @@ static int vm_setup(struct vm *vm)
 		err_msg(vm, "guest memory (%u KiB): %s", GUEST_MEM_SIZE / 1024, strerror(errno));
 		return -1;
 	}
-	memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code, guest_code_size);
+	if (o->mix)
+		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_mix, guest_code_mix_size);
+	else
+		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code, guest_code_size);
 	region = (struct kvm_userspace_memory_region){
 		.slot = 0,
 		.guest_phys_addr = 0,
@@ -491,6 +566,25 @@ static int vm_setup(struct vm *vm)
 	};
 	if (kvm_ioctl(vm, vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region, "KVM_SET_USER_MEMORY_REGION") < 0)
 		return -1;
+	if (o->mix & (1u << MIX_TOUCH)) {
+		vm->touch_mem = mmap(NULL, GUEST_TOUCH_SIZE, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (vm->touch_mem == MAP_FAILED) {
+			vm->touch_mem = NULL;
+			err_msg(vm, "guest memory to touch (%u KiB): %s", GUEST_TOUCH_SIZE / 1024, strerror(errno));
+			return -1;
+		}
+		madvise(vm->touch_mem, GUEST_TOUCH_SIZE, MADV_NOHUGEPAGE); /* one fault per 4 KiB page */
+		region = (struct kvm_userspace_memory_region){
+			.slot = 1,
+			.guest_phys_addr = GUEST_TOUCH_ADDR,
+			.memory_size = GUEST_TOUCH_SIZE,
+			.userspace_addr = (uintptr_t)vm->touch_mem,
+		};
+		if (kvm_ioctl(vm, vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region,
+			      "KVM_SET_USER_MEMORY_REGION (touch area)") < 0)
+			return -1;
+	}
 
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
 		if (vcpu_setup(vm, &vm->vcpus[i]))
@@ -508,9 +602,13 @@ static void vm_teardown(struct vm *vm)
 		if (v->fd >= 0)
 			close(v->fd);
 	}
+	for (unsigned int i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
+		json_decref(vm->vcpus[i].kvm_stats);
 	free(vm->vcpus);
 	if (vm->mem)
 		munmap(vm->mem, GUEST_MEM_SIZE);
+	if (vm->touch_mem)
+		munmap(vm->touch_mem, GUEST_TOUCH_SIZE);
 	if (vm->vm_fd >= 0)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
@@ -541,6 +639,16 @@ static json_t *vcpu_json(const struct vcpu *v)
 		      (json_int_t)st->halted_ns, "halt_cut_short", st->halt_cut_short, "busy_periods",
 		      (json_int_t)st->busy_periods, "chunks", (json_int_t)st->chunks, "chunk_iters",
 		      (json_int_t)st->chunk_iters);
+	if (o) {
+		json_t *ops = json_object();
+
+		for (unsigned int op = 0; op < MIX_NR_OPS; op++)
+			json_object_set_new(ops, microvm_mix_names[op], json_integer((json_int_t)st->ops[op]));
+		json_object_set_new(o, "ops", ops);
+		json_object_set_new(o, "kvm_stats", v->kvm_stats ? json_incref(v->kvm_stats) : json_null());
+		if (!v->kvm_stats)
+			json_object_set_new(o, "kvm_stats_error", json_string(v->kvm_stats_why));
+	}
 	if (o)
 		json_object_set_new(o, "schedstat",
 				    st->schedstat_ok ?
@@ -650,6 +758,36 @@ static const char *wait_for_stop(struct vm *vm, int sig_fd, uint64_t *running_si
 	}
 }
 
+/*
+ * With the vCPU threads stopped: the --mix ops each vCPU did (its mailbox
+ * counters, plus an op whose exit KVM handled just before the stop kick,
+ * which the guest did not get to count: its IP is at the op's `inc`), and
+ * KVM's own counters.
+ */
+static void collect_counts(struct vm *vm)
+{
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		struct kvm_regs regs;
+		uint32_t count;
+
+		if (v->fd < 0)
+			continue;
+		if (vm->o->mix) {
+			bool have_regs = ioctl(v->fd, KVM_GET_REGS, &regs) == 0;
+
+			for (unsigned int op = 0; op < MIX_NR_OPS; op++) {
+				memcpy(&count, mailbox(v) + MAILBOX_COUNT(op), sizeof(count));
+				v->st.ops[op] = count;
+				if (have_regs && regs.rip == GUEST_CODE_ADDR + guest_mix_count_offset[op])
+					v->st.ops[op]++;
+			}
+			v->st.ops[MIX_MMIO] = v->st.mmio; /* what reached the VMM: KVM's mmio_exits */
+		}
+		v->kvm_stats = kvm_vcpu_stats(vm->kvm_fd, v->fd, v->kvm_stats_why, sizeof(v->kvm_stats_why));
+	}
+}
+
 static void stop_vcpus(struct vm *vm)
 {
 	__atomic_store_n(&vm->stop, 1, __ATOMIC_RELEASE);
@@ -714,6 +852,7 @@ int microvm_vm_main(const struct microvm_opts *o)
 			err_msg(&vm, "%s", vm.vcpus[i].error);
 	if (!stopped_by)
 		goto out;
+	collect_counts(&vm);
 	{
 		uint64_t end = now_ns();
 

@@ -80,16 +80,19 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
 	int l = level == LIBBPF_WARN ? VCPUSTAT_LOG_WARN :
 		level == LIBBPF_INFO ? VCPUSTAT_LOG_INFO : VCPUSTAT_LOG_DEBUG;
-	char buf[2048];
+	char *buf;
 	size_t n;
 
 	if (!log_fn || l > log_max)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* whole: a verifier's log runs to many kilobytes and its end says why */
+	if (vasprintf(&buf, fmt, ap) < 0)
+		return 0;
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	log_fn(l, buf);
+	free(buf);
 	return 0;
 }
 
@@ -266,6 +269,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		bpf_map__set_max_entries(vs->skel->maps.vcpu_tids, (__u32)((pid_max + 63) / 64));
 	}
 	vs->skel->rodata->record_level = opts->record_level;
+	vs->skel->data_hotpath->hotpath.level_full = opts->record_level >= VCPUSTAT_LEVEL_FULL;
 	vs->skel->rodata->record_raw = opts->record_raw;
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {

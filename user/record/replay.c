@@ -137,6 +137,10 @@ static inline void env_vcpu_gone(struct vcpustat_vcpu *v)
 {
 }
 
+static inline void env_cpu_waiting(__u32 cpu, bool waiting)
+{
+}
+
 #include "vcpustat_handler.h"
 
 void replay_free(struct replay *r)
