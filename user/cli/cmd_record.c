@@ -74,10 +74,10 @@ static long long parse_size(const char *s)
 	return *end ? -1 : (long long)(v * (double)mult);
 }
 
-/* "90", "90s", "15m", "1h", "1d" -> ns; 0 if malformed. */
 /* The longest the final drain may take, however many records wait. */
 #define RECORD_FINAL_DRAIN_S 30
 
+/* "90", "90s", "15m", "1h", "1d" -> ns; 0 if malformed. */
 static unsigned long long parse_duration(const char *s)
 {
 	char *end;
