@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Never destroy what the user has (issue 16): a repair keeps every intact
+ * interval, no output overwrites an input, endless inputs are bounded, every
+ * write is checked, and the messages name what was wrong.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <jansson.h>
+#include "sht_model.h"
+#include "helpers.h"
+
+#define NS 4096u
+
+struct run {
+	int status; /* exit code, or -1 */
+	char out[65536], err[8192];
+};
+
+static const char *vcpustat_bin(void)
+{
+	static char path[512];
+	const char *dir = getenv("VCPUSTAT_BUILD_DIR");
+
+	snprintf(path, sizeof(path), "%s/bin/vcpustat", dir ? dir : VCPUSTAT_BUILD_DIR);
+	return path;
+}
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Run vcpustat with argv; stdout to out_file (NULL: captured), stdin from
+ * in_file (NULL: /dev/null); killed after limit_s seconds (status -1).
+ */
+static void run_io(struct run *r, const char *const *argv, const char *out_file, const char *in_file, int limit_s)
+{
+	char out[128], err[128];
+	pid_t pid;
+	int st;
+
+	snprintf(out, sizeof(out), "/tmp/vcpustat-robust-%d.out", (int)getpid());
+	snprintf(err, sizeof(err), "/tmp/vcpustat-robust-%d.err", (int)getpid());
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fo = open(out_file ? out_file : out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fi = open(in_file ? in_file : "/dev/null", O_RDONLY);
+
+		dup2(fo, 1);
+		dup2(fe, 2);
+		dup2(fi, 0);
+		setenv("TZ", "UTC", 1);
+		alarm((unsigned)limit_s); /* a hang guard, not a timing assertion */
+		execv(vcpustat_bin(), (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	slurp(out, r->out, sizeof(r->out));
+	slurp(err, r->err, sizeof(r->err));
+	unlink(out);
+	unlink(err);
+	cr_assert_neq(r->status, 127, "cannot run %s", vcpustat_bin());
+}
+
+#define RUN(r, ...)                                                                                                \
+	do {                                                                                                       \
+		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
+		run_io(r, argv_, NULL, NULL, 120);                                                                 \
+	} while (0)
+#define RUN_TO(r, outf, ...)                                                                                       \
+	do {                                                                                                       \
+		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
+		run_io(r, argv_, outf, NULL, 120);                                                                 \
+	} while (0)
+
+/* ---- repair keeps every intact interval ---- */
+
+/* A closed file of about 10 k intervals in 4 KiB nodes. */
+static void make_10k(const char *path)
+{
+	struct scenario sc = { .seed = 16, .nattrs = 40, .nops = 12000, .node_size = NS, .max_children = 4,
+			       .zero_pct = 5, .null_pct = 5, .string_pct = 10, .bigint_pct = 5, .hot_pct = 80,
+			       .hot_attrs = 10, .max_step = 3000 };
+	struct op *ops = make_ops(&sc);
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w = open_writer(path, &sc);
+	uint32_t ids[40];
+	uint64_t last = 0;
+
+	create_attrs(w, sc.nattrs, ids);
+	for (size_t k = 0; k < sc.nops; k++) {
+		apply_op(w, ids, &ops[k]);
+		last = ops[k].t > last ? ops[k].t : last;
+	}
+	cr_assert_eq(sht_writer_close(w, last + 10, &err), 0, "%s", err.msg);
+	free(ops);
+}
+
+struct ivl {
+	uint32_t attr;
+	uint64_t start, end;
+	int type;
+	int64_t i;
+	char s[64];
+};
+
+static int ivl_cmp(const void *a, const void *b)
+{
+	const struct ivl *x = a, *y = b;
+
+	if (x->attr != y->attr)
+		return x->attr < y->attr ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	if (x->type != y->type)
+		return x->type - y->type;
+	if (x->i != y->i)
+		return x->i < y->i ? -1 : 1;
+	return strcmp(x->s, y->s);
+}
+
+/* Every interval of the file at path, sorted (attribute paths are compared by id: a repair keeps them). */
+static struct ivl *all_intervals(const char *path, size_t *n)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_interval *iv;
+	struct sht_reader *r;
+	struct ivl *out;
+
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_query_range(r, SHT_NO_ATTR, NULL, 0, UINT64_MAX, &iv, n, &err), 0, "%s", err.msg);
+	out = calloc(*n + 1, sizeof(*out));
+	for (size_t k = 0; k < *n; k++) {
+		out[k] = (struct ivl){ iv[k].attr, iv[k].start, iv[k].end, iv[k].value.type, iv[k].value.i, "" };
+		if (iv[k].value.type == SHT_STR) {
+			out[k].i = 0;
+			snprintf(out[k].s, sizeof(out[k].s), "%s", iv[k].value.s);
+		}
+	}
+	free(iv);
+	sht_close(r);
+	qsort(out, *n, sizeof(*out), ivl_cmp);
+	return out;
+}
+
+static uint32_t le32_at(const char *path, off_t off)
+{
+	int fd = open(path, O_RDONLY);
+	uint32_t v = 0;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &v, 4, off), 4);
+	close(fd);
+	return v;
+}
+
+static void flip(const char *path, off_t off, uint8_t mask)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &b, 1, off), 1);
+	b ^= mask;
+	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/*
+ * Flip a byte in node k of a copy of the 10 k file, repair it to a new file:
+ * the repaired file holds only intervals of the original, and misses at most
+ * those that node k held (a core's come back from the leaves' journals).
+ */
+static void repair_node(uint32_t k, bool leaf_expected)
+{
+	const char *orig = tmp_path("rep-orig"), *bad = tmp_path("rep-bad"), *fixed = tmp_path("rep-fixed");
+	struct ivl *o, *f;
+	size_t no, nf, i, j;
+	uint32_t held;
+	uint8_t kind;
+	struct run r;
+	int fd;
+
+	make_10k(orig);
+	copy_file(orig, bad);
+	fd = open(orig, O_RDONLY);
+	cr_assert_eq(pread(fd, &kind, 1, (off_t)(k + 1) * NS + 8), 1);
+	close(fd);
+	cr_assert_eq(kind == SHT_NODE_LEAF, leaf_expected, "node %u is a %s", k, kind == 1 ? "leaf" : "core");
+	held = le32_at(orig, (off_t)(k + 1) * NS + 40); /* nintervals */
+	flip(bad, (off_t)(k + 1) * NS + 200, 0x10);
+	unlink(fixed);
+	RUN(&r, "check", bad, "--repair", "-o", fixed);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "intervals:") && strstr(r.out, "1 damaged node"), "%s", r.out);
+	RUN(&r, "check", fixed);
+	cr_assert_eq(r.status, 0, "the repaired file is good: %s", r.out);
+	o = all_intervals(orig, &no);
+	f = all_intervals(fixed, &nf);
+	cr_assert_geq(no, 10000, "a 10 k-interval file (%zu)", no);
+	for (i = j = 0; j < nf; j++) { /* f is a subset of o */
+		while (i < no && ivl_cmp(&o[i], &f[j]) < 0)
+			i++;
+		cr_assert(i < no && !ivl_cmp(&o[i], &f[j]), "interval %zu of the repaired file [%llu, %llu) of #%u is not in the original",
+			  j, (unsigned long long)f[j].start, (unsigned long long)f[j].end, f[j].attr);
+		i++;
+	}
+	cr_assert_geq(nf + held, no, "node %u held %u intervals; %zu of %zu kept", k, held, nf, no);
+	if (!leaf_expected)
+		cr_assert_eq(nf, no, "a core's intervals are all in the leaves' journals");
+	else
+		cr_assert_lt(nf, no, "the leaf's own intervals are gone");
+	free(o);
+	free(f);
+	/* the damaged input is untouched */
+	cr_assert_neq(le32_at(bad, 0), 0);
+	unlink(orig);
+	unlink(bad);
+	unlink(fixed);
+}
+
+/* The index of the last leaf, of the last tree node and of a leaf in the middle of the 10 k file. */
+static void last_nodes(uint32_t *last_leaf, uint32_t *last_node, uint32_t *mid_leaf)
+{
+	const char *p = tmp_path("rep-shape");
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	uint32_t findex;
+	int fd;
+
+	make_10k(p);
+	findex = le32_at(p, NS - 64 + 16);
+	*last_node = findex - 1;
+	cr_assert_eq(sht_open(&r, p, &err), 0, "%s", err.msg);
+	sht_close(r);
+	fd = open(p, O_RDONLY);
+	for (uint32_t k = findex; k-- > 0;) {
+		uint8_t kind;
+
+		cr_assert_eq(pread(fd, &kind, 1, (off_t)(k + 1) * NS + 8), 1);
+		if (kind == SHT_NODE_LEAF) {
+			*last_leaf = k;
+			break;
+		}
+	}
+	for (uint32_t k = findex / 2; k-- > 0;) {
+		uint8_t kind;
+
+		cr_assert_eq(pread(fd, &kind, 1, (off_t)(k + 1) * NS + 8), 1);
+		if (kind == SHT_NODE_LEAF) {
+			*mid_leaf = k;
+			break;
+		}
+	}
+	close(fd);
+	unlink(p);
+}
+
+Test(robust, repair_keeps_every_interval_but_the_first_nodes)
+{
+	repair_node(0, true);
+}
+
+Test(robust, repair_keeps_every_interval_but_a_middle_nodes)
+{
+	uint32_t leaf, last, mid;
+
+	last_nodes(&leaf, &last, &mid);
+	cr_assert(mid > 5 && mid < leaf - 5, "node %u of %u", mid, last);
+	repair_node(mid, true);
+}
+
+Test(robust, repair_keeps_every_interval_but_the_last_leafs)
+{
+	uint32_t leaf, last, mid;
+
+	last_nodes(&leaf, &last, &mid);
+	repair_node(leaf, true);
+}
+
+Test(robust, repair_of_the_last_node_the_root_loses_nothing)
+{
+	uint32_t leaf, last, mid;
+
+	last_nodes(&leaf, &last, &mid);
+	repair_node(last, false);
+}
+
+Test(robust, repair_needs_a_target_and_in_place_keeps_the_original)
+{
+	const char *p = tmp_path("rep-inplace");
+	char orig[600];
+	struct run r;
+	struct stat st0, st1;
+
+	make_10k(p);
+	snprintf(orig, sizeof(orig), "%s.orig", p);
+	unlink(orig);
+	flip(p, 3 * NS + 300, 0x01);
+	cr_assert_eq(stat(p, &st0), 0);
+	RUN(&r, "check", p, "--repair");
+	cr_assert_eq(r.status, 2, "no target: a usage error (%s)", r.err);
+	cr_assert(strstr(r.err, "-o FIXED.sht") && strstr(r.err, "--in-place"), "%s", r.err);
+	RUN(&r, "check", p, "--repair", "-o", p);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "input"), "%s", r.err);
+	RUN(&r, "check", p, "--repair", "--in-place");
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, orig), "says where the original is: %s", r.out);
+	cr_assert_eq(stat(orig, &st1), 0, "%s is kept", orig);
+	cr_assert_eq(st1.st_ino, st0.st_ino, "it is the original file");
+	RUN(&r, "check", p);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	RUN(&r, "check", p, "--repair", "--in-place");
+	cr_assert_eq(r.status, 0, "a good file: nothing to do (%s%s)", r.out, r.err);
+	unlink(orig);
+	unlink(p);
+}
