@@ -340,3 +340,121 @@ Test(robust, repair_needs_a_target_and_in_place_keeps_the_original)
 	unlink(orig);
 	unlink(p);
 }
+
+/* ---- no output ever overwrites an input ---- */
+
+static char *read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long len;
+
+	cr_assert_not_null(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*n = (size_t)len;
+	return buf;
+}
+
+/*
+ * Every command that takes an input file and -o, given the same file as its
+ * output by path, by hard link and by symlink: refused before anything is
+ * written, the input byte for byte unchanged.
+ */
+Test(robust, no_command_writes_over_its_input)
+{
+	const char *in = tmp_path("same-in");
+	char hard[600], sym[600], procfd[64];
+	static const char *const cmds[][8] = {
+		{ "import", "--host", "IN", "-o", "OUT" },
+		{ "export", "--file", "IN", "-o", "OUT" },
+		{ "plot", "IN", "-o", "OUT" },
+		{ "replay", "IN", "-o", "OUT" },
+		{ "check", "IN", "--repair", "-o", "OUT" },
+	};
+	size_t n0, n1;
+	char *before, *after;
+
+	make_10k(in);
+	flip(in, 2 * NS + 100, 0x01); /* so that check --repair would have work to do */
+	before = read_all(in, &n0);
+	snprintf(hard, sizeof(hard), "%s.hard", in);
+	snprintf(sym, sizeof(sym), "%s.sym", in);
+	unlink(hard);
+	unlink(sym);
+	cr_assert_eq(link(in, hard), 0);
+	cr_assert_eq(symlink(in, sym), 0);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		for (int way = 0; way < 4; way++) {
+			const char *out = way == 0 ? in : way == 1 ? hard : way == 2 ? sym : procfd;
+			const char *argv[10] = { vcpustat_bin() };
+			struct run r;
+			size_t k;
+			int fd = -1;
+
+			if (way == 3) { /* /proc/self/fd/N of the test: the same file through /proc */
+				fd = open(in, O_RDONLY);
+				snprintf(procfd, sizeof(procfd), "/proc/%d/fd/%d", (int)getpid(), fd);
+			}
+			for (k = 0; cmds[c][k]; k++)
+				argv[k + 1] = !strcmp(cmds[c][k], "IN") ? in : !strcmp(cmds[c][k], "OUT") ? out : cmds[c][k];
+			argv[k + 1] = NULL;
+			run_io(&r, argv, NULL, NULL, 60);
+			if (fd >= 0)
+				close(fd);
+			cr_assert_eq(r.status, 2, "%s with -o %s: refused as a usage error (%d): %s", cmds[c][0], out,
+				     r.status, r.err);
+			cr_assert(strstr(r.err, "input") && strstr(r.err, out), "%s: the message names it: %s",
+				  cmds[c][0], r.err);
+			after = read_all(in, &n1);
+			cr_assert(n1 == n0 && !memcmp(before, after, n0), "%s -o %s: the input is unchanged", cmds[c][0],
+				  out);
+			free(after);
+		}
+	}
+	free(before);
+	unlink(hard);
+	unlink(sym);
+	unlink(in);
+}
+
+/* A trace of n lines (tools' trace-gen) and its import, for the rows of issue 16. */
+static void make_trace(const char *txt, const char *sht, int lines)
+{
+	char cmd[1024], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "'%s/bin/trace-gen' %d '%s' 2>&1", getenv("VCPUSTAT_BUILD_DIR") ?: VCPUSTAT_BUILD_DIR,
+		 lines, txt);
+	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0, "%s", out);
+	if (sht) {
+		struct run r;
+
+		unlink(sht);
+		RUN(&r, "import", "--host", txt, "-o", sht);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+	}
+}
+
+/* Row 1: import onto its own input was a bus error and an emptied trace. */
+Test(robust, row1_import_onto_its_input_is_refused)
+{
+	const char *txt = "/tmp/vcpustat-robust-row1.txt";
+	size_t n0, n1;
+	char *before, *after;
+	struct run r;
+
+	make_trace(txt, NULL, 20000);
+	before = read_all(txt, &n0);
+	RUN(&r, "import", "--host", txt, "-o", txt);
+	cr_assert_eq(r.status, 2, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "refusing to write over an input"), "%s", r.err);
+	after = read_all(txt, &n1);
+	cr_assert(n0 == n1 && !memcmp(before, after, n0), "the trace is unchanged");
+	free(before);
+	free(after);
+	unlink(txt);
+}

@@ -281,7 +281,11 @@ int cmd_export(int argc, char **argv)
 	}
 	if (path && !strcmp(path, "-"))
 		path = NULL;
-	/* refuse an unwritable output before attaching or reading anything */
+	/* refuse an input as the output, or an unwritable one, before attaching or reading anything */
+	if (path && file && outfile_refuse_input(path, &file, 1, &err)) {
+		cli_err("export: -o %s", err.msg);
+		return CLI_USAGE;
+	}
 	if (path && outfile_check(path, &err)) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
