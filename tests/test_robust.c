@@ -458,3 +458,67 @@ Test(robust, row1_import_onto_its_input_is_refused)
 	free(after);
 	unlink(txt);
 }
+
+/* Row 4: endless input (/dev/zero) for sync --pairs and import stops at once, saying where. */
+Test(robust, row4_endless_input_stops_with_a_message, .timeout = 60)
+{
+	const char *out = "/tmp/vcpustat-robust-row4.sht";
+	struct run r;
+
+	unlink(out);
+	RUN(&r, "sync", "--pairs", "/dev/zero");
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "/dev/zero") && strstr(r.err, "offset 0") && strstr(r.err, "not text"), "%s", r.err);
+	RUN(&r, "import", "--host", "/dev/zero", "-o", out);
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "/dev/zero") && strstr(r.err, "offset 0"), "%s", r.err);
+	cr_assert_neq(access(out, F_OK), 0, "no output");
+	{ /* a pipe that never ends, with text and no newline: bounded too (the limit, not memory, stops it) */
+		char cmd[1024], buf[4096];
+
+		snprintf(cmd, sizeof(cmd), "yes x | tr -d '\\n' | head -c 300000000 | '%s' sync --pairs - 2>&1",
+			 vcpustat_bin());
+		cr_assert_neq(run_shell(cmd, buf, sizeof(buf)), 0, "%s", buf);
+		cr_assert(strstr(buf, "<stdin>"), "%s", buf);
+	}
+}
+
+/* Row 5: a FIFO that no one writes never blocks a reader; SHT readers refuse it, saying what it is. */
+Test(robust, row5_a_fifo_never_blocks, .timeout = 60)
+{
+	const char *fifo = "/tmp/vcpustat-robust-row5.fifo";
+	static const char *const cmds[][6] = {
+		{ "query", "FIFO", "--at", "1" }, { "report", "FIFO" }, { "check", "FIFO" },
+		{ "export", "--file", "FIFO" },	  { "plot", "FIFO", "-o", "-" },
+	};
+	struct run r;
+
+	unlink(fifo);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		const char *argv[8] = { vcpustat_bin() };
+		size_t k;
+
+		for (k = 0; cmds[c][k]; k++)
+			argv[k + 1] = !strcmp(cmds[c][k], "FIFO") ? fifo : cmds[c][k];
+		argv[k + 1] = NULL;
+		run_io(&r, argv, NULL, NULL, 20);
+		cr_assert_neq(r.status, -1, "%s: it ends by itself", cmds[c][0]);
+		cr_assert_eq(r.status, 1, "%s: %d %s", cmds[c][0], r.status, r.err);
+		cr_assert(strstr(r.err, fifo) && strstr(r.err, "FIFO"), "%s: %s", cmds[c][0], r.err);
+	}
+	{
+		const char *argv[] = { vcpustat_bin(), "replay", fifo, "-o", "/tmp/vcpustat-robust-row5.sht", NULL };
+
+		run_io(&r, argv, NULL, NULL, 20);
+		cr_assert_eq(r.status, 1, "replay: %d %s", r.status, r.err);
+	}
+	{
+		const char *argv[] = { vcpustat_bin(), "sync", "--pairs", fifo, NULL };
+
+		run_io(&r, argv, NULL, NULL, 20);
+		cr_assert_neq(r.status, -1, "sync --pairs: it ends by itself");
+	}
+	unlink("/tmp/vcpustat-robust-row5.sht");
+	unlink(fifo);
+}

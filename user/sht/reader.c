@@ -793,15 +793,11 @@ int sht_open(struct sht_reader **rp, const char *path, struct vcpustat_error *er
 	r = reader_alloc(path);
 	if (!r)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	r->fd = open_input(path, true, err); /* an SHT file is read at any offset: no FIFO, no device */
 	if (r->fd < 0 || fstat(r->fd, &st)) {
-		e = -errno;
+		e = r->fd < 0 ? r->fd : -errno;
 		reader_free(r);
-		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		reader_free(r);
-		return verror(err, -EINVAL, "%s: not a regular file", path);
+		return r->fd < 0 ? e : verror(err, e, "%s: cannot open: %s", path, strerror(-e));
 	}
 	r->size = (uint64_t)st.st_size;
 	e = open_common(r, err);
