@@ -522,3 +522,30 @@ Test(robust, row5_a_fifo_never_blocks, .timeout = 60)
 	unlink("/tmp/vcpustat-robust-row5.sht");
 	unlink(fifo);
 }
+
+/* Row 7: output to a full disk is an error naming stdout, in every command that prints. */
+Test(robust, row7_a_full_stdout_is_an_error, .timeout = 120)
+{
+	const char *txt = "/tmp/vcpustat-robust-row7.txt", *sht = "/tmp/vcpustat-robust-row7.sht";
+	static const char *const cmds[][6] = {
+		{ "query", "SHT", "--path", "/**" }, { "query", "SHT", "--at", "0.001" }, { "report", "SHT" },
+		{ "check", "SHT" }, { "export", "--file", "SHT" }, { "--help" },
+	};
+	struct run r;
+
+	make_trace(txt, sht, 20000);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		const char *argv[8] = { vcpustat_bin() };
+		size_t k;
+
+		for (k = 0; cmds[c][k]; k++)
+			argv[k + 1] = !strcmp(cmds[c][k], "SHT") ? sht : cmds[c][k];
+		argv[k + 1] = NULL;
+		run_io(&r, argv, "/dev/full", NULL, 60);
+		cr_assert_eq(r.status, 1, "%s %s > /dev/full: exit %d: %s", cmds[c][0], cmds[c][1] ? cmds[c][1] : "",
+			     r.status, r.err);
+		cr_assert(strstr(r.err, "No space left on device"), "%s: %s", cmds[c][0], r.err);
+	}
+	unlink(txt);
+	unlink(sht);
+}
