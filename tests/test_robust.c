@@ -549,3 +549,40 @@ Test(robust, row7_a_full_stdout_is_an_error, .timeout = 120)
 	unlink(txt);
 	unlink(sht);
 }
+
+/* Rows 8-10: the messages say what was wrong. */
+Test(robust, rows8_to_10_messages_name_what_was_wrong, .timeout = 120)
+{
+	const char *txt = "/tmp/vcpustat-robust-row8.txt", *sht = "/tmp/vcpustat-robust-row8.sht";
+	const char *dir = "/tmp/vcpustat-robust-row10.sht";
+	struct run r;
+
+	make_trace(txt, sht, 20000);
+	/* 8: only --from, after the end */
+	RUN(&r, "report", sht, "--from", "1000s");
+	cr_assert_neq(r.status, 0);
+	cr_assert_null(strstr(r.err, "--to must come after"), "no --to was given: %s", r.err);
+	cr_assert(strstr(r.err, "--from 1000s") && strstr(r.err, "after the end"), "%s", r.err);
+	/* 9: a VM name that matches nothing */
+	RUN(&r, "report", sht, "--vm", "nosuchvm");
+	cr_assert_neq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.err, "nosuchvm") && strstr(r.err, "no VM"), "%s", r.err);
+	RUN(&r, "export", "--file", sht, "--vm", "nosuchvm");
+	cr_assert_neq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.err, "nosuchvm") && strstr(r.err, "no VM"), "%s", r.err);
+	/* 10: a device, a directory, an empty output name */
+	RUN(&r, "check", "/dev/zero");
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "/dev/zero") && strstr(r.err, "character device"), "%s", r.err);
+	rmdir(dir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	RUN(&r, "check", dir);
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, dir) && strstr(r.err, "a directory"), "%s", r.err);
+	rmdir(dir);
+	RUN(&r, "plot", sht, "-o", "");
+	cr_assert_eq(r.status, 2, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "empty"), "%s", r.err);
+	unlink(txt);
+	unlink(sht);
+}

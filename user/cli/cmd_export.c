@@ -122,6 +122,12 @@ static int export_file(const char *file, const char *from, const char *to, const
 		cli_err("%s", err.msg);
 		goto out;
 	}
+	ret = cli_vm_none_matched(file, r, filter, s.nr_vms);
+	if (ret) {
+		summary_free(&s);
+		goto out;
+	}
+	ret = CLI_FAIL;
 	m = metrics_new(mo);
 	if (!m || metrics_add(m, &s)) {
 		summary_free(&s);
