@@ -794,10 +794,15 @@ int sht_open(struct sht_reader **rp, const char *path, struct vcpustat_error *er
 	if (!r)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
 	r->fd = open_input(path, true, err); /* an SHT file is read at any offset: no FIFO, no device */
-	if (r->fd < 0 || fstat(r->fd, &st)) {
-		e = r->fd < 0 ? r->fd : -errno;
+	if (r->fd < 0) {
+		e = r->fd;
 		reader_free(r);
-		return r->fd < 0 ? e : verror(err, e, "%s: cannot open: %s", path, strerror(-e));
+		return e;
+	}
+	if (fstat(r->fd, &st)) {
+		e = -errno;
+		reader_free(r);
+		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
 	}
 	r->size = (uint64_t)st.st_size;
 	e = open_common(r, err);

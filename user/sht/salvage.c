@@ -275,7 +275,8 @@ static int rewrite(struct salvage *s, const char *path, uint64_t end, struct vcp
 		if (!nx || nx->attr != a->attr || nx->start != a->end || (nx->type == a->type && nx->i == a->i))
 			ch[n++] = (struct change){ a->end, 2 * i + 1, a->attr, SHT_NULL, 0 };
 	}
-	qsort(ch, n, sizeof(*ch), change_cmp);
+	if (n)
+		qsort(ch, n, sizeof(*ch), change_cmp);
 	e = sht_writer_create(&w, path, &o, err);
 	if (e)
 		goto out;
@@ -384,7 +385,8 @@ int sht_salvage(struct sht_reader *r, struct sht_reader *footer, const char *out
 			end = r->info.tree_start;
 	}
 	/* the journal copies of the cores that are not intact in the file */
-	qsort(s.cores, s.ncores, sizeof(*s.cores), u32_cmp);
+	if (s.ncores)
+		qsort(s.cores, s.ncores, sizeof(*s.cores), u32_cmp);
 	for (i = 0; i < s.njrecs; i++) {
 		if (s.ncores && bsearch(&s.jrecs[i].seq, s.cores, s.ncores, sizeof(*s.cores), u32_cmp))
 			continue;
@@ -414,7 +416,8 @@ int sht_salvage(struct sht_reader *r, struct sht_reader *footer, const char *out
 	e = pad_tables(&s, max_attr, max_str, err);
 	if (e)
 		goto out;
-	qsort(s.recs, s.nrecs, sizeof(*s.recs), srec_cmp);
+	if (s.nrecs)
+		qsort(s.recs, s.nrecs, sizeof(*s.recs), srec_cmp);
 	for (i = j = 0; i < s.nrecs; i++) { /* overlaps cannot come from a writer: keep the first */
 		if (j && s.recs[j - 1].rec.attr == s.recs[i].rec.attr && s.recs[i].rec.start < s.recs[j - 1].rec.end) {
 			info->dropped++;
