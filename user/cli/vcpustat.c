@@ -51,18 +51,19 @@ static void usage(FILE *out)
  */
 static int finish_stdout(int ret)
 {
+	bool lost = ferror(stdout); /* a write failed earlier: its errno is gone */
 	int e = 0;
 
-	errno = 0;
 	if (fflush(stdout))
 		e = errno;
-	if (ferror(stdout) && !e)
-		e = errno ? errno : EIO;
 	if (fclose(stdout) && !e)
 		e = errno;
-	if (!e)
+	if (!e && !lost)
 		return ret;
-	cli_err("stdout: write failed: %s", strerror(e));
+	if (e)
+		cli_err("stdout: write failed: %s", strerror(e));
+	else
+		cli_err("stdout: write failed: part of the output was lost (a full disk, a closed pipe?)");
 	return ret ? ret : CLI_FAIL;
 }
 
