@@ -976,3 +976,90 @@ Test(export_live, plot_live_draws_the_histograms, .timeout = 60, .fini = cleanup
 	free(text);
 	scratch_remove();
 }
+
+/* GET /metrics from source address 127.0.0.2 with a 1 s socket timeout: the HTTP status, or -1. */
+static int scrape_from_another_address(int port)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000002) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 1 };
+	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+	char buf[4096];
+	size_t len = 0;
+	int s = socket(AF_INET, SOCK_STREAM, 0), status = -1;
+	ssize_t n;
+
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (bind(s, (struct sockaddr *)&src, sizeof(src)) || connect(s, (struct sockaddr *)&a, sizeof(a)) ||
+	    send(s, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
+		close(s);
+		return -1;
+	}
+	while (len < sizeof(buf) - 1 && (n = recv(s, buf + len, sizeof(buf) - 1 - len, 0)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	if (len > 12 && !strncmp(buf, "HTTP/1.", 7))
+		status = atoi(buf + 9);
+	close(s);
+	return status;
+}
+
+/*
+ * 100 slow clients (a request line, then one header every 10 s) do not starve
+ * the scrapers: a scraper from another address gets a 200 within its own 1 s
+ * socket timeout, every second for 20 s. Loopback only; it stops by itself.
+ */
+Test(export_live, serve_scrapes_get_through_while_100_slow_clients_hold_sockets, .timeout = 120, .fini = cleanup)
+{
+	int port = free_port(), slow[100], held = 0;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	static const char start[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+	char listen[32];
+	pid_t serve;
+
+	SKIP_UNLESS(bpf_unavailable());
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	{
+		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, NULL };
+
+		serve = spawn(argv, NULL, tmp("slow.err"));
+	}
+	wait_http(port, 30);
+	for (int i = 0; i < 100; i++) {
+		slow[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (connect(slow[i], (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS) {
+			close(slow[i]);
+			slow[i] = -1;
+			continue;
+		}
+		held++;
+	}
+	cr_assert_eq(held, 100, "100 slow sockets");
+	usleep(200000);
+	for (int i = 0; i < 100; i++)
+		if (slow[i] >= 0 && send(slow[i], start, sizeof(start) - 1, MSG_NOSIGNAL) < 0) {
+			close(slow[i]); /* the server already refused it: fine */
+			slow[i] = -1;
+		}
+	for (int sec = 0; sec < 20; sec++) {
+		int status = scrape_from_another_address(port);
+
+		cr_assert_eq(status, 200, "scrape %d of 20 (second %d): status %d (-1: no answer within 1 s)", sec + 1,
+			     sec, status);
+		if (sec % 10 == 9) /* the slow clients' next header */
+			for (int i = 0; i < 100; i++)
+				if (slow[i] >= 0 && send(slow[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL) < 0) {
+					close(slow[i]);
+					slow[i] = -1;
+				}
+		sleep(1);
+	}
+	for (int i = 0; i < 100; i++)
+		if (slow[i] >= 0)
+			close(slow[i]);
+	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("slow.err")));
+	scratch_remove();
+}

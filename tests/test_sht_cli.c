@@ -330,16 +330,24 @@ Test(sht_cli, check_good_bad_and_repair)
 	cr_assert(strstr(r.err, "offset 4096") && strstr(r.err, "checksum mismatch"), "%s", r.err);
 
 	RUN(&r, "check", "--repair", f);
+	cr_assert_eq(r.status, 2, "a repair needs -o or --in-place: %s", r.err);
+	RUN(&r, "check", "--repair", "--in-place", f);
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, "after the repair"), "%s", r.out);
+	{
+		char orig[600];
+
+		snprintf(orig, sizeof(orig), "%s.orig", f);
+		cr_assert_eq(access(orig, F_OK), 0, "the original is kept as %s", orig);
+		unlink(orig);
+	}
 	RUN(&r, "check", f, "--json");
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	j = parse(r.out);
 	cr_assert(json_is_true(json_object_get(j, "ok")) && json_is_true(json_object_get(j, "closed")));
 	json_decref(j);
-	RUN(&r, "query", f, "--at", "1.2"); /* the only leaf was bad: an empty history, but readable */
-	cr_assert_eq(r.status, 1, "%s", r.out);
-	cr_assert(strstr(r.err, "after the end"), "%s", r.err);
+	RUN(&r, "query", f, "--at", "1.2"); /* the only leaf was bad: its intervals are gone, the file reads */
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	unlink(f);
 }
 
@@ -361,7 +369,7 @@ Test(sht_cli, check_an_unfinished_file)
 	RUN(&r, "check", f);
 	cr_assert_eq(r.status, 0, "an unfinished file is good: %s", r.out);
 	cr_assert(strstr(r.out, "not closed cleanly") && strstr(r.out, "--repair"), "%s", r.out);
-	RUN(&r, "check", f, "--repair", "--json");
+	RUN(&r, "check", f, "--repair", "--in-place", "--json");
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	j = parse(r.out);
 	cr_assert(json_is_false(json_object_get(json_object_get(j, "before"), "closed")));
@@ -371,5 +379,11 @@ Test(sht_cli, check_an_unfinished_file)
 	RUN(&r, "query", f, "--at", "0.000002500");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert(strstr(line_of(r.out, "/vms/v/vcpus/0/state "), "host"), "%s", r.out); /* t=2: 2 % 3 = HOST */
+	{
+		char orig[600];
+
+		snprintf(orig, sizeof(orig), "%s.orig", f);
+		unlink(orig);
+	}
 	unlink(f);
 }

@@ -149,6 +149,23 @@ int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const c
 	return 0;
 }
 
+int cli_vm_none_matched(const char *file, struct sht_reader *r, const struct summary_filter *f, size_t nr_vms)
+{
+	char list[512] = "";
+	size_t len = 0, n = 0;
+	uint32_t vms, a;
+
+	if (!f->nr_vms || nr_vms)
+		return 0;
+	if (!sht_attr_lookup(r, "/vms", &vms))
+		for (a = sht_attr_first_child(r, vms); a != SHT_NO_ATTR && len < sizeof(list) - 1;
+		     a = sht_attr_next_sibling(r, a), n++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", n ? ", " : "", sht_attr_name(r, a));
+	cli_err("--vm %s%s: no VM of %s has that name or pid (%s%s)", f->vms[0], f->nr_vms > 1 ? " ..." : "", file,
+		n ? "its VMs: " : "it has no VM", list);
+	return CLI_USAGE;
+}
+
 int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value)
 {
 	char *eq = strchr(arg, '=');
@@ -199,8 +216,21 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
 		goto fail;
 	}
 	if (*t2 <= *t1) {
-		cli_err("%s: the window is empty (from %llu ns to %llu ns): --to must come after --from", file,
-			(unsigned long long)*t1, (unsigned long long)*t2);
+		uint64_t end = info->recovered ? info->horizon : info->end;
+
+		if (end <= info->start) {
+			cli_err("%s: the recording holds no history (its time range is empty%s)", file,
+				info->recovered ? ": the writer sealed no node before it stopped" : "");
+			ret = CLI_FAIL;
+		} else if (from && to) {
+			cli_err("%s: the window is empty (from %llu ns to %llu ns): --to must come after --from", file,
+				(unsigned long long)*t1, (unsigned long long)*t2);
+		} else if (from) {
+			cli_err("--from %s: at or after the end of %s (it ends %.9f s after its start)", from, file,
+				(double)(end - info->start) / 1e9);
+		} else {
+			cli_err("--to %s: at or before the start of %s", to, file);
+		}
 		goto fail;
 	}
 	*rp = r;

@@ -58,6 +58,12 @@ int cli_parse_long(const char *opt, const char *arg, long min, long max, const c
 
 /* --vm NAME|PID: add arg to the filter (at most max); prints the error and returns CLI_USAGE when full. */
 int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const char *arg);
+/*
+ * After a report of file with filter f kept nr_vms VMs: if --vm was given
+ * and none matched, print an error naming the VMs of the file and return
+ * CLI_USAGE; else 0.
+ */
+int cli_vm_none_matched(const char *file, struct sht_reader *r, const struct summary_filter *f, size_t nr_vms);
 
 /*
  * Open a recording and resolve the window [from, to] (NULL: its start/end;

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <jansson.h>
 #include "cli/cli.h"
 #include "sht/sht.h"
@@ -15,7 +16,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s check FILE [--repair] [--json]\n"
+		"usage: %s check FILE [--json]\n"
+		"       %s check FILE --repair (-o FIXED.sht | --in-place) [--json]\n"
 		"\n"
 		"Verify an SHT file: the checksum of every node, the tree (time ranges, children,\n"
 		"parents), every interval record, the attribute and string definitions, the footer.\n"
@@ -25,12 +27,16 @@ static void usage(FILE *out)
 		"A file whose writer was killed (no footer) is good if its nodes are: it holds\n"
 		"every interval that ended before its last sealed leaf, and `check` says so.\n"
 		"\n"
-		"  --repair    keep the nodes before the first bad one (all of them if none is bad),\n"
-		"              truncate the rest, rebuild the unsealed parts of the tree and write a\n"
-		"              footer, so that the file opens cleanly. A good closed file is not touched.\n"
+		"  --repair    make a copy that opens cleanly: an unfinished file keeps every node and\n"
+		"              gets the unsealed parts of the tree rebuilt and a footer; a file with\n"
+		"              damaged nodes is written again from every intact node (a damaged node\n"
+		"              loses only the intervals it held). Says how many intervals were kept.\n"
+		"              A good closed file is not copied.\n"
+		"  -o FIXED.sht  where --repair writes (a new file, written atomically; never FILE)\n"
+		"  --in-place  --repair replaces FILE and keeps the original as FILE.orig\n"
 		"  --json      JSON output for scripts\n"
 		"  -h, --help  this help\n",
-		cli_prog);
+		cli_prog, cli_prog);
 }
 
 static void fmt_secs(uint64_t ns, char *buf, size_t len)
@@ -95,28 +101,34 @@ static void report_text(const char *file, const struct sht_check_report *rep)
 		printf("  %-17s %llu bytes of a node that was being written\n", "ignored",
 		       (unsigned long long)rep->tail_bytes);
 	if (!rep->ok || !rep->closed)
-		printf("  `%s check --repair %s` %s\n", cli_prog, file,
+		printf("  `%s check --repair %s -o FIXED.sht` %s\n", cli_prog, file,
 		       rep->ok ? "finalizes it (footer) so that it opens quickly"
-			       : "keeps the good nodes and drops the rest");
+			       : "keeps every intact node; only the damaged ones are lost");
 }
 
 int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "repair", no_argument, NULL, 'r' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "in-place", no_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct sht_check_report rep, after;
+	struct sht_repair_info info;
 	struct vcpustat_error err = { 0 };
-	bool repair = false;
-	const char *file;
+	bool repair = false, in_place = false;
+	const char *file, *out = NULL;
+	char orig[4096];
 	int c, e;
 
-	while ((c = getopt_long(argc, argv, "rjh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ro:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': repair = true; break;
+		case 'o': out = optarg; break;
+		case 'I': in_place = true; break;
 		case 'j': cli_json = true; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
@@ -129,6 +141,24 @@ int cmd_check(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	file = argv[optind];
+	if ((out || in_place) && !repair) {
+		cli_err("check: %s only goes with --repair", out ? "-o" : "--in-place");
+		return CLI_USAGE;
+	}
+	if (repair && !!out == in_place) {
+		cli_err(out ? "check --repair: -o and --in-place exclude each other"
+			    : "check --repair: where to? `-o FIXED.sht` (a new file) or `--in-place` (keeps %s.orig)",
+			file);
+		return CLI_USAGE;
+	}
+	if (out && !*out) {
+		cli_err("check --repair: -o: empty file name");
+		return CLI_USAGE;
+	}
+	if (out && outfile_refuse_input(out, (const char *const[]){ file }, 1, &err)) {
+		cli_err("check --repair: %s", err.msg);
+		return CLI_USAGE;
+	}
 	e = sht_check(file, &rep, &err);
 	if (e && e != -EBADMSG) {
 		cli_err("%s", err.msg);
@@ -159,23 +189,70 @@ int cmd_check(int argc, char **argv)
 		}
 		return CLI_OK;
 	}
-	e = sht_repair(file, &after, &err);
+	if (in_place) {
+		if (snprintf(orig, sizeof(orig), "%s.orig", file) >= (int)sizeof(orig)) {
+			cli_err("%s: path too long", file);
+			return CLI_FAIL;
+		}
+		if (link(file, orig)) {
+			cli_err("%s: cannot keep the original as %s: %s%s", file, orig, strerror(errno),
+				errno == EEXIST ? " (move it away first)" : "");
+			return CLI_FAIL;
+		}
+		out = file;
+	}
+	e = sht_repair_to(file, out, &after, &info, &err);
 	if (e) {
+		if (in_place)
+			unlink(orig); /* the original was not replaced: the link is the same file */
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}
 	if (cli_json) {
-		json_t *o = json_pack("{s:o, s:o}", "before", report_json(file, &rep), "after", report_json(file, &after));
+		json_t *o = json_pack("{s:o, s:o, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:i, s:i}", "before",
+				      report_json(file, &rep), "after", report_json(out, &after), "output", out,
+				      "salvaged", info.salvaged, "damaged_nodes", (json_int_t)info.damaged_nodes,
+				      "intervals_announced", (json_int_t)info.announced, "intervals_kept",
+				      (json_int_t)(info.salvaged ? info.intervals_kept : after.nintervals),
+				      "intervals_dropped", (json_int_t)info.dropped, "from_journals",
+				      (json_int_t)info.from_journals, "lost_attributes", (int)info.lost_attributes,
+				      "lost_strings", (int)info.lost_strings);
 
+		if (in_place)
+			json_object_set_new(o, "original", json_string(orig));
 		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);
 		json_decref(o);
 	} else {
 		printf("before the repair:\n");
 		report_text(file, &rep);
-		printf("after the repair (kept %llu nodes, appended %llu rebuilt cores and a footer):\n",
-		       (unsigned long long)(after.nodes - after.rebuilt), (unsigned long long)after.rebuilt);
-		report_text(file, &after);
+		if (info.salvaged) {
+			printf("after the repair (%s; written again from the intact nodes, %u damaged node%s dropped):\n", out,
+			       info.damaged_nodes, info.damaged_nodes == 1 ? "" : "s");
+			printf("  intervals: %llu before (%s), %llu after", 
+			       (unsigned long long)(info.announced ? info.announced : info.intervals_found),
+			       info.announced ? "the footer's count" : "in the intact nodes",
+			       (unsigned long long)info.intervals_kept);
+			if (info.from_journals)
+				printf(" (%llu from the leaves' journals)", (unsigned long long)info.from_journals);
+			printf("\n");
+			if (info.lost_attributes || info.lost_strings)
+				printf("  %u attribute%s and %u string%s were defined only in a damaged node: named lost-attribute-N, <lost string N>\n",
+				       info.lost_attributes, info.lost_attributes == 1 ? "" : "s", info.lost_strings,
+				       info.lost_strings == 1 ? "" : "s");
+		} else {
+			printf("after the repair (%s; kept %llu nodes, appended %llu rebuilt cores and a footer):\n", out,
+			       (unsigned long long)(after.nodes - after.rebuilt), (unsigned long long)after.rebuilt);
+			printf("  intervals: %llu before, %llu after\n", (unsigned long long)rep.nintervals,
+			       (unsigned long long)after.nintervals);
+		}
+		report_text(out, &after);
+		if (in_place)
+			printf("  the original is kept as %s\n", orig);
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		cli_err("stdout: write failed: %s", strerror(errno));
+		return CLI_FAIL;
 	}
 	return after.ok ? CLI_OK : CLI_FAIL;
 }

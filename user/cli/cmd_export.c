@@ -122,6 +122,12 @@ static int export_file(const char *file, const char *from, const char *to, const
 		cli_err("%s", err.msg);
 		goto out;
 	}
+	ret = cli_vm_none_matched(file, r, filter, s.nr_vms);
+	if (ret) {
+		summary_free(&s);
+		goto out;
+	}
+	ret = CLI_FAIL;
 	m = metrics_new(mo);
 	if (!m || metrics_add(m, &s)) {
 		summary_free(&s);
@@ -281,7 +287,11 @@ int cmd_export(int argc, char **argv)
 	}
 	if (path && !strcmp(path, "-"))
 		path = NULL;
-	/* refuse an unwritable output before attaching or reading anything */
+	/* refuse an input as the output, or an unwritable one, before attaching or reading anything */
+	if (path && file && outfile_refuse_input(path, &file, 1, &err)) {
+		cli_err("export: -o %s", err.msg);
+		return CLI_USAGE;
+	}
 	if (path && outfile_check(path, &err)) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;

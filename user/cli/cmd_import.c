@@ -322,6 +322,19 @@ int cmd_import(int argc, char **argv)
 		cli_err("import: --host TRACE and -o FILE.sht are needed (see `%s import --help`)", cli_prog);
 		goto out;
 	}
+	{ /* before anything is opened for writing: the output must not be an input */
+		const char *in[MAX_ITEMS + 1];
+		size_t n = 0;
+
+		in[n++] = o.host;
+		for (size_t i = 0; i < o.nguests; i++)
+			in[n++] = guests[i].path;
+		if (outfile_refuse_input(o.out, in, n, &err)) {
+			cli_err("import: -o %s", err.msg);
+			ret = CLI_USAGE;
+			goto out;
+		}
+	}
 	o.guests = guests;
 	o.names = names;
 	o.vms = vms;

@@ -272,6 +272,10 @@ int cmd_plot(int argc, char **argv)
 		cli_err("plot: -o FILE.svg is needed (- for stdout)");
 		return CLI_USAGE;
 	}
+	if (file && outfile_refuse_input(path, &file, 1, &err)) {
+		cli_err("plot: -o %s", err.msg);
+		return CLI_USAGE;
+	}
 	if (outfile_check(path, &err)) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;

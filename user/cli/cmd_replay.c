@@ -137,6 +137,10 @@ int cmd_replay(int argc, char **argv)
 		cli_err("replay: one capture file and -o FILE.sht are needed (see --help)");
 		return CLI_USAGE;
 	}
+	if (outfile_refuse_input(out, (const char *const *)&argv[optind], 1, &c.err)) {
+		cli_err("replay: -o %s", c.err.msg);
+		return CLI_USAGE;
+	}
 	if (capture_open(&c.cap, argv[optind], &c.err)) {
 		cli_err("%s", c.err.msg);
 		return CLI_FAIL;

@@ -82,6 +82,11 @@ int cmd_report(int argc, char **argv)
 		cli_err("%s", err.msg);
 		goto out;
 	}
+	ret = cli_vm_none_matched(argv[optind], r, &filter, s.nr_vms);
+	if (ret) {
+		summary_free(&s);
+		goto out;
+	}
 	if (json) {
 		json_t *doc = summary_json(&s, NULL, 0);
 

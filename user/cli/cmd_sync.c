@@ -48,54 +48,25 @@ static void usage(FILE *out)
 		cli_prog, cli_prog);
 }
 
-/* The whole file (or stdin) in memory. */
-static int read_all(const char *path, char **buf, size_t *len)
+/* A pairs file is small: read from a pipe or a device, at most this much. */
+#define PAIRS_LIMIT ((size_t)256 << 20)
+
+/* The whole file (or stdin) in memory, bounded; err names the file and where it stopped. */
+static int read_all(const char *path, char **buf, size_t *len, struct vcpustat_error *err)
 {
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-	size_t cap = 1 << 16, n = 0;
+	int fd = strcmp(path, "-") ? open_input(path, false, err) : STDIN_FILENO;
 	struct stat st;
-	char *b = NULL;
-	int ret = 0;
+	size_t limit = PAIRS_LIMIT;
+	int e;
 
 	if (fd < 0)
-		return -errno;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
-		cap = (size_t)st.st_size + 1;
-	for (;;) {
-		ssize_t r;
-
-		if (!b || n == cap) {
-			char *nb;
-
-			if (b)
-				cap *= 2;
-			nb = realloc(b, cap);
-			if (!nb) {
-				ret = -ENOMEM;
-				break;
-			}
-			b = nb;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			break;
-		}
-		if (!r)
-			break;
-		n += (size_t)r;
-	}
+		return fd;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size + 1 > limit)
+		limit = (size_t)st.st_size + 1; /* a regular file has an end */
+	e = read_bounded(fd, strcmp(path, "-") ? path : "<stdin>", limit, buf, len, err);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	if (ret) {
-		free(b);
-		return ret;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
+	return e;
 }
 
 static const char *dir_sender(enum vcpustat_sync_dir d)
@@ -384,9 +355,9 @@ int cmd_sync(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	source = strcmp(pairs, "-") ? pairs : "<stdin>";
-	ret = read_all(pairs, &buf, &len);
+	ret = read_all(pairs, &buf, &len, &err);
 	if (ret) {
-		cli_err("sync: cannot read %s: %s", source, strerror(-ret));
+		cli_err("sync: %s", err.msg);
 		return CLI_FAIL;
 	}
 	ret = vcpustat_sync_parse_pairs(buf, len, source, &m, &n, &err);

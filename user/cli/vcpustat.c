@@ -3,6 +3,7 @@
  * vcpustat - what every vCPU of a KVM host is really doing.
  * The command table: each subcommand is user/cmd_<name>.c.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -44,7 +45,29 @@ static void usage(FILE *out)
 		cli_prog, cli_prog);
 }
 
-int main(int argc, char **argv)
+/*
+ * Every command's stdout is checked once it is done: a full disk, a closed
+ * pipe reader or /dev/full is an error naming stdout, never a silent exit 0.
+ */
+static int finish_stdout(int ret)
+{
+	bool lost = ferror(stdout); /* a write failed earlier: its errno is gone */
+	int e = 0;
+
+	if (fflush(stdout))
+		e = errno;
+	if (fclose(stdout) && !e)
+		e = errno;
+	if (!e && !lost)
+		return ret;
+	if (e)
+		cli_err("stdout: write failed: %s", strerror(e));
+	else
+		cli_err("stdout: write failed: part of the output was lost (a full disk, a closed pipe?)");
+	return ret ? ret : CLI_FAIL;
+}
+
+static int run(int argc, char **argv)
 {
 	size_t i;
 
@@ -68,4 +91,9 @@ int main(int argc, char **argv)
 	/* no command, or options only: the live view */
 	argv[0] = "top";
 	return cmd_top(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	return finish_stdout(run(argc, argv));
 }

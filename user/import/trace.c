@@ -61,44 +61,8 @@ struct ahead {
 	size_t next;	    /* its next event */
 };
 
-/* The whole of a non-regular file (standard input, a pipe). */
-static int read_all(int fd, char **out, size_t *len)
-{
-	size_t cap = 1 << 20, n = 0;
-	char *b = malloc(cap);
-
-	if (!b)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb = realloc(b, cap * 2);
-
-			if (!nb) {
-				free(b);
-				return -ENOMEM;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = -errno;
-
-			free(b);
-			return e;
-		}
-		if (!r)
-			break;
-		n += (size_t)r;
-	}
-	*out = b;
-	*len = n;
-	return 0;
-}
+/* A trace read from a pipe or a device is kept in memory: at most this much. */
+#define TRACE_PIPE_LIMIT ((size_t)4 << 30)
 
 /* Refuse what is certainly not ftrace text, saying what it is. */
 static int check_text(const struct trace_reader *r, struct vcpustat_error *err)
@@ -127,9 +91,9 @@ static int open_text(struct trace_reader *r, struct vcpustat_error *err)
 	struct stat st;
 	int fd, e;
 
-	fd = strcmp(r->path, "-") ? open(r->path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	fd = strcmp(r->path, "-") ? open_input(r->path, false, err) : STDIN_FILENO;
 	if (fd < 0)
-		return verror(err, -errno, "%s: %s", r->path, strerror(errno));
+		return fd;
 	if (fstat(fd, &st)) {
 		e = -errno;
 		goto out;
@@ -149,9 +113,14 @@ static int open_text(struct trace_reader *r, struct vcpustat_error *err)
 		r->buf = "";
 		r->len = 0;
 		e = 0;
-	} else {
-		e = read_all(fd, &r->owned, &r->len);
+	} else { /* a pipe or a device: bounded, and not text if it starts with NUL bytes (/dev/zero) */
+		e = read_bounded(fd, strcmp(r->path, "-") ? r->path : "<stdin>", TRACE_PIPE_LIMIT, &r->owned, &r->len, err);
 		r->buf = r->owned;
+		if (e) {
+			if (fd != STDIN_FILENO)
+				close(fd);
+			return e;
+		}
 	}
 out:
 	if (fd != STDIN_FILENO)
@@ -175,7 +144,9 @@ static bool is_ctf(const char *path)
 		return true;
 	if (!strcmp(base ? base + 1 : path, "metadata"))
 		return true;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!S_ISREG(st.st_mode))
+		return false; /* a pipe or a device: read once, as text */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
 	if (read(fd, head, sizeof(head)) < 0)

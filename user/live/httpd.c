@@ -329,6 +329,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics or /\n");
 }
 
+/*
+ * Slow or hostile clients cannot starve the scrapers: a connection that sends
+ * nothing for HTTPD_IDLE_TIMEOUT_S seconds is closed (a request comes in at
+ * once), one address holds at most HTTPD_PER_IP_LIMIT connections, and the
+ * overall limit leaves room for HTTPD_CONNECTION_LIMIT / HTTPD_PER_IP_LIMIT
+ * addresses (a scraper is one connection at a time).
+ */
+#define HTTPD_CONNECTION_LIMIT 512u
+#define HTTPD_PER_IP_LIMIT 16u
+#define HTTPD_IDLE_TIMEOUT_S 5u
+
 int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct httpd_opts *o,
 		struct vcpustat_error *err)
 {
@@ -354,8 +365,9 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 				 host, port);
 	}
 	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_request, h,
-				     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
+				     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, HTTPD_CONNECTION_LIMIT,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTPD_PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+				     HTTPD_IDLE_TIMEOUT_S, MHD_OPTION_END);
 	if (!h->daemon) {
 		close(fd);
 		pthread_mutex_destroy(&h->lock);

@@ -395,8 +395,12 @@ int capture_open(struct capture_reader **rp, const char *path, struct vcpustat_e
 	if (!r)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
 	r->path = strdup(path);
-	r->f = fopen(path, "rb");
+	e = open_input(path, false, err); /* read in order: a pipe is fine, a FIFO no one writes is empty */
+	if (e < 0)
+		goto fail;
+	r->f = fdopen(e, "rb");
 	if (!r->f) {
+		close(e);
 		e = verror(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}

@@ -348,8 +348,13 @@ int sht_check(const char *path, struct sht_check_report *rep, struct vcpustat_er
 	rep->bad_node = -1;
 	if (!r)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0 || fstat(r->fd, &st)) {
+	r->fd = open_input(path, true, err);
+	if (r->fd < 0) {
+		e = r->fd;
+		reader_free(r);
+		return e;
+	}
+	if (fstat(r->fd, &st)) {
 		e = -errno;
 		reader_free(r);
 		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
@@ -429,54 +434,26 @@ static int build_prefix(const char *path, int fd, uint64_t size, uint32_t keep, 
 	return 0;
 }
 
-int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_error *err)
+/*
+ * Repair the unfinished copy at fd (name: for messages): keep the first keep
+ * nodes (fewer if the rebuilt tree does not verify), append the rebuilt
+ * cores, a footer and the close record.
+ */
+static int repair_fd(const char *path, int fd, uint64_t size, const struct sht_check_report *bp, uint32_t keep,
+		     uint64_t *rebuilt, struct vcpustat_error *err)
 {
-	struct sht_check_report before;
-	struct sht_reader *r = NULL, *probe;
+	struct sht_check_report before = *bp;
+	struct sht_reader *r = NULL;
 	uint8_t zero[SHT_CLOSE_SIZE] = { 0 }, cr[SHT_CLOSE_SIZE];
 	struct sht_buf fb = { 0 };
-	uint32_t keep = 0, i, nfooter = 0, first;
-	struct stat st;
-	int fd, e, tries;
+	uint32_t i, nfooter = 0, first;
+	int e, tries;
+	struct {
+		off_t st_size;
+	} st = { (off_t)size };
 
-	memset(rep, 0, sizeof(*rep));
-	rep->bad_node = -1;
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		e = -errno;
-		if (fd >= 0)
-			close(fd);
-		return verror(err, e, "%s: cannot open for repair: %s", path, strerror(-e));
-	}
-	probe = reader_alloc(path);
-	if (!probe) {
-		close(fd);
-		return verror(err, -ENOMEM, "%s: out of memory", path);
-	}
-	probe->fd = dup(fd);
-	probe->size = (uint64_t)st.st_size;
-	e = check_source(probe, &before, &keep, err);
-	if (e && e != -EBADMSG) {
-		reader_free(probe);
-		close(fd);
-		return e;
-	}
-	if (before.ok && before.closed) { /* nothing to do */
-		*rep = before;
-		reader_free(probe);
-		close(fd);
-		return 0;
-	}
-	if (!probe->header || before.node_size == 0 ||
-	    (before.bad_node < 0 && !before.ok)) { /* the header itself is bad */
-		reader_free(probe);
-		close(fd);
-		return verror(err, -EBADMSG, "%s: cannot repair: %s", path,
-			      before.problem[0] ? before.problem : "bad file header");
-	}
 	if (before.bad_node >= 0 && (uint64_t)before.bad_node < keep)
 		keep = (uint32_t)before.bad_node;
-	reader_free(probe);
 	/* Keep fewer nodes until the rebuilt tree verifies. */
 	for (tries = 0;; tries++) {
 		struct vcpustat_error e3 = { 0 };
@@ -488,7 +465,6 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 		if (e != -EBADMSG || tries > 64 || !keep) {
 			if (err)
 				*err = e3;
-			close(fd);
 			return e;
 		}
 		/* drop the node the problem is in (or, if it is in a rebuilt core, the last one) */
@@ -546,14 +522,185 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 	}
 	if (!e && fdatasync(fd))
 		e = verror(err, -errno, "%s: fdatasync failed: %s", path, strerror(errno));
-	nfooter = r->nvirt; /* reported as rebuilt */
+	*rebuilt = r->nvirt;
 	free(fb.p);
 	reader_free(r);
-	close(fd);
-	if (e)
-		return e;
-	e = sht_check(path, rep, err);
-	rep->repaired = true;
-	rep->rebuilt = nfooter;
 	return e;
+}
+
+/* Copy in to fd (a new file). */
+static int copy_fd(int in, int out, const char *name, struct vcpustat_error *err)
+{
+	char buf[1 << 16];
+	__u64 off = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = pread(in, buf, sizeof(buf), (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return verror(err, -errno, "%s: offset %llu: read failed: %s", name, (unsigned long long)off,
+				      strerror(errno));
+		if (n == 0)
+			return 0;
+		n = pwrite_all(out, buf, (size_t)n, &off);
+		if (n)
+			return verror(err, (int)n, "%s: write failed: %s", name, strerror((int)-n));
+	}
+}
+
+/* Does a block of the tree fail its checksum (not the footer, not a cut tail)? */
+static int tree_damaged(const char *name, int fd, uint64_t size, bool *damaged, struct vcpustat_error *err)
+{
+	struct sht_reader *r = reader_alloc(name);
+	uint64_t full, k;
+	bool closed;
+	int e;
+
+	*damaged = false;
+	if (!r)
+		return verror(err, -ENOMEM, "%s: out of memory", name);
+	r->fd = dup(fd);
+	r->size = size;
+	e = reader_header(r, &closed, err);
+	if (e)
+		goto out;
+	full = size / r->node_size - 1;
+	if (closed && get32(r->header + r->node_size - SHT_CLOSE_SIZE + CR_FOOTER_INDEX) < full)
+		full = get32(r->header + r->node_size - SHT_CLOSE_SIZE + CR_FOOTER_INDEX);
+	for (k = 0; k < full && k < SHT_NONE32 - 1; k++) {
+		struct vcpustat_error e2 = { 0 };
+		const uint8_t *b = reader_block(r, k + 1, r->scratch, err);
+		struct nview v;
+
+		if (!b) {
+			e = err && err->code ? err->code : -EIO;
+			break;
+		}
+		if (node_verify(r, (uint32_t)k, b, &v, &e2)) {
+			*damaged = true;
+			break;
+		}
+		if (v.kind == SHT_NODE_FOOTER)
+			break;
+	}
+out:
+	reader_free(r);
+	return e;
+}
+
+int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep, struct sht_repair_info *info,
+		  struct vcpustat_error *err)
+{
+	struct sht_repair_info dummy;
+	struct sht_check_report before;
+	struct sht_reader *probe = NULL, *fr = NULL;
+	char tmp[4096];
+	uint64_t rebuilt = 0;
+	uint32_t keep = 0;
+	struct stat st;
+	int fd, tfd = -1, e;
+	bool closed, damaged = false;
+
+	if (!info)
+		info = &dummy;
+	memset(info, 0, sizeof(*info));
+	info->first_damaged = -1;
+	memset(rep, 0, sizeof(*rep));
+	rep->bad_node = -1;
+	fd = open_input(in, true, err);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st)) {
+		e = -errno;
+		close(fd);
+		return verror(err, e, "%s: cannot open for repair: %s", in, strerror(-e));
+	}
+	probe = reader_alloc(in);
+	if (!probe) {
+		close(fd);
+		return verror(err, -ENOMEM, "%s: out of memory", in);
+	}
+	probe->fd = dup(fd);
+	probe->size = (uint64_t)st.st_size;
+	e = check_source(probe, &before, &keep, err);
+	reader_free(probe);
+	if (e && e != -EBADMSG)
+		goto out;
+	e = 0;
+	if (before.ok && before.closed) { /* nothing to do */
+		*rep = before;
+		goto out;
+	}
+	if (before.node_size == 0 || (before.bad_node < 0 && !before.ok)) { /* the header itself is bad */
+		e = verror(err, -EBADMSG, "%s: cannot repair: %s", in, before.problem[0] ? before.problem : "bad file header");
+		goto out;
+	}
+	tfd = outfile_temp(out, tmp, sizeof(tmp), err);
+	if (tfd < 0) {
+		e = tfd;
+		goto out;
+	}
+	if (!before.ok) {
+		e = tree_damaged(in, fd, (uint64_t)st.st_size, &damaged, err);
+		if (e)
+			goto out;
+	}
+	if (!damaged) { /* unfinished, cut or a bad footer: keep every node, append what the writer never wrote */
+		e = copy_fd(fd, tfd, tmp, err);
+		if (!e)
+			e = repair_fd(in, tfd, (uint64_t)st.st_size, &before, keep, &rebuilt, err);
+	} else { /* damaged nodes: write the history again from the intact ones */
+		probe = reader_alloc(in);
+		if (!probe) {
+			e = verror(err, -ENOMEM, "%s: out of memory", in);
+			goto out;
+		}
+		probe->fd = dup(fd);
+		probe->size = (uint64_t)st.st_size;
+		e = reader_header(probe, &closed, err);
+		if (!e && closed) { /* the footer's tables, if it is intact */
+			struct vcpustat_error e2 = { 0 };
+
+			fr = reader_alloc(in);
+			if (!fr) {
+				e = verror(err, -ENOMEM, "%s: out of memory", in);
+			} else {
+				fr->fd = dup(fd);
+				fr->size = probe->size;
+				if (reader_header(fr, &closed, &e2) || reader_open_closed(fr, &e2)) {
+					reader_free(fr);
+					fr = NULL;
+				}
+			}
+		}
+		if (!e)
+			e = sht_salvage(probe, fr, tmp, info, err);
+		info->salvaged = true;
+		reader_free(fr);
+		reader_free(probe);
+	}
+	if (!e)
+		e = outfile_commit(tfd, tmp, out, err);
+	else
+		unlink(tmp);
+	tfd = -1;
+	if (e)
+		goto out;
+	e = sht_check(out, rep, err);
+	rep->repaired = true;
+	rep->rebuilt = rebuilt;
+out:
+	if (tfd >= 0) {
+		close(tfd);
+		unlink(tmp);
+	}
+	close(fd);
+	return e;
+}
+
+int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_error *err)
+{
+	return sht_repair_to(path, path, rep, NULL, err);
 }

@@ -793,15 +793,16 @@ int sht_open(struct sht_reader **rp, const char *path, struct vcpustat_error *er
 	r = reader_alloc(path);
 	if (!r)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0 || fstat(r->fd, &st)) {
+	r->fd = open_input(path, true, err); /* an SHT file is read at any offset: no FIFO, no device */
+	if (r->fd < 0) {
+		e = r->fd;
+		reader_free(r);
+		return e;
+	}
+	if (fstat(r->fd, &st)) {
 		e = -errno;
 		reader_free(r);
 		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		reader_free(r);
-		return verror(err, -EINVAL, "%s: not a regular file", path);
 	}
 	r->size = (uint64_t)st.st_size;
 	e = open_common(r, err);

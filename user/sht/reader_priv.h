@@ -153,5 +153,11 @@ int reader_finish(struct sht_reader *r, struct vcpustat_error *err);
 int reader_footer_encode(const struct sht_reader *r, struct sht_buf *b);
 /* Read the footer that the close record points to (sizes must match). */
 int reader_open_closed(struct sht_reader *r, struct vcpustat_error *err);
+/*
+ * Write the history of r (header read; footer: a reader of its intact footer,
+ * or NULL) into a new SHT file at out, from every intact node (salvage.c).
+ */
+int sht_salvage(struct sht_reader *r, struct sht_reader *footer, const char *out, struct sht_repair_info *info,
+		struct vcpustat_error *err);
 
 #endif

@@ -206,11 +206,33 @@ struct sht_check_report {
 int sht_check(const char *path, struct sht_check_report *rep, struct vcpustat_error *err);
 int sht_check_mem(const char *name, const void *data, size_t len, struct sht_check_report *rep,
 		  struct vcpustat_error *err);
+/* What a repair did (sht_repair_to). */
+struct sht_repair_info {
+	bool salvaged;		  /* damaged nodes: the history was written again from the intact ones */
+	uint32_t damaged_nodes;	  /* blocks that failed their checksum or did not decode */
+	int64_t first_damaged;	  /* -1 if none */
+	uint64_t first_damaged_offset;
+	char first_problem[512];
+	uint64_t announced;	  /* intervals the footer announced (0: no intact footer) */
+	uint64_t intervals_found; /* intervals in the intact nodes' headers */
+	uint64_t from_journals;	  /* intervals of damaged or unsealed cores, from the leaves' journals */
+	uint64_t dropped;	  /* ending at or after the horizon (the history's end) */
+	uint64_t intervals_kept;
+	uint32_t lost_attributes, lost_strings; /* defined only in a damaged node: placeholder names */
+};
+
 /*
- * Make path cleanly readable: keep the nodes before the first bad one,
- * truncate the rest, append the rebuilt cores and a footer. A good closed
- * file is left untouched. rep describes the file after the repair.
+ * Make a cleanly readable copy of in at out (which may be in itself: it is
+ * replaced atomically; out gets the new file by a rename, never half of it).
+ * An unfinished file keeps every node and gets its rebuilt cores and a
+ * footer; a file with damaged nodes is written again from every intact node
+ * (a damaged node loses only the intervals it held). A good closed file is
+ * not copied (rep: its report, repaired false). rep describes out after the
+ * repair; info (may be NULL) what was kept and lost.
  */
+int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep, struct sht_repair_info *info,
+		  struct vcpustat_error *err);
+/* sht_repair_to(path, path, ...): repair in place (atomically, no backup). */
 int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_error *err);
 
 /* ---- times ---- */

@@ -51,6 +51,8 @@ int outfile_check(const char *path, struct vcpustat_error *err)
 	struct stat st;
 	int fd, e;
 
+	if (!*path)
+		return verror(err, -EINVAL, "empty output file name");
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
 	if (in_place(path)) {
@@ -102,6 +104,63 @@ int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat
 	if (e) {
 		unlink(tmp);
 		return verror(err, e, "%s: write: %s", path, strerror(-e));
+	}
+	return 0;
+}
+
+int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err)
+{
+	struct stat st;
+	int fd, e;
+
+	if (!*path)
+		return verror(err, -EINVAL, "empty output file name");
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
+	e = temp_name(path, tmp, len);
+	if (e)
+		return verror(err, e, "%s: path too long", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return verror(err, -errno, "%s: cannot write there: %s", path, strerror(errno));
+	return fd;
+}
+
+int outfile_commit(int fd, const char *tmp, const char *path, struct vcpustat_error *err)
+{
+	int e = 0;
+
+	if (fchmod(fd, 0644) || fsync(fd))
+		e = -errno;
+	if (close(fd) && !e)
+		e = -errno;
+	if (!e && rename(tmp, path))
+		e = -errno;
+	if (e) {
+		unlink(tmp);
+		return verror(err, e, "%s: write: %s", path, strerror(-e));
+	}
+	return 0;
+}
+
+int outfile_refuse_input(const char *out, const char *const *inputs, size_t n, struct vcpustat_error *err)
+{
+	struct stat so, si;
+	size_t i;
+
+	if (!out)
+		return 0;
+	if (!*out)
+		return verror(err, -EINVAL, "empty output file name");
+	if (!strcmp(out, "-") || stat(out, &so)) /* stdout, or a new file: no input can be it */
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!inputs[i] || !strcmp(inputs[i], "-") || stat(inputs[i], &si))
+			continue;
+		if (so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+			return verror(err, -EEXIST,
+				      "%s is the input file %s (the same file%s): refusing to write over an input; choose another output",
+				      out, inputs[i], strcmp(out, inputs[i]) ? ", through a link or another path" : "");
 	}
 	return 0;
 }

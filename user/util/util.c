@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/util.h"
@@ -76,4 +80,104 @@ __u64 vcpustat_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+const char *file_kind(unsigned int mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO (named pipe)";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFSOCK: return "a socket";
+	default: return "not a regular file";
+	}
+}
+
+int open_input(const char *path, bool regular_only, struct vcpustat_error *err)
+{
+	struct stat st;
+	int fd, e;
+
+	/* O_NONBLOCK: opening a FIFO that no one writes does not wait (its reads then see an end) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return verror(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fd, &st)) {
+		e = -errno;
+		close(fd);
+		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
+	}
+	if (S_ISDIR(st.st_mode) || (regular_only && !S_ISREG(st.st_mode))) {
+		close(fd);
+		return verror(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, "%s: %s, not a file%s", path,
+			      file_kind(st.st_mode), S_ISDIR(st.st_mode) ? "" : " that can be read at any offset");
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		e = -errno;
+		close(fd);
+		return verror(err, e, "%s: %s", path, strerror(-e));
+	}
+	return fd;
+}
+
+int read_bounded(int fd, const char *name, size_t limit, char **out, size_t *len, struct vcpustat_error *err)
+{
+	size_t cap = 1 << 16, n = 0, checked = 0;
+	char *b = NULL;
+	int e = 0;
+
+	*out = NULL;
+	*len = 0;
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n == cap) {
+			char *nb;
+
+			if (b && n >= limit) {
+				e = verror(err, -EFBIG,
+					   "%s: stopped at byte %zu: more than %zu MiB from a pipe or device (save it to a file first)",
+					   name, n, limit >> 20);
+				break;
+			}
+			if (b)
+				cap *= 2;
+			nb = realloc(b, cap + 1);
+			if (!nb) {
+				e = verror(err, -ENOMEM, "%s: out of memory after %zu bytes", name, n);
+				break;
+			}
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = verror(err, -errno, "%s: offset %zu: read failed: %s", name, n, strerror(errno));
+			break;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+		if (checked < 4096) { /* text: a NUL byte early on says it is not */
+			const char *z = memchr(b + checked, 0, (n < 4096 ? n : 4096) - checked);
+
+			if (z) {
+				e = verror(err, -EINVAL, "%s: offset %zu: a NUL byte: binary data, not text (stopped there)",
+					   name, (size_t)(z - b));
+				break;
+			}
+			checked = n < 4096 ? n : 4096;
+		}
+	}
+	if (e) {
+		free(b);
+		return e;
+	}
+	b[n] = 0;
+	*out = b;
+	*len = n;
+	return 0;
 }

@@ -71,12 +71,46 @@ int outfile_check(const char *path, struct vcpustat_error *err);
 /* Write buf to path atomically (see above); "-" is stdout. Mode 0644. */
 int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat_error *err);
 
+/*
+ * For writers that need a file descriptor (the SHT writer, repair): create
+ * the temporary file next to path (its name in tmp, len bytes) and return
+ * its fd, or a negative errno; outfile_commit() syncs, closes and renames it
+ * over path (on failure it removes it). Neither follows the in-place rule
+ * above: path is always replaced.
+ */
+int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err);
+int outfile_commit(int fd, const char *tmp, const char *path, struct vcpustat_error *err);
+
+/*
+ * Refuse an output that is one of the inputs (n paths; NULL and "-" are
+ * skipped): the same file (st_dev and st_ino) whatever the path, hard link,
+ * symlink or /proc/self/fd/N. Call it before opening anything for writing.
+ * 0, or -EEXIST with a sentence naming both; -EINVAL for an empty name.
+ */
+int outfile_refuse_input(const char *out, const char *const *inputs, size_t n, struct vcpustat_error *err);
+
 /* ---- util.c: small helpers ---- */
 
 /* write() all of buf, retrying on EINTR and short writes; 0 or a negative errno. */
 int write_all(int fd, const void *buf, size_t len);
 /* pwrite() all of buf at *off, which advances (on failure: to where it stopped). */
 int pwrite_all(int fd, const void *buf, size_t len, __u64 *off);
+
+/* What a file of st_mode mode is, for messages: "a directory", "a FIFO (named pipe)", ... */
+const char *file_kind(unsigned int mode);
+/*
+ * Open path for reading; a FIFO that no one writes does not block (it reads
+ * as empty). A directory is refused, and with regular_only anything but a
+ * regular file (what must be read at any offset), with a sentence naming the
+ * path and what it is. The fd, or a negative errno.
+ */
+int open_input(const char *path, bool regular_only, struct vcpustat_error *err);
+/*
+ * All of fd (a pipe, a device, a file) in memory, NUL-terminated, at most
+ * limit bytes: beyond, or a NUL byte in the first 4 KiB (not text: /dev/zero),
+ * it stops with an error naming name and the offset.
+ */
+int read_bounded(int fd, const char *name, size_t limit, char **out, size_t *len, struct vcpustat_error *err);
 
 /* s escaped for XML/HTML text and attribute values (control characters become '?'). */
 void xml_escape(FILE *f, const char *s);

@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Never destroy what the user has (issue 16): a repair keeps every intact
+ * interval, no output overwrites an input, endless inputs are bounded, every
+ * write is checked, and the messages name what was wrong.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <jansson.h>
+#include "sht_model.h"
+#include "helpers.h"
+
+#define NS 4096u
+
+struct run {
+	int status; /* exit code, or -1 */
+	char out[65536], err[8192];
+};
+
+static const char *vcpustat_bin(void)
+{
+	static char path[512];
+	const char *dir = getenv("VCPUSTAT_BUILD_DIR");
+
+	snprintf(path, sizeof(path), "%s/bin/vcpustat", dir ? dir : VCPUSTAT_BUILD_DIR);
+	return path;
+}
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Run vcpustat with argv; stdout to out_file (NULL: captured), stdin from
+ * in_file (NULL: /dev/null); killed after limit_s seconds (status -1).
+ */
+static void run_io(struct run *r, const char *const *argv, const char *out_file, const char *in_file, int limit_s)
+{
+	char out[128], err[128];
+	pid_t pid;
+	int st;
+
+	snprintf(out, sizeof(out), "/tmp/vcpustat-robust-%d.out", (int)getpid());
+	snprintf(err, sizeof(err), "/tmp/vcpustat-robust-%d.err", (int)getpid());
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fo = open(out_file ? out_file : out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fi = open(in_file ? in_file : "/dev/null", O_RDONLY);
+
+		dup2(fo, 1);
+		dup2(fe, 2);
+		dup2(fi, 0);
+		setenv("TZ", "UTC", 1);
+		alarm((unsigned)limit_s); /* a hang guard, not a timing assertion */
+		execv(vcpustat_bin(), (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	slurp(out, r->out, sizeof(r->out));
+	slurp(err, r->err, sizeof(r->err));
+	unlink(out);
+	unlink(err);
+	cr_assert_neq(r->status, 127, "cannot run %s", vcpustat_bin());
+}
+
+#define RUN(r, ...)                                                                                                \
+	do {                                                                                                       \
+		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
+		run_io(r, argv_, NULL, NULL, 120);                                                                 \
+	} while (0)
+#define RUN_TO(r, outf, ...)                                                                                       \
+	do {                                                                                                       \
+		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
+		run_io(r, argv_, outf, NULL, 120);                                                                 \
+	} while (0)
+
+/* ---- repair keeps every intact interval ---- */
+
+/* A closed file of about 10 k intervals in 4 KiB nodes. */
+static void make_10k(const char *path)
+{
+	struct scenario sc = { .seed = 16, .nattrs = 40, .nops = 12000, .node_size = NS, .max_children = 4,
+			       .zero_pct = 5, .null_pct = 5, .string_pct = 10, .bigint_pct = 5, .hot_pct = 80,
+			       .hot_attrs = 10, .max_step = 3000 };
+	struct op *ops = make_ops(&sc);
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w = open_writer(path, &sc);
+	uint32_t ids[40];
+	uint64_t last = 0;
+
+	create_attrs(w, sc.nattrs, ids);
+	for (size_t k = 0; k < sc.nops; k++) {
+		apply_op(w, ids, &ops[k]);
+		last = ops[k].t > last ? ops[k].t : last;
+	}
+	cr_assert_eq(sht_writer_close(w, last + 10, &err), 0, "%s", err.msg);
+	free(ops);
+}
+
+struct ivl {
+	uint32_t attr;
+	uint64_t start, end;
+	int type;
+	int64_t i;
+	char s[64];
+};
+
+static int ivl_cmp(const void *a, const void *b)
+{
+	const struct ivl *x = a, *y = b;
+
+	if (x->attr != y->attr)
+		return x->attr < y->attr ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	if (x->type != y->type)
+		return x->type - y->type;
+	if (x->i != y->i)
+		return x->i < y->i ? -1 : 1;
+	return strcmp(x->s, y->s);
+}
+
+/* Every interval of the file at path, sorted (attribute paths are compared by id: a repair keeps them). */
+static struct ivl *all_intervals(const char *path, size_t *n)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_interval *iv;
+	struct sht_reader *r;
+	struct ivl *out;
+
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_query_range(r, SHT_NO_ATTR, NULL, 0, UINT64_MAX, &iv, n, &err), 0, "%s", err.msg);
+	out = calloc(*n + 1, sizeof(*out));
+	for (size_t k = 0; k < *n; k++) {
+		out[k] = (struct ivl){ iv[k].attr, iv[k].start, iv[k].end, iv[k].value.type, iv[k].value.i, "" };
+		if (iv[k].value.type == SHT_STR) {
+			out[k].i = 0;
+			snprintf(out[k].s, sizeof(out[k].s), "%s", iv[k].value.s);
+		}
+	}
+	free(iv);
+	sht_close(r);
+	qsort(out, *n, sizeof(*out), ivl_cmp);
+	return out;
+}
+
+static uint32_t le32_at(const char *path, off_t off)
+{
+	int fd = open(path, O_RDONLY);
+	uint32_t v = 0;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &v, 4, off), 4);
+	close(fd);
+	return v;
+}
+
+static void flip(const char *path, off_t off, uint8_t mask)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &b, 1, off), 1);
+	b ^= mask;
+	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/*
+ * Flip a byte in node k of a copy of the 10 k file, repair it to a new file:
+ * the repaired file holds only intervals of the original, and misses at most
+ * those that node k held (a core's come back from the leaves' journals).
+ */
+static void repair_node(uint32_t k, bool leaf_expected)
+{
+	const char *orig = tmp_path("rep-orig"), *bad = tmp_path("rep-bad"), *fixed = tmp_path("rep-fixed");
+	struct ivl *o, *f;
+	size_t no, nf, i, j;
+	uint32_t held;
+	uint8_t kind;
+	struct run r;
+	int fd;
+
+	make_10k(orig);
+	copy_file(orig, bad);
+	fd = open(orig, O_RDONLY);
+	cr_assert_eq(pread(fd, &kind, 1, (off_t)(k + 1) * NS + 8), 1);
+	close(fd);
+	cr_assert_eq(kind == SHT_NODE_LEAF, leaf_expected, "node %u is a %s", k, kind == 1 ? "leaf" : "core");
+	held = le32_at(orig, (off_t)(k + 1) * NS + 40); /* nintervals */
+	flip(bad, (off_t)(k + 1) * NS + 200, 0x10);
+	unlink(fixed);
+	RUN(&r, "check", bad, "--repair", "-o", fixed);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "intervals:") && strstr(r.out, "1 damaged node"), "%s", r.out);
+	RUN(&r, "check", fixed);
+	cr_assert_eq(r.status, 0, "the repaired file is good: %s", r.out);
+	o = all_intervals(orig, &no);
+	f = all_intervals(fixed, &nf);
+	cr_assert_geq(no, 10000, "a 10 k-interval file (%zu)", no);
+	for (i = j = 0; j < nf; j++) { /* f is a subset of o */
+		while (i < no && ivl_cmp(&o[i], &f[j]) < 0)
+			i++;
+		cr_assert(i < no && !ivl_cmp(&o[i], &f[j]), "interval %zu of the repaired file [%llu, %llu) of #%u is not in the original",
+			  j, (unsigned long long)f[j].start, (unsigned long long)f[j].end, f[j].attr);
+		i++;
+	}
+	cr_assert_geq(nf + held, no, "node %u held %u intervals; %zu of %zu kept", k, held, nf, no);
+	if (!leaf_expected)
+		cr_assert_eq(nf, no, "a core's intervals are all in the leaves' journals");
+	else
+		cr_assert_lt(nf, no, "the leaf's own intervals are gone");
+	free(o);
+	free(f);
+	/* the damaged input is untouched */
+	cr_assert_neq(le32_at(bad, 0), 0);
+	unlink(orig);
+	unlink(bad);
+	unlink(fixed);
+}
+
+/* The index of the last leaf, of the last tree node and of a leaf in the middle of the 10 k file. */
+static void last_nodes(uint32_t *last_leaf, uint32_t *last_node, uint32_t *mid_leaf)
+{
+	const char *p = tmp_path("rep-shape");
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	uint32_t findex;
+	int fd;
+
+	make_10k(p);
+	findex = le32_at(p, NS - 64 + 16);
+	*last_node = findex - 1;
+	cr_assert_eq(sht_open(&r, p, &err), 0, "%s", err.msg);
+	sht_close(r);
+	fd = open(p, O_RDONLY);
+	for (uint32_t k = findex; k-- > 0;) {
+		uint8_t kind;
+
+		cr_assert_eq(pread(fd, &kind, 1, (off_t)(k + 1) * NS + 8), 1);
+		if (kind == SHT_NODE_LEAF) {
+			*last_leaf = k;
+			break;
+		}
+	}
+	for (uint32_t k = findex / 2; k-- > 0;) {
+		uint8_t kind;
+
+		cr_assert_eq(pread(fd, &kind, 1, (off_t)(k + 1) * NS + 8), 1);
+		if (kind == SHT_NODE_LEAF) {
+			*mid_leaf = k;
+			break;
+		}
+	}
+	close(fd);
+	unlink(p);
+}
+
+Test(robust, repair_keeps_every_interval_but_the_first_nodes)
+{
+	repair_node(0, true);
+}
+
+Test(robust, repair_keeps_every_interval_but_a_middle_nodes)
+{
+	uint32_t leaf, last, mid;
+
+	last_nodes(&leaf, &last, &mid);
+	cr_assert(mid > 5 && mid < leaf - 5, "node %u of %u", mid, last);
+	repair_node(mid, true);
+}
+
+Test(robust, repair_keeps_every_interval_but_the_last_leafs)
+{
+	uint32_t leaf, last, mid;
+
+	last_nodes(&leaf, &last, &mid);
+	repair_node(leaf, true);
+}
+
+Test(robust, repair_of_the_last_node_the_root_loses_nothing)
+{
+	uint32_t leaf, last, mid;
+
+	last_nodes(&leaf, &last, &mid);
+	repair_node(last, false);
+}
+
+Test(robust, repair_needs_a_target_and_in_place_keeps_the_original)
+{
+	const char *p = tmp_path("rep-inplace");
+	char orig[600];
+	struct run r;
+	struct stat st0, st1;
+
+	make_10k(p);
+	snprintf(orig, sizeof(orig), "%s.orig", p);
+	unlink(orig);
+	flip(p, 3 * NS + 300, 0x01);
+	cr_assert_eq(stat(p, &st0), 0);
+	RUN(&r, "check", p, "--repair");
+	cr_assert_eq(r.status, 2, "no target: a usage error (%s)", r.err);
+	cr_assert(strstr(r.err, "-o FIXED.sht") && strstr(r.err, "--in-place"), "%s", r.err);
+	RUN(&r, "check", p, "--repair", "-o", p);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "input"), "%s", r.err);
+	RUN(&r, "check", p, "--repair", "--in-place");
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, orig), "says where the original is: %s", r.out);
+	cr_assert_eq(stat(orig, &st1), 0, "%s is kept", orig);
+	cr_assert_eq(st1.st_ino, st0.st_ino, "it is the original file");
+	RUN(&r, "check", p);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	RUN(&r, "check", p, "--repair", "--in-place");
+	cr_assert_eq(r.status, 0, "a good file: nothing to do (%s%s)", r.out, r.err);
+	unlink(orig);
+	unlink(p);
+}
+
+/* ---- no output ever overwrites an input ---- */
+
+static char *read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long len;
+
+	cr_assert_not_null(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*n = (size_t)len;
+	return buf;
+}
+
+/*
+ * Every command that takes an input file and -o, given the same file as its
+ * output by path, by hard link and by symlink: refused before anything is
+ * written, the input byte for byte unchanged.
+ */
+Test(robust, no_command_writes_over_its_input)
+{
+	const char *in = tmp_path("same-in");
+	char hard[600], sym[600], procfd[64];
+	static const char *const cmds[][8] = {
+		{ "import", "--host", "IN", "-o", "OUT" },
+		{ "export", "--file", "IN", "-o", "OUT" },
+		{ "plot", "IN", "-o", "OUT" },
+		{ "replay", "IN", "-o", "OUT" },
+		{ "check", "IN", "--repair", "-o", "OUT" },
+	};
+	size_t n0, n1;
+	char *before, *after;
+
+	make_10k(in);
+	flip(in, 2 * NS + 100, 0x01); /* so that check --repair would have work to do */
+	before = read_all(in, &n0);
+	snprintf(hard, sizeof(hard), "%s.hard", in);
+	snprintf(sym, sizeof(sym), "%s.sym", in);
+	unlink(hard);
+	unlink(sym);
+	cr_assert_eq(link(in, hard), 0);
+	cr_assert_eq(symlink(in, sym), 0);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		for (int way = 0; way < 4; way++) {
+			const char *out = way == 0 ? in : way == 1 ? hard : way == 2 ? sym : procfd;
+			const char *argv[10] = { vcpustat_bin() };
+			struct run r;
+			size_t k;
+			int fd = -1;
+
+			if (way == 3) { /* /proc/self/fd/N of the test: the same file through /proc */
+				fd = open(in, O_RDONLY);
+				snprintf(procfd, sizeof(procfd), "/proc/%d/fd/%d", (int)getpid(), fd);
+			}
+			for (k = 0; cmds[c][k]; k++)
+				argv[k + 1] = !strcmp(cmds[c][k], "IN") ? in : !strcmp(cmds[c][k], "OUT") ? out : cmds[c][k];
+			argv[k + 1] = NULL;
+			run_io(&r, argv, NULL, NULL, 60);
+			if (fd >= 0)
+				close(fd);
+			cr_assert_eq(r.status, 2, "%s with -o %s: refused as a usage error (%d): %s", cmds[c][0], out,
+				     r.status, r.err);
+			cr_assert(strstr(r.err, "input") && strstr(r.err, out), "%s: the message names it: %s",
+				  cmds[c][0], r.err);
+			after = read_all(in, &n1);
+			cr_assert(n1 == n0 && !memcmp(before, after, n0), "%s -o %s: the input is unchanged", cmds[c][0],
+				  out);
+			free(after);
+		}
+	}
+	free(before);
+	unlink(hard);
+	unlink(sym);
+	unlink(in);
+}
+
+/* A trace of n lines (tools' trace-gen) and its import, for the rows of issue 16. */
+static void make_trace(const char *txt, const char *sht, int lines)
+{
+	char cmd[1024], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "'%s/bin/trace-gen' %d '%s' 2>&1", getenv("VCPUSTAT_BUILD_DIR") ?: VCPUSTAT_BUILD_DIR,
+		 lines, txt);
+	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0, "%s", out);
+	if (sht) {
+		struct run r;
+
+		unlink(sht);
+		RUN(&r, "import", "--host", txt, "-o", sht);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+	}
+}
+
+/* Row 1: import onto its own input was a bus error and an emptied trace. */
+Test(robust, row1_import_onto_its_input_is_refused)
+{
+	const char *txt = "/tmp/vcpustat-robust-row1.txt";
+	size_t n0, n1;
+	char *before, *after;
+	struct run r;
+
+	make_trace(txt, NULL, 20000);
+	before = read_all(txt, &n0);
+	RUN(&r, "import", "--host", txt, "-o", txt);
+	cr_assert_eq(r.status, 2, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "refusing to write over an input"), "%s", r.err);
+	after = read_all(txt, &n1);
+	cr_assert(n0 == n1 && !memcmp(before, after, n0), "the trace is unchanged");
+	free(before);
+	free(after);
+	unlink(txt);
+}
+
+/* Row 4: endless input (/dev/zero) for sync --pairs and import stops at once, saying where. */
+Test(robust, row4_endless_input_stops_with_a_message, .timeout = 60)
+{
+	const char *out = "/tmp/vcpustat-robust-row4.sht";
+	struct run r;
+
+	unlink(out);
+	RUN(&r, "sync", "--pairs", "/dev/zero");
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "/dev/zero") && strstr(r.err, "offset 0") && strstr(r.err, "not text"), "%s", r.err);
+	RUN(&r, "import", "--host", "/dev/zero", "-o", out);
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "/dev/zero") && strstr(r.err, "offset 0"), "%s", r.err);
+	cr_assert_neq(access(out, F_OK), 0, "no output");
+	{ /* a pipe that never ends, with text and no newline: bounded too (the limit, not memory, stops it) */
+		char cmd[1024], buf[4096];
+
+		snprintf(cmd, sizeof(cmd), "yes x | tr -d '\\n' | head -c 300000000 | '%s' sync --pairs - 2>&1",
+			 vcpustat_bin());
+		cr_assert_neq(run_shell(cmd, buf, sizeof(buf)), 0, "%s", buf);
+		cr_assert(strstr(buf, "<stdin>"), "%s", buf);
+	}
+}
+
+/* Row 5: a FIFO that no one writes never blocks a reader; SHT readers refuse it, saying what it is. */
+Test(robust, row5_a_fifo_never_blocks, .timeout = 60)
+{
+	const char *fifo = "/tmp/vcpustat-robust-row5.fifo";
+	static const char *const cmds[][6] = {
+		{ "query", "FIFO", "--at", "1" }, { "report", "FIFO" }, { "check", "FIFO" },
+		{ "export", "--file", "FIFO" },	  { "plot", "FIFO", "-o", "-" },
+	};
+	struct run r;
+
+	unlink(fifo);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		const char *argv[8] = { vcpustat_bin() };
+		size_t k;
+
+		for (k = 0; cmds[c][k]; k++)
+			argv[k + 1] = !strcmp(cmds[c][k], "FIFO") ? fifo : cmds[c][k];
+		argv[k + 1] = NULL;
+		run_io(&r, argv, NULL, NULL, 20);
+		cr_assert_neq(r.status, -1, "%s: it ends by itself", cmds[c][0]);
+		cr_assert_eq(r.status, 1, "%s: %d %s", cmds[c][0], r.status, r.err);
+		cr_assert(strstr(r.err, fifo) && strstr(r.err, "FIFO"), "%s: %s", cmds[c][0], r.err);
+	}
+	{
+		const char *argv[] = { vcpustat_bin(), "replay", fifo, "-o", "/tmp/vcpustat-robust-row5.sht", NULL };
+
+		run_io(&r, argv, NULL, NULL, 20);
+		cr_assert_eq(r.status, 1, "replay: %d %s", r.status, r.err);
+	}
+	{
+		const char *argv[] = { vcpustat_bin(), "sync", "--pairs", fifo, NULL };
+
+		run_io(&r, argv, NULL, NULL, 20);
+		cr_assert_neq(r.status, -1, "sync --pairs: it ends by itself");
+	}
+	unlink("/tmp/vcpustat-robust-row5.sht");
+	unlink(fifo);
+}
+
+/* Row 7: output to a full disk is an error naming stdout, in every command that prints. */
+Test(robust, row7_a_full_stdout_is_an_error, .timeout = 120)
+{
+	const char *txt = "/tmp/vcpustat-robust-row7.txt", *sht = "/tmp/vcpustat-robust-row7.sht";
+	static const char *const cmds[][6] = {
+		{ "query", "SHT", "--path", "/**" }, { "query", "SHT", "--at", "0.001" }, { "report", "SHT" },
+		{ "check", "SHT" }, { "export", "--file", "SHT" }, { "--help" },
+	};
+	struct run r;
+
+	make_trace(txt, sht, 20000);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		const char *argv[8] = { vcpustat_bin() };
+		size_t k;
+
+		for (k = 0; cmds[c][k]; k++)
+			argv[k + 1] = !strcmp(cmds[c][k], "SHT") ? sht : cmds[c][k];
+		argv[k + 1] = NULL;
+		run_io(&r, argv, "/dev/full", NULL, 60);
+		cr_assert_eq(r.status, 1, "%s %s > /dev/full: exit %d: %s", cmds[c][0], cmds[c][1] ? cmds[c][1] : "",
+			     r.status, r.err);
+		cr_assert(strstr(r.err, "stdout: write failed"), "%s: %s", cmds[c][0], r.err);
+	}
+	unlink(txt);
+	unlink(sht);
+}
+
+/* Rows 8-10: the messages say what was wrong. */
+Test(robust, rows8_to_10_messages_name_what_was_wrong, .timeout = 120)
+{
+	const char *txt = "/tmp/vcpustat-robust-row8.txt", *sht = "/tmp/vcpustat-robust-row8.sht";
+	const char *dir = "/tmp/vcpustat-robust-row10.sht";
+	struct run r;
+
+	make_trace(txt, sht, 20000);
+	/* 8: only --from, after the end */
+	RUN(&r, "report", sht, "--from", "1000s");
+	cr_assert_neq(r.status, 0);
+	cr_assert_null(strstr(r.err, "--to must come after"), "no --to was given: %s", r.err);
+	cr_assert(strstr(r.err, "--from 1000s") && strstr(r.err, "after the end"), "%s", r.err);
+	/* 9: a VM name that matches nothing */
+	RUN(&r, "report", sht, "--vm", "nosuchvm");
+	cr_assert_neq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.err, "nosuchvm") && strstr(r.err, "no VM"), "%s", r.err);
+	RUN(&r, "export", "--file", sht, "--vm", "nosuchvm");
+	cr_assert_neq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.err, "nosuchvm") && strstr(r.err, "no VM"), "%s", r.err);
+	/* 10: a device, a directory, an empty output name */
+	RUN(&r, "check", "/dev/zero");
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "/dev/zero") && strstr(r.err, "character device"), "%s", r.err);
+	rmdir(dir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	RUN(&r, "check", dir);
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, dir) && strstr(r.err, "a directory"), "%s", r.err);
+	rmdir(dir);
+	RUN(&r, "plot", sht, "-o", "");
+	cr_assert_eq(r.status, 2, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "empty"), "%s", r.err);
+	unlink(txt);
+	unlink(sht);
+}
