@@ -56,12 +56,6 @@ static void log_stderr(int level, const char *msg)
 		fprintf(stderr, "%s: %s%s\n", cli_prog, level == VCPUSTAT_LOG_WARN ? "" : "libbpf: ", msg);
 }
 
-void cli_setup_log(bool verbose)
-{
-	log_verbose = verbose;
-	vcpustat_set_log(log_stderr, verbose ? VCPUSTAT_LOG_DEBUG : VCPUSTAT_LOG_WARN);
-}
-
 int cli_open_live(struct vcpustat **out, const struct vcpustat_options *opts, bool verbose, bool quiet)
 {
 	const struct vcpustat_prog *progs;
@@ -208,4 +202,9 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
 fail:
 	sht_close(r);
 	return ret;
+}
+
+void cli_fmt_secs(uint64_t ns, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
 }

@@ -74,6 +74,9 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
  */
 int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value);
 
+/* ns as seconds with nine decimals: "12.000345678". */
+void cli_fmt_secs(uint64_t ns, char *buf, size_t len);
+
 /*
  * What `vcpustat top` (cmd_top.c) hands to its time-travel mode
  * (cmd_top_file.c): the live view's options, and the recording to play.
@@ -92,8 +95,5 @@ struct top_args {
 
 /* `vcpustat top --file`: the live view over a recording. Returns the exit code. */
 int top_file(const struct top_args *a);
-
-/* Route libbpf/library messages to stderr (verbose: libbpf debug output too). */
-void cli_setup_log(bool verbose);
 
 #endif

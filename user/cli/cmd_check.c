@@ -33,11 +33,6 @@ static void usage(FILE *out)
 		cli_prog);
 }
 
-static void fmt_secs(uint64_t ns, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
-}
-
 static json_t *report_json(const char *file, const struct sht_check_report *rep)
 {
 	json_t *o = json_pack("{s:s, s:b, s:b, s:b, s:b, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:I, s:I}",
@@ -63,8 +58,8 @@ static void report_text(const char *file, const struct sht_check_report *rep)
 	char s1[32], s2[32];
 	uint64_t cores;
 
-	fmt_secs(rep->start, s1, sizeof(s1));
-	fmt_secs(rep->end, s2, sizeof(s2));
+	cli_fmt_secs(rep->start, s1, sizeof(s1));
+	cli_fmt_secs(rep->end, s2, sizeof(s2));
 	printf("%s: %s\n", file,
 	       !rep->ok ? "BAD" : rep->closed ? (rep->recovered ? "good (repaired)" : "good, closed cleanly")
 					      : "good, but not closed cleanly (the writer was killed?)");

@@ -404,11 +404,8 @@ int cmd_record(int argc, char **argv)
 	}
 	{
 		struct recorder_stats st;
-		struct recorder *rec = c.rec;
 
-		recorder_get_stats(rec, &st);
-		c.rec = NULL;
-		if (recorder_close(rec, end, &c.err)) {
+		if (recorder_finish(&c.rec, end, &st, &c.err)) {
 			cli_err("%s", c.err.msg);
 			goto out;
 		}

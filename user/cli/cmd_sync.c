@@ -49,53 +49,17 @@ static void usage(FILE *out)
 }
 
 /* The whole file (or stdin) in memory. */
-static int read_all(const char *path, char **buf, size_t *len)
+static int read_file(const char *path, char **buf, size_t *len)
 {
 	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-	size_t cap = 1 << 16, n = 0;
-	struct stat st;
-	char *b = NULL;
-	int ret = 0;
+	int ret;
 
 	if (fd < 0)
 		return -errno;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
-		cap = (size_t)st.st_size + 1;
-	for (;;) {
-		ssize_t r;
-
-		if (!b || n == cap) {
-			char *nb;
-
-			if (b)
-				cap *= 2;
-			nb = realloc(b, cap);
-			if (!nb) {
-				ret = -ENOMEM;
-				break;
-			}
-			b = nb;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			break;
-		}
-		if (!r)
-			break;
-		n += (size_t)r;
-	}
+	ret = read_fd(fd, buf, len);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	if (ret) {
-		free(b);
-		return ret;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
+	return ret;
 }
 
 static const char *dir_sender(enum vcpustat_sync_dir d)
@@ -384,7 +348,7 @@ int cmd_sync(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	source = strcmp(pairs, "-") ? pairs : "<stdin>";
-	ret = read_all(pairs, &buf, &len);
+	ret = read_file(pairs, &buf, &len);
 	if (ret) {
 		cli_err("sync: cannot read %s: %s", source, strerror(-ret));
 		return CLI_FAIL;

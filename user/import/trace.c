@@ -61,45 +61,6 @@ struct ahead {
 	size_t next;	    /* its next event */
 };
 
-/* The whole of a non-regular file (standard input, a pipe). */
-static int read_all(int fd, char **out, size_t *len)
-{
-	size_t cap = 1 << 20, n = 0;
-	char *b = malloc(cap);
-
-	if (!b)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb = realloc(b, cap * 2);
-
-			if (!nb) {
-				free(b);
-				return -ENOMEM;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = -errno;
-
-			free(b);
-			return e;
-		}
-		if (!r)
-			break;
-		n += (size_t)r;
-	}
-	*out = b;
-	*len = n;
-	return 0;
-}
-
 /* Refuse what is certainly not ftrace text, saying what it is. */
 static int check_text(const struct trace_reader *r, struct vcpustat_error *err)
 {
@@ -150,7 +111,7 @@ static int open_text(struct trace_reader *r, struct vcpustat_error *err)
 		r->len = 0;
 		e = 0;
 	} else {
-		e = read_all(fd, &r->owned, &r->len);
+		e = read_fd(fd, &r->owned, &r->len);
 		r->buf = r->owned;
 	}
 out:
@@ -440,11 +401,6 @@ const struct trace_stats *trace_get_stats(const struct trace_reader *r)
 enum trace_format trace_get_format(const struct trace_reader *r)
 {
 	return r->fmt;
-}
-
-const char *trace_path(const struct trace_reader *r)
-{
-	return r->path;
 }
 
 void trace_close(struct trace_reader *r)

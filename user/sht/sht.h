@@ -160,6 +160,8 @@ uint32_t sht_attr_parent(const struct sht_reader *r, uint32_t id);
 /* Children in creation order: first_child(SHT_NO_ATTR) is the first top-level attribute. */
 uint32_t sht_attr_first_child(const struct sht_reader *r, uint32_t id);
 uint32_t sht_attr_next_sibling(const struct sht_reader *r, uint32_t id);
+/* The child of parent (SHT_NO_ATTR: top level) called name, or SHT_NO_ATTR. */
+uint32_t sht_attr_child(const struct sht_reader *r, uint32_t parent, const char *name);
 
 /*
  * Stabbing: out[a] (sht_nattrs entries) = the interval of attribute a that

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/util.h"
@@ -19,6 +21,46 @@ int write_all(int fd, const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+int read_fd(int fd, char **buf, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	struct stat st;
+	char *b = NULL;
+
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (size_t)st.st_size + 1; /* one read, and EOF */
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n == cap) {
+			char *nb = realloc(b, b ? cap * 2 : cap);
+
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			if (b)
+				cap *= 2;
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+
+			free(b);
+			return e;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	*buf = b;
+	*len = n;
 	return 0;
 }
 
