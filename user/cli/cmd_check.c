@@ -131,11 +131,7 @@ int cmd_check(int argc, char **argv)
 	}
 	if (!repair) {
 		if (cli_json) {
-			json_t *o = report_json(file, &rep);
-
-			json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			fputc('\n', stdout);
-			json_decref(o);
+			cli_json_print(report_json(file, &rep), CLI_JSON_DOC);
 		} else {
 			report_text(file, &rep);
 		}
@@ -143,11 +139,7 @@ int cmd_check(int argc, char **argv)
 	}
 	if (rep.ok && rep.closed) {
 		if (cli_json) {
-			json_t *o = report_json(file, &rep);
-
-			json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			fputc('\n', stdout);
-			json_decref(o);
+			cli_json_print(report_json(file, &rep), CLI_JSON_DOC);
 		} else {
 			report_text(file, &rep);
 			printf("  nothing to repair\n");
@@ -160,11 +152,8 @@ int cmd_check(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	if (cli_json) {
-		json_t *o = json_pack("{s:o, s:o}", "before", report_json(file, &rep), "after", report_json(file, &after));
-
-		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-		json_decref(o);
+		cli_json_print(json_pack("{s:o, s:o}", "before", report_json(file, &rep), "after", report_json(file, &after)),
+			       CLI_JSON_DOC);
 	} else {
 		printf("before the repair:\n");
 		report_text(file, &rep);

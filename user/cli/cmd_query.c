@@ -123,9 +123,7 @@ static void clock_range(const struct sht_reader *r, uint64_t t1, uint64_t t2, bo
 
 static void print_json(json_t *o)
 {
-	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	fputc('\n', stdout);
-	json_decref(o);
+	cli_json_print(o, CLI_JSON_DOC);
 }
 
 /* Mark the attributes that P selects in want; 0, or -ENOENT. */

@@ -220,7 +220,8 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 /*
  * Parse a time for the file of r into ns since the trace start:
  *   123456789          integer: nanoseconds
- *   1.5  1.5s  2s      seconds (a number with a '.' or an 's' suffix); also ms, us, ns suffixes;
+ *   1.5  1.5s  250ms   a duration (a number with a '.' or a unit: ns, us, ms, s, m, h, d;
+ *                      parse_duration_ns() in util.h);
  *                      a leading '+' is allowed (+1.5s: what sht_format_time shows)
  *   2026-11-22T14:03:07.123   local wall-clock time (Z suffix: UTC)
  *   14:03:07.123       local wall-clock time on the day the trace started

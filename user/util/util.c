@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,4 +121,45 @@ __u64 vcpustat_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+int parse_duration_ns(const char *s, __u64 *ns)
+{
+	static const struct {
+		const char *suffix;
+		__u64 mult;
+	} units[] = {
+		{ "", 1000000000ull },	     { "s", 1000000000ull },	     { "ms", 1000000ull },
+		{ "us", 1000ull },	     { "ns", 1ull },		     { "m", 60000000000ull },
+		{ "h", 3600000000000ull },   { "d", 86400000000000ull },
+	};
+	__u64 whole = 0, frac = 0, scale = 100000000000000000ull; /* fraction in 1e-18 units */
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		whole = whole * 10 + (__u64)(*p - '0');
+	}
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+			frac += (__u64)(*p - '0') * scale; /* digits past 1e-18 add 0 */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		__u64 m = units[i].mult;
+
+		if (strcmp(p, units[i].suffix))
+			continue;
+		if (whole > UINT64_MAX / m)
+			return -ERANGE;
+		/* the fraction in ns: frac * m / 1e18, in 128 bits */
+		__u64 part = (__u64)((unsigned __int128)frac * m / 1000000000000000000ull);
+
+		if (part > UINT64_MAX - whole * m)
+			return -ERANGE;
+		*ns = whole * m + part;
+		return 0;
+	}
+	return -EINVAL;
 }

@@ -129,6 +129,14 @@ static inline void put64(void *p, __u64 v)
 	memcpy(p, &v, 8);
 }
 
+/*
+ * A duration, the one syntax of every duration option: a decimal number with
+ * an optional unit, ns, us, ms, s, m, h or d ("1.5s", "250ms", "15m", "2h");
+ * a bare number is seconds ("90", "0.5"). Exact to the nanosecond (no
+ * floating point). 0, -EINVAL (malformed) or -ERANGE (beyond 2^64 ns).
+ */
+int parse_duration_ns(const char *s, __u64 *ns);
+
 /* s escaped for XML/HTML text and attribute values (control characters become '?'). */
 void xml_escape(FILE *f, const char *s);
 
