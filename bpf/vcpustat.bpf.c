@@ -460,7 +460,7 @@ static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
  * into each program, so that the hot-page test stays the first thing each
  * does, with no call before it.
  */
-static __always_inline int on_wakeup(struct task_struct *p, __u64 type)
+static __always_inline int sched_wakeup_common(struct task_struct *p, __u64 type)
 {
 	if (!hot_maybe_vcpu(p->pid) && !hotpath.level_full)
 		return 0;
@@ -470,13 +470,13 @@ static __always_inline int on_wakeup(struct task_struct *p, __u64 type)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 {
-	return on_wakeup(p, VCPUSTAT_EV_WAKEUP);
+	return sched_wakeup_common(p, VCPUSTAT_EV_WAKEUP);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 {
-	return on_wakeup(p, VCPUSTAT_EV_WAKEUP_NEW);
+	return sched_wakeup_common(p, VCPUSTAT_EV_WAKEUP_NEW);
 }
 
 SEC("tp_btf/sched_migrate_task")
