@@ -455,20 +455,28 @@ static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_sched_wakeup, struct task_struct *p)
+/*
+ * sched_wakeup and sched_wakeup_new: one body, the event type apart. Inlined
+ * into each program, so that the hot-page test stays the first thing each
+ * does, with no call before it.
+ */
+static __always_inline int sched_wakeup_common(struct task_struct *p, __u64 type)
 {
 	if (!hot_maybe_vcpu(p->pid) && !hotpath.level_full)
 		return 0;
-	return wakeup_slow(p, VCPUSTAT_EV_WAKEUP);
+	return wakeup_slow(p, type);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_sched_wakeup, struct task_struct *p)
+{
+	return sched_wakeup_common(p, VCPUSTAT_EV_WAKEUP);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 {
-	if (!hot_maybe_vcpu(p->pid) && !hotpath.level_full)
-		return 0;
-	return wakeup_slow(p, VCPUSTAT_EV_WAKEUP_NEW);
+	return sched_wakeup_common(p, VCPUSTAT_EV_WAKEUP_NEW);
 }
 
 SEC("tp_btf/sched_migrate_task")

@@ -11,6 +11,7 @@
 #include "model/model.h"
 
 bool cli_json;
+bool cli_pretty;
 const char *cli_prog = "vcpustat";
 
 static void vreport(const char *kind, const char *fmt, va_list ap)
@@ -19,15 +20,24 @@ static void vreport(const char *kind, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (cli_json && kind[0] == 'e') {
-		json_t *o = json_pack("{s:s}", "error", msg);
-
-		json_dumpf(o, stdout, JSON_COMPACT);
-		fputc('\n', stdout);
-		fflush(stdout);
-		json_decref(o);
+		cli_json_print(json_pack("{s:s}", "error", msg), CLI_JSON_LINE);
 		return;
 	}
 	fprintf(stderr, "%s: %s%s\n", cli_prog, kind, msg);
+}
+
+int cli_json_print(json_t *doc, enum cli_json_style style)
+{
+	size_t flags = style == CLI_JSON_DOC || cli_pretty ? JSON_INDENT(2) | JSON_PRESERVE_ORDER : JSON_COMPACT;
+	int e;
+
+	if (!doc)
+		return -ENOMEM;
+	e = json_dumpf(doc, stdout, flags | JSON_REAL_PRECISION(17)) ? -EIO : 0;
+	json_decref(doc);
+	fputc('\n', stdout);
+	fflush(stdout);
+	return e;
 }
 
 void cli_err(const char *fmt, ...)
@@ -54,12 +64,6 @@ static void log_stderr(int level, const char *msg)
 {
 	if (level == VCPUSTAT_LOG_WARN || log_verbose)
 		fprintf(stderr, "%s: %s%s\n", cli_prog, level == VCPUSTAT_LOG_WARN ? "" : "libbpf: ", msg);
-}
-
-void cli_setup_log(bool verbose)
-{
-	log_verbose = verbose;
-	vcpustat_set_log(log_stderr, verbose ? VCPUSTAT_LOG_DEBUG : VCPUSTAT_LOG_WARN);
 }
 
 int cli_open_live(struct vcpustat **out, const struct vcpustat_options *opts, bool verbose, bool quiet)
@@ -238,4 +242,36 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
 fail:
 	sht_close(r);
 	return ret;
+}
+
+void cli_fmt_secs(uint64_t ns, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
+}
+
+int cli_parse_duration(const char *opt, const char *arg, __u64 min_ns, __u64 max_ns, __u64 *ns)
+{
+	__u64 v;
+
+	if (parse_duration_ns(arg, &v) || v < min_ns || (max_ns && v > max_ns)) {
+		if (max_ns)
+			cli_err("%s %s: a duration from %gs to %gs (1.5s, 250ms, 15m, 2h; a bare number is seconds)", opt,
+				arg, min_ns / 1e9, max_ns / 1e9);
+		else
+			cli_err("%s %s: a duration of at least %gs (1.5s, 250ms, 15m, 2h; a bare number is seconds)", opt,
+				arg, min_ns / 1e9);
+		return CLI_USAGE;
+	}
+	*ns = v;
+	return 0;
+}
+
+int cli_parse_seconds(const char *opt, const char *arg, double min_s, double max_s, double *secs)
+{
+	__u64 ns;
+	int e = cli_parse_duration(opt, arg, (__u64)(min_s * 1e9 + 0.5), (__u64)(max_s * 1e9 + 0.5), &ns);
+
+	if (!e)
+		*secs = (double)ns / 1e9;
+	return e;
 }

@@ -12,10 +12,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "live/live.h"
 #include "model/model.h"
 
-extern bool cli_json; /* errors as {"error": "..."} on stdout */
+extern bool cli_json;   /* errors as {"error": "..."} on stdout */
+extern bool cli_pretty; /* -p/--pretty: every JSON document indented */
+
+/*
+ * The one way JSON reaches stdout: doc (its reference is taken), a newline,
+ * a flush. CLI_JSON_LINE: compact, one document per line (streams: top,
+ * report, errors); CLI_JSON_DOC: indented, keys in insertion order (one-shot
+ * documents: check, query, import, sync). --pretty indents both. 0, -ENOMEM
+ * (doc is NULL) or -EIO.
+ */
+enum cli_json_style { CLI_JSON_LINE, CLI_JSON_DOC };
+int cli_json_print(json_t *doc, enum cli_json_style style);
 extern const char *cli_prog; /* "vcpustat" */
 
 /* Print one clear error (what failed, where, what to do) to stderr, or as JSON. */
@@ -56,6 +68,15 @@ void cli_catch_stop(bool pipe_too);
  */
 int cli_parse_long(const char *opt, const char *arg, long min, long max, const char *what, long *out);
 
+/*
+ * Every duration option: parse_duration_ns() syntax ("1.5s", "250ms", "15m",
+ * "2h", bare seconds), from min_ns to max_ns (0: no maximum). Fills *ns, or
+ * prints "OPT ARG: a duration from MIN to MAX ..." and returns CLI_USAGE.
+ * cli_parse_seconds(): the same, in seconds.
+ */
+int cli_parse_duration(const char *opt, const char *arg, __u64 min_ns, __u64 max_ns, __u64 *ns);
+int cli_parse_seconds(const char *opt, const char *arg, double min_s, double max_s, double *secs);
+
 /* --vm NAME|PID: add arg to the filter (at most max); prints the error and returns CLI_USAGE when full. */
 int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const char *arg);
 /*
@@ -80,6 +101,9 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
  */
 int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value);
 
+/* ns as seconds with nine decimals: "12.000345678". */
+void cli_fmt_secs(uint64_t ns, char *buf, size_t len);
+
 /*
  * What `vcpustat top` (cmd_top.c) hands to its time-travel mode
  * (cmd_top_file.c): the live view's options, and the recording to play.
@@ -98,8 +122,5 @@ struct top_args {
 
 /* `vcpustat top --file`: the live view over a recording. Returns the exit code. */
 int top_file(const struct top_args *a);
-
-/* Route libbpf/library messages to stderr (verbose: libbpf debug output too). */
-void cli_setup_log(bool verbose);
 
 #endif

@@ -39,11 +39,6 @@ static void usage(FILE *out)
 		cli_prog, cli_prog);
 }
 
-static void fmt_secs(uint64_t ns, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
-}
-
 static json_t *report_json(const char *file, const struct sht_check_report *rep)
 {
 	json_t *o = json_pack("{s:s, s:b, s:b, s:b, s:b, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:I, s:I}",
@@ -69,8 +64,8 @@ static void report_text(const char *file, const struct sht_check_report *rep)
 	char s1[32], s2[32];
 	uint64_t cores;
 
-	fmt_secs(rep->start, s1, sizeof(s1));
-	fmt_secs(rep->end, s2, sizeof(s2));
+	cli_fmt_secs(rep->start, s1, sizeof(s1));
+	cli_fmt_secs(rep->end, s2, sizeof(s2));
 	printf("%s: %s\n", file,
 	       !rep->ok ? "BAD" : rep->closed ? (rep->recovered ? "good (repaired)" : "good, closed cleanly")
 					      : "good, but not closed cleanly (the writer was killed?)");
@@ -166,11 +161,7 @@ int cmd_check(int argc, char **argv)
 	}
 	if (!repair) {
 		if (cli_json) {
-			json_t *o = report_json(file, &rep);
-
-			json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			fputc('\n', stdout);
-			json_decref(o);
+			cli_json_print(report_json(file, &rep), CLI_JSON_DOC);
 		} else {
 			report_text(file, &rep);
 		}
@@ -178,11 +169,7 @@ int cmd_check(int argc, char **argv)
 	}
 	if (rep.ok && rep.closed) {
 		if (cli_json) {
-			json_t *o = report_json(file, &rep);
-
-			json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			fputc('\n', stdout);
-			json_decref(o);
+			cli_json_print(report_json(file, &rep), CLI_JSON_DOC);
 		} else {
 			report_text(file, &rep);
 			printf("  nothing to repair\n");
@@ -220,9 +207,7 @@ int cmd_check(int argc, char **argv)
 
 		if (in_place)
 			json_object_set_new(o, "original", json_string(orig));
-		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-		json_decref(o);
+		cli_json_print(o, CLI_JSON_DOC);
 	} else {
 		printf("before the repair:\n");
 		report_text(file, &rep);

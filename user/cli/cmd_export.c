@@ -53,19 +53,6 @@ static void usage(FILE *f)
 		cli_prog, cli_prog, METRICS_TOP_CULPRITS, cli_prog, cli_prog, cli_prog, cli_prog);
 }
 
-static int parse_seconds(const char *opt, const char *arg, double *out)
-{
-	char *end;
-	double v = strtod(arg, &end);
-
-	if (end == arg || *end || !(v >= 0.01 && v <= 86400)) {
-		cli_err("%s %s: a number of seconds between 0.01 and 86400", opt, arg);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 /* Sleep until CLOCK_MONOTONIC deadline (ns) or a signal. */
 static void sleep_until(unsigned long long deadline)
 {
@@ -230,11 +217,11 @@ int cmd_export(int argc, char **argv)
 			path = optarg;
 			break;
 		case 'i':
-			if (parse_seconds("--interval", optarg, &interval))
+			if (cli_parse_seconds("--interval", optarg, 0.01, 86400, &interval))
 				return CLI_USAGE;
 			break;
 		case 'e':
-			if (parse_seconds("--every", optarg, &every))
+			if (cli_parse_seconds("--every", optarg, 0.01, 86400, &every))
 				return CLI_USAGE;
 			break;
 		case 'F':

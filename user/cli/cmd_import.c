@@ -167,9 +167,7 @@ static void report_json(const struct import_opts *o, const struct import_result 
 				  g->host_mode_known));
 	}
 	json_object_set_new(doc, "guests", guests);
-	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	fputc('\n', stdout);
-	json_decref(doc);
+	cli_json_print(doc, CLI_JSON_DOC);
 }
 
 static void report_text(const struct import_opts *o, const struct import_result *res)

@@ -225,11 +225,8 @@ int cmd_plot(int argc, char **argv)
 			live = true;
 			break;
 		case 'i':
-			interval = strtod(optarg, &end);
-			if (end == optarg || *end || !(interval >= 0.01 && interval <= 3600)) {
-				cli_err("--interval %s: seconds, 0.01 to 3600", optarg);
+			if (cli_parse_seconds("--interval", optarg, 0.01, 3600, &interval))
 				return CLI_USAGE;
-			}
 			break;
 		case 'F':
 			file = optarg;

@@ -77,11 +77,6 @@ static void fmt_value(const struct sht_reader *r, uint32_t attr, const struct sh
 		snprintf(buf, len, "%s", v->s);
 }
 
-static void fmt_secs(uint64_t ns, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
-}
-
 static json_t *json_value(const struct sht_reader *r, uint32_t attr, const struct sht_value *v, json_t *o)
 {
 	const char *name = value_name(r, attr, v);
@@ -128,9 +123,7 @@ static void clock_range(const struct sht_reader *r, uint64_t t1, uint64_t t2, bo
 
 static void print_json(json_t *o)
 {
-	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	fputc('\n', stdout);
-	json_decref(o);
+	cli_json_print(o, CLI_JSON_DOC);
 }
 
 /* Mark the attributes that P selects in want; 0, or -ENOENT. */
@@ -198,8 +191,8 @@ static int show_info(struct sht_reader *r, const char *file, bool json, bool utc
 		print_json(o);
 		return CLI_OK;
 	}
-	fmt_secs(in->start, s1, sizeof(s1));
-	fmt_secs(in->end, s2, sizeof(s2));
+	cli_fmt_secs(in->start, s1, sizeof(s1));
+	cli_fmt_secs(in->end, s2, sizeof(s2));
 	clock_range(r, in->start, in->end, utc, w, sizeof(w));
 	printf("%s: SHT version %u, %s\n", file, in->version,
 	       in->closed ? (in->recovered ? "repaired (history ends at its last sealed leaf)" : "closed cleanly")
@@ -255,7 +248,7 @@ static int show_at(struct sht_reader *r, const char *file, uint64_t t, const uin
 	for (a = 0; a < n; a++)
 		if (strlen(sht_attr_path(r, a)) > width)
 			width = strlen(sht_attr_path(r, a));
-	fmt_secs(t, s1, sizeof(s1));
+	cli_fmt_secs(t, s1, sizeof(s1));
 	clock_range(r, t, t, utc, wall, sizeof(wall));
 	printf("%s at %s s (%s)\n", file, s1, wall);
 	printf("%-*s  %-12s %-20s %s\n", (int)width, "ATTRIBUTE", "VALUE", "SINCE (s)", "UNTIL (s)");
@@ -267,8 +260,8 @@ static int show_at(struct sht_reader *r, const char *file, uint64_t t, const uin
 			printf("%-*s  %s\n", (int)width, sht_attr_path(r, a), val);
 			continue;
 		}
-		fmt_secs(out[a].start, s1, sizeof(s1));
-		fmt_secs(out[a].end, s2, sizeof(s2));
+		cli_fmt_secs(out[a].start, s1, sizeof(s1));
+		cli_fmt_secs(out[a].end, s2, sizeof(s2));
 		printf("%-*s  %-12s %-20s %s\n", (int)width, sht_attr_path(r, a), val, s1, s2);
 	}
 	free(out);
@@ -292,7 +285,7 @@ static int show_range(struct sht_reader *r, const char *file, const uint8_t *wan
 	if (json)
 		attrs = json_array();
 	else
-		printf("%s from %s to %s s\n", file, (fmt_secs(t1, s1, sizeof(s1)), s1), (fmt_secs(t2, s2, sizeof(s2)), s2));
+		printf("%s from %s to %s s\n", file, (cli_fmt_secs(t1, s1, sizeof(s1)), s1), (cli_fmt_secs(t2, s2, sizeof(s2)), s2));
 	for (a = 0; a < n; a++) { /* results are sorted by attribute */
 		size_t first = k;
 		json_t *list = NULL;
@@ -320,9 +313,9 @@ static int show_range(struct sht_reader *r, const char *file, const uint8_t *wan
 			continue;
 		printf("  %-20s %-20s %-20s %s\n", "START (s)", "END (s)", "DURATION (s)", "VALUE");
 		for (size_t i = first; i < k; i++) {
-			fmt_secs(iv[i].start, s1, sizeof(s1));
-			fmt_secs(iv[i].end, s2, sizeof(s2));
-			fmt_secs(iv[i].end - iv[i].start, s3, sizeof(s3));
+			cli_fmt_secs(iv[i].start, s1, sizeof(s1));
+			cli_fmt_secs(iv[i].end, s2, sizeof(s2));
+			cli_fmt_secs(iv[i].end - iv[i].start, s3, sizeof(s3));
 			fmt_value(r, a, &iv[i].value, val, sizeof(val));
 			printf("  %-20s %-20s %-20s %s\n", s1, s2, s3, val);
 		}

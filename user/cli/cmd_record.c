@@ -22,7 +22,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s record -o FILE.sht [--level vcpu|full] [--duration SEC]\n"
+		"usage: %s record -o FILE.sht [--level vcpu|full] [--duration D]\n"
 		"                 [--max-size SIZE | --rotate-every DURATION] [--keep N]\n"
 		"                 [--capture FILE.vcap] [--ringbuf SIZE] [--meta KEY=VALUE]... [-q] [-v]\n"
 		"\n"
@@ -35,9 +35,9 @@ static void usage(FILE *f)
 		"  -l, --level LEVEL     vcpu (default): vCPU states, exit reasons, pCPUs;\n"
 		"                        full: also which thread runs on every CPU and the states\n"
 		"                        of host threads (needed for culprits in reports)\n"
-		"  -t, --duration SEC    stop after SEC seconds (decimals allowed)\n"
+		"  -t, --duration D      stop after D (1.5s, 250ms, 15m, 2h; a bare number is seconds)\n"
 		"      --max-size SIZE   rotate when a file reaches SIZE (K, M, G suffixes)\n"
-		"      --rotate-every D  rotate every D (s, m, h, d suffixes; default seconds)\n"
+		"      --rotate-every D  rotate every D (at least 1s; same syntax as --duration)\n"
 		"      --keep N          with rotation, keep the newest N files (default: all)\n"
 		"      --capture FILE    also write the raw events to FILE (docs/capture-format.md),\n"
 		"                        for `vcpustat replay`\n"
@@ -76,26 +76,6 @@ static long long parse_size(const char *s)
 
 /* The longest the final drain may take, however many records wait. */
 #define RECORD_FINAL_DRAIN_S 30
-
-/* "90", "90s", "15m", "1h", "1d" -> ns; 0 if malformed. */
-static unsigned long long parse_duration(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	double mult = 1e9;
-
-	if (end == s || !(v > 0))
-		return 0;
-	if (!strcmp(end, "m"))
-		mult = 60e9;
-	else if (!strcmp(end, "h"))
-		mult = 3600e9;
-	else if (!strcmp(end, "d"))
-		mult = 86400e9;
-	else if (*end && strcmp(end, "s"))
-		return 0;
-	return (unsigned long long)(v * mult);
-}
 
 struct record_ctx {
 	struct recorder *rec;
@@ -188,7 +168,7 @@ int cmd_record(int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct vcpustat *vs = NULL;
 	const char *out = NULL, *capture = NULL;
-	double duration = 0;
+	__u64 duration_ns = 0, rotate_ns;
 	bool quiet = false, verbose = false;
 	long long size;
 	__u64 mono0, real0, deadline = 0, next_tick, lost = 0, end;
@@ -198,7 +178,6 @@ int cmd_record(int argc, char **argv)
 	struct utsname un;
 	char metatext[2048];
 	int opt, ret = CLI_FAIL, e;
-	char *end_p;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "o:l:t:qvh", longopts, NULL)) != -1) {
@@ -215,11 +194,8 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 't':
-			duration = strtod(optarg, &end_p);
-			if (*end_p || !(duration > 0)) {
-				cli_err("--duration %s: a positive number of seconds", optarg);
+			if (cli_parse_duration("--duration", optarg, 1, 0, &duration_ns))
 				return CLI_USAGE;
-			}
 			break;
 		case 'S':
 			size = parse_size(optarg);
@@ -230,11 +206,9 @@ int cmd_record(int argc, char **argv)
 			ro.max_bytes = (uint64_t)size;
 			break;
 		case 'R':
-			ro.rotate_ns = parse_duration(optarg);
-			if (ro.rotate_ns < 1000000000ull) {
-				cli_err("--rotate-every %s: a duration of at least 1s (s, m, h, d suffixes)", optarg);
+			if (cli_parse_duration("--rotate-every", optarg, 1000000000ull, 0, &rotate_ns))
 				return CLI_USAGE;
-			}
+			ro.rotate_ns = rotate_ns;
 			break;
 		case 'K': {
 			long k;
@@ -342,8 +316,8 @@ int cmd_record(int argc, char **argv)
 	}
 
 	cli_catch_stop(false);
-	if (duration > 0)
-		deadline = mono0 + (__u64)(duration * 1e9);
+	if (duration_ns)
+		deadline = mono0 + duration_ns;
 	next_tick = mono0 + 1000000000ull;
 	if (!quiet)
 		fprintf(stderr, "%s: recording to %s (level %s)%s; Ctrl-C to stop\n", cli_prog, out, level_s,
@@ -426,11 +400,8 @@ int cmd_record(int argc, char **argv)
 	}
 	{
 		struct recorder_stats st;
-		struct recorder *rec = c.rec;
 
-		recorder_get_stats(rec, &st);
-		c.rec = NULL;
-		if (recorder_close(rec, end, &c.err)) {
+		if (recorder_finish(&c.rec, end, &st, &c.err)) {
 			cli_err("%s", c.err.msg);
 			goto out;
 		}

@@ -31,20 +31,6 @@ struct replay_ctx {
 	struct vcpustat_error err;
 };
 
-static const char *vm_name(void *ctx, uint32_t tgid)
-{
-	struct replay_ctx *c = ctx;
-
-	return capture_vm_name(c->cap, tgid);
-}
-
-static const char *thread_name(void *ctx, uint32_t tid, uint32_t *tgid)
-{
-	struct replay_ctx *c = ctx;
-
-	return capture_thread_name(c->cap, tid, tgid);
-}
-
 static int on_record(void *ctx, const struct vcpustat_record *rec)
 {
 	struct replay_ctx *c = ctx;
@@ -165,9 +151,7 @@ int cmd_replay(int argc, char **argv)
 	replay_meta_fill(&meta, info->meta);
 	ro.meta = meta.meta;
 	ro.nmeta = meta.n;
-	ro.vm_name = vm_name;
-	ro.thread_name = thread_name;
-	ro.ctx = &c;
+	capture_name_recorder(c.cap, &ro);
 	if (recorder_open(&c.rec, &ro, &c.err)) {
 		cli_err("%s", c.err.msg);
 		goto out;
@@ -204,11 +188,8 @@ int cmd_replay(int argc, char **argv)
 	end = capture_end(c.cap) ? capture_end(c.cap) : last;
 	{
 		struct recorder_stats st;
-		struct recorder *rec = c.rec;
 
-		recorder_get_stats(rec, &st);
-		c.rec = NULL;
-		if (recorder_close(rec, end, &c.err)) {
+		if (recorder_finish(&c.rec, end, &st, &c.err)) {
 			cli_err("%s", c.err.msg);
 			goto out;
 		}

@@ -91,9 +91,7 @@ int cmd_report(int argc, char **argv)
 		json_t *doc = summary_json(&s, NULL, 0);
 
 		report_json_window(doc, r, argv[optind], t1, t2, culprits);
-		json_dumpf(doc, stdout, JSON_COMPACT);
-		fputc('\n', stdout);
-		json_decref(doc);
+		cli_json_print(doc, CLI_JSON_LINE);
 	} else {
 		char a[64], b[64], clock[128] = "";
 

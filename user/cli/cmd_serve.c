@@ -97,11 +97,8 @@ int cmd_serve(int argc, char **argv)
 			ho.cache_ms = (unsigned int)n;
 			break;
 		case 'R':
-			refresh = strtod(optarg, &end);
-			if (end == optarg || *end || !(refresh >= 0.1 && refresh <= 3600)) {
-				cli_err("--refresh %s: seconds, 0.1 to 3600", optarg);
+			if (cli_parse_seconds("--refresh", optarg, 0.1, 3600, &refresh))
 				return CLI_USAGE;
-			}
 			break;
 		case 'v':
 			verbose = true;

@@ -263,9 +263,7 @@ static void print_json(const char *source, const struct vcpustat_sync_result *r)
 		cli_err("cannot build the JSON output");
 		return;
 	}
-	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-	fputc('\n', stdout);
-	json_decref(o);
+	cli_json_print(o, CLI_JSON_DOC);
 }
 
 /* --host H --guest G: the protocol's events from traces (or a recording), matched and solved. */

@@ -254,11 +254,8 @@ int cmd_top(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "d:n:bjvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			delay = strtod(optarg, &end);
-			if (*end || !(delay >= 0.01 && delay <= 86400)) {
-				cli_err("-d %s: the delay is a number of seconds between 0.01 and 86400", optarg);
+			if (cli_parse_seconds("-d", optarg, 0.01, 86400, &delay))
 				return CLI_USAGE;
-			}
 			break;
 		case 'n':
 			iterations = strtol(optarg, &end, 10);
@@ -392,10 +389,7 @@ int cmd_top(int argc, char **argv)
 		if (json) {
 			json_t *doc = summary_json(&s, progs, nr_progs);
 
-			json_dumpf(doc, stdout, JSON_COMPACT);
-			fputc('\n', stdout);
-			fflush(stdout);
-			json_decref(doc);
+			cli_json_print(doc, CLI_JSON_LINE);
 		} else if (batch) {
 			summary_print(stdout, &s, progs, nr_progs, (unsigned int)top);
 		}

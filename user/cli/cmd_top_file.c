@@ -69,9 +69,7 @@ static void print_json(struct top_play *p, const struct summary *s, bool culprit
 	if (p->a->demo_reason)
 		json_object_set_new(src, "demo", json_string(p->a->demo_reason));
 	json_object_set_new(doc, "source", src);
-	json_dumpf(doc, stdout, JSON_COMPACT);
-	fputc('\n', stdout);
-	json_decref(doc);
+	cli_json_print(doc, CLI_JSON_LINE);
 }
 
 static void print_text(struct top_play *p, const struct summary *s, bool first)

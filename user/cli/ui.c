@@ -73,11 +73,6 @@ bool ui_paused(const struct ui *ui)
 	return ui->paused;
 }
 
-const char *ui_filter(const struct ui *ui)
-{
-	return ui->filter;
-}
-
 void ui_set_playback(struct ui *ui, const char *label)
 {
 	ui->playback = true;

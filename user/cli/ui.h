@@ -33,8 +33,6 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 enum ui_action ui_input(struct ui *ui, int timeout_ms);
 /* Paused: the caller keeps sampling but does not replace the shown summary. */
 bool ui_paused(const struct ui *ui);
-/* The VM filter typed by the user ("" = none): a name or a pid. */
-const char *ui_filter(const struct ui *ui);
 
 /*
  * Time travel over a recording: the keys that move (arrows, PgUp/PgDn,

@@ -4,7 +4,9 @@
  * The command table: each subcommand is user/cmd_<name>.c.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 
@@ -41,7 +43,12 @@ static void usage(FILE *out)
 		cli_prog);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\n`%s COMMAND --help` explains each command. `%s --version` prints the version.\n",
+	fprintf(out,
+		"\nGlobal options, before COMMAND (--pretty also after it):\n"
+		"  -j, --json    JSON output (the command's --json, or -f json for export);\n"
+		"                errors as {\"error\": \"...\"} objects on stdout\n"
+		"  -p, --pretty  indent JSON output\n"
+		"\n`%s COMMAND --help` explains each command. `%s --version` prints the version.\n",
 		cli_prog, cli_prog);
 }
 
@@ -67,10 +74,85 @@ static int finish_stdout(int ret)
 	return ret ? ret : CLI_FAIL;
 }
 
+/*
+ * The global options, bpftool's: -j/--json and -p/--pretty before the
+ * command (`vcpustat -j report day.sht`), --pretty anywhere after it. -j
+ * becomes the command's own JSON option (--json; -f json for export) and
+ * makes errors JSON objects for the commands that print no document. Takes
+ * them out of argv; returns the new argc.
+ */
+static int global_options(int argc, char **argv, bool *json)
+{
+	int i = 1, n;
+
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json"))
+			*json = true;
+		else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--pretty"))
+			cli_pretty = true;
+		else if (!strcmp(argv[i], "-jp") || !strcmp(argv[i], "-pj"))
+			*json = cli_pretty = true;
+		else
+			break;
+	}
+	memmove(argv + 1, argv + i, (size_t)(argc - i + 1) * sizeof(*argv)); /* with the NULL */
+	argc -= i - 1;
+	for (i = n = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--pretty"))
+			cli_pretty = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+/* argv with the command's JSON option after argv[0] (argv has room: see main). */
+static int add_json_option(int argc, char **argv, const char *command)
+{
+	int k = strcmp(command, "export") ? 1 : 2;
+
+	memmove(argv + 1 + k, argv + 1, (size_t)argc * sizeof(*argv)); /* with the NULL */
+	if (k == 2) {
+		argv[1] = "-f";
+		argv[2] = "json";
+	} else {
+		argv[1] = "--json";
+	}
+	return argc + k;
+}
+
+/* Commands with a JSON document of their own: -j goes to them. */
+static bool has_json_output(const char *command)
+{
+	static const char *const with[] = { "top", "report", "export", "query", "check", "import", "sync" };
+
+	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
+		if (!strcmp(command, with[i]))
+			return true;
+	return false;
+}
+
 static int run(int argc, char **argv)
 {
+	const struct command *cmd = NULL;
+	bool json = false;
+	char **args;
 	size_t i;
 
+	args = calloc((size_t)argc + 4, sizeof(*args)); /* room for the JSON option and the NULL */
+	if (!args) {
+		cli_err("out of memory");
+		return CLI_FAIL;
+	}
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
+	argv = args;
+	argc = global_options(argc, argv, &json);
 	if (argc > 1) {
 		if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 			usage(stdout);
@@ -82,15 +164,25 @@ static int run(int argc, char **argv)
 		}
 		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (!strcmp(argv[1], commands[i].name))
-				return commands[i].fn(argc - 1, argv + 1);
-		if (argv[1][0] != '-') {
+				cmd = &commands[i];
+		if (!cmd && argv[1][0] != '-') {
 			cli_err("unknown command '%s' (see `%s --help`)", argv[1], cli_prog);
 			return CLI_USAGE;
 		}
 	}
-	/* no command, or options only: the live view */
-	argv[0] = "top";
-	return cmd_top(argc, argv);
+	if (cmd) {
+		argc--;
+		argv++;
+	} else { /* no command, or options only: the live view */
+		argv[0] = "top";
+		cmd = &commands[0];
+	}
+	if (json) {
+		cli_json = true;
+		if (has_json_output(cmd->name))
+			argc = add_json_option(argc, argv, cmd->name);
+	}
+	return cmd->fn(argc, argv);
 }
 
 int main(int argc, char **argv)

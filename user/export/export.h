@@ -71,10 +71,6 @@ void metrics_set_programs(struct metrics *m, const struct vcpustat_prog *progs, 
 void metrics_set_file(struct metrics *m, const char *file, unsigned long long from_ns, unsigned long long to_ns,
 		      const char *from, const char *to);
 
-/* How many VMs and vCPUs (now) the model holds. */
-size_t metrics_nr_vms(const struct metrics *m);
-size_t metrics_nr_vcpus(const struct metrics *m);
-
 /* Render into a malloc'ed buffer (*buf, *len; NUL-terminated). 0 or -ENOMEM. */
 int metrics_render(const struct metrics *m, enum metrics_format f, char **buf, size_t *len);
 /* The JSON document (docs/metrics.md). */

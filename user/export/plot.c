@@ -10,18 +10,10 @@
 
 /* ---- timelines from a recording ---- */
 
-static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
-{
-	for (uint32_t c = sht_attr_first_child(r, parent); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c))
-		if (!strcmp(sht_attr_name(r, c), name))
-			return c;
-	return SHT_NO_ATTR;
-}
-
 static bool wanted(struct sht_reader *r, uint32_t vm, const struct summary_filter *f)
 {
 	struct sht_interval *iv = NULL;
-	uint32_t pid_attr = child(r, vm, "pid");
+	uint32_t pid_attr = sht_attr_child(r, vm, "pid");
 	const struct sht_info *info = sht_get_info(r);
 	char pid[16] = "";
 	size_t n = 0;
@@ -75,7 +67,7 @@ static void spread(uint64_t (*ns)[VCPU_NR_STATES], size_t n, uint64_t t1, uint64
 int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbuckets, const struct summary_filter *filter,
 		   struct plot_timeline **out, size_t *n, struct vcpustat_error *err)
 {
-	uint32_t vms = child(r, SHT_NO_ATTR, "vms");
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
 	struct plot_timeline *tl = NULL, *arr;
 	size_t count = 0;
 	int e = 0;
@@ -85,7 +77,7 @@ int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbucke
 	if (!nbuckets || nbuckets > PLOT_MAX_BUCKETS || t2 <= t1)
 		return verror(err, -EINVAL, "bad plot window or bucket count");
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		uint32_t vcpus = child(r, vm, "vcpus");
+		uint32_t vcpus = sht_attr_child(r, vm, "vcpus");
 		struct plot_timeline *t;
 
 		if (!wanted(r, vm, filter))
@@ -107,7 +99,7 @@ int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbucke
 		}
 		for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
-			uint32_t st = child(r, vc, "state");
+			uint32_t st = sht_attr_child(r, vc, "state");
 			struct sht_interval *iv = NULL;
 			size_t niv = 0;
 

@@ -857,10 +857,8 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 		for (size_t i = 0; i < o->nguests; i++)
 			ml_get_stats(im->ml, i, &im->res->guests[i].ml);
 	}
-	recorder_get_stats(im->rec, &rs);
+	e = recorder_finish(&im->rec, last, &rs, err);
 	im->res->records = rs.records;
-	e = recorder_close(im->rec, last, err);
-	im->rec = NULL;
 	if (e)
 		return e;
 	im->res->late = rs.late;
@@ -967,14 +965,6 @@ static bool is_sht(const char *path)
 	return n == 8 && !memcmp(head, "vcpuSHT\n", 8);
 }
 
-static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
-{
-	for (uint32_t c = sht_attr_first_child(r, parent); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c))
-		if (!strcmp(sht_attr_name(r, c), name))
-			return c;
-	return SHT_NO_ATTR;
-}
-
 /* b and c from the sync intervals of an SHT recording. */
 static int sht_sync_events(const char *path, const char *vm, struct import_sync_events *out,
 			   struct vcpustat_error *err)
@@ -989,13 +979,13 @@ static int sht_sync_events(const char *path, const char *vm, struct import_sync_
 	if (e)
 		return e;
 	info = sht_get_info(r);
-	vms = child(r, SHT_NO_ATTR, "vms");
+	vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
 	for (uint32_t a = vms == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_first_child(r, vms); a != SHT_NO_ATTR && !e;
 	     a = sht_attr_next_sibling(r, a)) {
-		uint32_t vcpus = child(r, a, "vcpus");
+		uint32_t vcpus = sht_attr_child(r, a, "vcpus");
 
 		if (vm) {
-			uint32_t pid = child(r, a, "pid");
+			uint32_t pid = sht_attr_child(r, a, "pid");
 			struct sht_interval *iv = NULL;
 			size_t n = 0;
 			char num[24] = "";
@@ -1010,7 +1000,7 @@ static int sht_sync_events(const char *path, const char *vm, struct import_sync_
 		}
 		for (uint32_t c = vcpus == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_first_child(r, vcpus); c != SHT_NO_ATTR && !e;
 		     c = sht_attr_next_sibling(r, c)) {
-			uint32_t s = child(r, c, "sync");
+			uint32_t s = sht_attr_child(r, c, "sync");
 			struct sht_interval *iv = NULL;
 			size_t n = 0;
 

@@ -109,7 +109,6 @@ int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_e
 int trace_rewind(struct trace_reader *r, struct vcpustat_error *err);
 const struct trace_stats *trace_get_stats(const struct trace_reader *r);
 enum trace_format trace_get_format(const struct trace_reader *r);
-const char *trace_path(const struct trace_reader *r);
 void trace_close(struct trace_reader *r);
 
 /*
@@ -193,7 +192,6 @@ enum ml_guest_state {
 
 /* "running", "virt_preempted", "preempted", "wait", "blocked" */
 const char *ml_state_name(unsigned int state);
-int ml_state_from_name(const char *s);
 
 enum ml_event_type {
 	ML_EV_SWITCH = 1, /* on guest CPU cpu: tid (prev) out, tid2 (next) in */

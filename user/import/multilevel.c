@@ -17,14 +17,6 @@ const char *ml_state_name(unsigned int state)
 	return state < ML_NR_STATES ? state_names[state] : "invalid";
 }
 
-int ml_state_from_name(const char *s)
-{
-	for (int i = 0; i < ML_NR_STATES; i++)
-		if (!strcmp(s, state_names[i]))
-			return i;
-	return -1;
-}
-
 /* What the guest's scheduler says about a thread. */
 enum thread_status {
 	TS_UNSEEN = 0,

@@ -413,11 +413,6 @@ enum trace_format trace_get_format(const struct trace_reader *r)
 	return r->fmt;
 }
 
-const char *trace_path(const struct trace_reader *r)
-{
-	return r->path;
-}
-
 void trace_close(struct trace_reader *r)
 {
 	if (!r)

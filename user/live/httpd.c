@@ -399,14 +399,6 @@ const char *httpd_address(const struct httpd *h)
 	return h->listen_addr;
 }
 
-void httpd_stats(struct httpd *h, unsigned long *scrapes, unsigned long *errors)
-{
-	pthread_mutex_lock(&h->lock);
-	*scrapes = h->scrapes;
-	*errors = h->errors;
-	pthread_mutex_unlock(&h->lock);
-}
-
 void httpd_stop(struct httpd *h)
 {
 	if (!h)

@@ -201,9 +201,6 @@ int httpd_refresh(struct httpd *h);
 /* The address it listens on, as HOST:PORT (the port chosen by the kernel for port 0). */
 const char *httpd_address(const struct httpd *h);
 
-/* Number of /metrics responses served and of failed samples. */
-void httpd_stats(struct httpd *h, unsigned long *scrapes, unsigned long *errors);
-
 /* Stop the server and close its socket. NULL is fine. */
 void httpd_stop(struct httpd *h);
 

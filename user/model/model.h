@@ -105,6 +105,8 @@ const char *userspace_exit_name(unsigned int reason, char *buf, size_t len);
  */
 int exit_reason_from_name(const char *name, unsigned int *isa, unsigned int *reason);
 int userspace_exit_from_name(const char *name, unsigned int *reason);
+/* What a lost-record counter counts: "ringbuf", "vcpu_table_full", ... (the series' and JSON keys). */
+const char *lost_kind_name(unsigned int kind);
 
 /*
  * The VM name given on a VMM command line (NUL-separated arguments, as in
@@ -264,6 +266,8 @@ const char *guest_thread_state_name(unsigned int state);
 
 /* Share of the VM's vCPU-time in state (0..1). */
 double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned int state);
+/* Events per second of the window s (0 for an empty window). */
+double summary_per_s(const struct summary *s, __u64 n);
 
 /* The one JSON document of a refresh (docs/json.md). progs may be NULL. */
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);

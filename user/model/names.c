@@ -353,3 +353,15 @@ const char *names_cgroup(struct names *n, __u64 id)
 	}
 	return p ? p : "";
 }
+
+static const char *const lost_kind_names[VCPUSTAT_NR_LOST] = {
+	[VCPUSTAT_LOST_RINGBUF] = "ringbuf",	      [VCPUSTAT_LOST_VCPU_FULL] = "vcpu_table_full",
+	[VCPUSTAT_LOST_VM_FULL] = "vm_table_full",     [VCPUSTAT_LOST_HIST_FULL] = "hist_table_full",
+	[VCPUSTAT_LOST_DEAD_FULL] = "dead_table_full", [VCPUSTAT_LOST_CULPRIT_FULL] = "culprit_table_full",
+	[VCPUSTAT_LOST_WAIT_SLOTS] = "wait_slots",
+};
+
+const char *lost_kind_name(unsigned int kind)
+{
+	return kind < VCPUSTAT_NR_LOST ? lost_kind_names[kind] : "invalid";
+}

@@ -6,14 +6,6 @@
 #include "util/util.h"
 #include "model/model.h"
 
-static uint32_t child(struct sht_reader *r, uint32_t parent, const char *name)
-{
-	for (uint32_t c = sht_attr_first_child(r, parent); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c))
-		if (!strcmp(sht_attr_name(r, c), name))
-			return c;
-	return SHT_NO_ATTR;
-}
-
 static uint64_t lo(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
@@ -154,8 +146,8 @@ static struct runs *cpu_runs_get(struct sht_reader *r, struct cpu_runs *cr, uint
 	if (hit)
 		return hit;
 	snprintf(name, sizeof(name), "%u", cpu);
-	a = child(r, cr->host_cpus, name);
-	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : child(r, a, "current_tid");
+	a = sht_attr_child(r, cr->host_cpus, name);
+	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, a, "current_tid");
 	*e = range(r, a, cr->t1, cr->t2, &fresh.iv, &fresh.n, err);
 	if (*e || hashmap_insert(&cr->cpus, &cpu, &fresh)) {
 		free(fresh.iv);
@@ -279,8 +271,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		       struct cpu_runs *cr, struct hashmap *culprits, struct vcpustat_error *err)
 {
 	const struct sht_info *info = sht_get_info(r);
-	uint32_t a_state = child(r, vc, "state"), a_exit = child(r, vc, "exit_reason");
-	uint32_t a_uexit = child(r, vc, "userspace_exit"), a_pcpu = child(r, vc, "pcpu");
+	uint32_t a_state = sht_attr_child(r, vc, "state"), a_exit = sht_attr_child(r, vc, "exit_reason");
+	uint32_t a_uexit = sht_attr_child(r, vc, "userspace_exit"), a_pcpu = sht_attr_child(r, vc, "pcpu");
 	struct sht_interval *st = NULL, *ex = NULL, *ux = NULL, *pc = NULL;
 	size_t nst = 0, nex = 0, nux = 0, npc = 0;
 	const struct sht_interval *last = NULL;
@@ -289,7 +281,7 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	memset(out, 0, sizeof(*out));
 	out->index = index;
 	out->pcpu = VCPU_PCPU_NONE;
-	out->tid = (uint32_t)int_any(r, child(r, vc, "tid"), 0);
+	out->tid = (uint32_t)int_any(r, sht_attr_child(r, vc, "tid"), 0);
 	e = range(r, a_state, info->start, t2, &st, &nst, err);
 	if (!e)
 		e = range(r, a_exit, t1, t2, &ex, &nex, err);
@@ -370,7 +362,7 @@ struct vcpu_ref {
 static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, size_t *nout, struct hashmap *acc,
 			 struct hashmap *vcpu_of_tid, __u64 waited)
 {
-	uint32_t threads = child(r, child(r, SHT_NO_ATTR, "host"), "threads");
+	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
 	size_t pos = 0, i = 0;
 	void *k, *v;
 
@@ -389,14 +381,14 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 		c->share = waited ? (double)c->ns / (double)waited : 0;
 		c->vcpu = -1;
 		snprintf(name, sizeof(name), "%u", tid);
-		th = child(r, threads, name);
+		th = sht_attr_child(r, threads, name);
 		if (tid == 0) {
 			snprintf(c->comm, sizeof(c->comm), "(idle)");
 			snprintf(c->process, sizeof(c->process), "idle");
 		} else if (th != SHT_NO_ATTR) {
 			struct sht_interval *iv = NULL;
 			size_t n = 0;
-			uint32_t a = child(r, th, "name");
+			uint32_t a = sht_attr_child(r, th, "name");
 
 			if (a != SHT_NO_ATTR &&
 			    !sht_query_range(r, a, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL)) {
@@ -407,7 +399,7 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 					}
 				free(iv);
 			}
-			c->tgid = (uint32_t)int_any(r, child(r, th, "pid"), 0);
+			c->tgid = (uint32_t)int_any(r, sht_attr_child(r, th, "pid"), 0);
 			snprintf(c->process, sizeof(c->process), "%s", c->comm);
 		}
 		who = hashmap_lookup(vcpu_of_tid, &tid);
@@ -526,9 +518,9 @@ static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lin
 	g->vcpu = -1;
 	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
 		return -ENOMEM;
-	e = range(r, child(r, th, "state"), t1, t2, &st, &nst, err);
+	e = range(r, sht_attr_child(r, th, "state"), t1, t2, &st, &nst, err);
 	if (!e)
-		e = range(r, child(r, th, "name"), sht_get_info(r)->start, t2, &nm, &nnm, err);
+		e = range(r, sht_attr_child(r, th, "name"), sht_get_info(r)->start, t2, &nm, &nnm, err);
 	for (size_t i = 0; !e && i < nnm; i++)
 		if (nm[i].value.type == SHT_STR)
 			snprintf(g->comm, sizeof(g->comm), "%s", nm[i].value.s);
@@ -577,7 +569,7 @@ static void vcpu_lines_free(struct vcpu_lines *vl, size_t n)
 static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *vs, uint64_t t1, uint64_t t2,
 			 struct cpu_runs *cr, struct hashmap *vcpu_of_tid, struct vcpustat_error *err)
 {
-	uint32_t threads = child(r, vm, "threads"), vcpus = child(r, vm, "vcpus");
+	uint32_t threads = sht_attr_child(r, vm, "threads"), vcpus = sht_attr_child(r, vm, "vcpus");
 	struct vcpu_lines *vl = NULL;
 	size_t nvl = 0;
 	int e = 0;
@@ -595,11 +587,11 @@ static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *v
 		l = &vl[nvl++];
 		memset(l, 0, sizeof(*l));
 		l->index = (uint32_t)atoi(sht_attr_name(r, vc));
-		e = range(r, child(r, vc, "guest_tid"), t1, t2, &l->gtid, &l->ngtid, err);
+		e = range(r, sht_attr_child(r, vc, "guest_tid"), t1, t2, &l->gtid, &l->ngtid, err);
 		if (!e)
-			e = range(r, child(r, vc, "state"), t1, t2, &l->state, &l->nstate, err);
+			e = range(r, sht_attr_child(r, vc, "state"), t1, t2, &l->state, &l->nstate, err);
 		if (!e)
-			e = range(r, child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu, &l->npcpu, err);
+			e = range(r, sht_attr_child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu, &l->npcpu, err);
 	}
 	for (uint32_t th = sht_attr_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
 		struct guest_thread_summary g, *a;
@@ -651,7 +643,7 @@ static int by_index(const void *a, const void *b)
 int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
 		 bool *has_culprits, struct vcpustat_error *err)
 {
-	uint32_t vms = child(r, SHT_NO_ATTR, "vms"), host = child(r, SHT_NO_ATTR, "host");
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms"), host = sht_attr_child(r, SHT_NO_ATTR, "host");
 	struct hashmap vcpu_of_tid = { 0 };
 	struct cpu_runs cr = { 0 };
 	uint32_t lost_attr;
@@ -664,7 +656,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	if (!s->no_wall_clock)
 		s->wall_t1 = sht_get_info(r)->real_start_ns + t2;
 	s->seconds = t2 > t1 ? (double)(t2 - t1) / 1e9 : 0;
-	cr.host_cpus = child(r, host, "cpus");
+	cr.host_cpus = sht_attr_child(r, host, "cpus");
 	cr.t1 = t1;
 	cr.t2 = t2;
 	*has_culprits = cr.host_cpus != SHT_NO_ATTR;
@@ -673,9 +665,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		return verror(err, -ENOMEM, "out of memory");
 	/* every VM's vCPU threads, also of VMs filtered out: a culprit may be one of them */
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
-		for (uint32_t vc = sht_attr_first_child(r, child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
+		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
 		     vc = sht_attr_next_sibling(r, vc)) {
-			uint32_t tid = (uint32_t)int_any(r, child(r, vc, "tid"), 0);
+			uint32_t tid = (uint32_t)int_any(r, sht_attr_child(r, vc, "tid"), 0);
 			struct vcpu_ref who = { .vcpu = atoi(sht_attr_name(r, vc)) };
 
 			snprintf(who.vm, sizeof(who.vm), "%s", sht_attr_name(r, vm));
@@ -685,7 +677,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		struct hashmap exits, uexits, runq, culprits;
-		uint32_t vcpus = child(r, vm, "vcpus"), pid = (uint32_t)int_any(r, child(r, vm, "pid"), 0);
+		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)int_any(r, sht_attr_child(r, vm, "pid"), 0);
 		struct vm_summary *vs, *arr;
 
 		if (!wanted(f, sht_attr_name(r, vm), pid))
@@ -793,7 +785,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 					cu->vcpu = who->vcpu;
 				}
 			}
-	lost_attr = child(r, child(r, SHT_NO_ATTR, "meta"), "lost");
+	lost_attr = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "meta"), "lost");
 	if (!e && lost_attr != SHT_NO_ATTR) {
 		int64_t l1 = int_at(r, lost_attr, t1, 0), l2 = int_at(r, lost_attr, t2 ? t2 - 1 : 0, l1);
 

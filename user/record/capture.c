@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* capture.c - capture files (docs/capture-format.md). */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,34 +13,6 @@
 #include "util/util.h"
 
 #define EV_SIZE sizeof(struct vcpustat_event)
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 struct capture_writer {
 	int fd;
@@ -368,6 +339,23 @@ const char *capture_thread_name(const struct capture_reader *r, uint32_t tid, ui
 			return r->names[i].name;
 		}
 	return NULL;
+}
+
+static const char *recorder_vm_name(void *ctx, uint32_t tgid)
+{
+	return capture_vm_name(ctx, tgid);
+}
+
+static const char *recorder_thread_name(void *ctx, uint32_t tid, uint32_t *tgid)
+{
+	return capture_thread_name(ctx, tid, tgid);
+}
+
+void capture_name_recorder(struct capture_reader *r, struct recorder_opts *ro)
+{
+	ro->vm_name = recorder_vm_name;
+	ro->thread_name = recorder_thread_name;
+	ro->ctx = r;
 }
 
 const uint64_t (*capture_lost(const struct capture_reader *r, size_t *n))[2]

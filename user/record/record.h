@@ -92,6 +92,13 @@ struct recorder_stats {
 void recorder_get_stats(const struct recorder *r, struct recorder_stats *st);
 
 /*
+ * The end of a recording: *st as it stands (the records; the intervals and
+ * bytes before the last ones close writes), then recorder_close(). *rp is
+ * NULL afterwards, whatever the outcome.
+ */
+int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err);
+
+/*
  * ---- capture.c: raw events into capture files ----
  * Capture files: the raw events the kernel handled, in blocks
  * with checksums (docs/capture-format.md). Written by `vcpustat record
@@ -154,6 +161,8 @@ const char *capture_thread_name(const struct capture_reader *r, uint32_t tid, ui
 const uint64_t (*capture_lost(const struct capture_reader *r, size_t *n))[2];
 /* When the capture ended (0: not recorded, e.g. a killed writer). */
 uint64_t capture_end(const struct capture_reader *r);
+/* Make ro name VMs and threads as the capture r recorded them (replay); r outlives the recorder. */
+void capture_name_recorder(struct capture_reader *r, struct recorder_opts *ro);
 void capture_close_reader(struct capture_reader *r);
 
 /*

@@ -947,3 +947,13 @@ int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_err
 	recorder_free(r);
 	return e;
 }
+
+int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err)
+{
+	struct recorder *r = *rp;
+
+	*rp = NULL;
+	if (st)
+		recorder_get_stats(r, st);
+	return recorder_close(r, end_mono_ns, err);
+}

@@ -931,3 +931,11 @@ uint32_t sht_attr_next_sibling(const struct sht_reader *r, uint32_t id)
 			return i;
 	return SHT_NO_ATTR;
 }
+
+uint32_t sht_attr_child(const struct sht_reader *r, uint32_t parent, const char *name)
+{
+	for (uint32_t c = sht_attr_first_child(r, parent); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c))
+		if (!strcmp(sht_attr_name(r, c), name))
+			return c;
+	return SHT_NO_ATTR;
+}

@@ -160,6 +160,8 @@ uint32_t sht_attr_parent(const struct sht_reader *r, uint32_t id);
 /* Children in creation order: first_child(SHT_NO_ATTR) is the first top-level attribute. */
 uint32_t sht_attr_first_child(const struct sht_reader *r, uint32_t id);
 uint32_t sht_attr_next_sibling(const struct sht_reader *r, uint32_t id);
+/* The child of parent (SHT_NO_ATTR: top level) called name, or SHT_NO_ATTR. */
+uint32_t sht_attr_child(const struct sht_reader *r, uint32_t parent, const char *name);
 
 /*
  * Stabbing: out[a] (sht_nattrs entries) = the interval of attribute a that
@@ -240,7 +242,8 @@ int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_e
 /*
  * Parse a time for the file of r into ns since the trace start:
  *   123456789          integer: nanoseconds
- *   1.5  1.5s  2s      seconds (a number with a '.' or an 's' suffix); also ms, us, ns suffixes;
+ *   1.5  1.5s  250ms   a duration (a number with a '.' or a unit: ns, us, ms, s, m, h, d;
+ *                      parse_duration_ns() in util.h);
  *                      a leading '+' is allowed (+1.5s: what sht_format_time shows)
  *   2026-11-22T14:03:07.123   local wall-clock time (Z suffix: UTC)
  *   14:03:07.123       local wall-clock time on the day the trace started

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include "util/util.h"
 
 #define SHT_MAGIC "vcpuSHT\n" /* 8 bytes at offset 0 */
 #define SHT_HDR_SIZE 64	      /* fixed part of the file header */
@@ -86,46 +87,7 @@ enum {
 #define SHT_TAG_INT 0x40
 #define SHT_TAG_STR 0x41
 
-/* ---- little-endian access ---- */
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v; /* x86-64, arm64: little-endian hosts only (checked in writer.c) */
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the SHT code assumes a little-endian host");
+/* Little-endian fields: get16/32/64, put16/32/64 (util/util.h, one policy for all our files). */
 
 /* ---- varints (unsigned LEB128) ---- */
 

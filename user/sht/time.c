@@ -76,8 +76,8 @@ static int wall_to_trace(const struct sht_reader *r, const char *s, int64_t secs
 
 int sht_parse_time(const struct sht_reader *r, const char *s, uint64_t *t, struct vcpustat_error *err)
 {
-	uint64_t whole, frac, mult;
-	const char *p;
+	uint64_t whole, frac;
+	const char *p, *num = *s == '+' ? s + 1 : s;
 	bool dot;
 	struct tm tm;
 	int n = 0, y, mo, d, h, mi, sec;
@@ -142,25 +142,17 @@ int sht_parse_time(const struct sht_reader *r, const char *s, uint64_t *t, struc
 		return bad_time(r, s, err);
 	}
 	/* numbers (+1.5s: as sht_format_time shows them) */
-	if (parse_decimal(*s == '+' ? s + 1 : s, &whole, &frac, &dot, &p))
+	if (parse_decimal(num, &whole, &frac, &dot, &p))
 		return bad_time(r, s, err);
 	if (!*p && !dot) { /* nanoseconds */
 		*t = whole;
 		return 0;
 	}
-	if (!*p || !strcmp(p, "s"))
-		mult = NS;
-	else if (!strcmp(p, "ms"))
-		mult = 1000000;
-	else if (!strcmp(p, "us"))
-		mult = 1000;
-	else if (!strcmp(p, "ns"))
-		mult = 1;
-	else
+	__u64 ns;
+
+	if (parse_duration_ns(num, &ns)) /* 1.5, 1.5s, 250ms, 15m, 2h (util.h) */
 		return bad_time(r, s, err);
-	if (whole > UINT64_MAX / mult)
-		return bad_time(r, s, err);
-	*t = whole * mult + frac / (NS / mult);
+	*t = ns;
 	return 0;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,6 +25,46 @@ int write_all(int fd, const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+int read_fd(int fd, char **buf, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	struct stat st;
+	char *b = NULL;
+
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (size_t)st.st_size + 1; /* one read, and EOF */
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n == cap) {
+			char *nb = realloc(b, b ? cap * 2 : cap);
+
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			if (b)
+				cap *= 2;
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+
+			free(b);
+			return e;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	*buf = b;
+	*len = n;
 	return 0;
 }
 
@@ -180,4 +222,45 @@ int read_bounded(int fd, const char *name, size_t limit, char **out, size_t *len
 	*out = b;
 	*len = n;
 	return 0;
+}
+
+int parse_duration_ns(const char *s, __u64 *ns)
+{
+	static const struct {
+		const char *suffix;
+		__u64 mult;
+	} units[] = {
+		{ "", 1000000000ull },	     { "s", 1000000000ull },	     { "ms", 1000000ull },
+		{ "us", 1000ull },	     { "ns", 1ull },		     { "m", 60000000000ull },
+		{ "h", 3600000000000ull },   { "d", 86400000000000ull },
+	};
+	__u64 whole = 0, frac = 0, scale = 100000000000000000ull; /* fraction in 1e-18 units */
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		whole = whole * 10 + (__u64)(*p - '0');
+	}
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+			frac += (__u64)(*p - '0') * scale; /* digits past 1e-18 add 0 */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		__u64 m = units[i].mult;
+
+		if (strcmp(p, units[i].suffix))
+			continue;
+		if (whole > UINT64_MAX / m)
+			return -ERANGE;
+		/* the fraction in ns: frac * m / 1e18, in 128 bits */
+		__u64 part = (__u64)((unsigned __int128)frac * m / 1000000000000000000ull);
+
+		if (part > UINT64_MAX - whole * m)
+			return -ERANGE;
+		*ns = whole * m + part;
+		return 0;
+	}
+	return -EINVAL;
 }

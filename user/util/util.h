@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <linux/types.h>
 
 /*
@@ -93,6 +94,8 @@ int outfile_refuse_input(const char *out, const char *const *inputs, size_t n, s
 
 /* write() all of buf, retrying on EINTR and short writes; 0 or a negative errno. */
 int write_all(int fd, const void *buf, size_t len);
+/* read() fd to its end into a new buffer (free it), retrying on EINTR; 0 or a negative errno. */
+int read_fd(int fd, char **buf, size_t *len);
 /* pwrite() all of buf at *off, which advances (on failure: to where it stopped). */
 int pwrite_all(int fd, const void *buf, size_t len, __u64 *off);
 
@@ -111,6 +114,61 @@ int open_input(const char *path, bool regular_only, struct vcpustat_error *err);
  * it stops with an error naming name and the offset.
  */
 int read_bounded(int fd, const char *name, size_t limit, char **out, size_t *len, struct vcpustat_error *err);
+/*
+ * Little-endian fields of our files (SHT, captures, the record ABI). One
+ * policy: the files are little-endian and vcpustat runs on little-endian
+ * hosts only (x86-64, arm64: the static assertion below), so a field is a
+ * plain unaligned copy and a capture's events are the kernel's struct
+ * vcpustat_event bytes as they are.
+ */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "vcpustat's files are read and written on little-endian hosts only");
+
+static inline __u16 get16(const void *p)
+{
+	__u16 v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static inline __u32 get32(const void *p)
+{
+	__u32 v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline __u64 get64(const void *p)
+{
+	__u64 v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline void put16(void *p, __u16 v)
+{
+	memcpy(p, &v, 2);
+}
+
+static inline void put32(void *p, __u32 v)
+{
+	memcpy(p, &v, 4);
+}
+
+static inline void put64(void *p, __u64 v)
+{
+	memcpy(p, &v, 8);
+}
+
+/*
+ * A duration, the one syntax of every duration option: a decimal number with
+ * an optional unit, ns, us, ms, s, m, h or d ("1.5s", "250ms", "15m", "2h");
+ * a bare number is seconds ("90", "0.5"). Exact to the nanosecond (no
+ * floating point). 0, -EINVAL (malformed) or -ERANGE (beyond 2^64 ns).
+ */
+int parse_duration_ns(const char *s, __u64 *ns);
 
 /* s escaped for XML/HTML text and attribute values (control characters become '?'). */
 void xml_escape(FILE *f, const char *s);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * metrics_internal.h - the exporters' model as its renderers see it: the
+ * accumulated state (metrics.c) that metrics_text.c and metrics_json.c walk.
+ * Internal to user/export/; the API is export.h.
+ */
+#ifndef VCPUSTAT_METRICS_INTERNAL_H
+#define VCPUSTAT_METRICS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "export/export.h"
+
+struct acc_counts {
+	__u64 ns[VCPU_NR_STATES];
+	__u64 preemptions, wakeups, migrations, exits, uexits;
+};
+
+struct acc_vcpu {
+	__u32 index;
+	struct acc_counts c;
+};
+
+struct acc_hist {
+	char reason[32];
+	__u64 count, sum_ns; /* count = the sum of the buckets, so +Inf == _count always */
+	__u64 bucket[LAT_HIST_BUCKETS];
+};
+
+struct culprit_key {
+	char process[64];
+	char comm[16];
+	char cgroup[256];
+	char vm[64];
+};
+
+struct acc_culprit {
+	struct culprit_key key;
+	__u64 total_ns; /* everything charged since the start: the ranking */
+	__u64 named_ns; /* charged while it was in the top N: its series */
+	__u64 delta;	/* in the window being added */
+	bool named;
+};
+
+struct acc_vm {
+	char name[64];
+	__u64 last_alive; /* end of the last window it had a live vCPU in */
+	unsigned int vcpus_now;
+	struct acc_counts c;
+	struct acc_vcpu *vcpus; /* by index */
+	size_t nr_vcpus;
+	struct acc_hist *exits, *uexits; /* by reason */
+	size_t nr_exits, nr_uexits;
+	struct acc_hist runq;
+	struct acc_culprit *culprits;
+	size_t nr_culprits;
+	struct hashmap culprit_idx; /* struct culprit_key -> size_t */
+	__u64 other_ns;
+};
+
+struct prog_state {
+	char tracepoint[64];
+	int attached;
+};
+
+struct metrics {
+	struct metrics_opts o;
+	struct acc_vm **vms; /* by name */
+	size_t nr_vms;
+	bool started;
+	unsigned long nr_adds;
+	__u64 t0, t1;
+	long long real_offset;
+	bool no_clock; /* no wall clock: no start time */
+	__u64 lost[VCPUSTAT_NR_LOST];
+	struct prog_state *progs;
+	size_t nr_progs;
+	bool file;
+	char file_path[512], from[64], to[64];
+	__u64 from_ns, to_ns;
+	char kernel[128];
+};
+
+/* Edge i of the published buckets, in seconds. */
+double metrics_le_seconds(unsigned int i);
+/* The named culprits of vm, most time first (malloc'ed; NULL if none). */
+struct acc_culprit **metrics_named_culprits(const struct acc_vm *vm, size_t *n);
+/* "other" is published once a VM has more culprits than named ones. */
+bool metrics_has_other(const struct metrics *m, const struct acc_vm *vm);
+/* Seconds the counters cover; their start as Unix time. */
+double metrics_window_seconds(const struct metrics *m);
+double metrics_start_time(const struct metrics *m);
+
+#endif /* VCPUSTAT_METRICS_INTERNAL_H */

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* metrics_json.c - the exporters' model as the JSON document of docs/metrics.md. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/util.h"
+#include "export/export.h"
+#include "export/metrics_internal.h"
+
+/* ---- JSON ---- */
+
+static json_t *seconds_json(const __u64 ns[VCPU_NR_STATES])
+{
+	json_t *o = json_object();
+
+	for (unsigned int s = 0; s < VCPU_NR_STATES; s++)
+		json_object_set_new(o, vcpu_state_name(s), json_real((double)ns[s] / 1e9));
+	return o;
+}
+
+static void counts_json(json_t *o, const struct acc_counts *c)
+{
+	json_object_set_new(o, "seconds", seconds_json(c->ns));
+	json_object_set_new(o, "preemptions", json_integer((json_int_t)c->preemptions));
+	json_object_set_new(o, "wakeups", json_integer((json_int_t)c->wakeups));
+	json_object_set_new(o, "migrations", json_integer((json_int_t)c->migrations));
+	json_object_set_new(o, "exit_count", json_integer((json_int_t)c->exits));
+	json_object_set_new(o, "userspace_exit_count", json_integer((json_int_t)c->uexits));
+}
+
+static json_t *hist_json(const struct acc_hist *h, bool reason)
+{
+	json_t *o = json_object(), *buckets = json_array();
+	__u64 cum = 0;
+	unsigned int b = 0;
+
+	if (reason)
+		json_object_set_new(o, "reason", json_string(h->reason));
+	json_object_set_new(o, "count", json_integer((json_int_t)h->count));
+	json_object_set_new(o, "sum_seconds", json_real((double)h->sum_ns / 1e9));
+	for (unsigned int i = 0; i < METRICS_NR_LE; i++) {
+		unsigned int end = lat_hist_bucket(metrics_le_ns[i]);
+
+		for (; b < end; b++)
+			cum += h->bucket[b];
+		json_array_append_new(buckets, json_pack("{s:f, s:I}", "le", metrics_le_seconds(i), "count", (json_int_t)cum));
+	}
+	json_array_append_new(buckets, json_pack("{s:s, s:I}", "le", "+Inf", "count", (json_int_t)h->count));
+	json_object_set_new(o, "buckets", buckets);
+	return o;
+}
+
+static json_t *culprit_json(const char *process, const char *comm, const char *cgroup, const char *vm, __u64 ns)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:f}", "process", process, "comm", comm, "cgroup", cgroup, "culprit_vm",
+			 vm, "seconds", (double)ns / 1e9);
+}
+
+json_t *metrics_json(const struct metrics *m)
+{
+	json_t *doc = json_object(), *vms = json_array(), *lost = json_object();
+
+	json_object_set_new(doc, "source", json_string(m->file ? "file" : "live"));
+	if (m->file) {
+		json_object_set_new(doc, "file", json_string(m->file_path));
+		json_object_set_new(doc, "wall_clock", json_boolean(!m->no_clock));
+		json_object_set_new(doc, "from", m->no_clock ? json_null() : json_string(m->from));
+		json_object_set_new(doc, "to", m->no_clock ? json_null() : json_string(m->to));
+		json_object_set_new(doc, "from_ns", json_integer((json_int_t)m->from_ns));
+		json_object_set_new(doc, "to_ns", json_integer((json_int_t)m->to_ns));
+	}
+	json_object_set_new(doc, "version", json_string(VCPUSTAT_VERSION));
+	json_object_set_new(doc, "kernel", json_string(m->kernel));
+	if (m->started) {
+		json_object_set_new(doc, "start_time", m->no_clock ? json_null() : json_real(metrics_start_time(m)));
+		json_object_set_new(doc, "window_seconds", json_real(metrics_window_seconds(m)));
+	}
+	json_object_set_new(doc, "vcpu_labels", json_boolean(!m->o.no_vcpu_labels));
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+		json_t *o = json_pack("{s:s, s:I}", "vm", vm->name, "vcpus_now", (json_int_t)vm->vcpus_now);
+		json_t *exits = json_array(), *uexits = json_array(), *cul = json_array();
+		struct acc_culprit **named;
+		size_t n;
+
+		counts_json(o, &vm->c);
+		if (!m->o.no_vcpu_labels) {
+			json_t *vcpus = json_array();
+
+			for (size_t v = 0; v < vm->nr_vcpus; v++) {
+				json_t *vo = json_pack("{s:I}", "vcpu", (json_int_t)vm->vcpus[v].index);
+
+				counts_json(vo, &vm->vcpus[v].c);
+				json_array_append_new(vcpus, vo);
+			}
+			json_object_set_new(o, "vcpus", vcpus);
+		}
+		for (size_t e = 0; e < vm->nr_exits; e++)
+			json_array_append_new(exits, hist_json(&vm->exits[e], true));
+		for (size_t e = 0; e < vm->nr_uexits; e++)
+			json_array_append_new(uexits, hist_json(&vm->uexits[e], true));
+		json_object_set_new(o, "exits", exits);
+		json_object_set_new(o, "userspace_exits", uexits);
+		json_object_set_new(o, "runqueue_wait", hist_json(&vm->runq, false));
+		named = metrics_named_culprits(vm, &n);
+		for (size_t c = 0; named && c < n; c++) {
+			const struct culprit_key *ck = &named[c]->key;
+
+			json_array_append_new(
+			    cul, culprit_json(ck->process, ck->comm, ck->cgroup, ck->vm, named[c]->named_ns));
+		}
+		free(named);
+		if (metrics_has_other(m, vm))
+			json_array_append_new(cul, culprit_json("other", "other", "", "", vm->other_ns));
+		json_object_set_new(o, "culprits", cul);
+		json_array_append_new(vms, o);
+	}
+	json_object_set_new(doc, "vms", vms);
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		json_object_set_new(lost, lost_kind_name(i), json_integer((json_int_t)m->lost[i]));
+	json_object_set_new(doc, "lost", lost);
+	if (m->nr_progs) {
+		json_t *tp = json_object();
+
+		for (size_t i = 0; i < m->nr_progs; i++)
+			json_object_set_new(tp, m->progs[i].tracepoint, json_integer(m->progs[i].attached));
+		json_object_set_new(doc, "tracepoints", tp);
+	}
+	return doc;
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* summary_json.c - the window model as the JSON document of a refresh (docs/json.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "util/util.h"
+#include "model/model.h"
+
+/* ---- JSON ---- */
+
+static const char *const prog_status_names[] = {
+	[VCPUSTAT_PROG_OFF] = "off",	       [VCPUSTAT_PROG_MISSING] = "missing", [VCPUSTAT_PROG_LOADED] = "loaded",
+	[VCPUSTAT_PROG_ATTACHED] = "attached", [VCPUSTAT_PROG_FAILED] = "failed",
+};
+
+static json_t *states_json(const __u64 ns[VCPU_NR_STATES])
+{
+	json_t *o = json_object();
+
+	for (unsigned int i = VCPU_GUEST; i < VCPU_NR_STATES; i++)
+		json_object_set_new(o, vcpu_state_name(i), json_integer((json_int_t)ns[i]));
+	return o;
+}
+
+static json_t *shares_json(const __u64 ns[VCPU_NR_STATES])
+{
+	json_t *o = json_object();
+	__u64 total = 0;
+
+	for (unsigned int i = 0; i < VCPU_NR_STATES; i++)
+		total += ns[i];
+	for (unsigned int i = VCPU_GUEST; i < VCPU_NR_STATES; i++)
+		json_object_set_new(o, vcpu_state_name(i), json_real(total ? (double)ns[i] / (double)total : 0));
+	return o;
+}
+
+static json_t *latency_json(const struct latency_summary *l)
+{
+	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "reason", l->name, "count",
+			      (json_int_t)l->count, "rate", l->rate, "sum_ns", (json_int_t)l->sum_ns, "p50_ns",
+			      (json_int_t)l->p50_ns, "p90_ns", (json_int_t)l->p90_ns, "p99_ns", (json_int_t)l->p99_ns,
+			      "max_ns", (json_int_t)l->max_ns, "count_total", (json_int_t)l->count_total);
+
+	if (l->kind == VCPU_SAMPLE_EXIT) {
+		json_object_set_new(o, "isa", json_string(l->isa == KVM_ISA_VMX ? "vmx" :
+							  l->isa == KVM_ISA_SVM ? "svm" : "?"));
+		json_object_set_new(o, "code", json_integer(l->reason));
+	} else if (l->kind == VCPU_SAMPLE_USERSPACE_EXIT) {
+		json_object_set_new(o, "code", json_integer(l->reason));
+	}
+	return o;
+}
+
+static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, const struct vcpu_summary *v)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid,
+			      "vcpu", (json_int_t)v->index, "tid", (json_int_t)v->tid, "state",
+			      vcpu_state_name(v->state), "comm", v->comm, "gone", v->gone);
+
+	json_object_set_new(o, "pcpu", v->pcpu == VCPU_PCPU_NONE ? json_null() : json_integer(v->pcpu));
+	json_object_set_new(o, "ns", states_json(v->ns));
+	json_object_set_new(o, "ns_total", states_json(v->ns_total));
+	json_object_set_new(o, "share", shares_json(v->ns));
+	json_object_set_new(o, "preemptions", json_integer((json_int_t)v->preemptions));
+	json_object_set_new(o, "wakeups", json_integer((json_int_t)v->wakeups));
+	json_object_set_new(o, "migrations", json_integer((json_int_t)v->migrations));
+	json_object_set_new(o, "kvm_exits", json_integer((json_int_t)v->kvm_exits));
+	json_object_set_new(o, "userspace_exits", json_integer((json_int_t)v->userspace_exits));
+	json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, v->preemptions)));
+	json_object_set_new(o, "wakeups_per_s", json_real(summary_per_s(s, v->wakeups)));
+	json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, v->migrations)));
+	return o;
+}
+
+static json_t *culprit_json(const struct culprit_summary *c)
+{
+	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:f}", "tid", (json_int_t)c->tid, "comm", c->comm,
+			      "pid", (json_int_t)c->tgid, "process", c->process, "cgroup", c->cgroup, "ns",
+			      (json_int_t)c->ns, "share", c->share);
+
+	if (c->vm[0]) {
+		json_object_set_new(o, "vm", json_string(c->vm));
+		json_object_set_new(o, "vcpu", json_integer(c->vcpu));
+	}
+	return o;
+}
+
+static json_t *guest_thread_json(const struct guest_thread_summary *g)
+{
+	json_t *ns = json_object(), *cul = json_array(), *o;
+
+	for (unsigned int i = 0; i < GUEST_NR_STATES; i++)
+		json_object_set_new(ns, guest_thread_state_name(i), json_integer((json_int_t)g->ns[i]));
+	for (size_t c = 0; c < g->nr_culprits; c++)
+		json_array_append_new(cul, culprit_json(&g->culprits[c]));
+	o = json_pack("{s:I, s:s, s:i, s:o, s:I, s:{s:I, s:I, s:I}, s:o}", "tid", (json_int_t)g->tid, "comm", g->comm,
+		      "vcpu", g->vcpu, "ns", ns, "lost_to_host_ns", (json_int_t)g->ns[GUEST_VIRT_PREEMPTED], "lost",
+		      "hypervisor_ns", (json_int_t)g->lost_hypervisor_ns, "host_runq_ns", (json_int_t)g->lost_runq_ns,
+		      "host_blocked_ns", (json_int_t)g->lost_blocked_ns, "culprits", cul);
+	return o;
+}
+
+json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
+{
+	json_t *doc = json_object(), *vms = json_array(), *lost = json_object(), *lostw = json_object();
+	bool split = false, oncpu = false;
+
+	json_object_set_new(doc, "ts", json_integer((json_int_t)s->t1));
+	json_object_set_new(doc, "interval_s", json_real(s->seconds));
+	for (size_t i = 0; i < s->nr_vms; i++) {
+		const struct vm_summary *vm = &s->vms[i];
+		json_t *o, *vcpus = json_array(), *exits = json_array(), *uexits = json_array(), *cul = json_array();
+
+		o = json_pack("{s:s, s:I, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid, "exited", vm->exited);
+		json_object_set_new(o, "ns", states_json(vm->ns));
+		json_object_set_new(o, "share", shares_json(vm->ns));
+		json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, vm->preemptions)));
+		json_object_set_new(o, "wakeups_per_s", json_real(summary_per_s(s, vm->wakeups)));
+		json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, vm->migrations)));
+		for (size_t v = 0; v < vm->nr_vcpus; v++)
+			json_array_append_new(vcpus, vcpu_json(s, vm, &vm->vcpus[v]));
+		for (size_t e = 0; e < vm->nr_exits; e++)
+			json_array_append_new(exits, latency_json(&vm->exits[e]));
+		for (size_t e = 0; e < vm->nr_uexits; e++)
+			json_array_append_new(uexits, latency_json(&vm->uexits[e]));
+		for (size_t c = 0; c < vm->nr_culprits; c++)
+			json_array_append_new(cul, culprit_json(&vm->culprits[c]));
+		json_object_set_new(o, "vcpus", vcpus);
+		json_object_set_new(o, "exits", exits);
+		json_object_set_new(o, "userspace_exits", uexits);
+		json_object_set_new(o, "runq_wait", latency_json(&vm->runq));
+		json_object_set_new(o, "culprits", cul);
+		if (vm->nr_guest_threads) {
+			json_t *gt = json_array();
+
+			for (size_t g = 0; g < vm->nr_guest_threads; g++)
+				json_array_append_new(gt, guest_thread_json(&vm->guest_threads[g]));
+			json_object_set_new(o, "guest_threads", gt);
+		}
+		json_array_append_new(vms, o);
+		split |= vm->ns[VCPU_GUEST] > 0 || vm->exits != NULL;
+		oncpu |= vm->ns[VCPU_HOST] > 0;
+	}
+	json_object_set_new(doc, "vms", vms);
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++) {
+		json_object_set_new(lost, lost_kind_name(i), json_integer((json_int_t)s->lost[i]));
+		json_object_set_new(lostw, lost_kind_name(i), json_integer((json_int_t)s->lost_window[i]));
+	}
+	json_object_set_new(doc, "lost", lost);
+	json_object_set_new(doc, "lost_window", lostw);
+	if (progs) {
+		json_t *arr = json_array();
+
+		for (size_t i = 0; i < nr_progs; i++) {
+			json_t *p = json_pack("{s:s, s:s, s:s}", "name", progs[i].name, "tracepoint",
+					      progs[i].tracepoint, "status", prog_status_names[progs[i].status]);
+
+			if (progs[i].message[0])
+				json_object_set_new(p, "message", json_string(progs[i].message));
+			json_array_append_new(arr, p);
+		}
+		json_object_set_new(doc, "programs", arr);
+	}
+	if (oncpu && !split)
+		json_object_set_new(doc, "notes",
+				    json_pack("[s]", "kvm_entry/kvm_exit did not fire: guest and hypervisor time are "
+						     "not separated, on-CPU time is counted as host"));
+	return doc;
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* summary_text.c - the window model as plain-text tables (batch mode, reports). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "util/util.h"
+#include "model/model.h"
+
+/* ---- text ---- */
+
+const char *format_ns(__u64 ns, char *buf, size_t len)
+{
+	if (ns < 10000)
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else if (ns < 10000000000ull)
+		snprintf(buf, len, "%.1fms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.1fs", ns / 1e9);
+	return buf;
+}
+
+static void print_latency_table(FILE *f, const char *title, const struct latency_summary *l, size_t n,
+				unsigned int top, double seconds)
+{
+	char a[24], b[24], c[24];
+
+	if (!n)
+		return;
+	fprintf(f, "    %-24s %10s %10s %10s %10s %10s\n", title, "COUNT", "RATE/s", "P50", "P99", "MAX");
+	for (size_t i = 0; i < n && (!top || i < top); i++)
+		fprintf(f, "    %-24s %10llu %10.1f %10s %10s %10s\n", l[i].name, (unsigned long long)l[i].count,
+			l[i].rate, l[i].count ? format_ns(l[i].p50_ns, a, sizeof(a)) : "-",
+			l[i].count ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-", format_ns(l[i].max_ns, c, sizeof(c)));
+}
+
+static void print_culprit(FILE *f, const char *indent, const struct culprit_summary *cu)
+{
+	char who[96], b[24];
+
+	if (cu->vm[0])
+		snprintf(who, sizeof(who), "VM %s vCPU %d", cu->vm, cu->vcpu);
+	else
+		snprintf(who, sizeof(who), "%s (%u)", cu->process, cu->tgid);
+	fprintf(f, "%s%5.1f%% %-10s %-8u %-16s %-20s %s\n", indent, 100 * cu->share, format_ns(cu->ns, b, sizeof(b)),
+		cu->tid, cu->comm, who, cu->cgroup);
+}
+
+/* The guest threads of a VM (reports with guest traces): time lost to the host, and to whom. */
+static void print_guest_threads(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
+{
+	char a[24], b[24], c[24], d[24], e[24], g[24], h[24], vcpu[12];
+
+	if (!vm->nr_guest_threads)
+		return;
+	fprintf(f, "    GUEST THREADS: time lost to the host (virt_preempted: running in the guest, its vCPU not)\n");
+	fprintf(f, "    %-8s %-16s %4s %10s %10s %7s %10s %10s %10s %10s %10s\n", "TID", "THREAD", "VCPU", "RUNNING",
+		"LOST", "LOST%", "HYPERVSR", "HOST RUNQ", "HOST BLKD", "PREEMPTED", "BLOCKED");
+	for (size_t i = 0; i < vm->nr_guest_threads && (!top || i < top); i++) {
+		const struct guest_thread_summary *t = &vm->guest_threads[i];
+		__u64 on = t->ns[GUEST_RUNNING] + t->ns[GUEST_VIRT_PREEMPTED];
+
+		snprintf(vcpu, sizeof(vcpu), t->vcpu < 0 ? "-" : "%d", t->vcpu);
+		fprintf(f, "    %-8u %-16s %4s %10s %10s %6.1f%% %10s %10s %10s %10s %10s\n", t->tid, t->comm, vcpu,
+			format_ns(t->ns[GUEST_RUNNING], a, sizeof(a)), format_ns(t->ns[GUEST_VIRT_PREEMPTED], b, sizeof(b)),
+			on ? 100.0 * (double)t->ns[GUEST_VIRT_PREEMPTED] / (double)on : 0.0,
+			format_ns(t->lost_hypervisor_ns, c, sizeof(c)), format_ns(t->lost_runq_ns, d, sizeof(d)),
+			format_ns(t->lost_blocked_ns, e, sizeof(e)),
+			format_ns(t->ns[GUEST_PREEMPTED] + t->ns[GUEST_WAIT], g, sizeof(g)),
+			format_ns(t->ns[GUEST_BLOCKED], h, sizeof(h)));
+		for (size_t k = 0; k < t->nr_culprits && k < 3; k++) {
+			if (!k)
+				fprintf(f, "      took its vCPU's CPU: %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID",
+					"THREAD", "PROCESS / VM", "CGROUP");
+			print_culprit(f, "                           ", &t->culprits[k]);
+		}
+	}
+	(void)s;
+}
+
+void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs,
+		   unsigned int top)
+{
+	size_t nvcpus = 0;
+	__u64 lost = 0;
+	bool split = false, oncpu = false;
+	char ts[32];
+	time_t now = time(NULL);
+
+	for (size_t i = 0; i < s->nr_vms; i++)
+		nvcpus += s->vms[i].nr_vcpus;
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		lost += s->lost[i];
+	if (s->wall_t1)
+		now = (time_t)(s->wall_t1 / 1000000000ull);
+	if (s->no_wall_clock)
+		snprintf(ts, sizeof(ts), "+%.6fs", (double)s->t1 / 1e9);
+	else
+		strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+	fprintf(f, "vcpustat %s  interval %.2fs  VMs %zu  vCPUs %zu  lost %llu\n", ts, s->seconds, s->nr_vms, nvcpus,
+		(unsigned long long)lost);
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		if (s->lost_window[i])
+			fprintf(f, "  LOST %llu %s this interval (%llu since start)\n",
+				(unsigned long long)s->lost_window[i], lost_kind_name(i), (unsigned long long)s->lost[i]);
+	for (size_t i = 0; i < nr_progs; i++)
+		if (progs[i].status == VCPUSTAT_PROG_FAILED || progs[i].status == VCPUSTAT_PROG_MISSING)
+			fprintf(f, "  NOT ATTACHED %s: %s\n", progs[i].tracepoint, progs[i].message);
+	if (!s->nr_vms)
+		fprintf(f, "  no VMs seen yet (vCPU threads appear at their first KVM event; try --demo)\n");
+
+	for (size_t i = 0; i < s->nr_vms; i++) {
+		const struct vm_summary *vm = &s->vms[i];
+
+		split |= vm->ns[VCPU_GUEST] > 0 || vm->nr_exits;
+		oncpu |= vm->ns[VCPU_HOST] > 0;
+		fprintf(f, "\nVM %s (pid %u)%s: guest %.1f%% host %.1f%% preempted %.1f%% wait %.1f%% idle %.1f%% "
+			   "blocked %.1f%%  preempt/s %.0f wake/s %.0f migr/s %.0f\n",
+			vm->name, vm->tgid, vm->exited ? " [exited]" : "", 100 * vm_share(s, vm, VCPU_GUEST),
+			100 * vm_share(s, vm, VCPU_HOST), 100 * vm_share(s, vm, VCPU_PREEMPTED),
+			100 * vm_share(s, vm, VCPU_WAIT), 100 * vm_share(s, vm, VCPU_IDLE),
+			100 * vm_share(s, vm, VCPU_BLOCKED), summary_per_s(s, vm->preemptions), summary_per_s(s, vm->wakeups),
+			summary_per_s(s, vm->migrations));
+		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %8s %8s %7s\n", "VCPU", "TID", "STATE", "PCPU",
+			"GUEST", "HOST", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s", "MIGR/s");
+		for (size_t v = 0; v < vm->nr_vcpus; v++) {
+			const struct vcpu_summary *c = &vm->vcpus[v];
+			char pcpu[12];
+
+			snprintf(pcpu, sizeof(pcpu), c->pcpu == VCPU_PCPU_NONE ? "-" : "%u", c->pcpu);
+			fprintf(f, "    %-5u %-8u %-10s %4s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %8.0f %8.0f %7.0f\n",
+				c->index, c->tid, c->gone ? "exited" : vcpu_state_name(c->state), pcpu,
+				100 * vcpu_share(s, c, VCPU_GUEST), 100 * vcpu_share(s, c, VCPU_HOST),
+				100 * vcpu_share(s, c, VCPU_PREEMPTED), 100 * vcpu_share(s, c, VCPU_WAIT),
+				100 * vcpu_share(s, c, VCPU_IDLE), 100 * vcpu_share(s, c, VCPU_BLOCKED),
+				summary_per_s(s, c->preemptions), summary_per_s(s, c->wakeups), summary_per_s(s, c->migrations));
+		}
+		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds);
+		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds);
+		if (vm->runq.count)
+			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds);
+		if (vm->nr_culprits) {
+			fprintf(f, "    %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID", "THREAD",
+				"PROCESS / VM", "CGROUP");
+			for (size_t c = 0; c < vm->nr_culprits && (!top || c < top); c++)
+				print_culprit(f, "    ", &vm->culprits[c]);
+		}
+		print_guest_threads(f, s, vm, top);
+	}
+	if (oncpu && !split)
+		fprintf(f, "\nnote: kvm_entry/kvm_exit did not fire: guest and hypervisor time are not separated; "
+			   "on-CPU time is counted as host\n");
+	fflush(f);
+}
