@@ -99,6 +99,37 @@ else
 	[ -n "$score" ] && echo "systemd-analyze security: $score"
 fi
 
+# The unit's CapabilityBoundingSet is enough: the installed vcpustat, started
+# as the unit starts it but on another port, with exactly that bounding set and
+# no new privileges, loads, drops to nobody keeping CAP_BPF alone, and serves.
+unit=$dest/usr/lib/systemd/system/vcpustat-exporter.service
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z ' 'a-z,' | sed 's/cap_/+/g')
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv > /dev/null || ! command -v curl > /dev/null; then
+	skip "the unit's capability set is tried as root with setpriv and curl"
+elif [ ! -r /sys/kernel/btf/vmlinux ]; then
+	skip "the unit's capability set: no kernel BTF here, vcpustat serve cannot load"
+else
+	port=$((20000 + RANDOM % 20000))
+	setpriv --bounding-set=-all,"$caps" --no-new-privs \
+		"$dest/usr/sbin/vcpustat" serve --listen 127.0.0.1:$port --user nobody > "$tmp/serve.log" 2>&1 &
+	pid=$!
+	code=000
+	for _ in $(seq 60); do
+		code=$(curl -s -o "$tmp/metrics" -w '%{http_code}' "http://127.0.0.1:$port/metrics")
+		[ "$code" = 200 ] && break
+		kill -0 $pid 2> /dev/null || break
+		sleep 0.5
+	done
+	eff=$(sed -n 's/^CapEff:\t//p' /proc/$pid/status 2> /dev/null)
+	kill $pid 2> /dev/null
+	wait $pid 2> /dev/null
+	if [ "$code" = 200 ] && grep -q '^vcpustat_' "$tmp/metrics" && [ "$eff" = 0000008000000000 ]; then
+		pass "with only the unit's bounding set ($caps) serve loads, drops to CAP_BPF and serves /metrics"
+	else
+		fail "with the unit's bounding set: HTTP $code, CapEff ${eff:-?}: $(head -3 "$tmp/serve.log" | tr '\n' ' ')"
+	fi
+fi
+
 # Another prefix.
 dest2=$tmp/opt
 if DESTDIR=$dest2 cmake --install "$dir" --prefix /opt/vcpustat > "$tmp/install2.log" 2>&1 &&
