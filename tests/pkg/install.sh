@@ -37,6 +37,7 @@ want=(
 	usr/share/bash-completion/completions/vcpustat usr/share/bash-completion/completions/microvm
 	usr/lib/systemd/system/vcpustat-exporter.service
 	usr/share/doc/vcpustat/README.md usr/share/doc/vcpustat/docs/export.md
+	usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.yml
 )
 for src in docs/man/*.scd; do
 	page=$(basename "$src" .scd)
@@ -97,6 +98,16 @@ else
 	score=$(systemd-analyze security --offline=true --root="$dest" vcpustat-exporter.service 2>/dev/null |
 		grep -oE 'Overall exposure level for vcpustat-exporter.service: .*')
 	[ -n "$score" ] && echo "systemd-analyze security: $score"
+fi
+
+# The example Prometheus rules, through Prometheus's own checker.
+rules=$dest/usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.yml
+if ! command -v promtool > /dev/null; then
+	skip "promtool is not installed (Debian package prometheus)"
+elif out=$(promtool check rules "$rules" 2>&1); then
+	pass "promtool check rules: the installed example rules ($(echo "$out" | grep -oE '[0-9]+ rules found'))"
+else
+	fail "promtool check rules $rules: $(echo "$out" | tail -3 | tr '\n' ' ')"
 fi
 
 # The unit's CapabilityBoundingSet is enough: the installed vcpustat, started
