@@ -5,6 +5,9 @@
 #   ./build.sh test            install Debian packages, build with ASan/UBSan (build-test/),
 #                              run the whole test suite
 #   ./build.sh build           install Debian packages and build (build/)
+#   ./build.sh deb             install Debian packages, build the Debian package
+#                              (dpkg-buildpackage -b) in build-deb/, leave
+#                              build-deb/vcpustat_<version>_amd64.deb, run lintian
 #
 # Run as root on Debian 12: the packages are installed with apt-get when missing,
 # and vcpustat and most tests need BPF (root).
@@ -42,8 +45,24 @@ test)
 	CC=clang build build-test -DCMAKE_BUILD_TYPE=Debug -DVCPUSTAT_SANITIZE=ON
 	exec tests/run.sh build-test
 	;;
+deb)
+	# In a copy of the sources, so that dpkg-buildpackage's files (debian/vcpustat,
+	# obj-*/, the .deb in the parent folder) stay in build-deb/.
+	version=$(dpkg-parsechangelog -S Version)
+	t0=$(date +%s)
+	rm -rf build-deb
+	mkdir -p "build-deb/vcpustat-$version"
+	tar -c --exclude=./build --exclude='./build-*' --exclude=./.git --exclude='./obj-*' . | tar -x -C "build-deb/vcpustat-$version"
+	(cd "build-deb/vcpustat-$version" && dpkg-buildpackage -b -us -uc -j"$jobs") > build-deb/build.log 2>&1 ||
+		{ tail -40 build-deb/build.log; echo "build.sh: dpkg-buildpackage failed (build-deb/build.log)" >&2; exit 1; }
+	rm -rf "build-deb/vcpustat-$version"
+	deb=build-deb/vcpustat_${version}_amd64.deb
+	echo "build.sh: built $deb ($(du -k "$deb" | cut -f1) KiB) in $(($(date +%s) - t0)) s"
+	lintian --fail-on error "$deb" | tee build-deb/lintian.log ||
+		{ echo "build.sh: lintian reports errors (build-deb/lintian.log)" >&2; exit 1; }
+	;;
 *)
-	echo "usage: $0 run [vcpustat args] | test | build" >&2
+	echo "usage: $0 run [vcpustat args] | test | build | deb" >&2
 	exit 2
 	;;
 esac

@@ -2,8 +2,9 @@
 # Run the whole test suite from a build directory: the Criterion suite (unit,
 # in-kernel injection, live end-to-end; one process at a time because live
 # tests pin threads to CPUs), the tests that need a real KVM inside the KVM
-# lab (tests/kvmlab.sh, docs/kvmlab.md), then brief runs of the fuzz harnesses
-# (each one counts as a test). Ends with one line, `N passed, N failed, N skipped`, after
+# lab (tests/kvmlab.sh, docs/kvmlab.md), the packaging checks (tests/pkg/),
+# then brief runs of the fuzz harnesses (each one counts as a test). Ends with
+# one line, `N passed, N failed, N skipped`, after
 # the list of skip reasons; exits non-zero on any failure or crash, never on a
 # skip (tests/tally.sh).
 set -uo pipefail
@@ -47,6 +48,13 @@ tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --filter "$host_filter" | tee 
 count
 tests/kvmlab.sh "$dir" "@($lab_suites)/*" | tee "$summary"
 count
+
+# Shipping (docs/install.md): cmake --install, the man pages against --help,
+# bash completion, the systemd unit.
+for t in install man completion; do
+	tests/pkg/$t.sh "$dir" | tee "$summary"
+	count
+done
 
 for fuzzer in "$dir"/bin/fuzz-*; do
 	[ -x "$fuzzer" ] || continue

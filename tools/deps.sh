@@ -16,6 +16,9 @@ pkgs=(
 	# the KVM lab (tools/kvmlab, docs/kvmlab.md): QEMU emulating AMD SVM, a static busybox
 	# and cpio for its initramfs (its guest kernel is fetched by tools/kvmlab/run with apt-get download)
 	qemu-system-x86 busybox-static cpio
+	# shipping (docs/install.md): man pages (scdoc renders them, man-db checks
+	# them), bash completion, the Debian package (./build.sh deb) and its checks
+	scdoc man-db bash-completion dpkg-dev debhelper fakeroot lintian systemd
 )
 
 missing=()

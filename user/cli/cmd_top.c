@@ -82,6 +82,24 @@ static int exe_dir(char *buf, size_t len)
 }
 
 /*
+ * microvm: next to this binary (the build's bin/), else in ../bin (installed:
+ * vcpustat in sbin, microvm in bin). Leaves the first candidate in buf when
+ * neither is there, and returns -1 with errno set.
+ */
+static int microvm_path(char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+
+	if (exe_dir(dir, sizeof(dir)))
+		return -1;
+	snprintf(buf, len, "%s/../bin/microvm", dir);
+	if (!access(buf, X_OK))
+		return 0;
+	snprintf(buf, len, "%s/microvm", dir);
+	return access(buf, X_OK);
+}
+
+/*
  * Why the live demo cannot run here (NULL: it can): VCPUSTAT_DEMO_NO_KVM is
  * set (to try the fallback on a host with KVM), /dev/kvm cannot be opened,
  * microvm is missing, or BPF is not allowed. buf holds the sentence.
@@ -89,7 +107,7 @@ static int exe_dir(char *buf, size_t len)
 static const char *demo_unusable(char *buf, size_t len)
 {
 	const char *force = getenv("VCPUSTAT_DEMO_NO_KVM");
-	char dir[PATH_MAX], vmm[PATH_MAX + 16], why[256];
+	char vmm[PATH_MAX + 16] = "", why[256];
 	int fd;
 
 	if (force && *force && strcmp(force, "0")) {
@@ -102,12 +120,9 @@ static const char *demo_unusable(char *buf, size_t len)
 		return buf;
 	}
 	close(fd);
-	if (!exe_dir(dir, sizeof(dir))) {
-		snprintf(vmm, sizeof(vmm), "%s/microvm", dir);
-		if (access(vmm, X_OK)) {
-			snprintf(buf, len, "%.300s: %s", vmm, strerror(errno));
-			return buf;
-		}
+	if (microvm_path(vmm, sizeof(vmm)) && vmm[0]) {
+		snprintf(buf, len, "%.300s: %s", vmm, strerror(errno));
+		return buf;
 	}
 	if (vcpustat_check_privileges(why, sizeof(why))) {
 		snprintf(buf, len, "cannot trace here: %s", why);
@@ -140,16 +155,16 @@ static int demo_file(char *buf, size_t len, const char *reason)
 
 static int demo_start(struct demo *d)
 {
-	char dir[PATH_MAX], vmm[PATH_MAX + 16];
+	char vmm[PATH_MAX + 16];
 	cpu_set_t cpu0;
 
 	memset(d, 0, sizeof(*d));
-	if (exe_dir(dir, sizeof(dir))) {
-		cli_err("--demo: cannot find my own directory");
-		return -1;
-	}
-	snprintf(vmm, sizeof(vmm), "%s/microvm", dir);
-	if (access(vmm, X_OK)) {
+	vmm[0] = '\0';
+	if (microvm_path(vmm, sizeof(vmm))) {
+		if (!vmm[0]) {
+			cli_err("--demo: cannot find my own directory");
+			return -1;
+		}
 		cli_err("--demo: %s: %s (it is built with vcpustat: ./build.sh build)", vmm, strerror(errno));
 		return -1;
 	}

@@ -1,0 +1,26 @@
+# bash completion for microvm(1)                           -*- shell-script -*-
+# Installed as <datadir>/bash-completion/completions/microvm. The options are
+# those of `microvm --help` (tests/pkg/completion.sh checks it).
+
+_microvm()
+{
+	local cur prev words cword
+	_init_completion || return
+
+	case $prev in
+	--json | --ready)
+		_filedir
+		return
+		;;
+	--vms | --vcpus | --busy-us | --idle-us | --chunk-us | --chunk-iters | --pin | --duration | -name | --mix)
+		return
+		;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "--vms --vcpus --busy-us --idle-us --chunk-us --chunk-iters --pin
+			--duration -name --json --ready -h --help --mix" -- "$cur"))
+	fi
+} &&
+	complete -F _microvm microvm
+
+# ex: filetype=sh
