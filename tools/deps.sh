@@ -16,6 +16,9 @@ pkgs=(
 	# the KVM lab (tools/kvmlab, docs/kvmlab.md): QEMU emulating AMD SVM, a static busybox
 	# and cpio for its initramfs (its guest kernel is fetched by tools/kvmlab/run with apt-get download)
 	qemu-system-x86 busybox-static cpio
+	# the KVM lab's peer (kvmlab/perf_kvm_stat_...) and bench/kvmlab-overhead.sh: perf kvm stat
+	# (Debian 12's linux-perf is perf 6.1, an ELF binary, no wrapper; it runs in the lab's 6.1 guest)
+	linux-perf
 )
 
 missing=()
