@@ -379,8 +379,12 @@ int cmd_record(int argc, char **argv)
 		if (deadline && now >= deadline)
 			break;
 	}
-	if (!c.failed)
-		ring_buffer__consume(rb); /* what the kernel produced before we stopped */
+	if (!c.failed) {
+		/* what the kernel produced before we stopped (bounded: VMs may still be flooding it) */
+		e = vcpustat_drain(rb, 0);
+		if (e < 0 && !c.failed)
+			cli_err("reading the ring buffer: %s", strerror(-e));
+	}
 	if (c.failed) {
 		cli_err("%s", c.err.msg[0] ? c.err.msg : strerror(-c.failed));
 		goto out;

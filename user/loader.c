@@ -653,14 +653,35 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 	return err;
 }
 
+/*
+ * One vcpustat_drain()'s time budget. Under a steady flood libbpf's consume
+ * loop never returns on its own (it rereads the producer position after each
+ * pass), and a consumer that cannot keep up would never look at its clock:
+ * `record --duration 2` ran for as long as the VMs did. Callbacks run in the
+ * draining thread, so the budget is thread-local.
+ */
+static __thread struct {
+	__u64 until; /* 0: no budget (a bare ring_buffer__poll/consume) */
+	int n;	     /* samples handled */
+	bool hit;
+} drain_budget;
+
 static int rb_callback(void *ctx, void *data, size_t size)
 {
 	const struct vcpustat_consumer *c = ctx;
+	int err = 0;
 
 	if (size == sizeof(struct vcpustat_record))
-		return c->on_record ? c->on_record(c->ctx, data) : 0;
-	if (size == sizeof(struct vcpustat_event))
-		return c->on_event ? c->on_event(c->ctx, data) : 0;
+		err = c->on_record ? c->on_record(c->ctx, data) : 0;
+	else if (size == sizeof(struct vcpustat_event))
+		err = c->on_event ? c->on_event(c->ctx, data) : 0;
+	if (err < 0)
+		return err;
+	/* the sample is consumed even when we stop after it (libbpf advanced past it) */
+	if (drain_budget.until && (++drain_budget.n & 255) == 0 && vcpustat_now_ns() >= drain_budget.until) {
+		drain_budget.hit = true;
+		return -EAGAIN;
+	}
 	return 0;
 }
 
@@ -672,14 +693,25 @@ struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpus
 
 int vcpustat_drain(struct ring_buffer *rb, int timeout_ms)
 {
-	int woken = ring_buffer__poll(rb, timeout_ms), more;
+	int err;
 
-	if (woken < 0 && woken != -EINTR)
-		return woken;
-	more = ring_buffer__consume(rb);
-	if (more < 0)
-		return more;
-	return (woken > 0 ? woken : 0) + more;
+	drain_budget.until = vcpustat_now_ns() + ((__u64)(timeout_ms > 0 ? timeout_ms : 0) + VCPUSTAT_DRAIN_MS) * 1000000ull;
+	drain_budget.n = 0;
+	drain_budget.hit = false;
+	err = ring_buffer__poll(rb, timeout_ms);
+	if (err == -EAGAIN && drain_budget.hit)
+		goto out; /* more is waiting: the caller comes back after its own checks */
+	if (err < 0 && err != -EINTR)
+		goto fail;
+	err = ring_buffer__consume(rb);
+	if (err < 0 && !(err == -EAGAIN && drain_budget.hit))
+		goto fail;
+out:
+	drain_budget.until = 0;
+	return drain_budget.n;
+fail:
+	drain_budget.until = 0;
+	return err;
 }
 
 /* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */

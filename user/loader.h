@@ -162,9 +162,12 @@ struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpus
 
 /*
  * Wait up to timeout_ms for the kernel to signal a full-enough buffer, then
- * consume everything there (also what trickled in without a wakeup).
+ * consume what is there (also what trickled in without a wakeup) for at most
+ * VCPUSTAT_DRAIN_MS more: a consumer slower than the kernel's producers still
+ * gets back to its deadlines and signals, and calls again for the rest.
  * Returns the number of entries consumed or a negative errno.
  */
+#define VCPUSTAT_DRAIN_MS 100
 int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
 
 /* Map and program file descriptors for benchmarks and tests. */
