@@ -380,8 +380,8 @@ int cmd_record(int argc, char **argv)
 			break;
 	}
 	if (!c.failed) {
-		/* everything the kernel produced before we stopped (not what VMs still running add) */
-		e = vcpustat_drain_backlog(vs, rb);
+		/* what the kernel produced before we stopped (bounded: VMs may still be flooding it) */
+		e = vcpustat_drain(rb, 0);
 		if (e < 0 && !c.failed)
 			cli_err("reading the ring buffer: %s", strerror(-e));
 	}

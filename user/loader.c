@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
@@ -713,47 +712,6 @@ out:
 fail:
 	drain_budget.until = 0;
 	return err;
-}
-
-/*
- * After a stop: consume everything the kernel had produced at this moment,
- * however long it takes, but not what VMs still running keep producing (that
- * would never end). A recorder that fell behind has a backlog in the ring
- * buffer when it is told to stop; a single bounded drain left most of it
- * there, unrecorded and not counted as lost (in the KVM lab, a file held 1,214
- * of a vCPU's 5,625 exits). The ring's producer and consumer positions are
- * read from its own pages (mapped read-only: page 0 consumer, page 1
- * producer; libbpf 1.1 has no accessor for them).
- */
-int vcpustat_drain_backlog(struct vcpustat *vs, struct ring_buffer *rb)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	int fd = bpf_map__fd(vs->skel->maps.records), n, total = 0;
-	volatile unsigned long *cons, *prod;
-	unsigned long until;
-	void *c, *p;
-
-	c = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
-	if (c == MAP_FAILED)
-		return -errno;
-	p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
-	if (p == MAP_FAILED) {
-		n = -errno;
-		munmap(c, page);
-		return n;
-	}
-	cons = c;
-	prod = p;
-	until = __atomic_load_n(prod, __ATOMIC_ACQUIRE);
-	do {
-		n = vcpustat_drain(rb, 0);
-		if (n < 0)
-			break;
-		total += n;
-	} while (n > 0 && (long)(until - __atomic_load_n(cons, __ATOMIC_ACQUIRE)) > 0);
-	munmap(p, page);
-	munmap(c, page);
-	return n < 0 ? n : total;
 }
 
 /* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */

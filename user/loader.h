@@ -169,8 +169,6 @@ struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpus
  */
 #define VCPUSTAT_DRAIN_MS 100
 int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
-/* After a stop: everything produced up to now, however long it takes (not what keeps coming). */
-int vcpustat_drain_backlog(struct vcpustat *vs, struct ring_buffer *rb);
 
 /* Map and program file descriptors for benchmarks and tests. */
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
