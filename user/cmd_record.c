@@ -76,6 +76,9 @@ static long long parse_size(const char *s)
 }
 
 /* "90", "90s", "15m", "1h", "1d" -> ns; 0 if malformed. */
+/* The longest the final drain may take, however many records wait. */
+#define RECORD_FINAL_DRAIN_S 30
+
 static unsigned long long parse_duration(const char *s)
 {
 	char *end;
@@ -380,10 +383,20 @@ int cmd_record(int argc, char **argv)
 			break;
 	}
 	if (!c.failed) {
-		/* what the kernel produced before we stopped (bounded: VMs may still be flooding it) */
-		e = vcpustat_drain(rb, 0);
-		if (e < 0 && !c.failed)
+		/*
+		 * What the kernel produced before we stopped: all of it, however far
+		 * behind we are (the exact tests stop their VMs first), but not
+		 * forever while VMs keep flooding the buffer.
+		 */
+		__u64 until = vcpustat_now_ns() + RECORD_FINAL_DRAIN_S * 1000000000ull;
+
+		while ((e = vcpustat_drain(rb, 0)) > 0 && vcpustat_now_ns() < until)
+			;
+		if (e < 0)
 			cli_err("reading the ring buffer: %s", strerror(-e));
+		else if (e > 0 && !quiet)
+			fprintf(stderr, "%s: still behind the kernel after %d s of draining at the end: "
+				"the newest records are not in the file\n", cli_prog, RECORD_FINAL_DRAIN_S);
 	}
 	if (c.failed) {
 		cli_err("%s", c.err.msg[0] ? c.err.msg : strerror(-c.failed));
