@@ -814,7 +814,9 @@ static const char *kernel_exit_names(struct kernel_names *k)
 	svm = p ? strstr(p + 1, "__print_symbolic(") : NULL;
 	cr_assert_not_null(svm, "%s: two __print_symbolic tables (VMX, SVM) in the print fmt", path);
 	for (int isa = 0; isa < 2; isa++) {
-		char *end = isa ? svm + strlen(svm) : svm;
+		/* the SVM table ends where the next __print_ begins (the FAILED_VMENTRY flag's) */
+		char *next = isa ? strstr(svm + 1, "__print_") : NULL;
+		char *end = isa ? (next ? next : svm + strlen(svm)) : svm;
 
 		p = isa ? svm : p;
 		while ((p = strstr(p, "{ ")) && p < end) {
