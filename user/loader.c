@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
@@ -711,6 +712,32 @@ out:
 	return drain_budget.n;
 fail:
 	drain_budget.until = 0;
+	return err;
+}
+
+/*
+ * The ring buffer's consumer and producer positions, from its own pages
+ * (page 0: consumer, page 1: producer; mapped read-only; libbpf 1.1 has no
+ * accessor for them).
+ */
+int vcpustat_ring_pos(struct vcpustat *vs, unsigned long *cons, unsigned long *prod)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = bpf_map__fd(vs->skel->maps.records), err = 0;
+	void *c, *p;
+
+	c = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)
+		return -errno;
+	p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
+	if (p == MAP_FAILED)
+		err = -errno;
+	else {
+		*cons = __atomic_load_n((unsigned long *)c, __ATOMIC_ACQUIRE);
+		*prod = __atomic_load_n((unsigned long *)p, __ATOMIC_ACQUIRE);
+		munmap(p, page);
+	}
+	munmap(c, page);
 	return err;
 }
 

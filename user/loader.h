@@ -169,6 +169,8 @@ struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpus
  */
 #define VCPUSTAT_DRAIN_MS 100
 int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
+/* The records ring buffer's consumer and producer positions (bytes); 0 or -errno. */
+int vcpustat_ring_pos(struct vcpustat *vs, unsigned long *cons, unsigned long *prod);
 
 /* Map and program file descriptors for benchmarks and tests. */
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
