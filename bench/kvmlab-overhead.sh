@@ -75,7 +75,8 @@ print("%d %.6f" % (exits, vm["running_ns"] / 1e9))' "$1"
 				while kill -0 "$pid" 2> /dev/null; do sleep 0.1; done
 			fi
 			rm -f "/tmp/$tag".*
-			read -r exits s < <(rate "$out/$tag.json")
+			res=$(rate "$out/$tag.json") # (no <(...): the lab has no /dev/fd)
+			exits=${res% *} s=${res#* }
 			echo "$m $r $exits $s $(awk -v e="$exits" -v s="$s" 'BEGIN { printf "%.1f", e / s }')" |
 				tee -a "$out/runs.txt" >&2
 		done
