@@ -696,8 +696,9 @@ static pid_t spawn_microvm(const char *args)
 
 /*
  * Two VMs at once under `vcpustat export --every 1 -f json`: "busy" runs a
- * CPU-bound guest loop (no halts, 20 ms of work between two I/O exits: few
- * exits), "exity" an exit-bound one (no halts, one loop iteration between two
+ * CPU-bound guest loop (no halts, 2,000,000 loop iterations between two I/O
+ * exits, ~15 ms in the lab: few exits; a fixed count, because microvm's
+ * calibration, run while the other VM starts, once gave chunks 20x too short), "exity" an exit-bound one (no halts, one loop iteration between two
  * I/O exits). Per vCPU: guest + host = the kernel's own on-CPU time for the
  * thread (/proc/<tid>/schedstat, which microvm reads as the thread's last
  * act) within 1 % of the window (the VM's life); busy: guest > 90 % of it;
@@ -725,7 +726,7 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 	}
 	wait_export_writes(exp_slot, exp, 1);
 	snprintf(busy_args, sizeof(busy_args),
-		 "--vcpus 2 --idle-us 0 --chunk-us 20000 --duration 2 -name guest=busy --json '%s'", busy_json);
+		 "--vcpus 2 --idle-us 0 --chunk-iters 2000000 --duration 2 -name guest=busy --json '%s'", busy_json);
 	snprintf(exity_args, sizeof(exity_args),
 		 "--vcpus 2 --idle-us 0 --chunk-iters 1 --duration 2 -name guest=exity --json '%s'", exity_json);
 	busy = spawn_microvm(busy_args);
