@@ -47,7 +47,11 @@
  * pCPU: the CPU of the last switch, migration, or (at discovery) KVM event;
  * every change after the first is counted as a migration.
  *   sched_process_exit            any                      gone: the last interval is
- *                                                          closed, the vCPU is freed
+ *                                                          closed, an open exit and
+ *                                                          userspace exit close into
+ *                                                          their samples (handling
+ *                                                          ended with the thread), the
+ *                                                          vCPU is freed
  *
  * "halted" is set by kvm_exit with the HLT reason (VMX 12, SVM 0x78) and by
  * kvm_userspace_exit with KVM_EXIT_HLT (a VMM without an in-kernel irqchip
@@ -364,13 +368,20 @@ VCPU_FSM_INLINE void vcpu_fsm_run_enter(struct vcpu_fsm *f, unsigned long long n
 		vcpu_fsm_enter(f, now, VCPU_HOST, s);
 }
 
-/* sched_process_exit of the vCPU thread: close the last interval; the caller frees the vCPU. */
+/*
+ * sched_process_exit of the vCPU thread: close the last interval; the caller
+ * frees the vCPU. An exit still open (a vCPU stopped while KVM or the VMM
+ * handled its last exit: a halt, an MMIO, the stop kick's own interrupt) ends
+ * here, so that every exit KVM counted is in the histograms once, as in a
+ * recording, whose exit_reason interval ends when the vCPU is gone.
+ */
 VCPU_FSM_INLINE void vcpu_fsm_process_exit(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
 {
 	unsigned int state = f->state;
 
 	vcpu_fsm_step_clear(s, state);
 	vcpu_fsm_enter(f, now, state, s);
+	vcpu_fsm_close_exits(f, now, s);
 	s->to = VCPU_UNKNOWN;
 	s->gone = 1;
 }

@@ -396,6 +396,10 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 	if (v) {
 		wait_end(v);
 		vcpu_fsm_process_exit(&v->fsm, ev->ts, &s);
+		if (s.sample[0].kind != VCPU_SAMPLE_NONE)
+			hist_add(v->tgid, &s.sample[0]);
+		if (s.sample[1].kind != VCPU_SAMPLE_NONE)
+			hist_add(v->tgid, &s.sample[1]);
 		emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_GONE, (__u8)s.from, VCPU_UNKNOWN, 0, 0);
 		if (env_dead_insert(tid, v))
 			env_lost(VCPUSTAT_LOST_DEAD_FULL);

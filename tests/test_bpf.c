@@ -388,6 +388,28 @@ Test(bpf, exit_latency_histogram_buckets)
 		cr_assert_eq(h.bucket[b], want[b], "bucket %u", b);
 }
 
+/*
+ * A vCPU whose thread ends in the middle of an exit (a halted vCPU told to
+ * stop, an MMIO exit at the stop): the exit ends with the thread, into the
+ * histogram, so that the histograms hold every exit KVM counted (the KVM lab
+ * compares them with KVM's own counters: kvmlab/live_json_and_export_...).
+ */
+Test(bpf, exits_open_at_process_exit_reach_the_histograms)
+{
+	struct vcpustat_hist h;
+
+	ev_kvm(VCPUSTAT_EV_KVM_EXIT, 1000, 0, 451, 450, SVM_EXIT_HLT, KVM_ISA_SVM, 0, NULL);
+	ev_kvm(VCPUSTAT_EV_USERSPACE_EXIT, 1100, 0, 451, 450, KVM_UEXIT_HLT, 0, 0, NULL);
+	ev_switch(1200, 0, 451, 450, 1, 0, 0, 0);
+	ev_task(VCPUSTAT_EV_PROCESS_EXIT, 5000, 0, 451, 450, 1);
+	cr_assert(get_hist(450, VCPU_SAMPLE_EXIT, KVM_ISA_SVM, SVM_EXIT_HLT, &h), "the open hlt exit is in the histogram");
+	cr_assert_eq(h.count, 1);
+	cr_assert_eq(h.sum_ns, 4000);
+	cr_assert(get_hist(450, VCPU_SAMPLE_USERSPACE_EXIT, 0, KVM_UEXIT_HLT, &h));
+	cr_assert_eq(h.count, 1);
+	cr_assert_eq(h.sum_ns, 3900);
+}
+
 Test(bpf, exit_reasons_are_separate_per_vm_reason_and_isa)
 {
 	struct vcpustat_hist h;

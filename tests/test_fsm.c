@@ -323,6 +323,43 @@ Test(fsm, process_exit_closes_last_interval)
 	cr_assert_eq(s.to, VCPU_UNKNOWN);
 	cr_assert_eq(s.dur, 500);
 	cr_assert_eq(f.ns[VCPU_BLOCKED], 500);
+	/* the userspace exit opened at 1000 ended with the thread */
+	cr_assert_eq(s.sample[1].kind, VCPU_SAMPLE_USERSPACE_EXIT);
+	cr_assert_eq(s.sample[1].reason, KVM_UEXIT_IO);
+	cr_assert_eq(s.sample[1].ns, 700);
+	cr_assert_eq(s.sample[0].kind, VCPU_SAMPLE_NONE);
+}
+
+/*
+ * A vCPU stopped in the middle of an exit (halted, its VMM asleep, then told
+ * to stop): KVM counted the exit, so it must reach the histograms once, at
+ * the thread's end -- as the recording's exit_reason interval ends there.
+ */
+Test(fsm, process_exit_closes_open_exits_into_samples)
+{
+	fresh(0);
+	vcpu_fsm_switch_in(&f, 100, 0, &s);
+	vcpu_fsm_kvm_entry(&f, 200, &s);
+	vcpu_fsm_kvm_exit(&f, 1000, SVM_EXIT_HLT, KVM_ISA_SVM, &s);
+	vcpu_fsm_userspace_exit(&f, 1100, KVM_UEXIT_HLT, &s);
+	vcpu_fsm_switch_out(&f, 1200, 0, 0, &s);
+	vcpu_fsm_process_exit(&f, 5000, &s);
+	cr_assert_eq(s.sample[0].kind, VCPU_SAMPLE_EXIT);
+	cr_assert_eq(s.sample[0].reason, SVM_EXIT_HLT);
+	cr_assert_eq(s.sample[0].isa, KVM_ISA_SVM);
+	cr_assert_eq(s.sample[0].ns, 4000);
+	cr_assert_eq(s.sample[1].kind, VCPU_SAMPLE_USERSPACE_EXIT);
+	cr_assert_eq(s.sample[1].reason, KVM_UEXIT_HLT);
+	cr_assert_eq(s.sample[1].ns, 3900);
+	cr_assert_eq(f.kvm_exits, 1);
+
+	/* nothing open: no sample */
+	fresh(0);
+	vcpu_fsm_switch_in(&f, 100, 0, &s);
+	vcpu_fsm_kvm_entry(&f, 200, &s);
+	vcpu_fsm_process_exit(&f, 300, &s);
+	cr_assert_eq(s.sample[0].kind, VCPU_SAMPLE_NONE);
+	cr_assert_eq(s.sample[1].kind, VCPU_SAMPLE_NONE);
 }
 
 Test(fsm, out_of_order_timestamps_never_go_negative)

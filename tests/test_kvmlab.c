@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,8 +26,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/mount.h>
 #include <unistd.h>
+#include "exit_reasons.h"
 #include "helpers.h"
+#include "names.h"
 
 /* The kvm_exit reasons the microvm mix program causes, as vcpustat names them. */
 struct isa_names {
@@ -42,6 +46,7 @@ static const struct isa_names vmx_names = { "IO_INSTRUCTION", "HLT", "EXTERNAL_I
 static struct lab_run {
 	char dir[64];
 	pid_t recorder;
+	pid_t tools[4]; /* other background processes: live view, exporter */
 } lab;
 
 static void lab_cleanup(void)
@@ -53,6 +58,12 @@ static void lab_cleanup(void)
 		waitpid(lab.recorder, NULL, 0);
 		lab.recorder = 0;
 	}
+	for (int i = 0; i < 4; i++)
+		if (lab.tools[i] > 0) {
+			kill(lab.tools[i], SIGKILL);
+			waitpid(lab.tools[i], NULL, 0);
+			lab.tools[i] = 0;
+		}
 	if (lab.dir[0] && !getenv("VCPUSTAT_KEEP_TEST_FILES")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", lab.dir);
 		if (system(cmd)) {
@@ -321,6 +332,781 @@ Test(kvmlab, exits_per_reason_equal_kvm_counters_per_vcpu)
 			cr_assert_eq(sum, vm_exits, "%s: the report's exit table sums to the vCPUs' exits", name);
 		}
 	}
+	json_decref(report);
+	json_decref(rep);
+}
+
+/* ---- live view and exporter: the same exact counts, from the maps ---- */
+
+static void lab_mkdir(void)
+{
+	snprintf(lab.dir, sizeof(lab.dir), "/tmp/vcpustat-kvmlab-XXXXXX");
+	cr_assert_not_null(mkdtemp(lab.dir), "mkdtemp: %s", strerror(errno));
+}
+
+/* Start a vcpustat command in the background, its stdout into `out` (or /dev/null); returns its slot. */
+static int start_tool(const char *out, char *const argv[])
+{
+	int slot = 0;
+	pid_t pid;
+
+	while (slot < 4 && lab.tools[slot] > 0)
+		slot++;
+	cr_assert_lt(slot, 4);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (fd >= 0)
+			dup2(fd, STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	lab.tools[slot] = pid;
+	return slot;
+}
+
+static void stop_tool(int slot, const char *what)
+{
+	cr_assert_eq(kill(lab.tools[slot], SIGINT), 0);
+	cr_assert_eq(wait_exit(lab.tools[slot]), 0, "%s exits 0 on SIGINT", what);
+	lab.tools[slot] = 0;
+}
+
+static void tool_alive(int slot, const char *what)
+{
+	int status;
+
+	cr_assert_eq(waitpid(lab.tools[slot], &status, WNOHANG), 0, "%s exited early (status %d)", what, status);
+}
+
+/* The complete lines of `vcpustat -j`'s output so far, as a JSON array (empty if none yet). */
+static json_t *live_docs(const char *path)
+{
+	json_t *docs = json_array();
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return docs;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		json_t *d;
+
+		if (line[n - 1] != '\n')
+			break; /* still being written */
+		d = json_loads(line, 0, NULL);
+		cr_assert_not_null(d, "%s: a line that is not JSON: %.200s", path, line);
+		json_array_append_new(docs, d);
+	}
+	free(line);
+	fclose(f);
+	return docs;
+}
+
+/* Wait until `vcpustat -j` printed a document whose maps were read after `after_ns` (0: any). */
+static void wait_live_doc(int slot, const char *path, unsigned long long after_ns)
+{
+	for (int i = 0; i < 120 * 10; i++) {
+		json_t *docs = live_docs(path), *last;
+		long long ts;
+
+		last = json_array_get(docs, json_array_size(docs) - 1);
+		ts = last ? json_integer_value(json_object_get(last, "ts")) : -1;
+		json_decref(docs);
+		if (ts >= 0 && (unsigned long long)ts > after_ns)
+			return;
+		tool_alive(slot, "vcpustat -j");
+		usleep(100 * 1000);
+	}
+	cr_assert_fail("vcpustat -j printed no document within 120 s");
+}
+
+/* `export --every -o FILE` replaces FILE by rename: wait until it has been replaced `times` times. */
+static void wait_export_writes(int slot, const char *path, int times)
+{
+	struct stat st;
+	ino_t ino = 0;
+
+	if (stat(path, &st) == 0)
+		ino = st.st_ino;
+	for (int i = 0; i < 120 * 10 && times > 0; i++) {
+		if (stat(path, &st) == 0 && st.st_ino != ino) {
+			ino = st.st_ino;
+			times--;
+			continue;
+		}
+		tool_alive(slot, "vcpustat export --every");
+		usleep(100 * 1000);
+	}
+	cr_assert_eq(times, 0, "vcpustat export --every did not rewrite %s within 120 s", path);
+}
+
+/* What KVM (and the guest, and microvm) say about one VM, summed over its vCPUs. */
+struct vm_truth {
+	long long exits, io, hlt, irq, cpuid, msr, mmio_touch, runs, u_io, u_mmio, u_hlt;
+};
+
+static void vm_truth(json_t *vm, struct vm_truth *t)
+{
+	json_t *vcpu;
+	size_t j;
+
+	memset(t, 0, sizeof(*t));
+	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+		json_t *kvm = jget(vcpu, "kvm_stats"), *mexits = jget(vcpu, "exits"), *ops = jget(vcpu, "ops");
+
+		cr_assert(json_is_object(kvm), "KVM's counters for %s vCPU %zu: %s", json_string_value(jget(vm, "name")),
+			  j, json_string_value(json_object_get(vcpu, "kvm_stats_error")));
+		t->exits += jint(kvm, "exits");
+		t->io += jint(kvm, "io_exits");
+		t->hlt += jint(kvm, "halt_exits");
+		t->irq += jint(kvm, "irq_exits");
+		t->cpuid += jint(ops, "cpuid");
+		t->msr += jint(ops, "rdmsr") + jint(ops, "wrmsr");
+		t->mmio_touch += jint(ops, "mmio") + jint(ops, "touch");
+		t->runs += jint(vcpu, "kvm_runs");
+		t->u_io += jint0(mexits, "IO");
+		t->u_mmio += jint(kvm, "mmio_exits");
+		t->u_hlt += jint0(mexits, "HLT");
+		cr_assert_eq(jint(kvm, "io_exits"), jint0(mexits, "IO"), "KVM's io_exits = microvm's IO");
+		cr_assert_eq(jint(kvm, "mmio_exits"), jint0(mexits, "MMIO"), "KVM's mmio_exits = microvm's MMIO");
+	}
+}
+
+/*
+ * One VM's exit tables as a vcpustat interface gave them ({reason: count}
+ * for kvm exits and for userspace exits) against the truth: every count
+ * equal, and the reasons together equal KVM's exits -- each exit in the
+ * histograms once.
+ */
+static void check_vm_tables(const char *src, const char *vm, json_t *ex, json_t *uex, const struct vm_truth *t)
+{
+	const struct isa_names *n = access("/sys/module/kvm_intel", F_OK) == 0 ? &vmx_names : &svm_names;
+	long long msr = 0, npf = 0;
+
+	for (int k = 0; k < 2; k++) {
+		msr += n->msr[k] ? jint0(ex, n->msr[k]) : 0;
+		npf += n->npf[k] ? jint0(ex, n->npf[k]) : 0;
+	}
+	fprintf(stderr,
+		"kvmlab:   %s %s: exits %lld = %lld; %s %lld = %lld; %s %lld = %lld; %s %lld = %lld; %s %lld = %lld; "
+		"msr %lld = %lld; npf %lld >= %lld; userspace %lld = %lld (IO %lld = %lld, MMIO %lld = %lld, HLT %lld = "
+		"%lld)\n",
+		src, vm, sum_counts(ex), t->exits, n->io, jint0(ex, n->io), t->io, n->hlt, jint0(ex, n->hlt), t->hlt,
+		n->irq, jint0(ex, n->irq), t->irq, n->cpuid, jint0(ex, n->cpuid), t->cpuid, msr, t->msr, npf,
+		t->mmio_touch, sum_counts(uex), t->runs, jint0(uex, "IO"), t->u_io, jint0(uex, "MMIO"), t->u_mmio,
+		jint0(uex, "HLT"), t->u_hlt);
+	cr_assert_eq(sum_counts(ex), t->exits, "%s %s: the exits by reason sum to KVM's exits (each exit once)", src,
+		     vm);
+	cr_assert_eq(jint0(ex, n->io), t->io, "%s %s: %s = KVM's io_exits", src, vm, n->io);
+	cr_assert_eq(jint0(ex, n->hlt), t->hlt, "%s %s: %s = KVM's halt_exits", src, vm, n->hlt);
+	cr_assert_eq(jint0(ex, n->irq), t->irq, "%s %s: %s = KVM's irq_exits", src, vm, n->irq);
+	cr_assert_eq(jint0(ex, n->cpuid), t->cpuid, "%s %s: %s = the guest's cpuid", src, vm, n->cpuid);
+	cr_assert_eq(msr, t->msr, "%s %s: msr = the guest's rdmsr + wrmsr", src, vm);
+	cr_assert_geq(npf, t->mmio_touch, "%s %s: a nested page fault for every MMIO write and touch", src, vm);
+	cr_assert_eq(sum_counts(uex), t->runs, "%s %s: the userspace exits sum to microvm's returns from KVM_RUN",
+		     src, vm);
+	cr_assert_eq(jint0(uex, "IO"), t->u_io, "%s %s: IO = KVM's io_exits", src, vm);
+	cr_assert_eq(jint0(uex, "MMIO"), t->u_mmio, "%s %s: MMIO = KVM's mmio_exits", src, vm);
+	cr_assert_eq(jint0(uex, "HLT"), t->u_hlt, "%s %s: HLT = microvm's HLT", src, vm);
+}
+
+/* Add an EXIT array ([{reason, count}]) into {reason: count}. */
+static void add_table(json_t *counts, json_t *table)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(table, i, e) {
+		const char *r = json_string_value(jget(e, "reason"));
+
+		json_object_set_new(counts, r, json_integer(jint0(counts, r) + jint(e, "count")));
+	}
+}
+
+/*
+ * The live view (`vcpustat -j`, one document per second) and the exporter
+ * (`vcpustat export --every 1 -f json`), both attached before microvm starts
+ * and stopped after it ended -- the windows' ends taken with no vCPU running
+ * -- against KVM's counters: per vCPU, the documents' kvm_exits added up =
+ * KVM's exits and their userspace_exits = microvm's returns from KVM_RUN;
+ * per VM (the live view's and the exporter's exit tables are per VM), the
+ * exits by reason added up over the documents = the since-start count_total
+ * = the exporter's histogram counts (the sums of their buckets) = KVM's
+ * io/halt/irq counters summed over the VM's vCPUs = the guest's cpuid and
+ * msr ops, and all reasons together = KVM's exits: every exit is in the
+ * latency histograms once. Nothing lost.
+ */
+Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
+{
+	const char *live, *exp, *mjson;
+	char bin[512], microvm[512], args[512];
+	json_t *report, *docs, *doc, *e, *vm;
+	unsigned long long done;
+	int live_slot, exp_slot;
+	size_t i, j, k;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	lab_mkdir();
+	live = in_dir("live.json");
+	exp = in_dir("export.json");
+	mjson = in_dir("microvm.json");
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	snprintf(microvm, sizeof(microvm), "%s/bin/microvm", build_dir());
+	{
+		char *argl[] = { bin, "-j", "-d", "1", NULL };
+		char *arge[] = { bin, "export", "--every", "1", "-f", "json", "-o", (char *)exp, NULL };
+
+		live_slot = start_tool(live, argl);
+		exp_slot = start_tool(NULL, arge);
+	}
+	wait_live_doc(live_slot, live, 0);
+	wait_export_writes(exp_slot, exp, 1);
+
+	snprintf(args, sizeof(args),
+		 "--vms 2 --vcpus 2 --mix all --busy-us 2000 --idle-us 1000 --duration 2 -name guest=lj --json '%s'",
+		 mjson);
+	sh("'%s' %s > /dev/null", microvm, args);
+	done = mono_ns(); /* every vCPU thread of microvm has exited */
+	wait_live_doc(live_slot, live, done);
+	wait_export_writes(exp_slot, exp, 2); /* the second write's sample was read after the first's rename */
+	stop_tool(live_slot, "vcpustat -j");
+	stop_tool(exp_slot, "vcpustat export --every");
+
+	report = load(mjson);
+	docs = live_docs(live);
+	cr_assert_gt(json_array_size(docs), 1);
+	doc = json_array_get(docs, json_array_size(docs) - 1);
+	{
+		const char *key;
+
+		json_object_foreach(jget(doc, "lost"), key, e)
+			cr_assert_eq(json_integer_value(e), 0, "vcpustat -j: lost %s", key);
+	}
+	fprintf(stderr, "kvmlab: microvm %s; vcpustat -j (%zu documents) and export --every 1 -f json vs KVM\n", args,
+		json_array_size(docs));
+	json_array_foreach(jget(report, "vms"), i, vm) {
+		const char *name = json_string_value(jget(vm, "name"));
+		json_t *ex = json_object(), *uex = json_object(), *total = json_object(), *xdoc, *xvm = NULL, *vcpu;
+		struct vm_truth t;
+
+		vm_truth(vm, &t);
+		/* the live view: each document is the interval since the previous one */
+		json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+			long long exits = 0, uexits = 0, idx = jint(vcpu, "index");
+
+			json_array_foreach(docs, k, doc) {
+				json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name")), *lv;
+
+				lv = lvm ? find_by(jget(lvm, "vcpus"), "vcpu", jget(vcpu, "index")) : NULL;
+				if (!lv)
+					continue;
+				exits += jint(lv, "kvm_exits");
+				uexits += jint(lv, "userspace_exits");
+			}
+			fprintf(stderr, "kvmlab:   vcpustat -j %s vCPU %lld: kvm_exits %lld = KVM %lld; userspace_exits %lld = "
+					"KVM_RUN returns %lld\n", name, idx, exits, jint(jget(vcpu, "kvm_stats"), "exits"), uexits,
+				jint(vcpu, "kvm_runs"));
+			cr_assert_eq(exits, jint(jget(vcpu, "kvm_stats"), "exits"), "vcpustat -j %s vCPU %lld: kvm_exits = KVM's exits",
+				     name, idx);
+			cr_assert_eq(uexits, jint(vcpu, "kvm_runs"), "vcpustat -j %s vCPU %lld: userspace_exits = microvm's KVM_RUN returns",
+				     name, idx);
+		}
+		json_array_foreach(docs, k, doc) {
+			json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name"));
+			size_t r;
+
+			if (!lvm)
+				continue;
+			add_table(ex, jget(lvm, "exits"));
+			add_table(uex, jget(lvm, "userspace_exits"));
+			json_array_foreach(jget(lvm, "exits"), r, e) /* since start: the last document's wins */
+				json_object_set_new(total, json_string_value(jget(e, "reason")),
+						    json_integer(jint(e, "count_total")));
+		}
+		check_vm_tables("vcpustat -j", name, ex, uex, &t);
+		cr_assert(json_equal(ex, total), "vcpustat -j %s: the intervals' counts add up to count_total", name);
+
+		/* the exporter: counters since the attach, kept after the VM exited */
+		xdoc = load(exp);
+		cr_assert_str_eq(json_string_value(jget(xdoc, "source")), "live");
+		xvm = find_by(jget(xdoc, "vms"), "vm", jget(vm, "name"));
+		cr_assert_not_null(xvm, "the exporter still publishes VM %s", name);
+		json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+			json_t *xv = find_by(jget(xvm, "vcpus"), "vcpu", jget(vcpu, "index"));
+
+			cr_assert_not_null(xv, "export: %s vCPU %zu", name, j);
+			cr_assert_eq(jint(xv, "exit_count"), jint(jget(vcpu, "kvm_stats"), "exits"),
+				     "export %s vCPU %zu: exit_count = KVM's exits", name, j);
+			cr_assert_eq(jint(xv, "userspace_exit_count"), jint(vcpu, "kvm_runs"),
+				     "export %s vCPU %zu: userspace_exit_count = microvm's KVM_RUN returns", name, j);
+		}
+		{
+			json_t *xex = json_object(), *xuex = json_object();
+			const char *tables[] = { "exits", "userspace_exits" };
+
+			for (int tb = 0; tb < 2; tb++)
+				json_array_foreach(jget(xvm, tables[tb]), k, e) {
+					json_t *b = jget(e, "buckets"), *inf = json_array_get(b, json_array_size(b) - 1);
+
+					/* the exporter's count is the sum of the kernel's buckets */
+					cr_assert_eq(jint(inf, "count"), jint(e, "count"), "export %s %s: +Inf = count", name,
+						     json_string_value(jget(e, "reason")));
+				}
+			add_table(xex, jget(xvm, "exits"));
+			add_table(xuex, jget(xvm, "userspace_exits"));
+			check_vm_tables("export", name, xex, xuex, &t);
+			cr_assert(json_equal(xex, total), "export %s = vcpustat -j's count_total, reason by reason", name);
+			json_decref(xex);
+			json_decref(xuex);
+		}
+		json_decref(xdoc);
+		json_decref(ex);
+		json_decref(uex);
+		json_decref(total);
+	}
+	json_decref(docs);
+	json_decref(report);
+}
+
+/* ---- the guest/host split ---- */
+
+static pid_t spawn_microvm(const char *args)
+{
+	char cmd[1024];
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec '%s/bin/microvm' %s > /dev/null", build_dir(), args);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * Two VMs at once under `vcpustat export --every 1 -f json`: "busy" runs a
+ * CPU-bound guest loop (no halts, 2,000,000 loop iterations between two I/O
+ * exits, ~15 ms in the lab: few exits; a fixed count, because microvm's
+ * calibration, run while the other VM starts, once gave chunks 20x too short), "exity" an exit-bound one (no halts, one loop iteration between two
+ * I/O exits). Per vCPU: guest + host = the kernel's own on-CPU time for the
+ * thread (/proc/<tid>/schedstat, which microvm reads as the thread's last
+ * act) within 1 % of the window (the VM's life); busy: guest > 90 % of it;
+ * exity: host > 50 %.
+ */
+Test(kvmlab, guest_host_split_matches_schedstat)
+{
+	const char *exp, *busy_json, *exity_json;
+	char bin[512], busy_args[512], exity_args[512];
+	json_t *xdoc, *report;
+	int exp_slot;
+	pid_t busy, exity;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	lab_mkdir();
+	exp = in_dir("export.json");
+	busy_json = in_dir("busy.json");
+	exity_json = in_dir("exity.json");
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	{
+		char *arge[] = { bin, "export", "--every", "1", "-f", "json", "-o", (char *)exp, NULL };
+
+		exp_slot = start_tool(NULL, arge);
+	}
+	wait_export_writes(exp_slot, exp, 1);
+	snprintf(busy_args, sizeof(busy_args),
+		 "--vcpus 2 --idle-us 0 --chunk-iters 2000000 --duration 2 -name guest=busy --json '%s'", busy_json);
+	snprintf(exity_args, sizeof(exity_args),
+		 "--vcpus 2 --idle-us 0 --chunk-iters 1 --duration 2 -name guest=exity --json '%s'", exity_json);
+	busy = spawn_microvm(busy_args);
+	exity = spawn_microvm(exity_args);
+	cr_assert_eq(wait_exit(busy), 0, "microvm %s", busy_args);
+	cr_assert_eq(wait_exit(exity), 0, "microvm %s", exity_args);
+	wait_export_writes(exp_slot, exp, 2);
+	stop_tool(exp_slot, "vcpustat export --every");
+
+	xdoc = load(exp);
+	for (int m = 0; m < 2; m++) {
+		const char *name = m ? "exity" : "busy";
+		json_t *vm, *xvm, *vcpu;
+		size_t j;
+		double wall;
+
+		report = load(m ? exity_json : busy_json);
+		vm = json_array_get(jget(report, "vms"), 0);
+		wall = (double)jint(vm, "wall_ns") / 1e9;
+		xvm = find_by(jget(xdoc, "vms"), "vm", jget(vm, "name"));
+		cr_assert_not_null(xvm, "the exporter publishes VM %s", name);
+		json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+			json_t *xv = find_by(jget(xvm, "vcpus"), "vcpu", jget(vcpu, "index")), *sec;
+			double guest, host, run, oncpu;
+
+			cr_assert_not_null(xv, "export: %s vCPU %zu", name, j);
+			sec = jget(xv, "seconds");
+			guest = json_real_value(jget(sec, "guest"));
+			host = json_real_value(jget(sec, "host"));
+			run = (double)jint(jget(vcpu, "schedstat"), "run_ns") / 1e9;
+			oncpu = guest + host;
+			fprintf(stderr,
+				"kvmlab:   %s vCPU %zu: guest %.4f s + host %.4f s = %.4f s vs schedstat run %.4f s "
+				"(diff %.4f s = %.2f %% of the %.3f s window); guest share %.1f %%; exits %lld\n",
+				name, j, guest, host, oncpu, run, oncpu - run, 100 * (oncpu - run) / wall, wall,
+				100 * guest / oncpu, jint(xv, "exit_count"));
+			cr_assert_lt(fabs(oncpu - run), 0.01 * wall,
+				     "%s vCPU %zu: guest + host (%.4f s) = schedstat's run time (%.4f s) within 1 %% of the "
+				     "%.3f s window", name, j, oncpu, run, wall);
+			if (m == 0)
+				cr_assert_gt(guest, 0.9 * oncpu, "busy vCPU %zu: guest %.4f s > 90 %% of on-CPU %.4f s", j,
+					     guest, oncpu);
+			else
+				cr_assert_gt(host, 0.5 * oncpu, "exit-bound vCPU %zu: host %.4f s > 50 %% of on-CPU %.4f s",
+					     j, host, oncpu);
+		}
+		json_decref(report);
+	}
+	json_decref(xdoc);
+}
+
+/* ---- exit reasons named as the running kernel names them ---- */
+
+#define KERNEL_NAMES_MAX 512
+
+struct kernel_names {
+	unsigned int n[2];			/* [0] VMX, [1] SVM */
+	unsigned int code[2][KERNEL_NAMES_MAX];
+	char name[2][KERNEL_NAMES_MAX][40];
+};
+
+/*
+ * The kvm_exit tracepoint's own tables: its print fmt holds
+ * `(REC->isa == 1) ? __print_symbolic(REC->exit_reason & 0xffff, { 0,
+ * "EXCEPTION_NMI" }, ...) : __print_symbolic(REC->exit_reason, { 0x000,
+ * "read_cr0" }, ...)` -- VMX_EXIT_REASONS and SVM_EXIT_REASONS as this
+ * kernel was built with them. NULL and a reason when they cannot be read.
+ */
+static const char *kernel_exit_names(struct kernel_names *k)
+{
+	static const char *path = "/sys/kernel/tracing/events/kvm/kvm_exit/format";
+	char *fmt = NULL, *p, *svm;
+	size_t cap = 0;
+	FILE *f;
+
+	memset(k, 0, sizeof(*k));
+	if (access("/sys/kernel/tracing/events", F_OK) && mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		return "tracefs is not mounted and cannot be (/sys/kernel/tracing)";
+	f = fopen(path, "r");
+	if (!f)
+		return "no kvm:kvm_exit tracepoint here (KVM not loaded)";
+	while (getline(&fmt, &cap, f) > 0 && strncmp(fmt, "print fmt:", 10))
+		;
+	fclose(f);
+	p = fmt ? strstr(fmt, "__print_symbolic(") : NULL;
+	svm = p ? strstr(p + 1, "__print_symbolic(") : NULL;
+	cr_assert_not_null(svm, "%s: two __print_symbolic tables (VMX, SVM) in the print fmt", path);
+	for (int isa = 0; isa < 2; isa++) {
+		/* the SVM table ends where the next __print_ begins (the FAILED_VMENTRY flag's) */
+		char *next = isa ? strstr(svm + 1, "__print_") : NULL;
+		char *end = isa ? (next ? next : svm + strlen(svm)) : svm;
+
+		p = isa ? svm : p;
+		while ((p = strstr(p, "{ ")) && p < end) {
+			char *q;
+			long long code = strtoll(p + 2, &q, 0);
+			char *name, *close;
+
+			while (*q == ' ' || *q == '+') /* SVM exceptions are written { 0x040 + 6, "UD excp" } */
+				if (*q++ == '+')
+					code += strtoll(q, &q, 0);
+			name = strchr(q, '"');
+			close = name ? strchr(name + 1, '"') : NULL;
+
+			cr_assert(name && close && *q == ',', "%s: cannot read %.40s", path, p);
+			cr_assert_lt(k->n[isa], KERNEL_NAMES_MAX);
+			k->code[isa][k->n[isa]] = (unsigned int)code; /* SVM_EXIT_ERR is -1 */
+			snprintf(k->name[isa][k->n[isa]], sizeof(k->name[0][0]), "%.*s", (int)(close - name - 1), name + 1);
+			k->n[isa]++;
+			p = close;
+		}
+	}
+	free(fmt);
+	return NULL;
+}
+
+static const char *kernel_name(const struct kernel_names *k, unsigned int isa, unsigned int code)
+{
+	int t = isa == KVM_ISA_SVM;
+
+	for (unsigned int i = 0; i < k->n[t]; i++)
+		if (k->code[t][i] == code)
+			return k->name[t][i];
+	return NULL;
+}
+
+/* Every code of the kernel's tables gets the kernel's name from vcpustat. */
+static void check_kernel_tables(const struct kernel_names *k)
+{
+	char buf[32];
+
+	cr_assert_gt(k->n[0], 40, "the kernel's VMX table");
+	cr_assert_gt(k->n[1], 80, "the kernel's SVM table");
+	for (int t = 0; t < 2; t++) {
+		unsigned int isa = t ? KVM_ISA_SVM : KVM_ISA_VMX;
+
+		for (unsigned int i = 0; i < k->n[t]; i++)
+			cr_assert_str_eq(exit_reason_name(isa, k->code[t][i], buf, sizeof(buf)), k->name[t][i],
+					 "%s code %#x: vcpustat's name = the kernel's", t ? "SVM" : "VMX", k->code[t][i]);
+	}
+	/* a code the kernel does not name is shown by its number */
+	for (unsigned int c = 0x3f0; c < 0x400; c++)
+		if (!kernel_name(k, KVM_ISA_SVM, c)) {
+			char want[32];
+
+			snprintf(want, sizeof(want), "SVM_0x%x", c);
+			cr_assert_str_eq(exit_reason_name(KVM_ISA_SVM, c, buf, sizeof(buf)), want);
+			break;
+		}
+}
+
+/* On any host whose KVM is loaded: vcpustat's tables = the running kernel's (here 6.18). */
+Test(exit_names, vcpustat_names_every_code_as_the_running_kernel_does)
+{
+	static struct kernel_names kn;
+	struct kernel_names *k = &kn;
+	const char *why;
+
+	why = kernel_exit_names(k);
+	if (why)
+		cr_skip_test("cannot read the kernel's exit reason names: %s", why);
+	check_kernel_tables(k);
+	fprintf(stderr, "exit_names: %u VMX and %u SVM codes named as the running kernel names them\n", k->n[0],
+		k->n[1]);
+}
+
+/*
+ * In the lab (kernel 6.1): its tables, and every exit seen live (`vcpustat
+ * -j` during `microvm --mix all`: io, hlt, cpuid, msr, npf, interrupt, ...)
+ * has the kernel's name for its code; a code the kernel does not name would
+ * show as SVM_0x<code>.
+ */
+Test(kvmlab, exit_reasons_seen_are_named_as_the_kernel_names_them)
+{
+	static struct kernel_names kn;
+	struct kernel_names *k = &kn;
+	const char *live, *why;
+	char bin[512], args[256];
+	json_t *docs, *doc, *vm, *e, *names = json_object();
+	size_t i, j, l, seen;
+	int slot;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	why = kernel_exit_names(k);
+	cr_assert_null(why, "the lab's kernel's exit names: %s", why);
+	check_kernel_tables(k);
+	lab_mkdir();
+	live = in_dir("live.json");
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	{
+		char *argl[] = { bin, "-j", "-d", "1", NULL };
+
+		slot = start_tool(live, argl);
+	}
+	wait_live_doc(slot, live, 0);
+	snprintf(args, sizeof(args), "--vcpus 2 --mix all --duration 1 -name guest=names --json /dev/null");
+	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
+	wait_live_doc(slot, live, mono_ns());
+	stop_tool(slot, "vcpustat -j");
+	docs = live_docs(live);
+	json_array_foreach(docs, i, doc) {
+		json_array_foreach(jget(doc, "vms"), j, vm) {
+			json_array_foreach(jget(vm, "exits"), l, e) {
+				const char *isa = json_string_value(jget(e, "isa"));
+				const char *reason = json_string_value(jget(e, "reason"));
+				unsigned int code = (unsigned int)jint(e, "code");
+				bool is_svm = !strcmp(isa, "svm");
+				const char *kn = kernel_name(k, is_svm ? KVM_ISA_SVM : KVM_ISA_VMX, code);
+				char want[32];
+
+				if (is_svm)
+					snprintf(want, sizeof(want), "SVM_0x%x", code);
+				else
+					snprintf(want, sizeof(want), "VMX_%u", code);
+				cr_assert_str_eq(reason, kn ? kn : want, "exit %s code %#x: %s", isa, code,
+						 kn ? "the kernel's name" : "unknown to the kernel: shown by number");
+				if (!json_object_get(names, reason))
+					json_object_set_new(names, reason, json_integer(code));
+			}
+		}
+	}
+	seen = json_object_size(names);
+	{
+		const char *key;
+
+		fprintf(stderr, "kvmlab:   %zu exit reasons seen, each as the kernel names it:", seen);
+		json_object_foreach(names, key, e)
+			fprintf(stderr, " %s (%#llx)", key, json_integer_value(e));
+		fprintf(stderr, "\n");
+	}
+	cr_assert_geq(seen, 5, "the mix's exits were seen (io, hlt, cpuid, msr, npf)");
+	json_decref(names);
+	json_decref(docs);
+}
+
+/* ---- a peer on the same run: perf kvm stat ---- */
+
+struct perf_exit {
+	char reason[40];
+	long long samples;
+	double avg_us;
+};
+
+/*
+ * `perf kvm stat report --event vmexit`'s table: `VM-EXIT Samples Samples%
+ * Time% MinTime MaxTime Avgtime`, one line per reason, e.g.
+ *   "   io   4723   31.09%   20.01%   10.50us   12000.00us   76.10us ( +-   2.00% )"
+ * (SVM names may hold a space: "PF excp"). Returns the number of reasons.
+ */
+static int perf_exits(const char *path, struct perf_exit *pe, int max)
+{
+	char line[512];
+	bool table = false;
+	int n = 0;
+	FILE *f = fopen(path, "r");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *tok[32], *save = NULL, *t;
+		int nt = 0;
+
+		if (strstr(line, "VM-EXIT")) {
+			table = true;
+			continue;
+		}
+		if (!table || strstr(line, "Total Samples")) {
+			table = false;
+			continue;
+		}
+		for (t = strtok_r(line, " \t\n", &save); t && nt < 32; t = strtok_r(NULL, " \t\n", &save))
+			tok[nt++] = t;
+		/* name... samples samples% time% min max avg ( +- x% ) */
+		if (nt < 11 || strcmp(tok[nt - 1], ")") || strcmp(tok[nt - 4], "("))
+			continue;
+		cr_assert_lt(n, max);
+		pe[n].reason[0] = '\0';
+		for (int i = 0; i < nt - 10; i++)
+			snprintf(pe[n].reason + strlen(pe[n].reason), sizeof(pe[n].reason) - strlen(pe[n].reason), "%s%s",
+				 i ? " " : "", tok[i]);
+		pe[n].samples = strtoll(tok[nt - 10], NULL, 10);
+		pe[n].avg_us = strtod(tok[nt - 5], NULL);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The reason of the exit still open when vCPU n's thread ended (NULL: it was in the guest). */
+static const char *open_exit_at_end(const char *sht, const char *vm, long long vcpu, char *buf, size_t len)
+{
+	const char *out = in_dir("query-last.json");
+	json_t *q, *ivs, *last;
+	const char *v;
+
+	sh("'%s/bin/vcpustat' query '%s' --path /vms/%s/vcpus/%lld/exit_reason --json > '%s'", build_dir(), sht, vm,
+	   vcpu, out);
+	q = load(out);
+	ivs = jget(json_array_get(jget(q, "attributes"), 0), "intervals");
+	last = json_array_get(ivs, json_array_size(ivs) - 1);
+	v = last ? json_string_value(json_object_get(last, "value")) : NULL;
+	if (v)
+		snprintf(buf, len, "%s", v);
+	json_decref(q);
+	return v ? buf : NULL;
+}
+
+/*
+ * `perf kvm stat record` (Debian's linux-perf, running in the lab's 6.1
+ * guest) and `vcpustat record`, both attached during the same microvm run:
+ * per exit reason, perf's count = vcpustat's. perf counts an exit when its
+ * kvm_entry comes; the exits still open when a vCPU thread ended (its last
+ * one, when the stop came during a halt or an exit to microvm) have no
+ * kvm_entry, and vcpustat counts them (as KVM does): those are added to
+ * perf's. The mean latencies of both are printed side by side.
+ */
+Test(kvmlab, perf_kvm_stat_counts_equal_vcpustat_per_reason)
+{
+	const char *sht, *mjson, *rjson, *pdata, *prep;
+	char args[512], buf[64];
+	struct perf_exit pe[64];
+	json_t *rep, *rvm, *report, *vm, *vcpu, *opened = json_object(), *e;
+	size_t i, j;
+	int n;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	if (system("perf version > /dev/null 2>&1"))
+		cr_skip_test("perf is not installed (Debian package linux-perf; tools/deps.sh installs it)");
+	lab_mkdir();
+	sht = in_dir("r.sht");
+	mjson = in_dir("microvm.json");
+	rjson = in_dir("report.json");
+	pdata = in_dir("perf.data"); /* tmpfs: perf cannot mmap its file on the lab's 9p scratch folder */
+	prep = in_dir("perf-report.txt");
+
+	start_recorder(sht);
+	snprintf(args, sizeof(args),
+		 "--vcpus 2 --mix all --busy-us 2000 --idle-us 1000 --duration 2 -name guest=peer --json '%s'", mjson);
+	sh("perf kvm stat record -q -o '%s' -- '%s/bin/microvm' %s > /dev/null 2>&1", pdata, build_dir(), args);
+	stop_recorder();
+	sh("perf kvm -i '%s' stat report --event vmexit > '%s' 2>&1", pdata, prep);
+	sh("'%s/bin/vcpustat' report '%s' -j --top 0 > '%s'", build_dir(), sht, rjson);
+
+	rep = load(rjson);
+	report = load(mjson);
+	cr_assert_eq(jint(jget(rep, "lost"), "ringbuf"), 0, "records were lost: the counts cannot be exact");
+	vm = json_array_get(jget(report, "vms"), 0);
+	rvm = find_by(jget(rep, "vms"), "vm", jget(vm, "name"));
+	cr_assert_not_null(rvm, "vcpustat saw VM peer");
+	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+		const char *r = open_exit_at_end(sht, "peer", jint(vcpu, "index"), buf, sizeof(buf));
+
+		if (r)
+			json_object_set_new(opened, r, json_integer(jint0(opened, r) + 1));
+	}
+	n = perf_exits(prep, pe, 64);
+	cr_assert_gt(n, 0, "perf kvm stat report printed no exit: see %s", prep);
+	fprintf(stderr, "kvmlab: microvm %s under perf kvm stat record and vcpustat record:\n", args);
+	fprintf(stderr, "kvmlab:   %-12s %8s %8s %8s %12s %12s\n", "reason", "vcpustat", "perf", "open", "mean vcpustat",
+		"mean perf");
+	json_array_foreach(jget(rvm, "exits"), i, e) {
+		const char *reason = json_string_value(jget(e, "reason"));
+		long long count = jint(e, "count"), perf = 0;
+		double perf_avg = 0;
+
+		for (int k = 0; k < n; k++)
+			if (!strcmp(pe[k].reason, reason)) {
+				perf = pe[k].samples;
+				perf_avg = pe[k].avg_us;
+			}
+		fprintf(stderr, "kvmlab:   %-12s %8lld %8lld %8lld %10.2fus %10.2fus\n", reason, count, perf,
+			jint0(opened, reason), (double)jint(e, "sum_ns") / 1e3 / (double)count, perf_avg);
+		cr_assert_eq(count, perf + jint0(opened, reason),
+			     "%s: vcpustat's count = perf kvm stat's + the exits still open at the vCPUs' end", reason);
+	}
+	for (int k = 0; k < n; k++)
+		cr_assert_gt(table_count(rvm, "exits", pe[k].reason), 0, "perf's reason %s is in vcpustat's table too",
+			     pe[k].reason);
+	json_decref(opened);
 	json_decref(report);
 	json_decref(rep);
 }

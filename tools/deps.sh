@@ -19,6 +19,9 @@ pkgs=(
 	# shipping (docs/install.md): man pages (scdoc renders them, man-db checks
 	# them), bash completion, the Debian package (./build.sh deb) and its checks
 	scdoc man-db bash-completion dpkg-dev debhelper fakeroot lintian systemd
+	# the KVM lab's peer (kvmlab/perf_kvm_stat_...) and bench/kvmlab-overhead.sh: perf kvm stat
+	# (Debian 12's linux-perf is perf 6.1, an ELF binary, no wrapper; it runs in the lab's 6.1 guest)
+	linux-perf
 )
 
 missing=()
