@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include "exit_reasons.h"
 #include "helpers.h"
-#include "names.h"
+#include "model/model.h"
 
 /* The kvm_exit reasons the microvm mix program causes, as vcpustat names them. */
 struct isa_names {
