@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# The KVM lab part of the test suite (docs/kvmlab.md): boot the lab once and
-# run the given tests inside it with tests/tally.sh.
+# The KVM lab part of the test suite (docs/kvmlab.md): run the given test
+# suites inside the lab, one lab session per suite, with tests/tally.sh.
 #
-#   tests/kvmlab.sh BUILD_DIR FILTER
+#   tests/kvmlab.sh BUILD_DIR SUITE...
 #
-# FILTER is a Criterion --filter pattern (tests/run.sh passes the suites that
-# need a KVM whose kvm_entry/kvm_exit fire, and those that need /dev/kvm at
-# all when this machine has none). Prints what tally.sh prints and ends, like
-# it, with `N passed, N failed, N skipped`; exits non-zero on a failure.
+# tests/run.sh passes the suites that need a KVM whose kvm_entry/kvm_exit
+# fire, and those that need /dev/kvm at all when this machine has none. Prints
+# each failure, each skip reason with its count, and ends, like tally.sh,
+# with `N passed, N failed, N skipped`; exits non-zero on a failure.
 #
 # When the lab cannot run here -- QEMU, busybox-static or cpio missing, the
 # guest kernel package not fetchable, or QEMU unable to start -- that is one
 # skip with the reason, never a failure. Once QEMU runs, anything that goes
 # wrong (the guest does not boot, kvm_amd does not load, a test fails or the
-# session times out) is a failure: the lab is this project's own code.
+# session times out) is a failure: the lab is this project's own code. The
+# one exception is a guest kernel that stalls or freezes under QEMU's
+# emulation (docs/kvmlab.md, "Known problems"): that suite runs again in a
+# fresh lab, up to KVMLAB_ATTEMPTS sessions in all (default 3), and the
+# stalls are counted and said.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:?usage: tests/kvmlab.sh BUILD_DIR FILTER}
-filter=${2:?usage: tests/kvmlab.sh BUILD_DIR FILTER}
+dir=${1:?usage: tests/kvmlab.sh BUILD_DIR SUITE...}
+shift
+[ $# -gt 0 ] || { echo "usage: tests/kvmlab.sh BUILD_DIR SUITE..." >&2; exit 2; }
 lab=tools/kvmlab/run
 timeout_s=${KVMLAB_TEST_TIMEOUT:-900}
+attempts=${KVMLAB_ATTEMPTS:-3}
 
 skip() {
 	echo "skipped 1: the KVM lab cannot run here: $*"
@@ -33,55 +39,76 @@ fi
 scratch=$(mktemp -d /tmp/vcpustat-kvmlab-suite.XXXXXX)
 keep=0
 trap '[ "$keep" = 1 ] || rm -rf "$scratch"' EXIT
-out=$scratch/tally.out
-run_lab() {
-	echo "kvmlab: booting the KVM lab for: $filter"
+lines=$scratch/lines # FAILED and skipped lines of every suite
+: > "$lines"
+passed=0 failed=0 skipped=0 stalls=0
+
+# run_suite SUITE N: one lab session (the Nth for SUITE); sets rc, out
+run_suite() {
+	local suite=$1 n=$2 t0
+	out=$scratch/$suite.$n.out
+	echo "kvmlab: booting the KVM lab for the suite $suite${n:+ (session $n)}" >&2
 	t0=$(date +%s)
-	"$lab" --scratch "$scratch" --timeout "$timeout_s" -- \
-		tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --verbose --filter "$filter" 2> "$scratch/lab.err" | tee "$out"
-	rc=${PIPESTATUS[0]}
+	mkdir -p "$scratch/$suite.$n"
+	"$lab" --scratch "$scratch/$suite.$n" --timeout "$timeout_s" -- \
+		tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --verbose --filter "$suite/*" \
+		> "$out" 2> "$scratch/$suite.$n.err"
+	rc=$?
 	# Criterion's --verbose: each test's start ([RUN ]) and end, so a session
-	# that times out names the test it was in; less the suites --filter left out
-	grep -avE ': Test is disabled$|^\[====\] Running [0-9]+ tests? from ' "$scratch/lab.err" >&2
-	echo "kvmlab: the lab session took $(($(date +%s) - t0)) s" >&2 # stderr: the counts stay the last line
+	# that stops names the test it was in; less the suites --filter left out
+	grep -avE ': Test is disabled$|^\[====\] Running [0-9]+ tests? from ' "$scratch/$suite.$n.err" >&2
+	echo "kvmlab: the session took $(($(date +%s) - t0)) s" >&2
 }
-run_lab
-if [ "$rc" = 126 ]; then
-	# docs/kvmlab.md, "Known problems": a guest kernel stall, cause unknown; once, not twice
-	echo "kvmlab: the guest kernel stalled ($(grep -m1 'stalled' "$scratch/lab.err" | sed 's/^kvmlab: the guest kernel stalled: //')); running the lab's tests once more in a fresh lab"
-	mv "$scratch/.kvmlab" "$scratch/.kvmlab.stalled"
-	run_lab
-fi
-case $rc in
-0 | 1)
-	# tally.sh's own verdict; its last line has the counts
-	tail -1 "$out" | grep -qE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' || {
-		echo "FAILED: the KVM lab session ended without the suite's summary (exit status $rc)"
-		echo "0 passed, 1 failed, 0 skipped"
-		exit 1
-	}
-	exit "$rc"
-	;;
-125)
-	if [ ! -s "$scratch/.kvmlab/booted" ] && [ -s "$scratch/.kvmlab/qemu.log" ]; then
-		skip "QEMU could not start: $(head -1 "$scratch/.kvmlab/qemu.log")"
-	fi
+
+# lab_failed SUITE N WHY: a failure of the lab itself, its files kept
+lab_failed() {
 	keep=1
-	echo "FAILED: the KVM lab failed (exit status 125, its message above; console: $scratch/.kvmlab/console.log)"
-	;;
-126)
-	keep=1
-	echo "FAILED: the KVM lab's guest kernel stalled twice (console: $scratch/.kvmlab/console.log)"
-	;;
-124)
-	keep=1
-	echo "FAILED: the KVM lab session timed out after $timeout_s s (KVMLAB_TEST_TIMEOUT; console: $scratch/.kvmlab/console.log)"
-	# a guest kernel that stopped making progress says so on its console
-	tr -d '\r' < "$scratch/.kvmlab/console.log" | grep -E 'soft lockup|rcu.*stall' | head -3
-	;;
-*)
-	echo "FAILED: the KVM lab session ended with exit status $rc"
-	;;
-esac
-echo "0 passed, 1 failed, 0 skipped"
-exit 1
+	echo "FAILED: $3 (console: $scratch/$1.$2/.kvmlab/console.log)" | tee -a "$lines"
+	failed=$((failed + 1))
+}
+
+for suite in "$@"; do
+	for n in $(seq 1 "$attempts"); do
+		run_suite "$suite" "$n"
+		[ "$rc" = 126 ] || break
+		# docs/kvmlab.md, "Known problems": the guest kernel stalled or froze under emulation
+		stalls=$((stalls + 1))
+		echo "kvmlab: $(grep -a -m1 -E 'stalled|froze' "$scratch/$suite.$n.err" | sed 's/^kvmlab: //')" >&2
+		[ "$n" -lt "$attempts" ] && echo "kvmlab: running the suite $suite again in a fresh lab" >&2
+	done
+	case $rc in
+	0 | 1)
+		# tally.sh's own verdict: its lines, and its counts last
+		if ! tail -1 "$out" | grep -qE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$'; then
+			lab_failed "$suite" "$n" "the KVM lab session of $suite ended without the suite's summary (exit status $rc)"
+			continue
+		fi
+		grep -E '^(FAILED|skipped [0-9]+):' "$out" >> "$lines"
+		read -r p f s < <(tail -1 "$out" | awk '{ print $1, $3, $5 }')
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+		;;
+	125)
+		if [ ! -s "$scratch/$suite.$n/.kvmlab/booted" ] && [ -s "$scratch/$suite.$n/.kvmlab/qemu.log" ]; then
+			skip "QEMU could not start: $(head -1 "$scratch/$suite.$n/.kvmlab/qemu.log")"
+		fi
+		lab_failed "$suite" "$n" "the KVM lab failed for $suite (exit status 125, its message above)"
+		;;
+	126)
+		lab_failed "$suite" "$n" "the KVM lab's guest kernel stalled or froze in all $attempts sessions of $suite"
+		;;
+	124)
+		lab_failed "$suite" "$n" "the KVM lab session of $suite timed out after $timeout_s s (KVMLAB_TEST_TIMEOUT)"
+		;;
+	*)
+		lab_failed "$suite" "$n" "the KVM lab session of $suite ended with exit status $rc"
+		;;
+	esac
+done
+
+[ "$stalls" -gt 0 ] && echo "kvmlab: the guest stalled or froze in $stalls session(s); those suites ran again in a fresh lab"
+grep '^FAILED' "$lines"
+# each skip reason once, with its count over the suites
+awk '/^skipped [0-9]+: / { n = $2 + 0; sub(/^skipped [0-9]+: /, ""); if (!($0 in c)) o[k++] = $0; c[$0] += n }
+	END { for (i = 0; i < k; i++) printf "skipped %d: %s\n", c[o[i]], o[i] }' "$lines"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
