@@ -138,18 +138,13 @@ static bool has_json_output(const char *command)
 	return false;
 }
 
-static int run(int argc, char **argv)
+/* args: a copy of argv with room for the JSON option and the NULL (main frees it) */
+static int run(int argc, char **argv, char **args)
 {
 	const struct command *cmd = NULL;
 	bool json = false;
-	char **args;
 	size_t i;
 
-	args = calloc((size_t)argc + 4, sizeof(*args)); /* room for the JSON option and the NULL */
-	if (!args) {
-		cli_err("out of memory");
-		return CLI_FAIL;
-	}
 	memcpy(args, argv, (size_t)argc * sizeof(*args));
 	argv = args;
 	argc = global_options(argc, argv, &json);
@@ -187,5 +182,14 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	return finish_stdout(run(argc, argv));
+	char **args = calloc((size_t)argc + 4, sizeof(*args));
+	int ret;
+
+	if (!args) {
+		cli_err("out of memory");
+		return CLI_FAIL;
+	}
+	ret = finish_stdout(run(argc, argv, args));
+	free(args);
+	return ret;
 }

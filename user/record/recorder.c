@@ -773,14 +773,15 @@ int recorder_attr(struct recorder *r, const char *path, uint32_t *attr, struct v
 	return 0;
 }
 
-int recorder_set(struct recorder *r, uint32_t attr, uint64_t ts, const struct sht_value *v,
-		 struct vcpustat_error *err)
+/* A value into the reorder window; advance: it moves the window like a record. */
+static int queue_value(struct recorder *r, uint32_t attr, uint64_t ts, const struct sht_value *v, bool advance,
+		       struct vcpustat_error *err)
 {
 	struct pending p = { 0 };
 	int e;
 
 	if (attr >= r->nattrs || (v->type != SHT_NULL && v->type != SHT_INT && v->type != SHT_STR))
-		return verror(err, -EINVAL, "recorder_set: bad attribute %u or value type %d", attr, (int)v->type);
+		return verror(err, -EINVAL, "bad attribute %u or value type %d", attr, (int)v->type);
 	p.val.ts = ts;
 	p.val.attr = attr;
 	p.val.type = (uint8_t)v->type;
@@ -792,9 +793,15 @@ int recorder_set(struct recorder *r, uint32_t attr, uint64_t ts, const struct sh
 	e = heap_push(r, &p.rec);
 	if (e)
 		return verror(err, e, "out of memory");
-	if (ts > r->max_ts)
+	if (advance && ts > r->max_ts)
 		r->max_ts = ts;
 	return drain(r, false, err);
+}
+
+int recorder_set(struct recorder *r, uint32_t attr, uint64_t ts, const struct sht_value *v,
+		 struct vcpustat_error *err)
+{
+	return queue_value(r, attr, ts, v, true, err);
 }
 
 const char *recorder_vm_path(struct recorder *r, uint32_t tgid)
@@ -802,24 +809,19 @@ const char *recorder_vm_path(struct recorder *r, uint32_t tgid)
 	return vm_path_name(r, tgid);
 }
 
+/*
+ * The lost count at mono time t, ordered with the records by (ts, arrival) in
+ * the reorder window, and, unlike a record, without moving the window: the
+ * live recorder calls this at wall-clock ticks, replay at the capture's
+ * timestamps, and a tick ahead of records still in the ring would otherwise
+ * push those records out of the window (clamped as late) in one and not in
+ * the other, so that replay would not give the live recording's file.
+ */
 int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat_error *err)
 {
-	uint64_t rel;
-	int e;
+	struct sht_value v = { .type = SHT_INT, .i = (int64_t)lost };
 
-	/* everything before t goes first, so /meta/lost lines up with the records */
-	if (t > r->max_ts)
-		r->max_ts = t;
-	e = drain(r, false, err);
-	if (e)
-		return e;
-	rel = t > r->o.mono_start_ns ? t - r->o.mono_start_ns : 0;
-	if (rel < r->last_t)
-		rel = r->last_t;
-	e = begin(r);
-	if (!e)
-		e = set_int(r, r->lost_attr, rel, (int64_t)lost);
-	return e ? verror(err, e, "%s: %s", r->path, strerror(-e)) : 0;
+	return queue_value(r, (uint32_t)r->lost_attr, t, &v, false, err);
 }
 
 int recorder_flush(struct recorder *r, struct vcpustat_error *err)
