@@ -81,6 +81,23 @@ static size_t read_json_lines(int fd, json_t **docs, size_t max)
 	return n;
 }
 
+/*
+ * Wait for vcpustat's first JSON line on fd (it is attached then, however
+ * long loading its programs took: seconds under emulation), read byte by
+ * byte so that nothing after it is taken from read_json_lines.
+ */
+static void wait_first_line(int fd)
+{
+	char c = 0;
+	size_t n = 0;
+
+	while (c != '\n') {
+		cr_assert_eq(read(fd, &c, 1), 1, "vcpustat ended before its first report");
+		n++;
+	}
+	cr_assert_gt(n, 1, "an empty first line");
+}
+
 /* ---- schedstat sampling, to read the kernel's accounting at vcpustat's instants ---- */
 
 #define MAX_TIDS 8
@@ -303,9 +320,9 @@ Test(e2e, idle_time_matches_microvm_halt_accounting, .timeout = 120)
 	cr_assert_geq(fd, 0);
 	close(fd);
 
-	char *top_argv[] = { vcpustat, "-j", "-n", "10", "-d", "0.5", "--vm", "e2e-idle", NULL };
+	char *top_argv[] = { vcpustat, "-j", "-n", "14", "-d", "0.5", "--vm", "e2e-idle", NULL };
 	top = spawn(top_argv, &out);
-	usleep(700000); /* attached before the VM starts: its whole life is seen */
+	wait_first_line(out); /* attached before the VM starts: its whole life is seen */
 	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "1", "--pin", "1", "--busy-us", "1000", "--idle-us",
 			     "4000", "--duration", "2.5", "-name", "e2e-idle", "--json", report, NULL };
 	vmm = spawn(vmm_argv, NULL);
