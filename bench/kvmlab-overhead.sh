@@ -93,7 +93,7 @@ command -v perf > /dev/null || { echo "kvmlab-overhead: perf is missing (Debian 
 scratch=$(mktemp -d /tmp/vcpustat-kvmlab-bench.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 echo "# $(date -u +%FT%TZ); host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, kernel $(uname -r); /dev/kvm: $([ -c /dev/kvm ] && echo yes || echo no)"
-tools/kvmlab/run --scratch "$scratch" -- bash -c \
+tools/kvmlab/run --tcg-threads multi --scratch "$scratch" -- bash -c \
 	'echo "# lab guest: kernel $(uname -r), $(nproc) CPUs, $(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed "s/^ //"); perf $(perf version | cut -d" " -f3)"; exec "$0" --inside "$@"' \
 	"$PWD/bench/kvmlab-overhead.sh" "$PWD/$build" "$rounds" "$secs"
 echo "# microvm --vcpus 1 --pin 0 --mix all --idle-us 0 --duration $secs; $rounds rounds, modes alternated"
