@@ -586,3 +586,106 @@ Test(robust, rows8_to_10_messages_name_what_was_wrong, .timeout = 120)
 	unlink(txt);
 	unlink(sht);
 }
+
+/* ---- row 11: one exit status policy (docs/cli.md, "Exit status") ---- */
+
+/*
+ * 2 for what the user asked wrongly (an unknown option, a bad value, a
+ * missing or extra argument, a time that cannot be parsed or is outside the
+ * file, a selection that matches nothing), 1 for what went wrong doing it (a
+ * file that cannot be read), in every command. Run before anything needs
+ * privileges: none of these gets as far as loading BPF.
+ */
+Test(robust, row11_one_exit_status_policy_in_every_command, .timeout = 300)
+{
+	const char *txt = tmp_path("policy-t.txt"), *sht = tmp_path("policy-t.sht"), *out = tmp_path("policy-out");
+	const char *missing = "/nonexistent/vcpustat-policy.sht";
+	static const char *const cmds[] = { "top", "record", "report", "export", "serve", "plot", "query",
+					    "check", "import", "sync", "replay" };
+	struct run r;
+
+	make_trace(txt, sht, 2000);
+	/* an unknown option: 2, in every command */
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		RUN(&r, cmds[i], "--no-such-option");
+		cr_expect_eq(r.status, 2, "%s --no-such-option: exit %d (%s)", cmds[i], r.status, r.err);
+	}
+	/* bad values and arguments: 2 */
+	struct {
+		const char *argv[8];
+	} usage[] = {
+		{ { "query", sht, "--at", "-5" } },
+		{ { "query", sht, "--at", "banana" } },
+		{ { "query", sht, "--at", "1000000s" } },
+		{ { "query", sht, "--path", "/no/such/attribute" } },
+		{ { "query", sht, "--path", "/**", "--from", "soon" } },
+		{ { "query" } },
+		{ { "query", sht, sht } },
+		{ { "report", sht, "--from", "-1" } },
+		{ { "report", sht, "--from", "1000000s" } },
+		{ { "report", sht, "--vm", "nosuchvm" } },
+		{ { "report" } },
+		{ { "export", "--file", sht, "--from", "banana" } },
+		{ { "export", "--file", sht, "-f", "xml" } },
+		{ { "export", "--file", sht, "--vm", "nosuchvm" } },
+		{ { "plot", sht, "--from", "banana", "-o", out } },
+		{ { "plot", sht } },
+		{ { "top", "--file", sht, "--at", "banana", "-b" } },
+		{ { "top", "-d", "0" } },
+		{ { "top", "-n", "-3" } },
+		{ { "record", "--duration", "banana", "-o", out } },
+		{ { "record" } },
+		{ { "serve", "--listen", "nowhere" } },
+		{ { "serve", "--cache-ms", "-1" } },
+		{ { "check" } },
+		{ { "check", sht, "--in-place" } },
+		{ { "import", "--host", txt } },
+		{ { "import", "--host", txt, "-o", out, "--isa", "arm" } },
+		{ { "sync" } },
+		{ { "replay", sht } },
+	};
+	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
+		const char *argv[10] = { vcpustat_bin() };
+		char shown[512] = "";
+
+		for (size_t k = 0; usage[i].argv[k]; k++) {
+			argv[k + 1] = usage[i].argv[k];
+			strncat(shown, " ", sizeof(shown) - strlen(shown) - 1);
+			strncat(shown, usage[i].argv[k], sizeof(shown) - strlen(shown) - 1);
+		}
+		run_io(&r, argv, NULL, NULL, 120);
+		cr_expect_eq(r.status, 2, "vcpustat%s: exit %d, not 2 (a usage error): %s", shown, r.status, r.err);
+		cr_expect_neq(r.err[0], 0, "vcpustat%s: no message", shown);
+	}
+	/* an input that cannot be read: 1 */
+	{
+		struct {
+			const char *argv[8];
+		} fail[] = {
+			{ { "query", missing } },
+			{ { "report", missing } },
+			{ { "export", "--file", missing } },
+			{ { "plot", missing, "-o", out } },
+			{ { "check", missing } },
+			{ { "top", "--file", missing, "-b" } },
+			{ { "import", "--host", missing, "-o", out } },
+			{ { "sync", "--pairs", missing } },
+			{ { "replay", missing, "-o", out } },
+		};
+
+		for (size_t i = 0; i < sizeof(fail) / sizeof(fail[0]); i++) {
+			const char *argv[10] = { vcpustat_bin() };
+
+			for (size_t k = 0; fail[i].argv[k]; k++)
+				argv[k + 1] = fail[i].argv[k];
+			run_io(&r, argv, NULL, NULL, 120);
+			cr_expect_eq(r.status, 1, "vcpustat %s %s: exit %d, not 1 (a runtime error): %s", fail[i].argv[0],
+				     fail[i].argv[1], r.status, r.err);
+			cr_expect(strstr(r.err, missing), "vcpustat %s: the message names the file: %s", fail[i].argv[0],
+				  r.err);
+		}
+	}
+	unlink(txt);
+	unlink(sht);
+	unlink(out);
+}

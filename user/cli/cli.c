@@ -275,3 +275,10 @@ int cli_parse_seconds(const char *opt, const char *arg, double min_s, double max
 		*secs = (double)ns / 1e9;
 	return e;
 }
+
+void cli_usage_exit_status(FILE *out)
+{
+	fputs("\nExit status: 0 done; 1 doing it failed (a file, the kernel); 2 what was asked is wrong\n"
+	      "(an option, a value, a time, a selection that matches nothing); 77 missing privileges.\n",
+	      out);
+}

@@ -34,8 +34,15 @@ extern const char *cli_prog; /* "vcpustat" */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Exit codes */
+/*
+ * Exit codes, one policy in every command (docs/vcpustat.md, "Exit codes"):
+ * CLI_FAIL when doing it failed (a file, the kernel), CLI_USAGE when what was
+ * asked is wrong (an option, a value, a time, a selection that matches
+ * nothing), CLI_NOPERM for missing privileges.
+ */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOPERM = 77 };
+/* The last paragraph of every command's --help: that policy. */
+void cli_usage_exit_status(FILE *out);
 
 /* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
 int cmd_top(int argc, char **argv);

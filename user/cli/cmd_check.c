@@ -37,6 +37,7 @@ static void usage(FILE *out)
 		"  --json      JSON output for scripts\n"
 		"  -h, --help  this help\n",
 		cli_prog, cli_prog);
+	cli_usage_exit_status(out);
 }
 
 static json_t *report_json(const char *file, const struct sht_check_report *rep)

@@ -51,6 +51,7 @@ static void usage(FILE *f)
 		"  %s export --every 15 -o /var/lib/prometheus/node-exporter/vcpustat.prom\n"
 		"  %s export --file day.sht --from 14:00 --to 15:00 -f json\n",
 		cli_prog, cli_prog, METRICS_TOP_CULPRITS, cli_prog, cli_prog, cli_prog, cli_prog);
+	cli_usage_exit_status(f);
 }
 
 /* Sleep until CLOCK_MONOTONIC deadline (ns) or a signal. */

@@ -49,6 +49,7 @@ static void usage(FILE *f)
 		"Exit status: 0 written, 1 an input or output error (a malformed line names its\n"
 		"file and line), 2 bad options.\n",
 		cli_prog);
+	cli_usage_exit_status(f);
 }
 
 static int parse_u32(const char *s, uint32_t *v)

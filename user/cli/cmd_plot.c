@@ -38,6 +38,7 @@ static void usage(FILE *f)
 		"  -v, --verbose        libbpf's log on stderr\n"
 		"  -h, --help           this help\n",
 		cli_prog, cli_prog, PLOT_MAX_BUCKETS);
+	cli_usage_exit_status(f);
 }
 
 static int write_svg(const struct plot_doc *d, const char *path)

@@ -52,6 +52,7 @@ static void usage(FILE *out)
 		"Intervals are [start, end): a value holds from its start up to, not including,\n"
 		"its end. An empty value (null) is shown as '-'.\n",
 		cli_prog);
+	cli_usage_exit_status(out);
 }
 
 static const char *value_name(const struct sht_reader *r, uint32_t attr, const struct sht_value *v)
@@ -380,17 +381,20 @@ int cmd_query(int argc, char **argv)
 		if (select_attrs(r, path, want, &nsel)) {
 			cli_err("%s: no attribute %s (`%s query %s --path '/**'` lists them all)", file, path, cli_prog,
 				file);
+			ret = CLI_USAGE;
 			goto out;
 		}
 	}
 	if (at) {
 		if (sht_parse_time(r, at, &t, &err)) {
-			cli_err("%s", err.msg);
+			cli_err("--at: %s", err.msg);
+			ret = CLI_USAGE;
 			goto out;
 		}
 		if (t > sht_get_info(r)->end) {
-			cli_err("%s: time %s is after the end of the history (%llu ns since the start)", file, at,
+			cli_err("--at %s: after the end of the history of %s (%llu ns since the start)", at, file,
 				(unsigned long long)sht_get_info(r)->end);
+			ret = CLI_USAGE;
 			goto out;
 		}
 		ret = show_at(r, file, t, want, cli_json, utc);
@@ -399,6 +403,7 @@ int cmd_query(int argc, char **argv)
 		t2 = sht_get_info(r)->end;
 		if ((from && sht_parse_time(r, from, &t1, &err)) || (to && sht_parse_time(r, to, &t2, &err))) {
 			cli_err("%s", err.msg);
+			ret = CLI_USAGE;
 			goto out;
 		}
 		if (t1 > t2) {

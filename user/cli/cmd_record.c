@@ -51,6 +51,7 @@ static void usage(FILE *f)
 		"reported. The file is readable at any time up to its last sealed node, also if\n"
 		"vcpustat is killed.\n",
 		cli_prog);
+	cli_usage_exit_status(f);
 }
 
 /* "64M" -> bytes; -1 if malformed. */

@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"  -o, --output FILE   the .sht file to write\n"
 		"  -q, --quiet         no summary\n",
 		cli_prog);
+	cli_usage_exit_status(f);
 }
 
 struct replay_ctx {

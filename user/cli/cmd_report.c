@@ -30,6 +30,7 @@ static void usage(FILE *f)
 		"import` with guest traces also show, per guest thread, the time it lost to the\n"
 		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
 		cli_prog);
+	cli_usage_exit_status(f);
 }
 
 int cmd_report(int argc, char **argv)

@@ -41,6 +41,7 @@ static void usage(FILE *f)
 		"\n"
 		"Example scrape config, a systemd unit and PromQL for capacity planning: docs/export.md.\n",
 		cli_prog, HTTPD_DEFAULT_LISTEN, METRICS_TOP_CULPRITS);
+	cli_usage_exit_status(f);
 }
 
 int cmd_serve(int argc, char **argv)

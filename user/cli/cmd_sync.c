@@ -46,6 +46,7 @@ static void usage(FILE *out)
 		"Exit status: 0 once the file is read (whatever the quality), 1 if it cannot be\n"
 		"read or a line is malformed, 2 for bad options. docs/sync.md explains it all.\n",
 		cli_prog, cli_prog);
+	cli_usage_exit_status(out);
 }
 
 /* A pairs file is small: read from a pipe or a device, at most this much. */

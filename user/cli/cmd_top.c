@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		"Home/End, t jump to a time, 1/2/3 play at 1x/10x/100x. The live view needs root\n"
 		"(CAP_BPF + CAP_PERFMON) and kernel BTF; --file needs neither.\n",
 		cli_prog, cli_prog);
+	cli_usage_exit_status(f);
 }
 
 /* ---- demo: tools/microvm next to this binary, plus a CPU hog ---- */

@@ -50,6 +50,7 @@ static void usage(FILE *out)
 		"  -p, --pretty  indent JSON output\n"
 		"\n`%s COMMAND --help` explains each command. `%s --version` prints the version.\n",
 		cli_prog, cli_prog);
+	cli_usage_exit_status(out);
 }
 
 /*
