@@ -475,7 +475,7 @@ Test(e2e, bad_options_are_refused_clearly)
 	n = fread(out, 1, sizeof(out) - 1, p);
 	pclose(p);
 	out[n] = '\0';
-	cr_assert(strstr(out, "-d -3: the delay is a number of seconds"), "%s", out);
+	cr_assert(strstr(out, "-d -3: a duration from 0.01s to 86400s"), "%s", out);
 	cr_assert(strstr(out, "-n x: the number of refreshes must be a positive integer"), "%s", out);
 	cr_assert(strstr(out, "unknown command 'frobnicate'"), "%s", out);
 	cr_assert(strstr(out, "-b and -j exclude each other"), "%s", out);

@@ -415,10 +415,16 @@ Test(record, rotation_keeps_the_newest_files_each_complete, .timeout = 120)
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_unavailable());
 	cr_assert_not_null(mkdtemp(dir));
-	vmm = start_microvm("rec-rot", "1", 5.0);
+	/*
+	 * The VM outlives the recording, however long loading the programs
+	 * takes (seconds under emulation: with a 5 s VM, the KVM lab once saw
+	 * it end before the last file began, which then had no vCPU at all).
+	 */
+	vmm = start_microvm("rec-rot", "1", 30.0);
 	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat record -q -o %s/cap.sht --rotate-every 1s --keep 2 --duration 3.5",
 		 build_dir(), dir);
 	cr_assert_eq(run(cmd), 0);
+	kill(vmm, SIGTERM);
 	wait_exit(vmm);
 	d = opendir(dir);
 	while ((de = readdir(d))) {

@@ -19,7 +19,7 @@ _vcpustat_options() # COMMAND: its options
 		-v --verbose -h --help" ;;
 	plot) echo "-o --output --from --to -b --buckets --live -i --interval --vm -v --verbose -h --help" ;;
 	query) echo "--at --path --from --to --json --utc -h --help" ;;
-	check) echo "--repair --json -h --help" ;;
+	check) echo "--repair -o --output --in-place --json -h --help" ;;
 	replay) echo "-o --output -q --quiet" ;;
 	import) echo "--host --guest -o --output --vm-name --vm --lenient --isa --cpus --meta -j --json
 		-q --quiet" ;;

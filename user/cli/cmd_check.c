@@ -32,7 +32,8 @@ static void usage(FILE *out)
 		"              damaged nodes is written again from every intact node (a damaged node\n"
 		"              loses only the intervals it held). Says how many intervals were kept.\n"
 		"              A good closed file is not copied.\n"
-		"  -o FIXED.sht  where --repair writes (a new file, written atomically; never FILE)\n"
+		"  -o, --output FIXED.sht  where --repair writes (a new file, written atomically;\n"
+		"              never FILE)\n"
 		"  --in-place  --repair replaces FILE and keeps the original as FILE.orig\n"
 		"  --json      JSON output for scripts\n"
 		"  -h, --help  this help\n",
