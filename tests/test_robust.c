@@ -4,6 +4,7 @@
  * interval, no output overwrites an input, endless inputs are bounded, every
  * write is checked, and the messages name what was wrong.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -688,4 +689,71 @@ Test(robust, row11_one_exit_status_policy_in_every_command, .timeout = 300)
 	unlink(txt);
 	unlink(sht);
 	unlink(out);
+}
+
+/* ---- item 1: outputs stay atomic ---- */
+
+/* Files in dir whose name has ".tmp." (outfile.c's temporary files). */
+static int temp_files_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		n += strstr(e->d_name, ".tmp.") != NULL;
+	closedir(d);
+	return n;
+}
+
+/*
+ * An import that fails half-way (a malformed line after 300 kB of good ones)
+ * leaves an existing output byte for byte as it was and no temporary file;
+ * one that succeeds replaces it whole. Before, the half-written recording
+ * replaced the target.
+ */
+Test(robust, a_failed_import_leaves_the_existing_output_as_it_was, .timeout = 120)
+{
+	char dir[] = "/tmp/vcpustat-robust-atomic-XXXXXX", txt[256], bad[256], out[256], buf[64];
+	struct run r;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(txt, sizeof(txt), "%s/t.txt", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.txt", dir);
+	snprintf(out, sizeof(out), "%s/out.sht", dir);
+	make_trace(txt, NULL, 20000);
+	{ /* the good trace with one malformed line in its middle */
+		char cmd[1024], o[256];
+
+		snprintf(cmd, sizeof(cmd),
+			 "head -c 300000 '%s' > '%s' && echo 'sched_switch: not a trace line' >> '%s' && "
+			 "tail -c +300001 '%s' >> '%s'",
+			 txt, bad, bad, txt, bad);
+		cr_assert_eq(run_shell(cmd, o, sizeof(o)), 0, "%s", o);
+	}
+	f = fopen(out, "w");
+	cr_assert_not_null(f);
+	fputs("the user's file\n", f);
+	fclose(f);
+	RUN(&r, "import", "--host", bad, "-o", out);
+	cr_assert_eq(r.status, 1, "a malformed line fails the import: %s", r.err);
+	cr_assert(strstr(r.err, "bad.txt:"), "the message names the trace and line: %s", r.err);
+	f = fopen(out, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	cr_assert_null(fgets(buf + strlen(buf), (int)(sizeof(buf) - strlen(buf)), f), "nothing after the line");
+	fclose(f);
+	cr_assert_str_eq(buf, "the user's file\n", "the existing output is untouched");
+	cr_assert_eq(temp_files_in(dir), 0, "no temporary file is left behind");
+	RUN(&r, "import", "--host", txt, "-o", out);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	RUN(&r, "check", out);
+	cr_assert_eq(r.status, 0, "the replaced output is a whole, good recording: %s", r.out);
+	cr_assert_eq(temp_files_in(dir), 0, "no temporary file is left behind");
+	unlink(txt);
+	unlink(bad);
+	unlink(out);
+	rmdir(dir);
 }

@@ -147,6 +147,7 @@ int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	ro.path = out;
+	ro.atomic = true; /* a failed replay leaves no half file, and an existing one as it was */
 	ro.mono_start_ns = info->mono_start_ns;
 	ro.real_start_ns = info->real_start_ns;
 	replay_meta_fill(&meta, info->meta);

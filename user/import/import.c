@@ -827,6 +827,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	ro.thread_name = thread_name_cb;
 	ro.ctx = im;
 	ro.no_sync = o->no_sync;
+	ro.atomic = true; /* a failed import leaves no half file, and an existing one as it was */
 	e = recorder_open(&im->rec, &ro, err);
 	if (e)
 		return e;

@@ -46,6 +46,13 @@ struct recorder_opts {
 	uint64_t rotate_ns;  /* rotate after this much time (0: never) */
 	unsigned int keep;   /* with rotation: keep this many files, delete older ones (0: all) */
 	bool no_sync;	     /* no fdatasync at close (tests, benchmarks) */
+	/*
+	 * The file appears only whole (import, replay): it is written under a
+	 * temporary name next to path and renamed over path when the recorder
+	 * closes successfully; a failure, or a recorder freed on an error path,
+	 * removes it and leaves path as it was. Not with rotation.
+	 */
+	bool atomic;
 };
 
 /*
@@ -78,7 +85,11 @@ int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat
 /* Make what has been recorded up to now durable in the current file (seal its open node). */
 int recorder_flush(struct recorder *r, struct vcpustat_error *err);
 
-/* Drain the reorder window, end every interval at end_mono_ns, close the file. Frees r. */
+/*
+ * Drain the reorder window, end every interval at end_mono_ns, close the file.
+ * Frees r. The error path: an atomic recording's file is removed (path stays
+ * as it was); only recorder_finish() puts it in place.
+ */
 int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_error *err);
 
 struct recorder_stats {

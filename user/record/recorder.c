@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/util.h"
@@ -71,6 +72,7 @@ struct recorder {
 	struct recorder_opts o;
 	struct sht_writer *w;
 	char path[4096];
+	char tmp[4096]; /* opts.atomic: the file being written, renamed to path at the end */
 	char **files; /* files written, oldest first (rotation) */
 	size_t nfiles;
 	uint64_t file_start; /* t of the current file's first instant */
@@ -256,7 +258,20 @@ static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 	int e;
 
 	file_name(r, t, r->path, sizeof(r->path));
-	e = sht_writer_create(&r->w, r->path, &wo, err);
+	if (r->o.atomic) {
+		int fd = outfile_temp(r->path, r->tmp, sizeof(r->tmp), err);
+
+		if (fd < 0)
+			return fd;
+		close(fd); /* the writer opens it again */
+		e = sht_writer_create(&r->w, r->tmp, &wo, err);
+		if (e) {
+			unlink(r->tmp);
+			r->tmp[0] = 0;
+		}
+	} else {
+		e = sht_writer_create(&r->w, r->path, &wo, err);
+	}
 	if (e)
 		return e;
 	r->file_start = t;
@@ -852,6 +867,8 @@ static void recorder_free(struct recorder *r)
 		return;
 	if (r->w)
 		sht_writer_abandon(r->w);
+	if (r->tmp[0])
+		unlink(r->tmp); /* opts.atomic, not committed: path is as it was */
 	for (size_t i = 0; i < r->nattrs; i++)
 		free(r->attrs[i].path);
 	free(r->attrs);
@@ -881,6 +898,10 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	if (!r)
 		return verror(err, -ENOMEM, "out of memory");
 	r->o = *opts;
+	if (r->o.atomic && (r->o.max_bytes || r->o.rotate_ns)) {
+		free(r);
+		return verror(err, -EINVAL, "%s: an atomic recording does not rotate", opts->path);
+	}
 	if (!r->o.reorder_ns)
 		r->o.reorder_ns = REORDER_DEFAULT_NS;
 	e = hashmap_init(&r->vcpus, sizeof(uint32_t), sizeof(struct vcpu_attrs), 0);
@@ -924,7 +945,8 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	return 0;
 }
 
-int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_error *err)
+/* recorder_close(); commit: an atomic recording's file replaces path (else it is removed) */
+static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, struct vcpustat_error *err)
 {
 	uint64_t t;
 	int e;
@@ -946,8 +968,19 @@ int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_err
 		t = r->last_t + 1;
 	if (!e)
 		e = file_close(r, t, err);
-	recorder_free(r);
+	if (!e && commit && r->tmp[0]) { /* opts.atomic: the whole file, at once */
+		if (chmod(r->tmp, 0644) || rename(r->tmp, r->path))
+			e = verror(err, -errno, "%s: %s", r->path, strerror(errno));
+		else
+			r->tmp[0] = 0;
+	}
+	recorder_free(r); /* an atomic recording's file, unless renamed above, is removed */
 	return e;
+}
+
+int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_error *err)
+{
+	return close_file(r, end_mono_ns, false, err);
 }
 
 int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err)
@@ -957,5 +990,5 @@ int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_
 	*rp = NULL;
 	if (st)
 		recorder_get_stats(r, st);
-	return recorder_close(r, end_mono_ns, err);
+	return close_file(r, end_mono_ns, true, err);
 }
