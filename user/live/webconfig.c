@@ -99,10 +99,11 @@ static yaml_node_t *node(struct loader *l, int i)
 /* An empty value, ~ or null (plain, untagged): the key might as well be absent. */
 static bool is_null(const yaml_node_t *n)
 {
-	const char *v = (const char *)n->data.scalar.value;
+	const char *v;
 
 	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return false;
+	v = (const char *)n->data.scalar.value;
 	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
