@@ -8,11 +8,15 @@ pkgs=(
 	cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libc6-dev
 	# libraries used by user space
 	libncurses-dev libmicrohttpd-dev libjansson-dev libzstd-dev libbabeltrace2-dev
+	# serve --web.config.file: its YAML, TLS (libmicrohttpd's GnuTLS), bcrypt (libxcrypt)
+	libyaml-dev libgnutls28-dev libcrypt-dev
 	# tests: unit framework, sanitizer/fuzzer runtimes, pty UI test, workloads
 	libcap-dev libcriterion-dev libclang-rt-14-dev tmux stress-ng
 	# tests of the exporters: promtool and a real Prometheus server, xmllint for the SVG
 	# (chromium, for an SVG screenshot, is used when installed but not required)
 	prometheus libxml2-utils
+	# tests of serve over TLS (tests/test_serve_tls.c): test certificates made at test time, an HTTPS client
+	openssl curl
 	# the KVM lab (tools/kvmlab, docs/kvmlab.md): QEMU emulating AMD SVM, a static busybox
 	# and cpio for its initramfs (its guest kernel is fetched by tools/kvmlab/run with apt-get download)
 	qemu-system-x86 busybox-static cpio

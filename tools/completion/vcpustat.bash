@@ -15,8 +15,8 @@ _vcpustat_options() # COMMAND: its options
 	report) echo "--from --to --vm -j --json --top" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
 		--top-culprits --vm -v --verbose -h --help" ;;
-	serve) echo "-l --listen -u --user --no-vcpu-labels --top-culprits --vm --cache-ms --refresh
-		-v --verbose -h --help" ;;
+	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms
+		--refresh -v --verbose -h --help" ;;
 	plot) echo "-o --output --from --to -b --buckets --live -i --interval --vm -v --verbose -h --help" ;;
 	query) echo "--at --path --from --to --json --utc -h --help" ;;
 	check) echo "--repair -o --output --in-place --json -h --help" ;;
@@ -90,6 +90,10 @@ _vcpustat()
 		;;
 	serve:-u | serve:--user)
 		COMPREPLY=($(compgen -u -- "$cur"))
+		return
+		;;
+	serve:--web.config.file) # exporter-toolkit's web config (YAML)
+		_filedir '@(yml|yaml)'
 		return
 		;;
 	*:--vm | *:--vm-name | *:--meta | *:--delay | *:--iterations | *:--top | *:--from | *:--to | \

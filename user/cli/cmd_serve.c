@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * vcpustat serve: a Prometheus exporter. Attaches, then serves /metrics
- * (Prometheus text or OpenMetrics) and an HTML page at / over HTTP, each
+ * (Prometheus text or OpenMetrics) and an HTML page at / over HTTP (or
+ * HTTPS with basic auth: --web.config.file, live/webconfig.c), each
  * scrape computed from a fresh read of the maps. Optionally drops to an
  * unprivileged user that keeps only CAP_BPF.
  */
@@ -20,8 +21,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s serve [--listen ADDR:PORT] [--user NAME] [--no-vcpu-labels]\n"
-		"                [--top-culprits N] [--vm NAME|PID]... [--cache-ms MS] [--refresh SEC] [-v]\n"
+		"usage: %s serve [--listen ADDR:PORT] [--user NAME] [--web.config.file FILE]\n"
+		"                [--no-vcpu-labels] [--top-culprits N] [--vm NAME|PID]... [--cache-ms MS]\n"
+		"                [--refresh SEC] [-v]\n"
 		"\n"
 		"A Prometheus exporter: attaches to the scheduler and KVM tracepoints, then serves\n"
 		"the metrics of docs/metrics.md at http://ADDR:PORT/metrics (Prometheus text 0.0.4,\n"
@@ -30,6 +32,9 @@ static void usage(FILE *f)
 		"\n"
 		"  -l, --listen ADDR:PORT  where to listen (default %s; :PORT = every interface)\n"
 		"  -u, --user NAME         after attaching, run as NAME keeping only CAP_BPF\n"
+		"      --web.config.file FILE\n"
+		"                          TLS and basic auth, in the format of Prometheus's exporter-toolkit\n"
+		"                          (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt)\n"
 		"      --no-vcpu-labels    one series per VM instead of per vCPU (big hosts)\n"
 		"      --top-culprits N    culprits named per VM, the rest as \"other\" (default %d)\n"
 		"      --vm NAME|PID       only this VM (repeatable)\n"
@@ -39,7 +44,8 @@ static void usage(FILE *f)
 		"  -v, --verbose           libbpf's log on stderr\n"
 		"  -h, --help              this help\n"
 		"\n"
-		"Example scrape config, a systemd unit and PromQL for capacity planning: docs/export.md.\n",
+		"Example scrape config, a web config file, a systemd unit and PromQL for capacity\n"
+		"planning: docs/export.md.\n",
 		cli_prog, HTTPD_DEFAULT_LISTEN, METRICS_TOP_CULPRITS);
 	cli_usage_exit_status(f);
 }
@@ -51,14 +57,17 @@ int cmd_serve(int argc, char **argv)
 	    {"no-vcpu-labels", no_argument, NULL, 'N'}, {"top-culprits", required_argument, NULL, 'C'},
 	    {"vm", required_argument, NULL, 'V'},	{"cache-ms", required_argument, NULL, 'M'},
 	    {"refresh", required_argument, NULL, 'R'},	{"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
+	    {"web.config.file", required_argument, NULL, 'W'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct vcpustat_options opts = {.record_level = VCPUSTAT_LEVEL_NONE};
 	struct metrics_opts mo = {.top_culprits = METRICS_TOP_CULPRITS};
 	struct httpd_opts ho = {.cache_ms = 250};
 	struct summary_filter filter = {0};
 	struct vcpustat_error err = {0};
-	const char *listen_addr = HTTPD_DEFAULT_LISTEN, *user = NULL, *vm_filter[64];
+	const char *listen_addr = HTTPD_DEFAULT_LISTEN, *user = NULL, *vm_filter[64], *web_file = NULL;
+	struct web_config web = {0};
 	struct metrics_live live;
 	struct httpd *httpd = NULL;
 	struct vcpustat *vs = NULL;
@@ -76,6 +85,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'u':
 			user = optarg;
+			break;
+		case 'W':
+			web_file = optarg;
 			break;
 		case 'N':
 			mo.no_vcpu_labels = true;
@@ -124,20 +136,34 @@ int cmd_serve(int argc, char **argv)
 		cli_err("%s", err.msg);
 		return CLI_USAGE;
 	}
+	/* read while still root (the key can be root's alone), checked before anything is loaded */
+	if (web_file) {
+		if (web_config_load(&web, web_file, &err)) {
+			cli_err("%s", err.msg);
+			return CLI_USAGE;
+		}
+		ho.web = &web;
+		if (web.nr_users && !web.cert_pem)
+			cli_warn("%s: basic auth without tls_server_config: passwords cross the network in clear",
+				 web_file);
+	}
 	/* the port first: a port in use is refused before anything is loaded */
 	if (httpd_listen(listen_addr, &fd, &err)) {
 		cli_err("%s", err.msg);
+		web_config_free(&web);
 		return err.code == -EINVAL ? CLI_USAGE : CLI_FAIL;
 	}
 	ret = cli_open_live(&vs, &opts, verbose, false);
 	if (ret) {
 		close(fd);
+		web_config_free(&web);
 		return ret;
 	}
 	if (metrics_live_init(&live, vs, &mo, &filter)) {
 		cli_err("out of memory");
 		close(fd);
 		vcpustat_close(vs);
+		web_config_free(&web);
 		return CLI_FAIL;
 	}
 	ret = CLI_FAIL;
@@ -154,8 +180,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	cli_catch_stop(false);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "%s: serving http://%s/metrics%s%s\n", cli_prog, httpd_address(httpd), user ? " as user " : "",
-		user ? user : "");
+	fprintf(stderr, "%s: serving %s://%s/metrics%s%s%s\n", cli_prog, web.cert_pem ? "https" : "http",
+		httpd_address(httpd), web.nr_users ? " (basic auth)" : "", user ? " as user " : "", user ? user : "");
 	while (!cli_stop) {
 		struct timespec ts = {.tv_sec = (time_t)refresh,
 				      .tv_nsec = (long)((refresh - (double)(time_t)refresh) * 1e9)};
@@ -173,5 +199,6 @@ out:
 	httpd_stop(httpd);
 	metrics_live_free(&live);
 	vcpustat_close(vs);
+	web_config_free(&web);
 	return ret;
 }

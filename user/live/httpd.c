@@ -224,6 +224,8 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	xml_escape(f, json_string_value(json_object_get(doc, "kernel")));
 	fprintf(f, ", listening on ");
 	xml_escape(f, h->listen_addr);
+	if (h->o.web && h->o.web->cert_pem)
+		fputs(" (HTTPS)", f);
 	if (h->o.user) {
 		fputs(", running as user ", f);
 		xml_escape(f, h->o.user);
@@ -274,6 +276,37 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	return fclose(f) ? -ENOMEM : 0;
 }
 
+/* The request's basic auth credentials, checked against --web.config.file's users. */
+static bool authorized(struct httpd *h, struct MHD_Connection *c)
+{
+	char *password = NULL, *user = MHD_basic_auth_get_username_password(c, &password);
+	bool ok = user && password && web_config_check(h->o.web, user, password);
+
+	if (password) {
+		explicit_bzero(password, strlen(password));
+		MHD_free(password);
+	}
+	if (user)
+		MHD_free(user);
+	return ok;
+}
+
+/* 401 with WWW-Authenticate: Basic realm="vcpustat" */
+static enum MHD_Result unauthorized(struct MHD_Connection *c)
+{
+	static const char msg[] = "401 Unauthorized: user name and password needed\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_basic_auth_fail_response(c, WEB_REALM, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -281,6 +314,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct httpd *h = cls;
 	enum MHD_Result ret;
 
+	/* every path and method, as exporter-toolkit: nothing about the host without the password */
+	if (h->o.web && h->o.web->nr_users && !authorized(h, c))
+		return unauthorized(c);
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	if (!strcmp(url, "/metrics")) {
@@ -339,6 +375,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 #define HTTPD_CONNECTION_LIMIT 512u
 #define HTTPD_PER_IP_LIMIT 16u
 #define HTTPD_IDLE_TIMEOUT_S 5u
+/* TLS 1.2 and 1.3 only: exporter-toolkit's default min_version is TLS 1.2 too */
+#define HTTPD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct httpd_opts *o,
 		struct vcpustat_error *err)
@@ -346,12 +384,32 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 	struct httpd *h = calloc(1, sizeof(*h));
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
+	bool tls = o && o->web && o->web->cert_pem;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	struct MHD_OptionItem options[] = {
+	    {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, HTTPD_CONNECTION_LIMIT, NULL},
+	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTPD_PER_IP_LIMIT, NULL},
+	    {MHD_OPTION_CONNECTION_TIMEOUT, HTTPD_IDLE_TIMEOUT_S, NULL},
+	    /* TLS (or nothing: the list ends here) */
+	    {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? o->web->cert_pem : NULL},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, tls ? o->web->key_pem : NULL},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTPD_TLS_PRIORITIES},
+	    {MHD_OPTION_END, 0, NULL},
+	};
 
 	*out = NULL;
 	if (!h) {
 		close(fd);
 		return verror(err, -ENOMEM, "out of memory");
 	}
+	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		close(fd);
+		free(h);
+		return verror(err, -ENOTSUP, "%s: this libmicrohttpd was built without TLS (GnuTLS)", o->web->path);
+	}
+	if (tls)
+		flags |= MHD_USE_TLS;
 	h->live = l;
 	if (o)
 		h->o = *o;
@@ -364,15 +422,12 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 			snprintf(h->listen_addr, sizeof(h->listen_addr), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
 				 host, port);
 	}
-	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_request, h,
-				     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, HTTPD_CONNECTION_LIMIT,
-				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTPD_PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-				     HTTPD_IDLE_TIMEOUT_S, MHD_OPTION_END);
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 	if (!h->daemon) {
 		close(fd);
 		pthread_mutex_destroy(&h->lock);
 		free(h);
-		return verror(err, -EIO, "cannot start the HTTP server (libmicrohttpd)");
+		return verror(err, -EIO, "cannot start the HTTP%s server (libmicrohttpd)", tls ? "S" : "");
 	}
 	*out = h;
 	return 0;

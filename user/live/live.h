@@ -4,7 +4,8 @@
  * open, load and attach the BPF programs (loader.c), inject synthetic events,
  * read the maps into plain C structs (snapshot.h) and drain the ring buffer;
  * successive windows of the maps for the exporters (sample.c), the exporter's
- * HTTP side (httpd.c), and dropping privileges once attached (privdrop.c).
+ * HTTP side (httpd.c) with its TLS and basic auth configuration
+ * (webconfig.c), and dropping privileges once attached (privdrop.c).
  * Everything else in libvcpustat is offline and builds without this.
  *
  * Functions return 0 (or a count) on success and a negative errno on
@@ -173,9 +174,13 @@ void metrics_live_free(struct metrics_live *l);
 
 #define HTTPD_DEFAULT_LISTEN "127.0.0.1:9477"
 
+struct web_config;
+
 struct httpd_opts {
-	unsigned int cache_ms; /* scrapes within this of the last sample reuse it (0: always sample) */
-	const char *user;      /* shown on the page: the user it runs as (NULL: not shown) */
+	unsigned int cache_ms;	/* scrapes within this of the last sample reuse it (0: always sample) */
+	const char *user;	/* shown on the page: the user it runs as (NULL: not shown) */
+	struct web_config *web; /* TLS and basic auth (webconfig.c; NULL: plain HTTP, no auth); kept by
+				   the server until httpd_stop() */
 };
 
 struct httpd;
@@ -206,6 +211,62 @@ void httpd_stop(struct httpd *h);
 
 /* Which format an HTTP Accept header asks for: OpenMetrics or Prometheus text (exposed for tests). */
 enum metrics_format httpd_negotiate(const char *accept);
+
+/*
+ * ---- webconfig.c: serve --web.config.file, TLS and basic authentication ----
+ * The web configuration file of Prometheus's exporter-toolkit (YAML):
+ *
+ *	tls_server_config:
+ *	  cert_file: server.crt     # relative: to the file's directory
+ *	  key_file: server.key
+ *	basic_auth_users:
+ *	  alice: $2y$10$...         # bcrypt ($2a$, $2b$ or $2y$)
+ *
+ * Unknown keys are refused, as exporter-toolkit's strict unmarshalling does;
+ * the keys of exporter-toolkit that vcpustat does not implement (client
+ * certificates, TLS versions and ciphers, http_server_config) are refused by
+ * name. Everything is read and checked at load: both files readable, a PEM
+ * certificate (chain), an unencrypted PEM key that matches it, well-formed
+ * bcrypt hashes.
+ */
+
+#define WEB_REALM "vcpustat"
+
+struct web_user {
+	char *name;
+	char *hash;			/* bcrypt: $2a$, $2b$ or $2y$, 60 characters */
+	bool verified;			/* verified_mac is set */
+	unsigned char verified_mac[32]; /* HMAC-SHA256 (mac_key) of the last password that matched */
+};
+
+struct web_config {
+	char *path;		    /* the file, for messages */
+	char *cert_file, *key_file; /* as resolved (NULL: no TLS) */
+	char *cert_pem, *key_pem;   /* their contents, NUL-terminated */
+	struct web_user *users;	    /* nr_users == 0: no authentication */
+	size_t nr_users;
+	unsigned char mac_key[32]; /* random, per process */
+	struct crypt_data *crypt;  /* libcrypt's work area */
+};
+
+/*
+ * Read and check path into c. 0, or a negative errno with one sentence in err
+ * naming the file and the line ("web.yml:3: unknown key ..."); c is then
+ * empty (web_config_free is still fine).
+ */
+int web_config_load(struct web_config *c, const char *path, struct vcpustat_error *err);
+void web_config_free(struct web_config *c);
+
+/*
+ * Does password belong to user? bcrypt through libcrypt, its result compared
+ * in constant time; an unknown user costs a bcrypt too (the first user's
+ * hash), so that timing does not tell which names exist. A password that
+ * matched once is remembered as an HMAC under a per-process key and later
+ * matches without a bcrypt (the hash cannot change while c lives). Passwords
+ * over 72 bytes are refused: bcrypt would read only their first 72. One
+ * caller at a time.
+ */
+bool web_config_check(struct web_config *c, const char *user, const char *password);
 
 /*
  * ---- privdrop.c: after the BPF programs are loaded and attached ----
