@@ -86,26 +86,16 @@ int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat
 		close(fd);
 		return e ? verror(err, e, "%s: write: %s", path, strerror(-e)) : 0;
 	}
-	e = temp_name(path, tmp, sizeof(tmp));
-	if (e)
-		return verror(err, e, "%s: path too long", path);
-	fd = mkstemp(tmp);
+	fd = outfile_temp(path, tmp, sizeof(tmp), err);
 	if (fd < 0)
-		return verror(err, -errno, "%s: cannot write there: %s", path, strerror(errno));
+		return fd;
 	e = write_all(fd, buf, len);
-	if (!e && fchmod(fd, 0644))
-		e = -errno;
-	if (!e && fsync(fd))
-		e = -errno;
-	if (close(fd) && !e)
-		e = -errno;
-	if (!e && rename(tmp, path))
-		e = -errno;
 	if (e) {
+		close(fd);
 		unlink(tmp);
 		return verror(err, e, "%s: write: %s", path, strerror(-e));
 	}
-	return 0;
+	return outfile_commit(fd, tmp, path, err);
 }
 
 int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err)
