@@ -53,7 +53,10 @@ deb)
 	rm -rf build-deb
 	mkdir -p "build-deb/vcpustat-$version"
 	tar -c --exclude=./build --exclude='./build-*' --exclude=./.git --exclude='./obj-*' . | tar -x -C "build-deb/vcpustat-$version"
-	(cd "build-deb/vcpustat-$version" && dpkg-buildpackage -b -us -uc -j"$jobs") > build-deb/build.log 2>&1 ||
+	# All CPUs, unless DEB_BUILD_OPTIONS=parallel=N says otherwise (-j would override it).
+	par=-j$jobs
+	case " ${DEB_BUILD_OPTIONS:-} " in *" parallel="*) par= ;; esac
+	(cd "build-deb/vcpustat-$version" && dpkg-buildpackage -b -us -uc ${par:+"$par"}) > build-deb/build.log 2>&1 ||
 		{ tail -40 build-deb/build.log; echo "build.sh: dpkg-buildpackage failed (build-deb/build.log)" >&2; exit 1; }
 	rm -rf "build-deb/vcpustat-$version"
 	deb=build-deb/vcpustat_${version}_amd64.deb

@@ -51,8 +51,10 @@ tests/kvmlab.sh "$dir" ${lab_suites//|/ } | tee "$summary"
 count
 
 # Shipping (docs/install.md): cmake --install, the man pages against --help,
-# bash completion, the systemd unit.
-for t in install man completion; do
+# bash completion, the systemd unit, and the Debian package (deb.sh builds it
+# with `./build.sh deb`, a release build of its own, and installs it into a
+# fresh root with dpkg: 1-2 minutes on 2 cores).
+for t in install man completion deb; do
 	tests/pkg/$t.sh "$dir" | tee "$summary"
 	count
 done
