@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -90,6 +92,112 @@ int wait_exit(pid_t pid)
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static pid_t tracked[16];
+
+pid_t proc_spawn(char *const argv[], const char *out, const char *err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		dup2(o, STDOUT_FILENO);
+		dup2(e, STDERR_FILENO);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	for (int i = 0; pid > 0 && i < 16; i++)
+		if (!tracked[i]) {
+			tracked[i] = pid;
+			break;
+		}
+	return pid;
+}
+
+int proc_wait(pid_t pid)
+{
+	int st = wait_exit(pid);
+
+	for (int i = 0; st >= 0 && i < 16; i++)
+		if (tracked[i] == pid)
+			tracked[i] = 0;
+	return st;
+}
+
+int proc_stop(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	return proc_wait(pid);
+}
+
+void proc_stop_all(void)
+{
+	for (int i = 0; i < 16; i++)
+		if (tracked[i] > 0) {
+			kill(tracked[i], SIGTERM);
+			waitpid(tracked[i], NULL, 0);
+			tracked[i] = 0;
+		}
+}
+
+static char scratch[96];
+
+const char *scratch_file(const char *prefix, const char *name)
+{
+	static char paths[64][256];
+	static int i;
+	char *p = paths[i++ % 64];
+
+	if (!scratch[0]) {
+		snprintf(scratch, sizeof(scratch), "/tmp/vcpustat-%s-XXXXXX", prefix);
+		if (!mkdtemp(scratch))
+			abort();
+	}
+	snprintf(p, sizeof(paths[0]), "%s/%s", scratch, name);
+	return p;
+}
+
+const char *scratch_dir(const char *prefix)
+{
+	scratch_file(prefix, "");
+	return scratch;
+}
+
+void scratch_remove(void)
+{
+	char cmd[160];
+
+	if (!scratch[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", scratch);
+	scratch[0] = '\0';
+}
+
+char *slurp_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t len = 0, cap = 4096, n;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		abort();
+	buf[0] = '\0';
+	if (!f)
+		return buf;
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 2048 && !(buf = realloc(buf, cap *= 2)))
+			abort();
+	}
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
 }
 
 int run_shell(const char *cmd, char *out, size_t len)

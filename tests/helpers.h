@@ -52,6 +52,31 @@ const char *build_dir(void);
 #include <sys/types.h>
 int wait_exit(pid_t pid);
 
+/*
+ * Processes a test starts and must not leave behind: proc_spawn() forks and
+ * execs argv (PATH searched) with stdout and stderr to files (NULL:
+ * /dev/null) and SIGTERM on this process's death (PDEATHSIG, which a process
+ * that changes its uid loses), and tracks it; proc_wait() is wait_exit() and
+ * forgets it; proc_stop() sends SIGTERM first; proc_stop_all(), in a .fini,
+ * stops whatever an assertion left running. At most 16 at a time.
+ */
+pid_t proc_spawn(char *const argv[], const char *out, const char *err);
+int proc_wait(pid_t pid);
+int proc_stop(pid_t pid);
+void proc_stop_all(void);
+
+/*
+ * A scratch folder for the running test, /tmp/vcpustat-PREFIX-XXXXXX, made at
+ * the first call, and the path of name in it (a ring of 64 paths: each stays
+ * valid for 63 more calls); scratch_remove() deletes the folder (a .fini).
+ */
+const char *scratch_file(const char *prefix, const char *name);
+const char *scratch_dir(const char *prefix); /* the folder itself */
+void scratch_remove(void);
+
+/* A whole file (also /proc files, whose size says 0), NUL-terminated and malloc'ed; "" if it cannot be read. */
+char *slurp_file(const char *path);
+
 /* Run a shell command with stderr merged; its output in out; its exit status (-1: killed). */
 int run_shell(const char *cmd, char *out, size_t len);
 /* Run `vcpustat ARGS` (a shell string) with stderr merged; its output in out; its exit status. */

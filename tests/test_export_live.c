@@ -36,88 +36,20 @@ static const char *vcpustat_bin(void)
 	return path;
 }
 
-/* What this test started and has not reaped: stopped by cleanup() if an assertion ends the test early. */
-static pid_t started[16];
-
-static void forget_pid(pid_t pid)
-{
-	for (int i = 0; i < 16; i++)
-		if (started[i] == pid)
-			started[i] = 0;
-}
-
-/*
- * fork+exec argv with stdout/stderr to files (NULL: /dev/null). It gets
- * SIGTERM if this process dies (PDEATHSIG), but a process that changes its
- * uid loses that: cleanup() covers it.
- */
-static pid_t spawn(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(o, STDOUT_FILENO);
-		dup2(e, STDERR_FILENO);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	cr_assert_gt(pid, 0);
-	for (int i = 0; i < 16; i++)
-		if (!started[i]) {
-			started[i] = pid;
-			break;
-		}
-	return pid;
-}
-
-/* wait_exit() for a child this file tracks (see forget_pid) */
-static int wait_child(pid_t pid)
-{
-	int st = wait_exit(pid);
-
-	if (st >= 0)
-		forget_pid(pid);
-	return st;
-}
-
 static atomic_int hog_stop;
 
 /* .fini of every test: stop what is still running, remove the scratch directory. */
 static void cleanup(void);
 
-static int stop(pid_t pid)
-{
-	kill(pid, SIGTERM);
-	return wait_child(pid);
-}
-
 static int run(char *const argv[], const char *out, const char *err)
 {
-	return wait_child(spawn(argv, out, err));
+	return proc_wait(proc_spawn(argv, out, err));
 }
 
-/* A whole file (also /proc files, whose size says 0), NUL-terminated; NULL if it cannot be opened. */
+/* slurp_file(), but NULL for a file that does not exist (yet) */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	size_t len = 0, cap = 4096, n;
-	char *buf;
-
-	if (!f)
-		return NULL;
-	buf = malloc(cap);
-	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-		len += n;
-		if (cap - len < 2048)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
+	return access(path, F_OK) ? NULL : slurp_file(path);
 }
 
 static size_t lines(const char *s)
@@ -129,43 +61,16 @@ static size_t lines(const char *s)
 	return n;
 }
 
-/* A scratch directory, and paths in it. */
-static char scratch[64];
-
+/* Paths in this test's scratch folder (helpers.h) */
 static const char *tmp(const char *name)
 {
-	static char paths[64][128];
-	static int i;
-	char *p = paths[i++ % 64];
-
-	if (!scratch[0]) {
-		snprintf(scratch, sizeof(scratch), "/tmp/vcpustat-export-XXXXXX");
-		cr_assert_not_null(mkdtemp(scratch));
-	}
-	snprintf(p, 128, "%s/%s", scratch, name);
-	return p;
-}
-
-static void scratch_remove(void)
-{
-	char cmd[128];
-
-	if (!scratch[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-	system(cmd);
-	scratch[0] = '\0';
+	return scratch_file("export", name);
 }
 
 static void cleanup(void)
 {
 	hog_stop = 1;
-	for (int i = 0; i < 16; i++)
-		if (started[i] > 0) {
-			kill(started[i], SIGTERM);
-			waitpid(started[i], NULL, 0);
-			started[i] = 0;
-		}
+	proc_stop_all();
 	scratch_remove();
 }
 
@@ -201,7 +106,7 @@ static void vm_start(struct vm *vm, const char *tag, double seconds, bool with_h
 				 "1000", "--duration", dur, "-name", vm->name, "--ready", (char *)ready, "--json",
 				 "/dev/null", NULL };
 
-		vm->pid = spawn(argv, NULL, NULL);
+		vm->pid = proc_spawn(argv, NULL, NULL);
 	}
 	for (int i = 0; i < 3000 && !r; i++) {
 		r = json_load_file(ready, 0, NULL);
@@ -222,7 +127,7 @@ static void vm_stop(struct vm *vm, bool with_hog)
 		hog_stop = 1;
 		pthread_join(hog_thread, NULL);
 	}
-	stop(vm->pid);
+	proc_stop(vm->pid);
 }
 
 /* `vcpustat record -o FILE --duration SEC` of a contended VM. */
@@ -580,7 +485,7 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--vm", vm.name, NULL };
 
-		serve = spawn(argv, NULL, tmp("serve.err"));
+		serve = proc_spawn(argv, NULL, tmp("serve.err"));
 	}
 	wait_http(port, 30);
 	prom_port = free_port();
@@ -597,7 +502,7 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
 	{
 		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
 
-		prom = spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
+		prom = proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
 	}
 	snprintf(query, sizeof(query), "rate(vcpustat_vcpu_seconds_total{state=\"preempted\",vm=\"%s\"}[10s])",
 		 vm.name);
@@ -624,8 +529,8 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
 		cr_log_info("preempted rate %.3f vCPU-s/s, all states %.3f vCPU-s/s, up %g", rate, total, up);
 		cr_assert_eq(up, 1, "Prometheus scrapes the exporter (OpenMetrics, which it asks for first)");
 	}
-	cr_assert_eq(stop(prom), 0, "prometheus stops cleanly: %s", slurp(tmp("prometheus.log")));
-	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
+	cr_assert_eq(proc_stop(prom), 0, "prometheus stops cleanly: %s", slurp(tmp("prometheus.log")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
 	vm_stop(&vm, true);
 	cr_assert_gt(rate, 0, "PromQL sees the contended VM's preempted time grow");
 	cr_assert(total > 1.8 && total < 2.2, "2 vCPUs: their states add up to 2 vCPU-seconds per second, not %g",
@@ -661,7 +566,7 @@ Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout
 		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--user", "nobody", "--vm",
 				 vm.name, "--cache-ms", "1500", NULL };
 
-		serve = spawn(argv, NULL, tmp("serve.err"));
+		serve = proc_spawn(argv, NULL, tmp("serve.err"));
 	}
 	wait_http(port, 30);
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)serve);
@@ -742,7 +647,7 @@ Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout
 	http_free(&csv);
 	http_free(&page);
 	http_free(&missing);
-	cr_assert_eq(stop(serve), 0, "%s", slurp(tmp("serve.err")));
+	cr_assert_eq(proc_stop(serve), 0, "%s", slurp(tmp("serve.err")));
 	vm_stop(&vm, true);
 	scratch_remove();
 }
@@ -759,14 +664,14 @@ Test(export_live, every_rewrites_the_file_atomically_with_growing_counters, .tim
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_unavailable());
-	snprintf(dir, sizeof(dir), "%s/textfile", scratch);
+	snprintf(dir, sizeof(dir), "%s/textfile", scratch_dir("export"));
 	mkdir(dir, 0755);
 	vm_start(&vm, "every", 30, true);
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "export", "--every", "0.3", "-i", "0.3", "-o", (char *)file,
 				 "--vm", vm.name, NULL };
 
-		exp = spawn(argv, NULL, tmp("every.err"));
+		exp = proc_spawn(argv, NULL, tmp("every.err"));
 	}
 	snprintf(labels, sizeof(labels), "vm=\"%s\",vcpu=\"0\",state=\"preempted\"", vm.name);
 	for (int i = 0; i < 60 && reads < 8; i++) {
@@ -788,7 +693,7 @@ Test(export_live, every_rewrites_the_file_atomically_with_growing_counters, .tim
 		prom_free(&d);
 		free(text);
 	}
-	cr_assert_eq(stop(exp), 0, "SIGTERM ends --every cleanly: %s", slurp(tmp("every.err")));
+	cr_assert_eq(proc_stop(exp), 0, "SIGTERM ends --every cleanly: %s", slurp(tmp("every.err")));
 	vm_stop(&vm, true);
 	cr_assert_eq(reads, 8);
 	cr_assert_gt(last, 0);
@@ -850,7 +755,7 @@ Test(export_live, bad_input_is_refused_clearly_without_partial_output, .timeout 
 		struct bad_case cases[] = {
 			{ "unknown format", { v, "export", "-f", "xml", "-o", (char *)out, NULL }, 2, "--format xml: unknown format", out },
 			{ "unwritable output", { v, "export", "-o", "/nonexistent-dir/x.prom", NULL }, 1, "/nonexistent-dir/x.prom: cannot write there", "/nonexistent-dir/x.prom" },
-			{ "output is a directory", { v, "export", "-o", scratch, NULL }, 1, "is a directory", NULL },
+			{ "output is a directory", { v, "export", "-o", (char *)scratch_dir("export"), NULL }, 1, "is a directory", NULL },
 			{ "missing recording", { v, "export", "--file", (char *)missing, "-o", (char *)out, NULL }, 1, "missing.sht: cannot open", out },
 			{ "corrupt recording", { v, "export", "--file", (char *)corrupt, "-o", (char *)out, NULL }, 1, "not a vcpustat SHT file", out },
 			{ "plot: missing recording", { v, "plot", (char *)missing, "-o", (char *)svg, NULL }, 1, "missing.sht: cannot open", svg },
@@ -1030,7 +935,7 @@ Test(export_live, serve_scrapes_get_through_while_100_slow_clients_hold_sockets,
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, NULL };
 
-		serve = spawn(argv, NULL, tmp("slow.err"));
+		serve = proc_spawn(argv, NULL, tmp("slow.err"));
 	}
 	wait_http(port, 30);
 	for (int i = 0; i < 100; i++) {
@@ -1065,6 +970,6 @@ Test(export_live, serve_scrapes_get_through_while_100_slow_clients_hold_sockets,
 	for (int i = 0; i < 100; i++)
 		if (slow[i] >= 0)
 			close(slow[i]);
-	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("slow.err")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("slow.err")));
 	scratch_remove();
 }

@@ -36,47 +36,6 @@ static const char *vcpustat_bin(void)
 
 /* ---- processes: what a test started is stopped by cleanup() if an assertion ends it early ---- */
 
-static pid_t started[8];
-
-static pid_t spawn(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(o, STDOUT_FILENO);
-		dup2(e, STDERR_FILENO);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	cr_assert_gt(pid, 0);
-	for (int i = 0; i < 8; i++)
-		if (!started[i]) {
-			started[i] = pid;
-			break;
-		}
-	return pid;
-}
-
-static int wait_child(pid_t pid)
-{
-	int st = wait_exit(pid);
-
-	for (int i = 0; i < 8; i++)
-		if (st >= 0 && started[i] == pid)
-			started[i] = 0;
-	return st;
-}
-
-static int stop(pid_t pid)
-{
-	kill(pid, SIGTERM);
-	return wait_child(pid);
-}
-
 /* Still running (not exited, not a zombie)? */
 static bool alive(pid_t pid)
 {
@@ -85,57 +44,15 @@ static bool alive(pid_t pid)
 
 /* ---- scratch files ---- */
 
-static char scratch[64];
-
 static const char *tmp(const char *name)
 {
-	static char paths[32][160];
-	static int i;
-	char *p = paths[i++ % 32];
-
-	if (!scratch[0]) {
-		snprintf(scratch, sizeof(scratch), "/tmp/vcpustat-tls-XXXXXX");
-		cr_assert_not_null(mkdtemp(scratch));
-	}
-	snprintf(p, 160, "%s/%s", scratch, name);
-	return p;
+	return scratch_file("tls", name);
 }
 
 static void cleanup(void)
 {
-	char cmd[128];
-
-	for (int i = 0; i < 8; i++)
-		if (started[i] > 0) {
-			kill(started[i], SIGTERM);
-			waitpid(started[i], NULL, 0);
-			started[i] = 0;
-		}
-	if (scratch[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-		system(cmd);
-		scratch[0] = '\0';
-	}
-}
-
-/* A whole file, NUL-terminated ("" if it cannot be read: messages stay printable). */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	size_t len = 0, cap = 4096, n;
-	char *buf = malloc(cap);
-
-	buf[0] = '\0';
-	if (!f)
-		return buf;
-	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-		len += n;
-		if (cap - len < 2048)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
+	proc_stop_all();
+	scratch_remove();
 }
 
 static void write_file(const char *path, const char *text)
@@ -203,7 +120,7 @@ static void make_certificates(void)
 		 "-out server.crt; "
 		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout other.key "
 		 "-out other.crt -days 2 -subj /CN=other)",
-		 scratch);
+		 scratch_dir("tls"));
 	rc = run_shell(cmd, out, sizeof(out));
 	cr_assert_eq(rc, 0, "openssl: %s", out);
 }
@@ -251,8 +168,8 @@ static struct reply https_get(int port, const char *path, const char *userpass)
 	run_shell(cmd, out, sizeof(out));
 	if (strstr(out, "status="))
 		r.status = atoi(strstr(out, "status=") + 7);
-	r.headers = slurp(tmp("curl.headers"));
-	r.body = slurp(tmp("curl.body"));
+	r.headers = slurp_file(tmp("curl.headers"));
+	r.body = slurp_file(tmp("curl.body"));
 	if (r.status == 0)
 		cr_log_info("curl https://127.0.0.1:%d%s: %s", port, path, out);
 	return r;
@@ -299,7 +216,7 @@ static double promql(int port, const char *query)
 		 tmp("promql.json"), port, query);
 	if (run_shell(cmd, out, sizeof(out)))
 		return -1;
-	body = slurp(tmp("promql.json"));
+	body = slurp_file(tmp("promql.json"));
 	doc = json_loads(body, 0, NULL);
 	free(body);
 	res = json_object_get(json_object_get(doc, "data"), "result");
@@ -348,7 +265,7 @@ static pid_t serve_tls(int port)
 		char *argv[] = {(char *)vcpustat_bin(), "serve",     "--listen", listen,
 				"--web.config.file",	(char *)web, NULL};
 
-		pid = spawn(argv, NULL, tmp("serve.err"));
+		pid = proc_spawn(argv, NULL, tmp("serve.err"));
 	}
 	for (int i = 0; i < 120; i++) {
 		struct reply r = https_get(port, "/metrics", "alice:" ALICE_PASSWORD);
@@ -357,10 +274,10 @@ static pid_t serve_tls(int port)
 		reply_free(&r);
 		if (st == 200)
 			return pid;
-		cr_assert(alive(pid), "serve exited: %s", slurp(tmp("serve.err")));
+		cr_assert(alive(pid), "serve exited: %s", slurp_file(tmp("serve.err")));
 		usleep(250000);
 	}
-	cr_assert_fail("serve never answered alice over HTTPS: %s", slurp(tmp("serve.err")));
+	cr_assert_fail("serve never answered alice over HTTPS: %s", slurp_file(tmp("serve.err")));
 	return -1;
 }
 
@@ -485,11 +402,11 @@ Test(serve_tls, bad_web_config_is_refused_with_file_and_line, .timeout = 120, .f
 			char *argv[] = {(char *)vcpustat_bin(), "serve",     "--listen", listen,
 					"--web.config.file",	(char *)web, NULL};
 
-			rc = wait_child(spawn(argv, NULL, tmp("bad.err")));
+			rc = proc_wait(proc_spawn(argv, NULL, tmp("bad.err")));
 		}
-		err = slurp(tmp("bad.err"));
+		err = slurp_file(tmp("bad.err"));
 		cr_log_info("%s: %s", b->what, err);
-		snprintf(want, sizeof(want), "%s/%s", scratch, b->where);
+		snprintf(want, sizeof(want), "%s/%s", scratch_dir("tls"), b->where);
 		cr_assert_eq(rc, 2, "%s: exit status 2, not %d: %s", b->what, rc, err);
 		cr_assert_eq(lines(err), 1, "%s: one line: %s", b->what, err);
 		cr_assert(!strncmp(err, "vcpustat: error: ", 17), "%s: %s", b->what, err);
@@ -500,9 +417,9 @@ Test(serve_tls, bad_web_config_is_refused_with_file_and_line, .timeout = 120, .f
 	{
 		char *argv[] = {(char *)vcpustat_bin(), "serve", "--web.config.file", (char *)tmp("missing.yml"), NULL};
 		char *err;
-		int rc = wait_child(spawn(argv, NULL, tmp("bad.err")));
+		int rc = proc_wait(proc_spawn(argv, NULL, tmp("bad.err")));
 
-		err = slurp(tmp("bad.err"));
+		err = slurp_file(tmp("bad.err"));
 		cr_assert_eq(rc, 2, "a missing web config: exit status 2, not %d: %s", rc, err);
 		cr_assert(strstr(err, "missing.yml: cannot read it: No such file or directory"), "%s", err);
 		free(err);
@@ -558,7 +475,7 @@ Test(serve_tls, curl_gets_metrics_over_tls_only_with_the_password, .timeout = 12
 	cr_assert_eq(r.status, 200);
 	cr_assert(strstr(r.body, "vcpustat exporter") && strstr(r.body, "(HTTPS)"), "%s", r.body);
 	reply_free(&r);
-	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp_file(tmp("serve.err")));
 	cleanup();
 }
 
@@ -596,12 +513,12 @@ Test(serve_tls, plain_http_to_the_tls_port_fails_and_serve_goes_on, .timeout = 1
 			send(s, bogus, sizeof(bogus) - 1, MSG_NOSIGNAL);
 		close(s);
 	}
-	cr_assert(alive(serve), "serve survives: %s", slurp(tmp("serve.err")));
+	cr_assert(alive(serve), "serve survives: %s", slurp_file(tmp("serve.err")));
 	r = https_get(port, "/metrics", "alice:" ALICE_PASSWORD);
 	cr_assert_eq(r.status, 200, "HTTPS after plain HTTP: %d", r.status);
 	cr_assert(strstr(r.body, "vcpustat_build_info{"));
 	reply_free(&r);
-	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp_file(tmp("serve.err")));
 	cleanup();
 }
 
@@ -645,7 +562,7 @@ Test(serve_tls, prometheus_scrapes_over_tls_with_basic_auth, .timeout = 150, .fi
 	{
 		char *argv[] = {"prometheus", flag_cfg, flag_data, flag_web, NULL};
 
-		prom = spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
+		prom = proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
 	}
 	/* both targets scraped at least once (up has a sample), bounded */
 	for (int i = 0; i < 60 && (up != 1 || up_wrong < 0 || info != 1); i++) {
@@ -655,11 +572,11 @@ Test(serve_tls, prometheus_scrapes_over_tls_with_basic_auth, .timeout = 150, .fi
 		info = promql(prom_port, "count(vcpustat_build_info{job=\"vcpustat\"})");
 	}
 	cr_log_info("up %g, up with a wrong password %g, build_info series %g", up, up_wrong, info);
-	cr_assert_eq(up, 1, "Prometheus scrapes serve over TLS with basic auth: %s", slurp(tmp("prometheus.log")));
+	cr_assert_eq(up, 1, "Prometheus scrapes serve over TLS with basic auth: %s", slurp_file(tmp("prometheus.log")));
 	cr_assert_eq(info, 1, "the metrics arrive");
 	cr_assert_eq(up_wrong, 0, "a wrong password is refused (up 0; -1: never scraped)");
-	cr_assert_eq(stop(prom), 0, "prometheus stops cleanly: %s", slurp(tmp("prometheus.log")));
-	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
+	cr_assert_eq(proc_stop(prom), 0, "prometheus stops cleanly: %s", slurp_file(tmp("prometheus.log")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp_file(tmp("serve.err")));
 	cleanup();
 }
 
@@ -676,18 +593,18 @@ Test(serve_tls, without_a_web_config_serve_is_plain_http_without_auth, .timeout 
 	{
 		char *argv[] = {(char *)vcpustat_bin(), "serve", "--listen", listen, NULL};
 
-		serve = spawn(argv, NULL, tmp("serve.err"));
+		serve = proc_spawn(argv, NULL, tmp("serve.err"));
 	}
 	for (int i = 0; i < 120 && status != 200; i++) {
 		if (plain_get(port, buf, sizeof(buf)) > 12 && !strncmp(buf, "HTTP/1.", 7))
 			status = atoi(buf + 9);
 		else
 			usleep(250000);
-		cr_assert(alive(serve), "serve exited: %s", slurp(tmp("serve.err")));
+		cr_assert(alive(serve), "serve exited: %s", slurp_file(tmp("serve.err")));
 	}
 	cr_assert_eq(status, 200, "%s", buf);
 	cr_assert(strstr(buf, "vcpustat_build_info{"), "%s", buf);
 	cr_assert_null(strstr(buf, "WWW-Authenticate"));
-	cr_assert_eq(stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp_file(tmp("serve.err")));
 	cleanup();
 }
