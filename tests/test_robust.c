@@ -16,77 +16,7 @@
 
 #define NS 4096u
 
-struct run {
-	int status; /* exit code, or -1 */
-	char out[65536], err[8192];
-};
-
-static const char *vcpustat_bin(void)
-{
-	static char path[512];
-	const char *dir = getenv("VCPUSTAT_BUILD_DIR");
-
-	snprintf(path, sizeof(path), "%s/bin/vcpustat", dir ? dir : VCPUSTAT_BUILD_DIR);
-	return path;
-}
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-
-	buf[n] = 0;
-	if (f)
-		fclose(f);
-}
-
-/*
- * Run vcpustat with argv; stdout to out_file (NULL: captured), stdin from
- * in_file (NULL: /dev/null); killed after limit_s seconds (status -1).
- */
-static void run_io(struct run *r, const char *const *argv, const char *out_file, const char *in_file, int limit_s)
-{
-	char out[128], err[128];
-	pid_t pid;
-	int st;
-
-	snprintf(out, sizeof(out), "/tmp/vcpustat-robust-%d.out", (int)getpid());
-	snprintf(err, sizeof(err), "/tmp/vcpustat-robust-%d.err", (int)getpid());
-	fflush(NULL);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int fo = open(out_file ? out_file : out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fi = open(in_file ? in_file : "/dev/null", O_RDONLY);
-
-		dup2(fo, 1);
-		dup2(fe, 2);
-		dup2(fi, 0);
-		setenv("TZ", "UTC", 1);
-		alarm((unsigned)limit_s); /* a hang guard, not a timing assertion */
-		execv(vcpustat_bin(), (char *const *)argv);
-		_exit(127);
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	slurp(out, r->out, sizeof(r->out));
-	slurp(err, r->err, sizeof(r->err));
-	unlink(out);
-	unlink(err);
-	cr_assert_neq(r->status, 127, "cannot run %s", vcpustat_bin());
-}
-
-#define RUN(r, ...)                                                                                                \
-	do {                                                                                                       \
-		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
-		run_io(r, argv_, NULL, NULL, 120);                                                                 \
-	} while (0)
-#define RUN_TO(r, outf, ...)                                                                                       \
-	do {                                                                                                       \
-		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
-		run_io(r, argv_, outf, NULL, 120);                                                                 \
-	} while (0)
+#include "cli_run.h"
 
 /* ---- repair keeps every intact interval ---- */
 

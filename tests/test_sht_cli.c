@@ -9,65 +9,7 @@
 #include <sys/wait.h>
 #include "sht_model.h"
 
-struct run {
-	int status; /* exit code, or -1 */
-	char out[65536], err[8192];
-};
-
-static const char *vcpustat_bin(void)
-{
-	static char path[512];
-	const char *dir = getenv("VCPUSTAT_BUILD_DIR");
-
-	snprintf(path, sizeof(path), "%s/bin/vcpustat", dir ? dir : VCPUSTAT_BUILD_DIR);
-	return path;
-}
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-
-	buf[n] = 0;
-	if (f)
-		fclose(f);
-}
-
-/* Run vcpustat with argv (NULL-terminated) in TZ=UTC; capture stdout, stderr, exit code. */
-static void run(struct run *r, const char *const *argv)
-{
-	char out[128], err[128];
-	pid_t pid;
-	int st;
-
-	snprintf(out, sizeof(out), "/tmp/vcpustat-cli-%d.out", (int)getpid());
-	snprintf(err, sizeof(err), "/tmp/vcpustat-cli-%d.err", (int)getpid());
-	fflush(NULL);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fo, 1);
-		dup2(fe, 2);
-		setenv("TZ", "UTC", 1);
-		execv(vcpustat_bin(), (char *const *)argv);
-		_exit(127);
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	slurp(out, r->out, sizeof(r->out));
-	slurp(err, r->err, sizeof(r->err));
-	unlink(out);
-	unlink(err);
-	cr_assert_neq(r->status, 127, "cannot run %s", vcpustat_bin());
-}
-
-#define RUN(r, ...)                                                                                                \
-	do {                                                                                                       \
-		const char *const argv_[] = { vcpustat_bin(), __VA_ARGS__, NULL };                                 \
-		run(r, argv_);                                                                                     \
-	} while (0)
+#include "cli_run.h"
 
 #define SEC 1000000000ull
 #define REAL_START 1795356187000000000ull /* 2026-11-22T14:03:07Z */
