@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
@@ -177,6 +180,20 @@ void scratch_remove(void)
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", scratch);
 	scratch[0] = '\0';
+}
+
+int free_loopback_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (s < 0)
+		return -1;
+	if (!bind(s, (struct sockaddr *)&a, sizeof(a)) && !getsockname(s, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(s);
+	return port;
 }
 
 char *slurp_file(const char *path)

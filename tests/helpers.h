@@ -74,6 +74,9 @@ const char *scratch_file(const char *prefix, const char *name);
 const char *scratch_dir(const char *prefix); /* the folder itself */
 void scratch_remove(void);
 
+/* A TCP port of 127.0.0.1 that was free a moment ago (bound, read, closed); -1 on error. */
+int free_loopback_port(void);
+
 /* A whole file (also /proc files, whose size says 0), NUL-terminated and malloc'ed; "" if it cannot be read. */
 char *slurp_file(const char *path);
 

@@ -168,19 +168,6 @@ static bool have(const char *prog)
 
 /* ---- HTTP ---- */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(s);
-	return port;
-}
-
 struct http_reply {
 	int status;
 	char *headers, *body; /* one allocation: headers points into it */
@@ -469,7 +456,7 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
  */
 Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout = 90, .fini = cleanup)
 {
-	int port = free_port(), prom_port;
+	int port = free_loopback_port(), prom_port;
 	char listen[32], query[512], cfg[1024], flag_cfg[160], flag_data[160], flag_web[64];
 	pid_t serve, prom;
 	struct vm vm;
@@ -488,7 +475,7 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
 		serve = proc_spawn(argv, NULL, tmp("serve.err"));
 	}
 	wait_http(port, 30);
-	prom_port = free_port();
+	prom_port = free_loopback_port();
 	snprintf(cfg, sizeof(cfg),
 		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
 		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['%s']\n",
@@ -545,7 +532,7 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
  */
 Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout = 60, .fini = cleanup)
 {
-	int port = free_port();
+	int port = free_loopback_port();
 	char listen[32], path[64], *status, *line, *save = NULL, labels[256];
 	struct http_reply prom, om, js, csv, page, missing;
 	struct prom_doc d, o;
@@ -923,7 +910,7 @@ static int scrape_from_another_address(int port)
  */
 Test(export_live, serve_scrapes_get_through_while_100_slow_clients_hold_sockets, .timeout = 120, .fini = cleanup)
 {
-	int port = free_port(), slow[100], held = 0;
+	int port = free_loopback_port(), slow[100], held = 0;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	static const char start[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";

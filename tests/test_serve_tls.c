@@ -127,19 +127,6 @@ static void make_certificates(void)
 
 /* ---- HTTP ---- */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(s);
-	return port;
-}
-
 struct reply {
 	int status; /* 0: no HTTP answer (curl failed: TLS, connection, timeout) */
 	char *headers, *body;
@@ -390,7 +377,7 @@ Test(serve_tls, bad_web_config_is_refused_with_file_and_line, .timeout = 120, .f
 		cr_skip_test("openssl is not installed (Debian package openssl; tools/deps.sh installs it)");
 	make_certificates();
 	bcrypt("$2y$", 4, "pw", hash, sizeof(hash));
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_loopback_port());
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct bad_config *b = &cases[i];
 		char text[1024], *err, want[256];
@@ -452,7 +439,7 @@ Test(serve_tls, curl_gets_metrics_over_tls_only_with_the_password, .timeout = 12
 
 	skip_unless_live_tools();
 	make_certificates();
-	port = free_port();
+	port = free_loopback_port();
 	serve = serve_tls(port);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		r = https_get(port, refused[i].path, refused[i].userpass);
@@ -494,7 +481,7 @@ Test(serve_tls, plain_http_to_the_tls_port_fails_and_serve_goes_on, .timeout = 1
 
 	skip_unless_live_tools();
 	make_certificates();
-	port = free_port();
+	port = free_loopback_port();
 	serve = serve_tls(port);
 	a.sin_port = htons((uint16_t)port);
 	for (int i = 0; i < 5; i++) {
@@ -538,9 +525,9 @@ Test(serve_tls, prometheus_scrapes_over_tls_with_basic_auth, .timeout = 150, .fi
 	if (!have("prometheus"))
 		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
 	make_certificates();
-	port = free_port();
+	port = free_loopback_port();
 	serve = serve_tls(port);
-	prom_port = free_port();
+	prom_port = free_loopback_port();
 	snprintf(cfg, sizeof(cfg),
 		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
 		 "scrape_configs:\n"
@@ -588,7 +575,7 @@ Test(serve_tls, without_a_web_config_serve_is_plain_http_without_auth, .timeout 
 	pid_t serve;
 
 	SKIP_UNLESS(bpf_unavailable());
-	port = free_port();
+	port = free_loopback_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	{
 		char *argv[] = {(char *)vcpustat_bin(), "serve", "--listen", listen, NULL};
