@@ -38,6 +38,7 @@ want=(
 	usr/lib/systemd/system/vcpustat-exporter.service
 	usr/share/doc/vcpustat/README.md usr/share/doc/vcpustat/docs/export.md
 	usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.yml
+	usr/share/doc/vcpustat/examples/prometheus/vcpustat-dashboard.json
 )
 for src in docs/man/*.scd; do
 	page=$(basename "$src" .scd)
