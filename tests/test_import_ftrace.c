@@ -8,6 +8,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 #include "import/import.h"
+#include "helpers.h"
+#include "import_helpers.h"
 
 static enum ftrace_line parse(struct ftrace_parser *p, const char *line, struct trace_event *ev)
 {
@@ -339,4 +341,47 @@ Test(import_ftrace, malformed_lines_say_what_is_wrong)
 		cr_assert_eq(parse(&p, bad[i].line, &ev), FTRACE_BAD, "'%s' accepted", bad[i].line);
 		cr_assert(strstr(p.why, bad[i].why), "'%s': '%s' does not mention '%s'", bad[i].line, p.why, bad[i].why);
 	}
+}
+
+/*
+ * `perf script` text (perf's columns: "<comm> <tid> [<cpu>] <secs>.<ns>:
+ * <system>:<event>: <fields>", the comm right-aligned and apart from the tid
+ * by spaces): real lines recorded in the KVM lab (perf 6.1.192, `perf record
+ * -e sched:… -e kvm:…` while microvm ran with --mix all, `perf script --ns`;
+ * tests/data/perf-script-kvmlab.txt, 2001 lines) give every interval that
+ * the same lines in ftrace's columns give.
+ */
+Test(import_ftrace, perf_script_text_gives_the_intervals_of_the_same_events_as_ftrace_text)
+{
+	const char *perf = VCPUSTAT_SOURCE_DIR "/tests/data/perf-script-kvmlab.txt";
+	char *ftr = imp_tmp(".txt"), cmd[1024], out[4096], *a_sht, *b_sht;
+	struct import_opts o = { 0 };
+	struct import_result res;
+	struct imp_dump a, b;
+
+	/* perf's columns rewritten as ftrace's, by sed: "<comm>-<tid> [<cpu>] <ts>: <event>:" */
+	snprintf(cmd, sizeof(cmd),
+		 "sed -E 's/^ *(.*[^ ]) +([0-9]+) +(\\[[0-9]+\\]) +([0-9.]+:) +[a-z_0-9]+:([a-z_0-9]+:)/\\1-\\2 \\3 \\4 \\5/' "
+		 "'%s' > '%s'",
+		 perf, ftr);
+	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0, "%s", out);
+	o.host = perf;
+	a_sht = imp_run(&o, &res);
+	cr_assert_eq(res.host.lines, 2001);
+	cr_assert_eq(res.host.events, 2001, "%llu of the 2001 lines are events", (unsigned long long)res.host.events);
+	cr_assert_eq(res.host.skipped, 0, "every event is one vcpustat uses");
+	cr_assert_eq(res.vcpus, 2, "microvm's 2 vCPUs (threads named 'CPU n/KVM': comms with spaces)");
+	import_result_free(&res);
+	o.host = ftr;
+	b_sht = imp_run(&o, NULL);
+	a = imp_dump(a_sht, NULL);
+	b = imp_dump(b_sht, NULL);
+	cr_assert_gt(a.n, 1000, "%zu intervals", a.n);
+	imp_assert_same(&a, &b, "perf script vs ftrace text");
+	cr_log_info("perf script text: %zu intervals, the same as the ftrace text's", a.n);
+	imp_dump_free(&a);
+	imp_dump_free(&b);
+	unlink(a_sht);
+	unlink(b_sht);
+	unlink(ftr); /* imp_tmp's paths are its own (not malloc'ed) */
 }

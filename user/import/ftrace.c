@@ -801,6 +801,42 @@ static bool task_columns(cp s, cp e, cp *comm_end, uint64_t *pid, int64_t *tgid,
 	return false;
 }
 
+/*
+ * The same columns as `perf script` prints them: "<comm> <tid> [<cpu>]", the
+ * comm right-aligned and apart from the tid by spaces (perf's own columns:
+ * comm, tid, cpu, time, event, trace). The first " [<cpu>]" ends them.
+ */
+static bool perf_task_columns(cp s, cp e, cp *comm_end, uint64_t *pid, uint64_t *cpu, cp *after)
+{
+	cp lim = e - s > 80 ? s + 80 : e;
+
+	for (cp b = s + 1; b < lim; b++) {
+		cp end_cpu, digits, d, q;
+
+		b = memchr(b, '[', (size_t)(lim - b));
+		if (!b)
+			return false;
+		end_cpu = b;
+		if (b[-1] != ' ' || !cpu_column(&end_cpu, e, cpu))
+			continue;
+		for (d = b - 1; d > s && d[-1] == ' '; d--) /* back over the spaces, then the tid */
+			;
+		for (digits = d; digits > s && is_digit(digits[-1]); digits--)
+			;
+		if (digits == d || digits == s || digits[-1] != ' ')
+			continue;
+		q = digits;
+		if (!num(&q, e, pid) || *pid > UINT32_MAX)
+			continue;
+		for (d = digits; d > s && d[-1] == ' '; d--) /* the comm ends before the spaces */
+			;
+		*comm_end = d;
+		*after = end_cpu;
+		return true;
+	}
+	return false;
+}
+
 /* Header lines of tracefs and trace-cmd ("cpus=2", "version = 6", "CPU 1 is empty"). */
 static bool is_header(cp p, cp e)
 {
@@ -838,12 +874,14 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	if (p >= e || *p == '#')
 		return FTRACE_HEADER;
 	task = p;
-	if (!task_columns(task, e, &comm_end, &pid, &tgid, &cpu, &p)) {
+	tgid = -1;
+	if (!task_columns(task, e, &comm_end, &pid, &tgid, &cpu, &p) &&
+	    !perf_task_columns(task, e, &comm_end, &pid, &cpu, &p)) {
 		if (lost_line(ps, task, e))
 			return FTRACE_LOST;
 		if (is_header(task, e))
 			return FTRACE_HEADER;
-		return bad(ps, "not an ftrace event line: no '<comm>-<pid> [<cpu>]' at its start");
+		return bad(ps, "not an ftrace event line: no '<comm>-<pid> [<cpu>]' (or perf script's '<comm> <tid> [<cpu>]') at its start");
 	}
 	skip_spaces(&p, e);
 	ret = timestamp(&p, e, &ts);
@@ -865,6 +903,11 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	name = p;
 	while (p < e && (is_digit(*p) || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_'))
 		p++;
+	if (p + 1 < e && *p == ':' && p[1] != ' ' && p > name) { /* perf script: "<system>:<event>:" */
+		name = ++p;
+		while (p < e && (is_digit(*p) || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_'))
+			p++;
+	}
 	if (p == name || p >= e || *p != ':')
 		return bad(ps, "no '<event>:' after the timestamp");
 	f = p + 1;
