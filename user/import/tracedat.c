@@ -14,6 +14,13 @@
  * that early. Every field is read within its record: a field the format
  * places beyond the record's end is an error, not a read past it.
  *
+ * libtracecmd 3.1.6 (Debian 12's) crashes on a file whose CPU buffers lie
+ * past its end (a truncated version 6 file): tracecmd_open() fails, then
+ * tracecmd_close() of its half-made handle closes descriptor 0 and follows a
+ * NULL list pointer. Telling that apart would take parsing the file's
+ * sections, which is libtracecmd's job: so the first open of a file is tried
+ * in a child process, and only a file that opens there is opened here.
+ *
  * The iterator is push-style (a callback per record); trace_next() is pull:
  * the callback fills a batch and stops the iteration (returning -1), which
  * the next batch resumes where the per-CPU cursors stand.
@@ -25,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <trace-cmd.h>
 #include <event-parse.h>
@@ -490,7 +498,47 @@ static void reader_free(struct tracedat_reader *r)
 	r->pending = 0;
 }
 
-static int reader_open(struct tracedat_reader *r, struct vcpustat_error *err)
+#define OPEN_FLAGS TRACECMD_FL_LOAD_NO_PLUGINS
+
+static int cannot_open(const char *path, struct vcpustat_error *err)
+{
+	return verror(err, -EINVAL, "%s: libtracecmd cannot read this trace.dat: its headers, event formats or CPU "
+				    "buffers are damaged or cut short (was the file truncated?)",
+		      path);
+}
+
+/* Open path with libtracecmd in a child (see the top): 0 if it opens, or the error. */
+static int try_open(const char *path, struct vcpustat_error *err)
+{
+	int status, null;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return verror(err, -errno, "%s: cannot fork to open it: %s", path, strerror(errno));
+	if (!pid) {
+		/* libtracecmd printf()s "File possibly truncated" on stdout */
+		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		_exit(tracecmd_open(path, OPEN_FLAGS) ? 0 : 1); /* no tracecmd_close, no leak check: _exit */
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return verror(err, -errno, "%s: %s", path, strerror(errno));
+	if (WIFEXITED(status) && !WEXITSTATUS(status))
+		return 0;
+	if (WIFSIGNALED(status))
+		return verror(err, -EINVAL, "%s: libtracecmd crashed (signal %d) opening this trace.dat: its CPU "
+					    "buffers or headers are damaged or cut short (was the file truncated?)",
+			      path, WTERMSIG(status));
+	return cannot_open(path, err);
+}
+
+static int reader_open(struct tracedat_reader *r, bool first, struct vcpustat_error *err)
 {
 	int e = check_header(r->path, err);
 
@@ -499,12 +547,11 @@ static int reader_open(struct tracedat_reader *r, struct vcpustat_error *err)
 	/* libtracecmd and libtraceevent print their complaints; the error below says what failed */
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);
-	errno = 0;
-	r->in = tracecmd_open(r->path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (first && (e = try_open(r->path, err)))
+		return e;
+	r->in = tracecmd_open(r->path, OPEN_FLAGS);
 	if (!r->in)
-		return verror(err, -EINVAL, "%s: libtracecmd cannot read this trace.dat: its headers, event formats "
-					    "or CPU buffers are damaged or cut short (was the file truncated?)%s%s",
-			      r->path, errno ? ": " : "", errno ? strerror(errno) : "");
+		return cannot_open(r->path, err);
 	r->tep = tracecmd_get_tep(r->in);
 	if (!r->tep) {
 		reader_free(r);
@@ -551,7 +598,7 @@ int tracedat_open(struct tracedat_reader **rp, const char *path, const struct tr
 	}
 	r->o = *opts;
 	r->st = st;
-	e = reader_open(r, err);
+	e = reader_open(r, true, err);
 	if (e) {
 		tracedat_close(r);
 		return e;
@@ -591,7 +638,7 @@ int tracedat_next(struct tracedat_reader *r, struct trace_event *ev, struct vcpu
 int tracedat_rewind(struct tracedat_reader *r, struct vcpustat_error *err)
 {
 	reader_free(r);
-	return reader_open(r, err);
+	return reader_open(r, false, err);
 }
 
 void tracedat_close(struct tracedat_reader *r)
