@@ -102,3 +102,88 @@ Test(import_tracedat, v7_zstd_same_intervals_as_trace_cmd_report)
 {
 	same_as_report(dat_files[1], "-N -t");
 }
+
+/* A copy of the first n bytes of a data file, with bytes [at, at + len) set to c. */
+static char *damaged_copy(const char *name, size_t n, size_t at, size_t len, int c)
+{
+	char *path = imp_tmp(".dat"), *buf = malloc(n);
+	FILE *in = fopen(data_path(name), "rb"), *out = fopen(path, "wb");
+
+	cr_assert(in && out && buf);
+	cr_assert_eq(fread(buf, 1, n, in), n);
+	if (len)
+		memset(buf + at, c, len);
+	cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	fclose(out);
+	free(buf);
+	return path;
+}
+
+/* `vcpustat import --host dat -o X.sht` fails with exit 1, names dat (and says why), writes nothing. */
+static void import_fails(const char *dat, const char *why)
+{
+	char *sht = imp_tmp(".sht"), args[1200], out[8192];
+	struct stat st;
+	int rc;
+
+	snprintf(args, sizeof(args), "import --host %s -o %s", dat, sht);
+	rc = run_vcpustat(args, out, sizeof(out));
+	cr_assert_eq(rc, 1, "%s: %s", args, out);
+	cr_assert(strstr(out, dat) && strstr(out, why), "%s: %s", args, out);
+	cr_assert_not(strstr(out, "Sanitizer"), "%s", out);
+	cr_assert_not(strstr(out, "File possibly truncated"), "libtracecmd's printf stays out of our output: %s", out);
+	cr_assert_neq(stat(sht, &st), 0, "no output file");
+	unlink(dat);
+}
+
+Test(import_tracedat, truncated_file_is_an_error)
+{
+	/* v6: libtracecmd 3.1.6 itself crashes on it (tracedat.c opens it in a child first) */
+	import_fails(damaged_copy(dat_files[0], 150000, 0, 0, 0), "cut short (was the file truncated?)");
+	/* v7 (sections, zstd), cut in its data */
+	import_fails(damaged_copy(dat_files[1], 60000, 0, 0, 0), "cut short (was the file truncated?)");
+	/* cut inside the header we check before libtracecmd */
+	import_fails(damaged_copy(dat_files[0], 14, 0, 0, 0), "cut short in its header");
+}
+
+Test(import_tracedat, corrupted_file_is_an_error)
+{
+	/* the file version */
+	import_fails(damaged_copy(dat_files[0], 253952, 10, 1, '9'), "file version '9'");
+	/* the page size */
+	import_fails(damaged_copy(dat_files[0], 253952, 14, 4, 0x7f), "page size");
+	/* the event formats: garbage over the header page's format text (v6: right after the 18-byte header) */
+	import_fails(damaged_copy(dat_files[0], 253952, 18, 400, 0xff), "cannot read this trace.dat");
+}
+
+Test(import_tracedat, on_a_pipe_it_is_refused_saying_so)
+{
+	char args[1200], out[4096];
+	int rc;
+
+	snprintf(args, sizeof(args), "import --host - -o /tmp/vcpustat-tracedat-pipe.sht < %s", data_path(dat_files[1]));
+	rc = run_vcpustat(args, out, sizeof(out));
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, "trace.dat") && strstr(out, "give it as a file"), "%s", out);
+}
+
+Test(import_tracedat, metadata_says_trace_dat)
+{
+	struct import_opts o = { .host = data_path(dat_files[1]) };
+	struct vcpustat_error err = { 0 };
+	struct import_result res;
+	struct sht_reader *r;
+	const char *v;
+	char *sht = imp_run(&o, &res);
+
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	v = sht_meta_get(r, "host_format");
+	cr_assert(v && !strcmp(v, "trace.dat"), "%s", v ? v : "(none)");
+	sht_close(r);
+	/* the VMs' end is in this file: their sched_process_exit events */
+	cr_assert_eq(res.host.malformed, 0);
+	cr_assert_gt(res.host.events, 10000);
+	import_result_free(&res);
+	unlink(sht);
+}
