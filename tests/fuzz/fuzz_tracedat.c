@@ -11,6 +11,12 @@
  * libtracecmd and libtraceevent are not instrumented: libFuzzer steers by the
  * edges of our reader only, but ASan still catches their bad frees and the
  * reads and writes it intercepts, and LeakSanitizer their leaks.
+ *
+ * tracedat.c opens each file first in a forked child (libtracecmd 3.1.6
+ * crashes on truncated files). libFuzzer's malloc limit (-rss_limit_mb) would
+ * fire in that child on the huge sizes libtracecmd reads from garbage, and its
+ * out-of-memory handler hangs there (the fork copied its other threads'
+ * locks, not the threads): the limit is turned off (LLVMFuzzerInitialize).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +77,19 @@ static void read_all(const char *path, bool lenient, struct replay *rp)
 		abort();
 	}
 	trace_close(r);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static char *args[256];
+	int n = *argc < 254 ? *argc : 254;
+
+	memcpy(args, *argv, (size_t)n * sizeof(*args));
+	args[n++] = "-rss_limit_mb=0";
+	args[n] = NULL;
+	*argc = n;
+	*argv = args;
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
