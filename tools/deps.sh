@@ -8,10 +8,14 @@ pkgs=(
 	cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libc6-dev
 	# libraries used by user space
 	libncurses-dev libmicrohttpd-dev libjansson-dev libzstd-dev libbabeltrace2-dev
+	# import of trace-cmd's trace.dat (libtracecmd's pkg-config file needs libtracefs's)
+	libtracecmd-dev libtraceevent-dev libtracefs-dev
 	# serve --web.config.file: its YAML, TLS (libmicrohttpd's GnuTLS), bcrypt (libxcrypt)
 	libyaml-dev libgnutls28-dev libcrypt-dev
 	# tests: unit framework, sanitizer/fuzzer runtimes, pty UI test, workloads
 	libcap-dev libcriterion-dev libclang-rt-14-dev tmux stress-ng
+	# tests of the trace.dat import: `trace-cmd report` prints the text it is compared with
+	trace-cmd
 	# tests of the exporters: promtool and a real Prometheus server, xmllint for the SVG
 	# (chromium, for an SVG screenshot, is used when installed but not required)
 	prometheus libxml2-utils

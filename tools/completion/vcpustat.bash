@@ -62,7 +62,7 @@ _vcpustat()
 		return
 		;;
 	export:-o | export:--output | sync:-p | sync:--pairs | sync:--guest | import:--host)
-		_filedir # any file; a trace may also be an LTTng (CTF) directory
+		_filedir # any file (ftrace text, trace.dat); a trace may also be an LTTng (CTF) directory
 		return
 		;;
 	sync:--host) # a trace or a recording

@@ -803,7 +803,8 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	add_meta(im, "level", "full");
 	add_meta(im, "source", "import");
 	add_meta(im, "host_trace", "%s", o->host);
-	add_meta(im, "host_format", "%s", trace_get_format(tr) == TRACE_CTF ? "ctf" : "ftrace");
+	add_meta(im, "host_format", "%s",
+		 trace_get_format(tr) == TRACE_CTF ? "ctf" : trace_get_format(tr) == TRACE_TRACEDAT ? "trace.dat" : "ftrace");
 	add_meta(im, "trace_start_ns", "%llu", (unsigned long long)te.ev.ts);
 	for (size_t i = 0; i < o->nguests; i++) {
 		const struct import_guest_result *g = &im->res->guests[i];

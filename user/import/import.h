@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * import.h - offline analysis of traces made by other tracers: reading them
- * (trace.c: ftrace text through ftrace.c, LTTng CTF through ctf.c) as the
- * events the kernel's handler runs on; the host trace replayed through that
- * handler (record/record.h, level full) into a State History Tree; guest
- * traces synchronized to the host's clock from the vcpustat_sync protocol
- * (sync/sync.h) and merged by the multi-level analysis (multilevel.c).
+ * (trace.c: ftrace text through ftrace.c, LTTng CTF through ctf.c, trace-cmd's
+ * trace.dat through tracedat.c) as the events the kernel's handler runs on;
+ * the host trace replayed through that handler (record/record.h, level full)
+ * into a State History Tree; guest traces synchronized to the host's clock
+ * from the vcpustat_sync protocol (sync/sync.h) and merged by the multi-level
+ * analysis (multilevel.c).
  * docs/import.md describes the whole of it.
  */
 #ifndef VCPUSTAT_IMPORT_H
@@ -23,15 +24,17 @@
 /*
  * ---- trace.c: reading kernel traces ----
  * Reading kernel traces made by other tracers (ftrace text from
- * tracefs or `trace-cmd report`, LTTng CTF) as the events vcpustat's handler
- * runs on, plus the guest-side facts the multi-level analysis and the clock
- * synchronization need. docs/import.md documents what is accepted.
+ * tracefs or `trace-cmd report`, LTTng CTF, trace-cmd's trace.dat) as the
+ * events vcpustat's handler runs on, plus the guest-side facts the
+ * multi-level analysis and the clock synchronization need. docs/import.md
+ * documents what is accepted.
  *
- * One interface over the formats: trace_open() looks at the path (a CTF
- * directory or metadata file, else ftrace text), trace_next() returns events
- * in the order of the trace. Readers never print; a malformed input gives
- * one error naming the file and line (or, with `lenient`, is counted and the
- * first messages kept for the end-of-run report).
+ * One interface over the formats: trace_open() looks at the path (a file
+ * starting with trace-cmd's magic, a CTF directory or metadata file, else
+ * ftrace text), trace_next() returns events in the order of the trace.
+ * Readers never print; a malformed input gives one error naming the file and
+ * line (or record), or, with `lenient`, is counted and the first messages
+ * kept for the end-of-run report.
  */
 
 /*
@@ -56,12 +59,13 @@ struct trace_event {
 	char cur_comm[16]; /* its name ("<...>" when ftrace did not know it) */
 	int marker;	   /* 'a' / 'd': "vcpustat_sync: a k=<key>" written to trace_marker */
 	uint64_t key;
-	uint64_t where;	   /* ftrace: line number (from 1); CTF: event index (from 1) */
+	uint64_t where;	   /* ftrace: line number (from 1); CTF, trace.dat: event/record index (from 1) */
 };
 
 enum trace_format {
 	TRACE_FTRACE = 1, /* text: /sys/kernel/tracing/trace, trace_pipe, trace-cmd report */
 	TRACE_CTF,	  /* LTTng kernel trace (CTF 1.8), through libbabeltrace2 */
+	TRACE_TRACEDAT,	  /* trace-cmd's binary trace.dat, through libtracecmd and libtraceevent */
 };
 
 struct trace_opts {
@@ -75,7 +79,7 @@ struct trace_opts {
 /* What a reader saw: the end-of-run report. */
 #define TRACE_KEEP_MESSAGES 5
 struct trace_stats {
-	uint64_t lines;		  /* ftrace: lines read (CTF: events read) */
+	uint64_t lines;		  /* ftrace: lines read (CTF: events read; trace.dat: records read) */
 	uint64_t events;	  /* events returned by trace_next() */
 	uint64_t skipped;	  /* events the analysis does not use (skipped by name) */
 	uint64_t headers;	  /* comment and header lines */
@@ -93,10 +97,11 @@ struct trace_stats {
 struct trace_reader;
 
 /*
- * Open path ("-": standard input, ftrace text only). A directory or a file
- * named "metadata" (or starting like CTF metadata) is read as CTF, anything
- * else as ftrace text. A trace-cmd trace.dat or another binary file is
- * refused with a message that says what to do.
+ * Open path ("-": standard input, ftrace text only). A regular file that
+ * starts with trace-cmd's magic ("\x17\x08\x44tracing") is read as a
+ * trace.dat; a directory or a file named "metadata" (or starting like CTF
+ * metadata) as CTF; anything else as ftrace text. A trace.dat on a pipe or
+ * another binary file is refused with a message that says what to do.
  */
 int trace_open(struct trace_reader **r, const char *path, const struct trace_opts *opts, struct vcpustat_error *err);
 /*

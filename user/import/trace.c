@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* trace.c - one reader over ftrace text (ftrace.c) and LTTng CTF (ctf.c). */
+/* trace.c - one reader over ftrace text (ftrace.c), LTTng CTF (ctf.c) and trace-cmd trace.dat (tracedat.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "import/ctf_internal.h"
 #include "import/import.h"
+#include "import/tracedat_internal.h"
 
 struct trace_reader {
 	enum trace_format fmt;
@@ -26,6 +27,8 @@ struct trace_reader {
 	struct ahead *ahead; /* parsing ahead in a second thread (large files) */
 	/* CTF */
 	struct ctf_reader *ctf;
+	/* trace-cmd trace.dat */
+	struct tracedat_reader *dat;
 };
 
 /*
@@ -73,9 +76,9 @@ static int check_text(const struct trace_reader *r, struct vcpustat_error *err)
 
 	if (n >= sizeof(tracedat) - 1 && !memcmp(r->buf, tracedat, sizeof(tracedat) - 1))
 		return verror(err, -EINVAL,
-			      "%s: a trace-cmd binary trace (trace.dat), not text: convert it with "
-			      "`trace-cmd report %s > trace.txt` and import that",
-			      r->path, r->path);
+			      "%s: a trace-cmd binary trace (trace.dat) read as a stream: give it as a file "
+			      "(libtracecmd reads it at any offset)",
+			      r->path);
 	if (n >= 4 && !memcmp(r->buf, ctf_packet, 4))
 		return verror(err, -EINVAL, "%s: a CTF stream file: give the CTF trace's directory instead", r->path);
 	if (n >= 8 && !memcmp(r->buf, "vcpuSHT\n", 8))
@@ -169,7 +172,10 @@ int trace_open(struct trace_reader **rp, const char *path, const struct trace_op
 	if (opts)
 		r->o = *opts;
 	ftrace_parser_init(&r->ps, r->o.isa);
-	if (is_ctf(path)) {
+	if (tracedat_is(path)) {
+		r->fmt = TRACE_TRACEDAT;
+		e = tracedat_open(&r->dat, path, &r->o, &r->st, err);
+	} else if (is_ctf(path)) {
 		r->fmt = TRACE_CTF;
 		e = ctf_open(&r->ctf, path, &r->o, &r->st, err);
 	} else {
@@ -386,7 +392,7 @@ int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_e
 
 	if (r->fmt == TRACE_FTRACE)
 		return next_text(r, ev, err);
-	ret = ctf_next(r->ctf, ev, err);
+	ret = r->fmt == TRACE_CTF ? ctf_next(r->ctf, ev, err) : tracedat_next(r->dat, ev, err);
 	if (ret == 1)
 		account(&r->st, ev);
 	return ret;
@@ -397,6 +403,8 @@ int trace_rewind(struct trace_reader *r, struct vcpustat_error *err)
 	memset(&r->st, 0, sizeof(r->st));
 	if (r->fmt == TRACE_CTF)
 		return ctf_rewind(r->ctf, err);
+	if (r->fmt == TRACE_TRACEDAT)
+		return tracedat_rewind(r->dat, err);
 	ahead_stop(r);
 	r->pos = 0;
 	ftrace_parser_init(&r->ps, r->o.isa);
@@ -422,6 +430,7 @@ void trace_close(struct trace_reader *r)
 		munmap(r->map, r->len);
 	free(r->owned);
 	ctf_close(r->ctf);
+	tracedat_close(r->dat);
 	free(r->path);
 	free(r);
 }
