@@ -116,6 +116,13 @@ static int on_record(void *ctx, const struct vcpustat_record *rec)
 	int e;
 
 	c->records++;
+	/*
+	 * A VM's name now, while its process is surely there: the recorder asks
+	 * only when it applies the VM's first record, after the reorder window,
+	 * and a short-lived VM may be gone by then (its name lost to a pid).
+	 */
+	if (rec->vcpu != VCPUSTAT_VCPU_NONE && rec->tgid)
+		vm_name(c, rec->tgid);
 	e = recorder_add(c->rec, rec, &c->err);
 	if (e)
 		c->failed = e;
