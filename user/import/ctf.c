@@ -30,8 +30,7 @@ struct ctf_reader {
 	struct trace_stats *st;
 	bt_graph *graph;
 	const bt_plugin *ctf, *utils;
-	struct trace_event *queue; /* events of the last batch */
-	size_t qn, qpos, qcap;
+	struct trace_batch q; /* events of the last batch */
 	uint64_t index;		   /* events read */
 	bool ended;
 	struct vcpustat_error cerr; /* an error met in the consume function */
@@ -292,21 +291,6 @@ static bt_graph_simple_sink_component_initialize_func_status sink_init(bt_messag
 	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
 }
 
-static int queue_push(struct ctf_reader *r, const struct trace_event *t)
-{
-	if (r->qn == r->qcap) {
-		size_t cap = r->qcap ? r->qcap * 2 : 1024;
-		struct trace_event *q = realloc(r->queue, cap * sizeof(*q));
-
-		if (!q)
-			return -ENOMEM;
-		r->queue = q;
-		r->qcap = cap;
-	}
-	r->queue[r->qn++] = *t;
-	return 0;
-}
-
 static bt_graph_simple_sink_component_consume_func_status sink_consume(bt_message_iterator *it, void *data)
 {
 	struct ctf_reader *r = data;
@@ -338,7 +322,7 @@ static bt_graph_simple_sink_component_consume_func_status sink_consume(bt_messag
 				r->st->lines++;
 				switch (convert(r, m, &t)) {
 				case CONV_EVENT:
-					if (queue_push(r, &t))
+					if (trace_batch_push(&r->q, &t))
 						ret = BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
 					break;
 				case CONV_SKIP:
@@ -375,7 +359,7 @@ static void graph_free(struct ctf_reader *r)
 {
 	bt_graph_put_ref(r->graph);
 	r->graph = NULL;
-	r->qn = r->qpos = 0;
+	r->q.n = r->q.pos = 0;
 	r->ended = false;
 	r->index = 0;
 }
@@ -490,12 +474,12 @@ int ctf_open(struct ctf_reader **rp, const char *path, const struct trace_opts *
 
 int ctf_next(struct ctf_reader *r, struct trace_event *ev, struct vcpustat_error *err)
 {
-	while (r->qpos == r->qn) {
+	while (r->q.pos == r->q.n) {
 		bt_graph_run_once_status s;
 
 		if (r->ended)
 			return 0;
-		r->qn = r->qpos = 0;
+		r->q.n = r->q.pos = 0;
 		r->cerr.code = 0;
 		s = bt_graph_run_once(r->graph);
 		if (s == BT_GRAPH_RUN_ONCE_STATUS_END) {
@@ -514,7 +498,7 @@ int ctf_next(struct ctf_reader *r, struct trace_event *ev, struct vcpustat_error
 				      (unsigned long long)r->index, why);
 		}
 	}
-	*ev = r->queue[r->qpos++];
+	*ev = r->q.ev[r->q.pos++];
 	return 1;
 }
 
@@ -531,7 +515,7 @@ void ctf_close(struct ctf_reader *r)
 	graph_free(r);
 	bt_plugin_put_ref(r->ctf);
 	bt_plugin_put_ref(r->utils);
-	free(r->queue);
+	free(r->q.ev);
 	free(r->path);
 	free(r);
 }

@@ -62,6 +62,17 @@ struct trace_event {
 	uint64_t where;	   /* ftrace: line number (from 1); CTF, trace.dat: event/record index (from 1) */
 };
 
+/*
+ * A batch of decoded events, for the readers that a library's callbacks feed
+ * in batches (CTF, trace.dat): pushed at the end, handed out from pos.
+ */
+struct trace_batch {
+	struct trace_event *ev;
+	size_t n, pos, cap;
+};
+/* Append a copy of t, growing the batch; 0 or -ENOMEM. */
+int trace_batch_push(struct trace_batch *b, const struct trace_event *t);
+
 enum trace_format {
 	TRACE_FTRACE = 1, /* text: /sys/kernel/tracing/trace, trace_pipe, trace-cmd report */
 	TRACE_CTF,	  /* LTTng kernel trace (CTF 1.8), through libbabeltrace2 */

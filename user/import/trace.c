@@ -434,3 +434,18 @@ void trace_close(struct trace_reader *r)
 	free(r->path);
 	free(r);
 }
+
+int trace_batch_push(struct trace_batch *b, const struct trace_event *t)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		struct trace_event *ev = realloc(b->ev, cap * sizeof(*ev));
+
+		if (!ev)
+			return -ENOMEM;
+		b->ev = ev;
+		b->cap = cap;
+	}
+	b->ev[b->n++] = *t;
+	return 0;
+}

@@ -96,8 +96,7 @@ struct tracedat_reader {
 	} ev[K_NR];
 	struct tep_format_field *common_type, *common_pid;
 	int header_size;	   /* the common fields end here (0: no event read is in the trace) */
-	struct trace_event *queue; /* events of the last batch */
-	size_t qn, qpos, qcap;
+	struct trace_batch q; /* events of the last batch */
 	uint64_t index;		   /* records read */
 	bool paused, ended;
 	int pending;		   /* an error met in the batch, returned once its events are out */
@@ -436,21 +435,6 @@ static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec
 
 /* ---- the iteration ---- */
 
-static int queue_push(struct tracedat_reader *r, const struct trace_event *t)
-{
-	if (r->qn == r->qcap) {
-		size_t cap = r->qcap ? r->qcap * 2 : 1024;
-		struct trace_event *q = realloc(r->queue, cap * sizeof(*q));
-
-		if (!q)
-			return -ENOMEM;
-		r->queue = q;
-		r->qcap = cap;
-	}
-	r->queue[r->qn++] = *t;
-	return 0;
-}
-
 static int on_record(struct tracecmd_input *in, struct tep_record *rec, int cpu, void *data)
 {
 	struct tracedat_reader *r = data;
@@ -465,7 +449,7 @@ static int on_record(struct tracecmd_input *in, struct tep_record *rec, int cpu,
 	}
 	switch (convert(r, rec, &t)) {
 	case CONV_EVENT:
-		if (queue_push(r, &t)) {
+		if (trace_batch_push(&r->q, &t)) {
 			snprintf(r->cerr.msg, sizeof(r->cerr.msg), "%s: out of memory", r->path);
 			r->pending = -ENOMEM;
 			return -1;
@@ -485,7 +469,7 @@ static int on_record(struct tracecmd_input *in, struct tep_record *rec, int cpu,
 				 r->cerr.msg);
 		break;
 	}
-	if (r->qn >= TRACEDAT_BATCH) {
+	if (r->q.n >= TRACEDAT_BATCH) {
 		r->paused = true;
 		return -1; /* stops the iterator; the next batch goes on from here */
 	}
@@ -498,7 +482,7 @@ static void reader_free(struct tracedat_reader *r)
 		tracecmd_close(r->in);
 	r->in = NULL;
 	r->tep = NULL;
-	r->qn = r->qpos = 0;
+	r->q.n = r->q.pos = 0;
 	r->index = 0;
 	r->paused = r->ended = false;
 	r->pending = 0;
@@ -619,7 +603,7 @@ int tracedat_open(struct tracedat_reader **rp, const char *path, const struct tr
 
 int tracedat_next(struct tracedat_reader *r, struct trace_event *ev, struct vcpustat_error *err)
 {
-	while (r->qpos == r->qn) {
+	while (r->q.pos == r->q.n) {
 		int ret;
 
 		if (r->pending)
@@ -627,7 +611,7 @@ int tracedat_next(struct tracedat_reader *r, struct trace_event *ev, struct vcpu
 				      r->pending == -EINVAL ? " (--lenient skips malformed events)" : "");
 		if (r->ended)
 			return 0;
-		r->qn = r->qpos = 0;
+		r->q.n = r->q.pos = 0;
 		r->paused = false;
 		ret = tracecmd_iterate_events_multi(&r->in, 1, on_record, r);
 		if (r->paused || r->pending)
@@ -641,7 +625,7 @@ int tracedat_next(struct tracedat_reader *r, struct trace_event *ev, struct vcpu
 		}
 		r->ended = true;
 	}
-	*ev = r->queue[r->qpos++];
+	*ev = r->q.ev[r->q.pos++];
 	return 1;
 }
 
@@ -656,7 +640,7 @@ void tracedat_close(struct tracedat_reader *r)
 	if (!r)
 		return;
 	reader_free(r);
-	free(r->queue);
+	free(r->q.ev);
 	free(r->path);
 	free(r);
 }
