@@ -45,31 +45,30 @@ static int open_in_place(const char *path, struct vcpustat_error *err)
 	return fd;
 }
 
-int outfile_check(const char *path, struct vcpustat_error *err)
+/* A name that can be an output: not empty, not a directory. */
+static int check_target(const char *path, struct vcpustat_error *err)
 {
-	char tmp[PATH_MAX];
 	struct stat st;
-	int fd, e;
 
 	if (!*path)
 		return verror(err, -EINVAL, "empty output file name");
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
-	if (in_place(path)) {
-		fd = open_in_place(path, err);
-		if (fd < 0)
-			return fd;
-		close(fd);
-		return 0;
-	}
-	e = temp_name(path, tmp, sizeof(tmp));
-	if (e)
-		return verror(err, e, "%s: path too long", path);
-	fd = mkstemp(tmp);
+	return 0;
+}
+
+int outfile_check(const char *path, struct vcpustat_error *err)
+{
+	/* outfile_temp() refuses an empty name and a directory (in_place() is false for both) */
+	bool here = *path && in_place(path);
+	char tmp[PATH_MAX];
+	int fd = here ? open_in_place(path, err) : outfile_temp(path, tmp, sizeof(tmp), err);
+
 	if (fd < 0)
-		return verror(err, -errno, "%s: cannot write there: %s", path, strerror(errno));
+		return fd;
 	close(fd);
-	unlink(tmp);
+	if (!here)
+		unlink(tmp);
 	return 0;
 }
 
@@ -100,13 +99,10 @@ int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat
 
 int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err)
 {
-	struct stat st;
-	int fd, e;
+	int fd, e = check_target(path, err);
 
-	if (!*path)
-		return verror(err, -EINVAL, "empty output file name");
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
+	if (e)
+		return e;
 	e = temp_name(path, tmp, len);
 	if (e)
 		return verror(err, e, "%s: path too long", path);
