@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 		free(buf);
 	}
 	printf("%d vCPUs (%d VMs x %d), %zu histograms, %s vCPU labels: %zu bytes of Prometheus text\n", vms * vcpus,
-	       vms, vcpus, live.prev.nr_hists, mo.no_vcpu_labels ? "without" : "with", bytes);
+	       vms, vcpus, live.w.prev.nr_hists, mo.no_vcpu_labels ? "without" : "with", bytes);
 	printf("%-44s %6.2f ms CPU\n", "maps only (vcpustat_snapshot, baseline)", maps / n);
 	printf("%-44s %6.2f ms CPU\n", "maps + window model + counters", model / n);
 	printf("%-44s %6.2f ms CPU\n", "rendering the Prometheus text", render / n);

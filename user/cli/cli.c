@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "sht/sht.h"
 #include "model/model.h"
+#include "record/record.h"
 
 bool cli_json;
 bool cli_pretty;
@@ -192,6 +193,71 @@ int cli_parse_meta(char *arg, const char *const *reserved, const char **key, con
 		}
 	*key = arg;
 	*value = eq + 1;
+	return 0;
+}
+
+int cli_add_meta(struct record_meta *m, char *arg, const char *const *reserved, size_t max)
+{
+	const char *key, *value;
+
+	if (m->n >= max) {
+		cli_err("--meta: at most %zu", max);
+		return CLI_USAGE;
+	}
+	if (cli_parse_meta(arg, reserved, &key, &value))
+		return CLI_USAGE;
+	return record_meta_add(m, key, value) ? CLI_USAGE : 0;
+}
+
+/* "64M" -> bytes; -1 if malformed. */
+static long long parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	long long mult = 1;
+
+	if (end == s || v < 0)
+		return -1;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mult = 1ll << 10; end++; break;
+	case 'm': case 'M': mult = 1ll << 20; end++; break;
+	case 'g': case 'G': mult = 1ll << 30; end++; break;
+	default: return -1;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	return *end ? -1 : (long long)(v * (double)mult);
+}
+
+/* 65536 -> "64K" */
+static const char *fmt_size(long long v, char *buf, size_t len)
+{
+	static const char unit[] = "\0KMG";
+	int u = 0;
+
+	while (u < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%lld%.1s", v, &unit[u]);
+	return buf;
+}
+
+int cli_parse_size(const char *opt, const char *arg, long long min, long long max, long long *size)
+{
+	long long v = parse_size(arg);
+	char a[32], b[32];
+
+	if (v < min || (max && v > max)) {
+		if (max)
+			cli_err("%s %s: a size from %s to %s (K, M, G suffixes)", opt, arg, fmt_size(min, a, sizeof(a)),
+				fmt_size(max, b, sizeof(b)));
+		else
+			cli_err("%s %s: a size of at least %s (K, M, G suffixes)", opt, arg, fmt_size(min, a, sizeof(a)));
+		return CLI_USAGE;
+	}
+	*size = v;
 	return 0;
 }
 

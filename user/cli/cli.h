@@ -2,12 +2,14 @@
 /*
  * cli.h - what the vcpustat subcommands share: error output (plain text, or a
  * JSON error object in JSON mode, like bpftool's p_err) and the command table.
- * Each subcommand lives in user/cli/cmd_<name>.c, parses its own options
- * (getopt_long, with a -h/--help that teaches) and calls the library.
+ * Each subcommand lives in user/cli/cmd_<name>.c: it declares its options
+ * (struct cli_command, parsed by options.c, with a -h/--help that teaches),
+ * calls the library and prints.
  */
 #ifndef VCPUSTAT_CLI_H
 #define VCPUSTAT_CLI_H
 
+#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,6 +45,72 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOPERM = 77 };
 /* The last paragraph of every command's --help: that policy. */
 void cli_usage_exit_status(FILE *out);
+
+/*
+ * ---- options.c: the option layer ----
+ * A command declares its options once; the parser, -h/--help and the error
+ * for an unknown option or a missing value come from that declaration.
+ */
+enum cli_type {
+	CLI_CUSTOM,   /* cli_next() returns its key, the command parses a->arg */
+	CLI_FLAG,     /* bool *dest = true */
+	CLI_STRING,   /* const char **dest = the value */
+	CLI_DURATION, /* __u64 *dest: ns, min to max (0: no maximum), cli_parse_duration() */
+	CLI_SECONDS,  /* double *dest: seconds, min to max ns, cli_parse_duration() */
+	CLI_NUMBER,   /* long *dest: min to max, cli_parse_long() with what */
+	CLI_SIZE,     /* long long *dest: bytes, min to max (0: none), cli_parse_size() */
+};
+
+struct cli_option {
+	const char *name; /* the long name, without "--" */
+	int key;	  /* its short letter, or a code from 256 for a long-only option */
+	const char *arg;  /* the value's name in --help ("FILE"); NULL: a flag */
+	const char *help; /* its --help text; each '\n' starts a line under the first */
+	enum cli_type type;
+	void *dest;		/* where a typed option's value goes */
+	long long min, max;	/* its bounds */
+	const char *what;	/* CLI_NUMBER: what it counts ("files") */
+};
+
+struct cli_command {
+	const char *name;		  /* "record" */
+	const char *synopsis;		  /* after "usage: vcpustat NAME "; '\n' continues it */
+	const char *about;		  /* what the command does, before the options (or NULL) */
+	const struct cli_option *options; /* ends with { NULL }; -h/--help is implied */
+	const char *notes;		  /* after the options (or NULL) */
+};
+
+#define CLI_MAX_OPTIONS 40
+
+struct cli_args {
+	const struct cli_command *cmd;
+	int argc;
+	char **argv;
+	char *arg; /* the value of the option cli_next() returned */
+	int pos;   /* after the options: argv[pos..argc-1] are the operands */
+	struct option longopts[CLI_MAX_OPTIONS + 2];
+	char shortopts[2 * CLI_MAX_OPTIONS + 4];
+};
+
+enum { CLI_HELPED = -1, CLI_BADOPT = -2 };
+
+void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv);
+/*
+ * The next CLI_CUSTOM option's key (a->arg its value), the typed ones stored
+ * on the way; 0 after the last (a->pos: the first operand); CLI_HELPED after
+ * printing --help to stdout; CLI_BADOPT after an error (and, for an unknown
+ * option, the usage on stderr). cli_args_exit(): the exit code
+ * for those two.
+ */
+int cli_next(struct cli_args *a);
+static inline int cli_args_exit(int c)
+{
+	return c == CLI_HELPED ? CLI_OK : CLI_USAGE;
+}
+/* Operands where the command takes none: the error, CLI_USAGE; else 0. */
+int cli_no_more_args(const struct cli_args *a);
+/* The command's --help. */
+void cli_usage(const struct cli_command *cmd, FILE *f);
 
 /* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
 int cmd_top(int argc, char **argv);
@@ -107,6 +175,16 @@ int cli_open_window(const char *file, const char *from, const char *to, struct s
  * keys the command writes itself). Prints the error and returns CLI_USAGE.
  */
 int cli_parse_meta(char *arg, const char *const *reserved, const char **key, const char **value);
+
+/* --meta KEY=VALUE into m (at most max): 0, or CLI_USAGE after the error. */
+struct record_meta;
+int cli_add_meta(struct record_meta *m, char *arg, const char *const *reserved, size_t max);
+
+/*
+ * A size option ("64M", "4K", "1G", bytes; a B may follow): fills *size, or
+ * prints "OPT ARG: a size ..." and returns CLI_USAGE. max 0: no maximum.
+ */
+int cli_parse_size(const char *opt, const char *arg, long long min, long long max, long long *size);
 
 /* ns as seconds with nine decimals: "12.000345678". */
 void cli_fmt_secs(uint64_t ns, char *buf, size_t len);

@@ -19,6 +19,7 @@
 #error "live/live.h is the live layer (libbpf): the offline library must not include it"
 #endif
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
@@ -140,15 +141,58 @@ int vcpustat_ring_pos(struct vcpustat *vs, unsigned long *cons, unsigned long *p
 int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name);
 int vcpustat_prog_fd(const struct vcpustat *vs, const char *prog_name);
 
+/* The lost counters' sum (0 if they cannot be read). */
+__u64 vcpustat_lost_total(struct vcpustat *vs);
+
+/*
+ * ---- session.c: the live sessions ----
+ * A recording: the ring buffer drained into a record session
+ * (record/record.h) until *stop, the duration or a failure, with its lost
+ * count every second and a flush every 5 s; then what the kernel produced
+ * before the stop, for at most final_drain_s.
+ */
+struct rec_session;
+
+struct live_record_opts {
+	__u64 duration_ns;		/* 0: until *stop */
+	volatile const sig_atomic_t *stop; /* set by a signal handler */
+	unsigned int final_drain_s;
+};
+
+struct live_record_result {
+	__u64 end_ns; /* when it stopped (CLOCK_MONOTONIC) */
+	__u64 lost;   /* the kernel's lost-record total then */
+	bool behind;  /* the final drain ran out of time: the newest records are not in */
+};
+
+/* 0, or a negative errno with err (the session's own error, or the ring buffer's). */
+int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_record_opts *o,
+		struct live_record_result *res, struct vcpustat_error *err);
+
+/*
+ * A live window: each live_window_next() reads the maps, builds the summary
+ * of the window since the previous call into *s (the first: since each vCPU
+ * was first seen; s NULL: only take the start of the next window), reaps the
+ * VMs that exited (their final counts are in) and folds the culprits that
+ * exited (vcpustat_prune). `top` and the exporters' samples drive one.
+ */
+struct live_window {
+	struct vcpustat *vs;
+	struct names names;
+	struct vcpustat_snapshot prev; /* the end of the last window */
+	bool have_prev;
+	const struct summary_filter *filter;
+};
+
+int live_window_init(struct live_window *w, struct vcpustat *vs, const struct summary_filter *filter);
+int live_window_next(struct live_window *w, struct summary *s);
+void live_window_free(struct live_window *w);
+
 /* ---- sample.c: successive windows of the maps, for the exporters ---- */
 
 struct metrics_live {
-	struct vcpustat *vs;
-	struct names names;
-	struct vcpustat_snapshot prev;
-	bool have_prev;
+	struct live_window w;
 	struct metrics *m;
-	const struct summary_filter *filter;
 	unsigned long long last_sample; /* CLOCK_MONOTONIC ns of the last snapshot (0: none) */
 };
 

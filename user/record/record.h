@@ -110,6 +110,70 @@ void recorder_get_stats(const struct recorder *r, struct recorder_stats *st);
 int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err);
 
 /*
+ * ---- session.c: a recording session ----
+ * Where a stream of records goes, whatever produces it (live/ drains the
+ * kernel's ring buffer into it, replay a capture, benchmarks their own):
+ * the recorder, a capture of the raw events, the names of VMs and threads,
+ * the lost-record count and the flush cadence.
+ */
+
+struct rec_session;
+
+/* A recording's metadata (/meta/... in its files; a capture's text). */
+#define RECORD_MAX_META 48
+struct record_meta {
+	struct sht_meta meta[RECORD_MAX_META];
+	char key[RECORD_MAX_META][64], value[RECORD_MAX_META][1024];
+	size_t n;
+};
+/* Add a copy of key=value: 0, or -ENOSPC when full. */
+int record_meta_add(struct record_meta *m, const char *key, const char *value);
+/*
+ * What a live recording says of itself (host, kernel, tool, command from
+ * argv, level), then the user's (its --meta).
+ */
+void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, int argc, char **argv,
+		      const struct record_meta *user);
+/* A capture's metadata text ("key=value" lines), then source=replay. */
+void record_meta_replay(struct record_meta *m, const char *text);
+
+/* "vcpu" / "full" <-> the level: 0, or -EINVAL for another name. */
+int record_level_parse(const char *name, enum vcpustat_record_level *level);
+const char *record_level_name(enum vcpustat_record_level level);
+
+struct rec_session_opts {
+	/*
+	 * The files (path, rotation, metadata, start). Its vm_name/thread_name
+	 * name VMs and threads when names is NULL (replay: the capture's names).
+	 */
+	struct recorder_opts rec;
+	struct names *names;   /* name VMs and threads from /proc, now (live); or NULL */
+	const char *capture;   /* also write the raw events here (NULL: no capture) */
+	unsigned int nr_cpus;  /* the capture's "cpus" */
+};
+
+struct rec_session_stats {
+	uint64_t records, intervals, files;
+	uint64_t events; /* raw events in the capture */
+	uint64_t lost;	 /* the last lost-record total given */
+	char path[4096]; /* the last file */
+};
+
+int rec_session_open(struct rec_session **s, const struct rec_session_opts *opts, struct vcpustat_error *err);
+/* A record and a raw event: vcpustat_record_fn and vcpustat_event_fn, ctx the session. */
+int rec_session_record(void *s, const struct vcpustat_record *rec);
+int rec_session_event(void *s, const struct vcpustat_event *ev);
+/* The kernel's lost-record total at mono time now (every second); flush: make it all durable. */
+int rec_session_tick(struct rec_session *s, uint64_t now, uint64_t lost, bool flush);
+/* Whether a call failed (the first error in *err): the negative errno, or 0. */
+int rec_session_failed(const struct rec_session *s, struct vcpustat_error *err);
+/* The last tick at end, every file sealed and closed; *st; frees *s (NULL after). */
+int rec_session_finish(struct rec_session **s, uint64_t end, uint64_t lost, struct rec_session_stats *st,
+		       struct vcpustat_error *err);
+/* The error path: what was sealed stays readable (an atomic file is removed). */
+void rec_session_close(struct rec_session *s, uint64_t end);
+
+/*
  * ---- capture.c: raw events into capture files ----
  * Capture files: the raw events the kernel handled, in blocks
  * with checksums (docs/capture-format.md). Written by `vcpustat record

@@ -116,12 +116,22 @@ void xml_escape(FILE *f, const char *s)
 	}
 }
 
-__u64 vcpustat_now_ns(void)
+static __u64 clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+__u64 vcpustat_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+__u64 vcpustat_realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
 }
 
 const char *file_kind(unsigned int mode)

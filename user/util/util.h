@@ -175,5 +175,7 @@ void xml_escape(FILE *f, const char *s);
 
 /* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns() and of the records. */
 __u64 vcpustat_now_ns(void);
+/* CLOCK_REALTIME in ns. */
+__u64 vcpustat_realtime_ns(void);
 
 #endif /* VCPUSTAT_UTIL_H */

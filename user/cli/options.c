@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * options.c - the one option layer of the subcommands: a command declares its
+ * options once (struct cli_command: names, arguments, help), and this file
+ * derives getopt_long's tables, parses argv, and prints the --help.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <string.h>
+#include "cli/cli.h"
+
+/* The column where option help starts, and where its continuation lines are. */
+#define HELP_COLUMN 24
+
+static void print_indented(FILE *f, const char *text, int indent)
+{
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		fprintf(f, "%*s%.*s\n", p == text ? 0 : indent, "", len, p);
+		p = nl ? nl + 1 : p + len;
+	}
+}
+
+void cli_usage(const struct cli_command *cmd, FILE *f)
+{
+	fprintf(f, "usage: %s %s ", cli_prog, cmd->name);
+	print_indented(f, cmd->synopsis, 0);
+	if (cmd->about)
+		fprintf(f, "\n%s", cmd->about);
+	if (cmd->options[0].name)
+		fputc('\n', f);
+	for (const struct cli_option *o = cmd->options; o->name; o++) {
+		char left[96];
+		int n;
+
+		if (o->key > 0 && o->key < 128)
+			n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
+				     o->arg ?: "");
+		else
+			n = snprintf(left, sizeof(left), "      --%s%s%s", o->name, o->arg ? " " : "", o->arg ?: "");
+		fprintf(f, "%s%*s", left, n < HELP_COLUMN - 1 ? HELP_COLUMN - n : 2, "");
+		print_indented(f, o->help, HELP_COLUMN);
+	}
+	if (cmd->notes)
+		fprintf(f, "\n%s", cmd->notes);
+	cli_usage_exit_status(f);
+}
+
+void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv)
+{
+	size_t n = 0, s = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->cmd = cmd;
+	a->argc = argc;
+	a->argv = argv;
+	a->shortopts[s++] = ':'; /* a missing argument is reported as such */
+	for (const struct cli_option *o = cmd->options; o->name && n < CLI_MAX_OPTIONS; o++, n++) {
+		a->longopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->key };
+		if (o->key > 0 && o->key < 128 && s + 3 < sizeof(a->shortopts)) {
+			a->shortopts[s++] = (char)o->key;
+			if (o->arg)
+				a->shortopts[s++] = ':';
+		}
+	}
+	a->longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
+	a->shortopts[s++] = 'h';
+	a->shortopts[s] = '\0';
+	optind = 1;
+	opterr = 0; /* our messages, naming the command */
+}
+
+/* A typed option's value into its destination: 0, or CLI_USAGE after the error. */
+static int store(const struct cli_option *o, char *arg)
+{
+	char opt[64];
+
+	snprintf(opt, sizeof(opt), "--%s", o->name);
+	switch (o->type) {
+	case CLI_FLAG: *(bool *)o->dest = true; return 0;
+	case CLI_STRING: *(const char **)o->dest = arg; return 0;
+	case CLI_DURATION: return cli_parse_duration(opt, arg, (__u64)o->min, (__u64)o->max, o->dest);
+	case CLI_SECONDS: return cli_parse_seconds(opt, arg, (double)o->min / 1e9, (double)o->max / 1e9, o->dest);
+	case CLI_NUMBER: return cli_parse_long(opt, arg, (long)o->min, (long)o->max, o->what, o->dest);
+	case CLI_SIZE: return cli_parse_size(opt, arg, o->min, o->max, o->dest);
+	case CLI_CUSTOM: break;
+	}
+	return 0;
+}
+
+static const struct cli_option *option_of(const struct cli_command *cmd, int key)
+{
+	for (const struct cli_option *o = cmd->options; o->name; o++)
+		if (o->key == key)
+			return o;
+	return NULL;
+}
+
+int cli_next(struct cli_args *a)
+{
+	const struct cli_option *o;
+	int c;
+
+again:
+	c = getopt_long(a->argc, a->argv, a->shortopts, a->longopts, NULL);
+	a->arg = optarg;
+	switch (c) {
+	case -1:
+		a->pos = optind;
+		return 0;
+	case 'h':
+		cli_usage(a->cmd, stdout);
+		return CLI_HELPED;
+	case ':':
+	case '?': {
+		const char *bad = a->argv[optind - 1];
+
+		if (c == ':') {
+			cli_err("%s %s: the option needs a value (see --help)", a->cmd->name, bad);
+			return CLI_BADOPT;
+		}
+		if (optopt && !(bad[0] == '-' && bad[1] == '-'))
+			cli_err("%s: unknown option -%c (see --help)", a->cmd->name, optopt);
+		else
+			cli_err("%s: unknown option %s (see --help)", a->cmd->name, bad);
+		cli_usage(a->cmd, stderr);
+		return CLI_BADOPT;
+	}
+	default:
+		o = option_of(a->cmd, c);
+		if (!o || o->type == CLI_CUSTOM)
+			return c;
+		if (store(o, optarg))
+			return CLI_BADOPT;
+		goto again;
+	}
+}
+
+int cli_no_more_args(const struct cli_args *a)
+{
+	if (a->pos < a->argc) {
+		cli_err("unexpected argument '%s' (see --help)", a->argv[a->pos]);
+		return CLI_USAGE;
+	}
+	return 0;
+}

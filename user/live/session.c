@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * session.c - the live sessions every live command drives: a recording
+ * (the kernel's ring buffer drained into a record session, record/session.c)
+ * and a window (successive snapshots of the maps as summaries, with the
+ * kernel's tables kept bounded).
+ */
+#include <errno.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "live/live.h"
+#include "record/record.h"
+
+__u64 vcpustat_lost_total(struct vcpustat *vs)
+{
+	__u64 lost[VCPUSTAT_NR_LOST], sum = 0;
+
+	if (vcpustat_lost(vs, lost))
+		return 0;
+	for (int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		sum += lost[i];
+	return sum;
+}
+
+/*
+ * What the kernel produced before the stop: all of it, however far behind
+ * we are (the exact tests stop their VMs first), but not what VMs still
+ * running add after the stop (the ring's producer position now is where the
+ * drain ends: draining on while they flood it made `record --duration 2`
+ * beside a 20 s VM take 30 s more, and export_live's file test time out in
+ * the KVM lab), and never more than o->final_drain_s. 1: still behind after
+ * that; 0; or a negative errno.
+ */
+static int final_drain(struct vcpustat *vs, struct ring_buffer *rb, unsigned int final_drain_s)
+{
+	__u64 until = vcpustat_now_ns() + final_drain_s * 1000000000ull;
+	unsigned long cons, prod, stop_pos;
+	bool bounded = vcpustat_ring_pos(vs, &cons, &stop_pos) == 0;
+	int e;
+
+	while ((e = vcpustat_drain(rb, 0)) > 0 && vcpustat_now_ns() < until)
+		if (bounded && !vcpustat_ring_pos(vs, &cons, &prod) && (long)(stop_pos - cons) <= 0)
+			return 0; /* the backlog is in: what VMs add after the stop is not wanted */
+	return e > 0 ? 1 : e;
+}
+
+int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_record_opts *o,
+		struct live_record_result *res, struct vcpustat_error *err)
+{
+	struct vcpustat_consumer cons = { .on_record = rec_session_record, .on_event = rec_session_event, .ctx = s };
+	__u64 start = vcpustat_now_ns(), next_tick = start + 1000000000ull, now;
+	struct ring_buffer *rb;
+	int e = 0;
+
+	memset(res, 0, sizeof(*res));
+	rb = vcpustat_ring_buffer(vs, &cons);
+	if (!rb)
+		return verror(err, -errno, "cannot open the BPF ring buffer: %s", strerror(errno));
+	while (!*o->stop && !rec_session_failed(s, NULL)) {
+		e = vcpustat_drain(rb, VCPUSTAT_DRAIN_MS);
+		if (e < 0 && e != -EINTR) {
+			verror(err, e, "reading the ring buffer: %s", strerror(-e));
+			goto out;
+		}
+		e = 0;
+		now = vcpustat_now_ns();
+		if (now >= next_tick) {
+			next_tick += 1000000000ull;
+			/* the lost count every second; what was recorded durable every 5 s */
+			if (rec_session_tick(s, now, vcpustat_lost_total(vs), (now - start) / 1000000000ull % 5 == 0))
+				break;
+		}
+		if (o->duration_ns && now >= start + o->duration_ns)
+			break;
+	}
+	e = rec_session_failed(s, err);
+	if (e)
+		goto out;
+	e = final_drain(vs, rb, o->final_drain_s);
+	if (e > 0) {
+		res->behind = true;
+		e = 0;
+	} else if (e < 0) {
+		verror(err, e, "reading the ring buffer: %s", strerror(-e));
+		goto out;
+	}
+	e = rec_session_failed(s, err);
+out:
+	res->end_ns = vcpustat_now_ns();
+	res->lost = vcpustat_lost_total(vs);
+	ring_buffer__free(rb);
+	return e;
+}
+
+int live_window_init(struct live_window *w, struct vcpustat *vs, const struct summary_filter *filter)
+{
+	memset(w, 0, sizeof(*w));
+	w->vs = vs;
+	w->filter = filter;
+	if (names_init(&w->names, NULL, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+int live_window_next(struct live_window *w, struct summary *s)
+{
+	struct vcpustat_snapshot cur;
+	int e;
+
+	e = vcpustat_snapshot(w->vs, &cur);
+	if (e)
+		return e;
+	if (!w->have_prev && !s) {
+		w->prev = cur;
+		w->have_prev = true;
+		return 0;
+	}
+	names_refresh(&w->names);
+	if (s) {
+		e = summary_build(s, w->have_prev ? &w->prev : NULL, &cur, &w->names, w->filter);
+		if (e) {
+			vcpustat_snapshot_free(&cur);
+			return e;
+		}
+	}
+	/* VMs that exited: their last window is counted, the kernel may forget them */
+	for (size_t i = 0; i < cur.nr_vms; i++)
+		if (cur.vms[i].exited_ns)
+			vcpustat_reap_vm(w->vs, cur.vms[i].tgid);
+	/* culprits that exited: folded into one entry per VM, the table stays bounded */
+	vcpustat_prune(w->vs, NULL);
+	if (w->have_prev)
+		vcpustat_snapshot_free(&w->prev);
+	w->prev = cur;
+	w->have_prev = true;
+	return 0;
+}
+
+void live_window_free(struct live_window *w)
+{
+	if (w->have_prev)
+		vcpustat_snapshot_free(&w->prev);
+	names_free(&w->names);
+	memset(w, 0, sizeof(*w));
+}
