@@ -50,6 +50,16 @@ void cli_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+int cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	return CLI_USAGE;
+}
+
 void cli_warn(const char *fmt, ...)
 {
 	va_list ap;

@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,8 @@ extern const char *cli_prog; /* "vcpustat" */
 /* Print one clear error (what failed, where, what to do) to stderr, or as JSON. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_err(), then CLI_USAGE: `return cli_usage_error("--x %s: ...", arg);` */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * Exit codes, one policy in every command (docs/vcpustat.md, "Exit codes"):
@@ -205,7 +208,25 @@ struct top_args {
 	const char *demo_reason; /* the demo plays its bundled recording because of this (NULL: not the demo) */
 };
 
-/* `vcpustat top --file`: the live view over a recording. Returns the exit code. */
+/* `vcpustat top --file` (top_file.c): the live view over a recording. Returns the exit code. */
 int top_file(const struct top_args *a);
+/* `vcpustat top` (top_live.c): the live view of this host, with the demo's VMs if asked. */
+int top_live(const struct top_args *a, bool demo, bool verbose);
+
+/* ---- demo.c: `vcpustat --demo` ---- */
+struct demo {
+	pid_t vmm, hog;
+};
+/*
+ * Why the live demo cannot run here (NULL: it can): VCPUSTAT_DEMO_NO_KVM is
+ * set (to try the fallback on a host with KVM), /dev/kvm cannot be opened,
+ * microvm is missing, or BPF is not allowed. buf holds the sentence.
+ */
+const char *demo_unusable(char *buf, size_t len);
+/* The bundled recording into buf (PATH_MAX): 0, or -1 after the error (naming reason). */
+int demo_file(char *buf, size_t len, const char *reason);
+/* Start the demo's VMs and CPU hog (0), or print why not (-1); demo_stop() ends them. */
+int demo_start(struct demo *d);
+void demo_stop(struct demo *d);
 
 #endif

@@ -6,7 +6,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <bpf/libbpf.h>
 #include "record/record.h"
 #include "cli/cli.h"
 
@@ -19,7 +18,7 @@ static const char *const reserved[] = { "host", "kernel", "tool", "command", "le
 struct record_args {
 	struct vcpustat_options vo;
 	struct rec_session_opts so;
-	__u64 duration;
+	struct live_record_opts lo;
 	long long max_size, ringbuf;
 	long keep;
 	bool quiet, verbose;
@@ -37,7 +36,7 @@ static int parse(int argc, char **argv, struct record_args *r)
 					 "full: also which thread runs on every CPU and the states\n"
 					 "of host threads (needed for culprits in reports)" },
 		{ "duration", 't', "D", "stop after D (1.5s, 250ms, 15m, 2h; a bare number is seconds)", CLI_DURATION,
-		  &r->duration, 1 },
+		  &r->lo.duration_ns, 1 },
 		{ "max-size", OPT_MAX_SIZE, "SIZE", "rotate when a file reaches SIZE (K, M, G suffixes)", CLI_SIZE,
 		  &r->max_size, 65536 },
 		{ "rotate-every", OPT_ROTATE, "D", "rotate every D (at least 1s; same syntax as --duration)",
@@ -73,27 +72,19 @@ static int parse(int argc, char **argv, struct record_args *r)
 
 	cli_args_init(&a, &cmd, argc, argv);
 	while ((c = cli_next(&a)) > 0) {
-		if (c == 'l' && record_level_parse(a.arg, &r->vo.record_level)) {
-			cli_err("--level %s: the level is vcpu or full", a.arg);
-			return CLI_USAGE;
-		}
+		if (c == 'l' && record_level_parse(a.arg, &r->vo.record_level))
+			return cli_usage_error("--level %s: the level is vcpu or full", a.arg);
 		if (c == OPT_META && cli_add_meta(&r->user, a.arg, reserved, 16))
 			return CLI_USAGE;
 	}
 	if (c < 0 || cli_no_more_args(&a))
 		return c < 0 ? cli_args_exit(c) : CLI_USAGE;
-	if (r->ringbuf & (r->ringbuf - 1)) {
-		cli_err("--ringbuf %lld: a power of two from 4K to 1G", r->ringbuf);
-		return CLI_USAGE;
-	}
-	if (!r->so.rec.path) {
-		cli_err("record: -o FILE.sht is required");
-		return CLI_USAGE;
-	}
-	if (r->keep && !r->max_size && !r->so.rec.rotate_ns) {
-		cli_err("--keep only makes sense with --max-size or --rotate-every");
-		return CLI_USAGE;
-	}
+	if (r->ringbuf & (r->ringbuf - 1))
+		return cli_usage_error("--ringbuf %lld: a power of two from 4K to 1G", r->ringbuf);
+	if (!r->so.rec.path)
+		return cli_usage_error("record: -o FILE.sht is required");
+	if (r->keep && !r->max_size && !r->so.rec.rotate_ns)
+		return cli_usage_error("--keep only makes sense with --max-size or --rotate-every");
 	r->vo.ringbuf_bytes = (unsigned int)r->ringbuf;
 	r->so.rec.max_bytes = (uint64_t)r->max_size;
 	r->so.rec.keep = (unsigned int)r->keep;
@@ -103,50 +94,36 @@ static int parse(int argc, char **argv, struct record_args *r)
 
 int cmd_record(int argc, char **argv)
 {
-	struct live_record_opts lo = { .stop = &cli_stop, .final_drain_s = RECORD_FINAL_DRAIN_S };
 	static struct record_args r;
 	struct rec_session_opts *so = &r.so;
 	struct vcpustat_error err = { 0 };
-	static struct record_meta meta;
 	struct live_record_result res;
 	struct rec_session_stats st;
 	struct rec_session *s = NULL;
 	struct vcpustat *vs = NULL;
-	struct names names;
 	int ret;
 
 	memset(&r, 0, sizeof(r));
 	r.vo.record_level = VCPUSTAT_LEVEL_VCPU;
+	r.lo = (struct live_record_opts){ .stop = &cli_stop, .final_drain_s = RECORD_FINAL_DRAIN_S };
 	ret = parse(argc, argv, &r);
 	if (ret)
 		return ret;
-	lo.duration_ns = r.duration;
 	ret = cli_open_live(&vs, &r.vo, r.verbose, r.quiet);
 	if (ret)
 		return ret;
 	ret = CLI_FAIL;
-	if (names_init(&names, NULL, NULL)) {
-		cli_err("out of memory");
-		goto out;
-	}
-	so->names = &names;
-	so->nr_cpus = (unsigned int)libbpf_num_possible_cpus();
-	so->rec.mono_start_ns = vcpustat_now_ns();
-	so->rec.real_start_ns = vcpustat_realtime_ns();
-	record_meta_live(&meta, r.vo.record_level, argc, argv, &r.user);
-	so->rec.meta = meta.meta;
-	so->rec.nmeta = meta.n;
-	if (rec_session_open(&s, so, &err)) {
+	if (live_record_open(&s, so, r.vo.record_level, argc, argv, &r.user, &err)) {
 		cli_err("%s", err.msg);
-		goto names;
+		goto out;
 	}
 	cli_catch_stop(false);
 	if (!r.quiet)
 		fprintf(stderr, "%s: recording to %s (level %s)%s; Ctrl-C to stop\n", cli_prog, so->rec.path,
 			record_level_name(r.vo.record_level), so->capture ? ", raw events too" : "");
-	if (live_record(vs, s, &lo, &res, &err) || rec_session_finish(&s, res.end_ns, res.lost, &st, &err)) {
+	if (live_record(vs, s, &r.lo, &res, &err) || rec_session_finish(&s, res.end_ns, &st, &err)) {
 		cli_err("%s", err.msg);
-		goto names;
+		goto out;
 	}
 	if (res.behind && !r.quiet)
 		fprintf(stderr, "%s: still behind the kernel after %d s of draining at the end: "
@@ -160,10 +137,8 @@ int cmd_record(int argc, char **argv)
 			(res.end_ns - so->rec.mono_start_ns) / 1e9, (unsigned long long)st.lost,
 			st.lost ? " (see /meta/lost: the timeline has holes)" : "");
 	ret = CLI_OK;
-names:
-	rec_session_close(s, vcpustat_now_ns());
-	names_free(&names);
 out:
+	rec_session_close(s, vcpustat_now_ns());
 	vcpustat_close(vs);
 	return ret;
 }

@@ -48,6 +48,14 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 	cli_usage_exit_status(f);
 }
 
+static const struct cli_option *option_of(const struct cli_command *cmd, int key)
+{
+	for (const struct cli_option *o = cmd->options; o->name; o++)
+		if (o->key == key)
+			return o;
+	return NULL;
+}
+
 void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv)
 {
 	size_t n = 0, s = 0;
@@ -65,19 +73,28 @@ void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, 
 				a->shortopts[s++] = ':';
 		}
 	}
-	a->longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
-	a->shortopts[s++] = 'h';
+	if (!option_of(cmd, 'h')) { /* -h/--help: listed in --help by the commands that say so */
+		a->longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
+		a->shortopts[s++] = 'h';
+	}
 	a->shortopts[s] = '\0';
 	optind = 1;
 	opterr = 0; /* our messages, naming the command */
 }
 
-/* A typed option's value into its destination: 0, or CLI_USAGE after the error. */
-static int store(const struct cli_option *o, char *arg)
+/*
+ * A typed option's value into its destination: 0, or CLI_USAGE after the
+ * error, which names the option as it was given ("-d", "--delay").
+ */
+static int store(const struct cli_args *a, const struct cli_option *o, char *arg)
 {
+	const char *given = optind >= 2 && arg == a->argv[optind - 1] ? a->argv[optind - 2] : a->argv[optind - 1];
 	char opt[64];
 
-	snprintf(opt, sizeof(opt), "--%s", o->name);
+	if (given[0] == '-' && given[1] != '-' && o->key > 0 && o->key < 128)
+		snprintf(opt, sizeof(opt), "-%c", o->key);
+	else
+		snprintf(opt, sizeof(opt), "--%s", o->name);
 	switch (o->type) {
 	case CLI_FLAG: *(bool *)o->dest = true; return 0;
 	case CLI_STRING: *(const char **)o->dest = arg; return 0;
@@ -88,14 +105,6 @@ static int store(const struct cli_option *o, char *arg)
 	case CLI_CUSTOM: break;
 	}
 	return 0;
-}
-
-static const struct cli_option *option_of(const struct cli_command *cmd, int key)
-{
-	for (const struct cli_option *o = cmd->options; o->name; o++)
-		if (o->key == key)
-			return o;
-	return NULL;
 }
 
 int cli_next(struct cli_args *a)
@@ -132,7 +141,7 @@ again:
 		o = option_of(a->cmd, c);
 		if (!o || o->type == CLI_CUSTOM)
 			return c;
-		if (store(o, optarg))
+		if (store(a, o, optarg))
 			return CLI_BADOPT;
 		goto again;
 	}

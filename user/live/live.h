@@ -165,6 +165,15 @@ struct live_record_result {
 	bool behind;  /* the final drain ran out of time: the newest records are not in */
 };
 
+/*
+ * A live recording's session: so with the time it starts, the host's CPUs,
+ * names from /proc, and the metadata a live recording has (record/record.h,
+ * record_meta_live: level, argv as its command, then user's).
+ */
+struct rec_session_opts;
+struct record_meta;
+int live_record_open(struct rec_session **s, struct rec_session_opts *so, enum vcpustat_record_level level, int argc,
+		     char **argv, const struct record_meta *user, struct vcpustat_error *err);
 /* 0, or a negative errno with err (the session's own error, or the ring buffer's). */
 int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_record_opts *o,
 		struct live_record_result *res, struct vcpustat_error *err);

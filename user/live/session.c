@@ -6,6 +6,7 @@
  * kernel's tables kept bounded).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "live/live.h"
@@ -42,6 +43,26 @@ static int final_drain(struct vcpustat *vs, struct ring_buffer *rb, unsigned int
 		if (bounded && !vcpustat_ring_pos(vs, &cons, &prod) && (long)(stop_pos - cons) <= 0)
 			return 0; /* the backlog is in: what VMs add after the stop is not wanted */
 	return e > 0 ? 1 : e;
+}
+
+int live_record_open(struct rec_session **s, struct rec_session_opts *so, enum vcpustat_record_level level, int argc,
+		     char **argv, const struct record_meta *user, struct vcpustat_error *err)
+{
+	struct record_meta *meta = malloc(sizeof(*meta));
+	int e;
+
+	if (!meta)
+		return verror(err, -ENOMEM, "out of memory");
+	record_meta_live(meta, level, argc, argv, user);
+	so->meta = meta;
+	so->proc_names = true;
+	so->nr_cpus = (unsigned int)libbpf_num_possible_cpus();
+	so->rec.mono_start_ns = vcpustat_now_ns();
+	so->rec.real_start_ns = vcpustat_realtime_ns();
+	e = rec_session_open(s, so, err);
+	so->meta = NULL; /* the session has its copy */
+	free(meta);
+	return e;
 }
 
 int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_record_opts *o,
@@ -84,11 +105,13 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 		verror(err, e, "reading the ring buffer: %s", strerror(-e));
 		goto out;
 	}
-	e = rec_session_failed(s, err);
 out:
 	res->end_ns = vcpustat_now_ns();
 	res->lost = vcpustat_lost_total(vs);
 	ring_buffer__free(rb);
+	/* the lost count at the end, as every second */
+	if (!e && rec_session_tick(s, res->end_ns, res->lost, false))
+		e = rec_session_failed(s, err);
 	return e;
 }
 

@@ -147,7 +147,8 @@ struct rec_session_opts {
 	 * name VMs and threads when names is NULL (replay: the capture's names).
 	 */
 	struct recorder_opts rec;
-	struct names *names;   /* name VMs and threads from /proc, now (live); or NULL */
+	const struct record_meta *meta; /* the files' metadata (copied); NULL: rec.meta */
+	bool proc_names;       /* name VMs and threads from /proc, now (live) */
 	const char *capture;   /* also write the raw events here (NULL: no capture) */
 	unsigned int nr_cpus;  /* the capture's "cpus" */
 };
@@ -167,11 +168,20 @@ int rec_session_event(void *s, const struct vcpustat_event *ev);
 int rec_session_tick(struct rec_session *s, uint64_t now, uint64_t lost, bool flush);
 /* Whether a call failed (the first error in *err): the negative errno, or 0. */
 int rec_session_failed(const struct rec_session *s, struct vcpustat_error *err);
-/* The last tick at end, every file sealed and closed; *st; frees *s (NULL after). */
-int rec_session_finish(struct rec_session **s, uint64_t end, uint64_t lost, struct rec_session_stats *st,
+/* Every interval ended at end, every file sealed and closed; *st; frees *s (NULL after). */
+int rec_session_finish(struct rec_session **s, uint64_t end, struct rec_session_stats *st,
 		       struct vcpustat_error *err);
 /* The error path: what was sealed stays readable (an atomic file is removed). */
 void rec_session_close(struct rec_session *s, uint64_t end);
+
+/*
+ * Replay a capture (`vcpustat replay`): its events through the kernel's
+ * handler in user space into the file out (written whole or not at all),
+ * named as the capture names them, with its lost-record totals; *st.
+ */
+struct capture_reader;
+int replay_capture(struct capture_reader *cap, const char *out, struct rec_session_stats *st,
+		   struct vcpustat_error *err);
 
 /*
  * ---- capture.c: raw events into capture files ----

@@ -273,3 +273,71 @@ fail:
 	vcpustat_snapshot_free(snap);
 	return err;
 }
+
+/* The value of key in m, or NULL. */
+static const char *meta_get(const struct record_meta *m, const char *key)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->key[i], key))
+			return m->value[i];
+	return NULL;
+}
+
+int replay_capture(struct capture_reader *cap, const char *out, struct rec_session_stats *st,
+		   struct vcpustat_error *err)
+{
+	static struct record_meta meta;
+	const struct capture_info *info = capture_get_info(cap);
+	struct rec_session_opts so = { 0 };
+	struct replay_options po = { 0 };
+	struct rec_session *s = NULL;
+	struct replay *rp = NULL;
+	const uint64_t(*lost)[2];
+	struct vcpustat_event ev;
+	uint64_t last = 0, events = 0;
+	size_t nlost, li = 0;
+	const char *v;
+	int e;
+
+	record_meta_replay(&meta, info->meta);
+	v = meta_get(&meta, "level");
+	po.record_level = v && !strcmp(v, "full") ? VCPUSTAT_LEVEL_FULL : VCPUSTAT_LEVEL_VCPU;
+	v = meta_get(&meta, "cpus");
+	po.nr_cpus = v ? (unsigned int)atoi(v) : 0;
+	po.on_record = rec_session_record;
+	so.rec.path = out;
+	so.rec.atomic = true; /* a failed replay leaves no half file, and an existing one as it was */
+	so.rec.mono_start_ns = info->mono_start_ns;
+	so.rec.real_start_ns = info->real_start_ns;
+	so.rec.meta = meta.meta;
+	so.rec.nmeta = meta.n;
+	capture_name_recorder(cap, &so.rec);
+	e = rec_session_open(&s, &so, err);
+	if (e)
+		return e;
+	po.ctx = s;
+	if (replay_new(&rp, &po)) {
+		e = verror(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	lost = capture_lost(cap, &nlost);
+	while ((e = capture_next(cap, &ev, err)) == 1) {
+		for (; li < nlost && lost[li][0] <= ev.ts; li++)
+			rec_session_tick(s, lost[li][0], lost[li][1], false);
+		if (replay_event(rp, &ev) || rec_session_failed(s, NULL))
+			break;
+		events++;
+		if (ev.ts > last)
+			last = ev.ts;
+	}
+	if (e < 0)
+		goto out;
+	for (; li < nlost; li++)
+		rec_session_tick(s, lost[li][0], lost[li][1], false);
+	e = rec_session_finish(&s, capture_end(cap) ? capture_end(cap) : last, st, err);
+	st->events = events; /* replayed */
+out:
+	rec_session_close(s, last);
+	replay_free(rp);
+	return e;
+}

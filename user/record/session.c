@@ -16,7 +16,8 @@ struct rec_session {
 	struct recorder *rec;
 	struct capture_writer *cap;
 	char *capture_path;
-	struct names *names;
+	struct names *names, proc;
+	struct record_meta *meta;
 	struct hashmap named; /* tgids whose name went to the capture */
 	recorder_vm_name_fn vm_name;
 	recorder_thread_name_fn thread_name;
@@ -61,27 +62,27 @@ static const char *thread_name(void *ctx, uint32_t tid, uint32_t *tgid)
  * The capture's metadata (docs/capture-format.md): the recording's, one
  * "key=value" a line, with "cpus" after "level" (or last).
  */
-static char *capture_meta(const struct rec_session_opts *o)
+static char *capture_meta(const struct recorder_opts *o, unsigned int nr_cpus)
 {
 	size_t len = 32, n = 0;
 	bool cpus = false;
 	char *text;
 
-	for (size_t i = 0; i < o->rec.nmeta; i++)
-		len += strlen(o->rec.meta[i].key) + strlen(o->rec.meta[i].value) + 2;
+	for (size_t i = 0; i < o->nmeta; i++)
+		len += strlen(o->meta[i].key) + strlen(o->meta[i].value) + 2;
 	text = malloc(len);
 	if (!text)
 		return NULL;
 	text[0] = '\0';
-	for (size_t i = 0; i < o->rec.nmeta; i++) {
-		n += (size_t)snprintf(text + n, len - n, "%s=%s\n", o->rec.meta[i].key, o->rec.meta[i].value);
-		if (!strcmp(o->rec.meta[i].key, "level")) {
-			n += (size_t)snprintf(text + n, len - n, "cpus=%u\n", o->nr_cpus);
+	for (size_t i = 0; i < o->nmeta; i++) {
+		n += (size_t)snprintf(text + n, len - n, "%s=%s\n", o->meta[i].key, o->meta[i].value);
+		if (!strcmp(o->meta[i].key, "level")) {
+			n += (size_t)snprintf(text + n, len - n, "cpus=%u\n", nr_cpus);
 			cpus = true;
 		}
 	}
 	if (!cpus)
-		snprintf(text + n, len - n, "cpus=%u\n", o->nr_cpus);
+		snprintf(text + n, len - n, "cpus=%u\n", nr_cpus);
 	return text;
 }
 
@@ -95,13 +96,27 @@ int rec_session_open(struct rec_session **out, const struct rec_session_opts *o,
 	s = calloc(1, sizeof(*s));
 	if (!s || hashmap_init(&s->named, sizeof(uint32_t), 1, 0))
 		goto nomem;
-	s->names = o->names;
+	if (o->proc_names) {
+		if (names_init(&s->proc, NULL, NULL))
+			goto nomem;
+		s->names = &s->proc;
+	}
+	if (o->meta) {
+		s->meta = malloc(sizeof(*s->meta));
+		if (!s->meta)
+			goto nomem;
+		*s->meta = *o->meta;
+		for (size_t i = 0; i < s->meta->n; i++)
+			s->meta->meta[i] = (struct sht_meta){ s->meta->key[i], s->meta->value[i] };
+		ro.meta = s->meta->meta;
+		ro.nmeta = s->meta->n;
+	}
 	s->vm_name = o->rec.vm_name;
 	s->thread_name = o->rec.thread_name;
 	s->name_ctx = o->rec.ctx;
 	s->mono_start_ns = s->last_flush = o->rec.mono_start_ns;
 	if (o->capture) {
-		char *meta = capture_meta(o);
+		char *meta = capture_meta(&ro, o->nr_cpus);
 
 		s->capture_path = strdup(o->capture);
 		if (!meta || !s->capture_path) {
@@ -185,7 +200,7 @@ int rec_session_failed(const struct rec_session *s, struct vcpustat_error *err)
 	return s->failed;
 }
 
-int rec_session_finish(struct rec_session **sp, uint64_t end, uint64_t lost, struct rec_session_stats *st,
+int rec_session_finish(struct rec_session **sp, uint64_t end, struct rec_session_stats *st,
 		       struct vcpustat_error *err)
 {
 	struct rec_session *s = *sp;
@@ -193,7 +208,7 @@ int rec_session_finish(struct rec_session **sp, uint64_t end, uint64_t lost, str
 	int e;
 
 	e = rec_session_failed(s, err);
-	if (e || (e = rec_session_tick(s, end, lost, false)) != 0)
+	if (e)
 		goto out;
 	e = recorder_finish(&s->rec, end, &rs, &s->err);
 	if (e)
@@ -230,6 +245,9 @@ void rec_session_close(struct rec_session *s, uint64_t end)
 	if (s->cap)
 		capture_close(s->cap, NULL);
 	hashmap_free(&s->named);
+	if (s->names)
+		names_free(s->names);
+	free(s->meta);
 	free(s->capture_path);
 	free(s);
 }
