@@ -541,6 +541,16 @@ Test(robust, row11_one_exit_status_policy_in_every_command, .timeout = 300)
 		RUN(&r, cmds[i], "--no-such-option");
 		cr_expect_eq(r.status, 2, "%s --no-such-option: exit %d (%s)", cmds[i], r.status, r.err);
 	}
+	/* --help: the usage on stdout, 0, and nothing done (no error; record writes no file) */
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		RUN(&r, cmds[i], "--help");
+		cr_expect_eq(r.status, 0, "%s --help: exit %d (%s)", cmds[i], r.status, r.err);
+		cr_expect(!strncmp(r.out, "usage: vcpustat ", 16), "%s --help: stdout %.80s", cmds[i], r.out);
+		cr_expect_eq(r.err[0], 0, "%s --help: stderr %s", cmds[i], r.err);
+	}
+	RUN(&r, "record", "-o", out, "--help");
+	cr_expect_eq(r.status, 0, "record -o F --help: exit %d (%s)", r.status, r.err);
+	cr_expect_neq(access(out, F_OK), 0, "record -o F --help recorded to %s", out);
 	/* bad values and arguments: 2 */
 	struct {
 		const char *argv[8];

@@ -25,7 +25,7 @@ struct record_args {
 	struct record_meta user; /* --meta */
 };
 
-/* Options into *r; 0 or the exit code. */
+/* Options into *r: -1 to go on, or the exit code (after --help: 0). */
 static int parse(int argc, char **argv, struct record_args *r)
 {
 	enum { OPT_MAX_SIZE = 256, OPT_ROTATE, OPT_KEEP, OPT_CAPTURE, OPT_RINGBUF, OPT_META };
@@ -89,7 +89,7 @@ static int parse(int argc, char **argv, struct record_args *r)
 	r->so.rec.max_bytes = (uint64_t)r->max_size;
 	r->so.rec.keep = (unsigned int)r->keep;
 	r->vo.record_raw = r->so.capture != NULL;
-	return 0;
+	return -1;
 }
 
 int cmd_record(int argc, char **argv)
@@ -107,7 +107,7 @@ int cmd_record(int argc, char **argv)
 	r.vo.record_level = VCPUSTAT_LEVEL_VCPU;
 	r.lo = (struct live_record_opts){ .stop = &cli_stop, .final_drain_s = RECORD_FINAL_DRAIN_S };
 	ret = parse(argc, argv, &r);
-	if (ret)
+	if (ret >= 0)
 		return ret;
 	ret = cli_open_live(&vs, &r.vo, r.verbose, r.quiet);
 	if (ret)
