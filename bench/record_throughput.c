@@ -78,21 +78,19 @@ static int make_vcpus(struct vcpustat *vs, __u64 ts)
 }
 
 struct sink {
-	struct recorder *rec;
+	struct rec_session *rec;
 	FILE *raw;
 	unsigned long long n;
 	struct vcpustat_error err;
-	int failed;
 };
 
+/* What `vcpustat record` does with each record: its record session. */
 static int to_recorder(void *ctx, const struct vcpustat_record *r)
 {
 	struct sink *s = ctx;
 
 	s->n++;
-	if (!s->failed)
-		s->failed = recorder_add(s->rec, r, &s->err);
-	return 0;
+	return rec_session_record(s->rec, r);
 }
 
 static int to_nothing(void *ctx, const struct vcpustat_record *r)
@@ -110,13 +108,13 @@ static int to_file(void *ctx, const struct vcpustat_record *r)
 	return 0;
 }
 
-static struct recorder *open_recorder(const char *path)
+static struct rec_session *open_recorder(const char *path)
 {
-	struct recorder_opts ro = { .path = path, .mono_start_ns = 0, .no_sync = true };
+	struct rec_session_opts so = { .rec = { .path = path, .mono_start_ns = 0, .no_sync = true } };
 	struct vcpustat_error err;
-	struct recorder *r;
+	struct rec_session *r;
 
-	if (recorder_open(&r, &ro, &err)) {
+	if (rec_session_open(&r, &so, &err)) {
 		fprintf(stderr, "record-throughput: %s\n", err.msg);
 		exit(1);
 	}
@@ -223,11 +221,11 @@ int main(int argc, char **argv)
 	s.rec = open_recorder(path);
 	t_rec = drain_once(n, to_recorder, &s, &recs);
 	{
-		struct recorder_stats rs;
+		struct rec_session_stats rs;
 		double c0 = thread_cpu_s(), c1;
 
-		recorder_get_stats(s.rec, &rs);
-		recorder_close(s.rec, 0, &s.err);
+		if (rec_session_finish(&s.rec, 0, &rs, &s.err))
+			fprintf(stderr, "record-throughput: %s\n", s.err.msg);
 		c1 = thread_cpu_s();
 		t_rec += c1 - c0; /* the reorder window drained at close is part of the work */
 		stat(path, &st);
@@ -271,7 +269,7 @@ int main(int argc, char **argv)
 		       "lost %llu (target: 0 at 1 M/s)\n",
 		       rate / 1e6, seconds, (unsigned long long)produced, s.n,
 		       (unsigned long long)lost[VCPUSTAT_LOST_RINGBUF]);
-		recorder_close(s.rec, 0, &s.err);
+		rec_session_close(s.rec, 0);
 		unlink(path);
 		ring_buffer__free(rb);
 		vcpustat_close(a.vs);

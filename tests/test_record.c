@@ -131,21 +131,6 @@ static __u32 vm_pid_of(const char *name)
 	return pid;
 }
 
-struct live_rec {
-	struct recorder *rec;
-	struct vcpustat_error err;
-	int failed;
-};
-
-static int to_recorder(void *ctx, const struct vcpustat_record *r)
-{
-	struct live_rec *l = ctx;
-
-	if (!l->failed)
-		l->failed = recorder_add(l->rec, r, &l->err);
-	return 0;
-}
-
 static const char *name_by_pid(void *ctx, uint32_t tgid)
 {
 	static char buf[32];
@@ -162,9 +147,9 @@ static const char *name_by_pid(void *ctx, uint32_t tgid)
 Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 {
 	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_VCPU };
-	struct recorder_opts ro = { 0 };
+	struct rec_session_opts so = { 0 };
 	struct vcpustat_snapshot a, b;
-	struct live_rec l = { 0 };
+	struct rec_session *rs;
 	struct vcpustat_error err = { 0 };
 	struct ring_buffer *rb;
 	struct sht_reader *rd;
@@ -182,14 +167,14 @@ Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 	cr_assert_eq(vcpustat_open(&vs, &o), 0);
 	cr_assert_gt(vcpustat_attach(vs), 0);
 	mono0 = vcpustat_now_ns();
-	ro.path = path;
-	ro.mono_start_ns = mono0;
-	ro.real_start_ns = (__u64)time(NULL) * 1000000000ull;
-	ro.vm_name = name_by_pid;
-	ro.no_sync = true;
-	cr_assert_eq(recorder_open(&l.rec, &ro, &l.err), 0, "%s", l.err.msg);
+	so.rec.path = path;
+	so.rec.mono_start_ns = mono0;
+	so.rec.real_start_ns = (__u64)time(NULL) * 1000000000ull;
+	so.rec.vm_name = name_by_pid;
+	so.rec.no_sync = true;
+	cr_assert_eq(rec_session_open(&rs, &so, &err), 0, "%s", err.msg);
 	{
-		struct vcpustat_consumer c = { .on_record = to_recorder, .ctx = &l };
+		struct vcpustat_consumer c = { .on_record = rec_session_record, .ctx = rs };
 
 		rb = vcpustat_ring_buffer(vs, &c);
 	}
@@ -229,8 +214,8 @@ Test(record, file_totals_equal_live_maps_over_the_same_window, .timeout = 120)
 	cr_assert_eq(wait_exit(vmm), 0);
 	ring_buffer__consume(rb);
 	end = vcpustat_now_ns();
-	cr_assert_eq(l.failed, 0, "%s", l.err.msg);
-	cr_assert_eq(recorder_close(l.rec, end, &l.err), 0, "%s", l.err.msg);
+	cr_assert_eq(rec_session_failed(rs, &err), 0, "%s", err.msg);
+	cr_assert_eq(rec_session_finish(&rs, end, NULL, &err), 0, "%s", err.msg);
 	cr_assert_eq(b.lost[VCPUSTAT_LOST_RINGBUF], 0, "no record may be lost for an exact comparison");
 
 	cr_assert_eq(sht_open(&rd, path, &err), 0, "%s", err.msg);
