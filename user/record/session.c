@@ -34,16 +34,28 @@ static void fail(struct rec_session *s, int e)
 		s->failed = e ? e : -EIO;
 }
 
-/* With live names, each VM's name also goes to the capture, once. */
 static const char *vm_name(void *ctx, uint32_t tgid)
 {
 	struct rec_session *s = ctx;
-	const char *name = s->names ? names_vm(s->names, tgid) : s->vm_name(s->name_ctx, tgid);
 
-	if (s->cap && !hashmap_lookup(&s->named, &tgid) && hashmap_insert(&s->named, &tgid, NULL) == 0 &&
-	    capture_write_name(s->cap, tgid, name, &s->err))
+	return s->names ? names_vm(s->names, tgid) : s->vm_name(s->name_ctx, tgid);
+}
+
+/*
+ * A VM's name when its first record arrives, while its process is surely
+ * there: the recorder asks only when it applies the VM's first record, after
+ * the reorder window, and a short-lived VM may be gone by then (its name lost
+ * to a pid). It goes to the capture then too, once.
+ */
+static void name_vm(struct rec_session *s, uint32_t tgid)
+{
+	const char *name;
+
+	if (hashmap_lookup(&s->named, &tgid) || hashmap_insert(&s->named, &tgid, NULL))
+		return;
+	name = vm_name(s, tgid);
+	if (s->cap && capture_write_name(s->cap, tgid, name, &s->err))
 		fail(s, s->err.code);
-	return name;
 }
 
 static const char *thread_name(void *ctx, uint32_t tid, uint32_t *tgid)
@@ -152,13 +164,8 @@ int rec_session_record(void *ctx, const struct vcpustat_record *rec)
 	if (s->failed)
 		return s->failed;
 	s->st.records++;
-	/*
-	 * A VM's name now, while its process is surely there: the recorder asks
-	 * only when it applies the VM's first record, after the reorder window,
-	 * and a short-lived VM may be gone by then (its name lost to a pid).
-	 */
-	if (s->names && rec->vcpu != VCPUSTAT_VCPU_NONE && rec->tgid)
-		names_vm(s->names, rec->tgid);
+	if ((s->names || s->vm_name) && rec->vcpu != VCPUSTAT_VCPU_NONE && rec->tgid)
+		name_vm(s, rec->tgid);
 	if (recorder_add(s->rec, rec, &s->err))
 		fail(s, s->err.code);
 	return s->failed;
