@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include "record/record.h"
 #include "helpers.h"
+#include "cli_run.h"
 #include "live/live.h"
 #include "model/model.h"
 
@@ -478,6 +479,44 @@ static int read_all(const char *path, struct vcpustat_error *err, size_t *n)
 		(*n)++;
 	capture_close_reader(r);
 	return e;
+}
+
+/*
+ * `replay -j`: the summary as one JSON document on stdout, with the same
+ * figures as the summary line of a plain replay, and the file written.
+ */
+Test(capture, replay_json_summary_matches_the_text_one)
+{
+	char *cap = tmpfile_path(".vcap"), *sht = tmpfile_path(".sht");
+	unsigned long long events, records, intervals;
+	json_error_t jerr;
+	struct run r;
+	json_t *doc;
+
+	write_capture(cap, 10000, true);
+	RUN(&r, "replay", cap, "-o", sht);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(sscanf(strstr(r.err, ": ") + 2, "%llu events -> %llu records -> %llu intervals", &events, &records,
+			    &intervals), 3, "%s", r.err);
+	cr_assert_eq(events, 10000);
+	cr_assert_gt(records, 0, "the vCPU's records: %s", r.err);
+	unlink(sht);
+	RUN(&r, "-j", "replay", cap, "-o", sht);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(r.err[0], 0, "nothing on stderr with -j: %s", r.err);
+	doc = json_loads(r.out, 0, &jerr);
+	cr_assert_not_null(doc, "%s: %s", jerr.text, r.out);
+	cr_expect_str_eq(json_string_value(json_object_get(doc, "file")), sht);
+	cr_expect_eq(json_integer_value(json_object_get(doc, "files")), 1);
+	cr_expect_eq(json_integer_value(json_object_get(doc, "events")), (json_int_t)events);
+	cr_expect_eq(json_integer_value(json_object_get(doc, "records")), (json_int_t)records);
+	cr_expect_eq(json_integer_value(json_object_get(doc, "intervals")), (json_int_t)intervals);
+	cr_expect_null(json_object_get(doc, "behind"), "behind is record's: %s", r.out);
+	cr_expect_null(json_object_get(doc, "truncated_bytes"), "the capture is whole: %s", r.out);
+	cr_expect_eq(access(sht, R_OK), 0, "the file is written");
+	json_decref(doc);
+	unlink(cap);
+	unlink(sht);
 }
 
 Test(capture, round_trip_names_and_end)

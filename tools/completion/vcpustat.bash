@@ -11,7 +11,7 @@ _vcpustat_options() # COMMAND: its options
 	top) echo "-d --delay -n --iterations -b --batch -j --json --vm --top --demo -v --verbose -h --help
 		--file --from --speed" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
-		--ringbuf --meta -q --quiet -v --verbose" ;;
+		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
 	report) echo "--from --to --vm -j --json --top" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
 		--top-culprits --vm -v --verbose -h --help" ;;
@@ -20,7 +20,7 @@ _vcpustat_options() # COMMAND: its options
 	plot) echo "-o --output --from --to -b --buckets --live -i --interval --vm -v --verbose -h --help" ;;
 	query) echo "--at --path --from --to --json --utc -h --help" ;;
 	check) echo "--repair -o --output --in-place --json -h --help" ;;
-	replay) echo "-o --output -q --quiet" ;;
+	replay) echo "-o --output -j --json -q --quiet" ;;
 	import) echo "--host --guest -o --output --vm-name --vm --lenient --isa --cpus --meta -j --json
 		-q --quiet" ;;
 	sync) echo "-p --pairs -j --json --host --guest --vm --lenient -h --help" ;;

@@ -21,7 +21,7 @@ struct record_args {
 	struct live_record_opts lo;
 	long long max_size, ringbuf;
 	long keep;
-	bool quiet, verbose;
+	bool json, quiet, verbose;
 	struct record_meta user; /* --meta */
 };
 
@@ -49,6 +49,8 @@ static int parse(int argc, char **argv, struct record_args *r)
 		  &r->ringbuf, 4096, 1ll << 30 },
 		{ "meta", OPT_META, "KEY=VALUE", "store this in the file's metadata (repeatable), e.g.\n"
 						 "workload='what ran' (shown by `top --file`)" },
+		{ "json", 'j', NULL, "the summary at the end as a JSON document on stdout (docs/json.md)", CLI_FLAG,
+		  &r->json },
 		{ "quiet", 'q', NULL, "no summary at the end", CLI_FLAG, &r->quiet },
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &r->verbose },
 		{ NULL },
@@ -57,7 +59,7 @@ static int parse(int argc, char **argv, struct record_args *r)
 		.name = "record",
 		.synopsis = "-o FILE.sht [--level vcpu|full] [--duration D]\n"
 			    "                 [--max-size SIZE | --rotate-every DURATION] [--keep N]\n"
-			    "                 [--capture FILE.vcap] [--ringbuf SIZE] [--meta KEY=VALUE]... [-q] [-v]",
+			    "                 [--capture FILE.vcap] [--ringbuf SIZE] [--meta KEY=VALUE]... [-j] [-q] [-v]",
 		.about = "Record every vCPU's state changes, exit reasons and CPUs into a State History\n"
 			 "Tree file until Ctrl-C, SIGTERM or --duration. Query it later with `vcpustat\n"
 			 "query`, `vcpustat report`, `vcpustat export`. The attributes are described in\n"
@@ -118,25 +120,18 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	cli_catch_stop(false);
-	if (!r.quiet)
+	if (!r.quiet && !r.json)
 		fprintf(stderr, "%s: recording to %s (level %s)%s; Ctrl-C to stop\n", cli_prog, so->rec.path,
 			record_level_name(r.vo.record_level), so->capture ? ", raw events too" : "");
 	if (live_record(vs, s, &r.lo, &res, &err) || rec_session_finish(&s, res.end_ns, &st, &err)) {
 		cli_err("%s", err.msg);
 		goto out;
 	}
-	if (res.behind && !r.quiet)
-		fprintf(stderr, "%s: still behind the kernel after %d s of draining at the end: "
-			"the newest records are not in the file\n", cli_prog, RECORD_FINAL_DRAIN_S);
-	if (so->capture && !r.quiet)
-		fprintf(stderr, "%s: %llu raw events in %s\n", cli_prog, (unsigned long long)st.events, so->capture);
-	if (!r.quiet)
-		fprintf(stderr, "%s: %llu records, %llu intervals in %llu file%s (last: %s), %.1f s; lost %llu%s\n",
-			cli_prog, (unsigned long long)st.records, (unsigned long long)st.intervals,
-			(unsigned long long)st.files, st.files == 1 ? "" : "s", st.path,
-			(res.end_ns - so->rec.mono_start_ns) / 1e9, (unsigned long long)st.lost,
-			st.lost ? " (see /meta/lost: the timeline has holes)" : "");
 	ret = CLI_OK;
+	if (r.json)
+		ret = cli_json_print(rec_session_json(&st, res.behind), CLI_JSON_DOC) ? CLI_FAIL : CLI_OK;
+	else if (!r.quiet)
+		rec_session_print(stderr, cli_prog, &st, res.behind);
 out:
 	rec_session_close(s, vcpustat_now_ns());
 	vcpustat_close(vs);

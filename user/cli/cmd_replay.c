@@ -11,15 +11,16 @@
 int cmd_replay(int argc, char **argv)
 {
 	const char *out = NULL;
-	bool quiet = false;
+	bool json = false, quiet = false;
 	const struct cli_option options[] = {
 		{ "output", 'o', "FILE", "the .sht file to write", CLI_STRING, &out },
+		{ "json", 'j', NULL, "the summary as a JSON document on stdout (docs/json.md)", CLI_FLAG, &json },
 		{ "quiet", 'q', NULL, "no summary", CLI_FLAG, &quiet },
 		{ NULL },
 	};
 	const struct cli_command cmd = {
 		.name = "replay",
-		.synopsis = "CAPTURE.vcap -o FILE.sht [-q]",
+		.synopsis = "CAPTURE.vcap -o FILE.sht [-j] [-q]",
 		.about = "Run the events of a capture (`vcpustat record --capture`) through the same\n"
 			 "state machine and handler the kernel runs, in user space, and write the\n"
 			 "State History Tree: the same file `vcpustat record` wrote live.\n",
@@ -59,10 +60,18 @@ int cmd_replay(int argc, char **argv)
 		cli_warn("%s: truncated: %llu bytes at offset %llu after the last complete block were ignored "
 			 "(the recording was cut short)",
 			 argv[a.pos], (unsigned long long)trunc, (unsigned long long)trunc_off);
+	capture_close_reader(cap);
+	if (json) {
+		json_t *doc = rec_session_json(&st, false);
+
+		json_object_del(doc, "behind"); /* record's */
+		if (doc && trunc)
+			json_object_set_new(doc, "truncated_bytes", json_integer((json_int_t)trunc));
+		return cli_json_print(doc, CLI_JSON_DOC) ? CLI_FAIL : CLI_OK;
+	}
 	if (!quiet)
 		fprintf(stderr, "%s: %llu events -> %llu records -> %llu intervals in %s\n", cli_prog,
 			(unsigned long long)st.events, (unsigned long long)st.records,
 			(unsigned long long)st.intervals, out);
-	capture_close_reader(cap);
 	return CLI_OK;
 }

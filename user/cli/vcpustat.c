@@ -131,7 +131,8 @@ static int add_json_option(int argc, char **argv, const char *command)
 /* Commands with a JSON document of their own: -j goes to them. */
 static bool has_json_output(const char *command)
 {
-	static const char *const with[] = { "top", "report", "export", "query", "check", "import", "sync" };
+	static const char *const with[] = { "top",   "report", "export", "query", "check",
+					    "import", "sync", "record", "replay" };
 
 	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
 		if (!strcmp(command, with[i]))

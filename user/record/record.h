@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "vcpustat_abi.h"
 #include "util/util.h"
 #include "sht/sht.h"
@@ -155,9 +157,11 @@ struct rec_session_opts {
 
 struct rec_session_stats {
 	uint64_t records, intervals, files;
-	uint64_t events; /* raw events in the capture */
-	uint64_t lost;	 /* the last lost-record total given */
-	char path[4096]; /* the last file */
+	uint64_t events;    /* raw events in the capture (replay: replayed) */
+	uint64_t lost;	    /* the last lost-record total given */
+	double seconds;	    /* from the start to the end of the recording */
+	char path[4096];    /* the last file */
+	char capture[4096]; /* the capture ("": none) */
 };
 
 int rec_session_open(struct rec_session **s, const struct rec_session_opts *opts, struct vcpustat_error *err);
@@ -173,6 +177,13 @@ int rec_session_finish(struct rec_session **s, uint64_t end, struct rec_session_
 		       struct vcpustat_error *err);
 /* The error path: what was sealed stays readable (an atomic file is removed). */
 void rec_session_close(struct rec_session *s, uint64_t end);
+/*
+ * A finished recording's stats, as `vcpustat record` and `replay` report
+ * them: lines of text for people (prog: the name to start them with; behind:
+ * the newest records could not be drained), or a JSON object (docs/json.md).
+ */
+void rec_session_print(FILE *f, const char *prog, const struct rec_session_stats *st, bool behind);
+json_t *rec_session_json(const struct rec_session_stats *st, bool behind);
 
 /*
  * Replay a capture (`vcpustat replay`): its events through the kernel's

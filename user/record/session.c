@@ -131,6 +131,7 @@ int rec_session_open(struct rec_session **out, const struct rec_session_opts *o,
 		char *meta = capture_meta(&ro, o->nr_cpus);
 
 		s->capture_path = strdup(o->capture);
+		snprintf(s->st.capture, sizeof(s->st.capture), "%s", o->capture);
 		if (!meta || !s->capture_path) {
 			free(meta);
 			goto nomem;
@@ -221,6 +222,7 @@ int rec_session_finish(struct rec_session **sp, uint64_t end, struct rec_session
 	if (e)
 		goto out;
 	s->st.records = rs.records;
+	s->st.seconds = (double)(end - s->mono_start_ns) / 1e9;
 	s->st.intervals = rs.intervals;
 	s->st.files = rs.files;
 	snprintf(s->st.path, sizeof(s->st.path), "%s", rs.path);
@@ -325,4 +327,30 @@ int record_level_parse(const char *name, enum vcpustat_record_level *level)
 const char *record_level_name(enum vcpustat_record_level level)
 {
 	return level == VCPUSTAT_LEVEL_FULL ? "full" : "vcpu";
+}
+
+void rec_session_print(FILE *f, const char *prog, const struct rec_session_stats *st, bool behind)
+{
+	if (behind)
+		fprintf(f, "%s: still behind the kernel when the final drain ran out of time: "
+			"the newest records are not in the file\n", prog);
+	if (st->capture[0])
+		fprintf(f, "%s: %llu raw events in %s\n", prog, (unsigned long long)st->events, st->capture);
+	fprintf(f, "%s: %llu records, %llu intervals in %llu file%s (last: %s), %.1f s; lost %llu%s\n", prog,
+		(unsigned long long)st->records, (unsigned long long)st->intervals, (unsigned long long)st->files,
+		st->files == 1 ? "" : "s", st->path, st->seconds, (unsigned long long)st->lost,
+		st->lost ? " (see /meta/lost: the timeline has holes)" : "");
+}
+
+json_t *rec_session_json(const struct rec_session_stats *st, bool behind)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b}", "file", st->path, "files", (json_int_t)st->files,
+			      "records", (json_int_t)st->records, "intervals", (json_int_t)st->intervals, "seconds",
+			      st->seconds, "lost", (json_int_t)st->lost, "behind", behind);
+
+	if (o && (st->capture[0] || st->events))
+		json_object_set_new(o, "events", json_integer((json_int_t)st->events));
+	if (o && st->capture[0])
+		json_object_set_new(o, "capture", json_string(st->capture));
+	return o;
 }
