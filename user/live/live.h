@@ -149,7 +149,9 @@ __u64 vcpustat_lost_total(struct vcpustat *vs);
  * A recording: the ring buffer drained into a record session
  * (record/record.h) until *stop, the duration or a failure, with its lost
  * count every second and a flush every 5 s; then what the kernel produced
- * before the stop, for at most final_drain_s.
+ * before the stop, for at most final_drain_s. Every 10 s the kernel's tables
+ * forget the VMs that exited and fold the culprits that exited, as a live
+ * window does: a long recording with VMs coming and going keeps them bounded.
  */
 struct rec_session;
 

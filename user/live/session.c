@@ -12,6 +12,9 @@
 #include "live/live.h"
 #include "record/record.h"
 
+/* How often a recording makes the kernel forget the VMs that exited. */
+#define LIVE_RECORD_FORGET_S 10
+
 __u64 vcpustat_lost_total(struct vcpustat *vs)
 {
 	__u64 lost[VCPUSTAT_NR_LOST], sum = 0;
@@ -21,6 +24,19 @@ __u64 vcpustat_lost_total(struct vcpustat *vs)
 	for (int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		sum += lost[i];
 	return sum;
+}
+
+/*
+ * The kernel's tables stay bounded: VMs that exited (their final counts are
+ * read: in snap) are reaped, culprits that exited folded into one entry per
+ * VM (vcpustat_prune).
+ */
+static void forget_exited(struct vcpustat *vs, const struct vcpustat_snapshot *snap)
+{
+	for (size_t i = 0; i < snap->nr_vms; i++)
+		if (snap->vms[i].exited_ns)
+			vcpustat_reap_vm(vs, snap->vms[i].tgid);
+	vcpustat_prune(vs, NULL);
 }
 
 /*
@@ -43,6 +59,16 @@ static int final_drain(struct vcpustat *vs, struct ring_buffer *rb, unsigned int
 		if (bounded && !vcpustat_ring_pos(vs, &cons, &prod) && (long)(stop_pos - cons) <= 0)
 			return 0; /* the backlog is in: what VMs add after the stop is not wanted */
 	return e > 0 ? 1 : e;
+}
+
+static void forget_maps(struct vcpustat *vs)
+{
+	struct vcpustat_snapshot snap;
+
+	if (vcpustat_snapshot(vs, &snap)) /* also empties the table of dead vCPUs */
+		return;
+	forget_exited(vs, &snap);
+	vcpustat_snapshot_free(&snap);
 }
 
 int live_record_open(struct rec_session **s, struct rec_session_opts *so, enum vcpustat_record_level level, int argc,
@@ -90,6 +116,14 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 			/* the lost count every second; what was recorded durable every 5 s */
 			if (rec_session_tick(s, now, vcpustat_lost_total(vs), (now - start) / 1000000000ull % 5 == 0))
 				break;
+			/*
+			 * The maps are not what a recording reads, but they must stay
+			 * bounded for it too: else with VMs coming and going, the
+			 * kernel's tables fill and count losses that are not (the
+			 * records of a VM that exited are all in the ring buffer).
+			 */
+			if ((now - start) / 1000000000ull % LIVE_RECORD_FORGET_S == 0)
+				forget_maps(vs);
 		}
 		if (o->duration_ns && now >= start + o->duration_ns)
 			break;
@@ -147,11 +181,7 @@ int live_window_next(struct live_window *w, struct summary *s)
 		}
 	}
 	/* VMs that exited: their last window is counted, the kernel may forget them */
-	for (size_t i = 0; i < cur.nr_vms; i++)
-		if (cur.vms[i].exited_ns)
-			vcpustat_reap_vm(w->vs, cur.vms[i].tgid);
-	/* culprits that exited: folded into one entry per VM, the table stays bounded */
-	vcpustat_prune(w->vs, NULL);
+	forget_exited(w->vs, &cur);
 	if (w->have_prev)
 		vcpustat_snapshot_free(&w->prev);
 	w->prev = cur;
