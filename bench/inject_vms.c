@@ -58,7 +58,7 @@ static const char *const map_names[] = { "vcpus", "vms", "hists", "dead_vcpus", 
 static struct target targets[MAX_PIDS];
 static int nr_targets;
 static volatile sig_atomic_t stop;
-static unsigned long long injected;
+static unsigned long long injected, exits; /* events, of which kvm_exit */
 
 static void on_signal(int sig)
 {
@@ -196,6 +196,7 @@ static int vm_round(__u32 k, int vcpus)
 		__u32 tid = tgid + 1 + (__u32)c, cpu = (__u32)c % 64;
 
 		snprintf(comm, sizeof(comm), "CPU %d/KVM", c);
+		exits += 6;
 		for (int r = 0; r < 6; r++)
 			if (inject(VCPUSTAT_EV_KVM_EXIT, cpu, tid, tgid, 0, 0, reasons[r], KVM_ISA_VMX, (__u64)c, comm) ||
 			    inject(VCPUSTAT_EV_KVM_ENTRY, cpu, tid, tgid, 0, 0, (__u64)c, 0, 0, comm))
@@ -316,11 +317,13 @@ int main(int argc, char **argv)
 				}
 			nanosleep(&pause, NULL);
 		}
+		/* a last round: the VMs created by the last replacement have events too */
 		for (__u32 k = first; k < next; k++)
-			if (vm_destroy(k, vcpus))
+			if (vm_round(k, vcpus) || vm_destroy(k, vcpus))
 				return 1;
 		destroyed += next - first;
-		printf("inject-vms: %lu VMs created, %lu destroyed, %llu events\n", created, destroyed, injected);
+		printf("inject-vms: %lu VMs created, %lu destroyed, %llu events, %llu exits\n", created, destroyed, injected,
+		       exits);
 	}
 	return 0;
 }
