@@ -7,8 +7,8 @@
 # per 250 ms however many clients ask), RSS and open file descriptors of serve before and
 # after. The storm's connections come from 10 loopback addresses (build/bin/spread-src.so:
 # serve allows 16 connections per address); a last run shows what 100 connections from one
-# address get. A warm-up storm comes first: RSS is compared after the allocator has grown to
-# what a storm needs (each connection being answered holds a copy of the 2 MB body).
+# address get. Warm-up runs come first: RSS is compared after the allocator has grown to
+# what the runs need (each connection being answered holds a copy of the 2 MB body).
 # Exits 1 if a check fails.
 # usage: bench/scrape-storm.sh [BUILD_DIR] [SECONDS] [CONNECTIONS]     (as root; installs wrk)
 set -euo pipefail
@@ -70,7 +70,10 @@ run() {
 }
 
 spread=$(realpath "$build/bin/spread-src.so")
-run "warm-up: $conns connections" "$conns" "$spread" info # the allocator's high-water mark
+# the allocator's high-water mark: a run of each kind first (a 1-connection run grew RSS by
+# 11 MB after a storm had, then nothing grew any more)
+run "warm-up: $conns connections" "$conns" "$spread" info
+run "warm-up: 1 connection" 1 "" info
 run "baseline: 1 connection" 1 "" check
 run "storm: $conns connections, 10 addresses" "$conns" "$spread" check
 run "storm: $conns connections, 1 address" "$conns" "" info
