@@ -594,3 +594,56 @@ Test(export, formats_agree_on_the_maps_filled_by_injection)
 	metrics_live_free(&live);
 	vcpustat_close(vs);
 }
+
+/* vcpustat_map_reads_total in a scrape of h (curl). */
+static double scrape_map_reads(struct httpd *h)
+{
+	static char text[1 << 16];
+	char cmd[256];
+	struct prom_doc d;
+	double v;
+
+	snprintf(cmd, sizeof(cmd), "curl -sf http://%s/metrics", httpd_address(h));
+	cr_assert_eq(run_shell(cmd, text, sizeof(text)), 0, "%s: %s", cmd, text);
+	prom_parse(text, &d);
+	v = prom_value(&d, "vcpustat_map_reads_total", "");
+	prom_free(&d);
+	return v;
+}
+
+/*
+ * vcpustat_map_reads_total counts the reads of the maps behind the served
+ * counters: scrapes and refreshes within cache_ms of the last read are
+ * answered from it and read nothing (bench/scrape-storm.sh relies on it to
+ * show one read per cache interval under 100 connections); with the cache
+ * off, each of them reads. Scraped over HTTP with curl from the exporter's
+ * own server.
+ */
+Test(export, map_reads_total_counts_one_read_per_cache_interval)
+{
+	static const unsigned int cache_ms[] = { 600000, 0 };
+	struct vcpustat_options opts = { .max_vcpus = 64, .max_vms = 16, .max_hists = 64 };
+	struct metrics_opts mo = { .top_culprits = 5 };
+	struct vcpustat *vs;
+
+	SKIP_UNLESS(bpf_unavailable());
+	cr_assert_eq(vcpustat_open(&vs, &opts), 0);
+	for (size_t c = 0; c < 2; c++) {
+		struct httpd_opts ho = { .cache_ms = cache_ms[c] };
+		struct vcpustat_error err = { 0 };
+		struct metrics_live live;
+		struct httpd *h;
+		int fd;
+
+		cr_assert_eq(metrics_live_init(&live, vs, &mo, NULL), 0);
+		cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
+		cr_assert_eq(httpd_start(&h, fd, &live, &ho, &err), 0, "%s", err.msg);
+		for (int i = 1; i <= 5; i++)
+			cr_assert_eq(scrape_map_reads(h), cache_ms[c] ? 1 : i, "cache %u ms, scrape %d", cache_ms[c], i);
+		cr_assert_eq(httpd_refresh(h), 0);
+		cr_assert_eq(scrape_map_reads(h), cache_ms[c] ? 1 : 7, "cache %u ms: after a refresh", cache_ms[c]);
+		httpd_stop(h);
+		metrics_live_free(&live);
+	}
+	vcpustat_close(vs);
+}

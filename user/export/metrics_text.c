@@ -318,6 +318,8 @@ static const struct family fam_tp = {"vcpustat_tracepoint_attached", F_GAUGE, NU
 static const struct family fam_start = {"vcpustat_start_time_seconds", F_GAUGE, "seconds",
 					"Unix time the counters count from"};
 static const struct family fam_window = {"vcpustat_window_seconds", F_GAUGE, "seconds", "Seconds the counters cover"};
+static const struct family fam_samples = {"vcpustat_map_reads", F_COUNTER, NULL,
+					  "Reads of the BPF maps the counters were built from (live only)"};
 static const struct family fam_build = {"vcpustat_build", F_INFO, NULL, "vcpustat's version and the kernel's"};
 
 typedef __u64 (*count_fn)(const struct acc_counts *c);
@@ -501,6 +503,10 @@ static void walk(struct sink *k, const struct metrics *m)
 	if (m->started) {
 		family_begin(k, &fam_window);
 		emit(k, "", NULL, 0, fmt_double(val, sizeof(val), metrics_window_seconds(m)));
+	}
+	if (!m->file) {
+		family_begin(k, &fam_samples);
+		emit(k, "_total", NULL, 0, fmt_u64(val, sizeof(val), m->nr_adds));
 	}
 	family_begin(k, &fam_build);
 	{
