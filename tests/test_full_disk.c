@@ -4,11 +4,14 @@
  * ENOSPC with the file's name, exits non-zero, and leaves a file that `check`
  * finds good without --repair, up to its last sealed node. Level full records
  * every context switch of the host, so no VM is needed: a pipe ping-pong
- * between two processes makes sure there are plenty. Needs root (a 40 KiB
- * tmpfs mount) and BPF.
+ * between two processes makes sure there are plenty. With rotation and
+ * --keep, it deletes the oldest files of the series to make room and goes on;
+ * a file of the series is never half written. Needs root (small tmpfs
+ * mounts) and BPF.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,15 +89,25 @@ static void mount_small(const char *size)
 	}
 }
 
+/*
+ * A test's start: BPF, a small tmpfs of size at mnt, out its rec.sht, and
+ * with load, the pipe ping-pong running.
+ */
+static void start(const char *size, char *out, size_t len, bool load)
+{
+	SKIP_UNLESS(bpf_unavailable());
+	mount_small(size);
+	snprintf(out, len, "%s/rec.sht", mnt);
+	if (load)
+		pingpong = start_pingpong();
+}
+
 Test(full_disk, record_says_enospc_and_leaves_a_good_file, .fini = cleanup, .timeout = 120)
 {
 	char out[128];
 	struct run r;
 
-	SKIP_UNLESS(bpf_unavailable());
-	mount_small("40k");
-	snprintf(out, sizeof(out), "%s/rec.sht", mnt);
-	pingpong = start_pingpong();
+	start("40k", out, sizeof(out), true);
 	RUN(&r, "record", "--level", "full", "-o", out, "--duration", "30");
 	cr_assert_eq(r.status, 1, "a full disk is an error (exit 1), not %d: %s", r.status, r.err);
 	cr_assert(strstr(r.err, out) && strstr(r.err, "No space left on device"),
@@ -168,6 +181,14 @@ static size_t series(const char *skip, struct part *parts, size_t max)
 	return n;
 }
 
+/* Each file of the series ends where the next begins: none between is missing. */
+static void unbroken(const struct part *parts, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		cr_assert_eq(parts[i].end, parts[i + 1].start, "%s ends where %s begins: none between is missing",
+			     parts[i].name, parts[i + 1].name);
+}
+
 /* The file a failed record names ("error: FILE: ..."), which must be in mnt. */
 static const char *named_file(const char *err, char *out, size_t len)
 {
@@ -196,10 +217,7 @@ Test(full_disk, rotation_with_keep_deletes_the_oldest_and_goes_on, .fini = clean
 	struct run r;
 	size_t n;
 
-	SKIP_UNLESS(bpf_unavailable());
-	mount_small("256k");
-	snprintf(out, sizeof(out), "%s/rec.sht", mnt);
-	pingpong = start_pingpong();
+	start("256k", out, sizeof(out), true);
 	RUN(&r, "record", "--level", "full", "-o", out, "--max-size", "64K", "--keep", "1000", "--duration", "10");
 	cr_assert_eq(r.status, 0, "the full disk made room: exit 0 at the end of --duration, not %d: %s", r.status,
 		     r.err);
@@ -214,9 +232,7 @@ Test(full_disk, rotation_with_keep_deletes_the_oldest_and_goes_on, .fini = clean
 	cr_assert_geq(n, 1);
 	/* the ones left are the newest: one unbroken run of files up to the end, the first not at 0 */
 	cr_assert_gt(parts[0].start, 0, "the oldest file (from t = 0) was deleted, %s is left", parts[0].name);
-	for (size_t i = 0; i + 1 < n; i++)
-		cr_assert_eq(parts[i].end, parts[i + 1].start, "%s ends where %s begins: none between was deleted",
-			     parts[i].name, parts[i + 1].name);
+	unbroken(parts, n);
 	cr_assert_geq(parts[n - 1].end, 10000000000ull, "the newest file, %s, goes on to the end of --duration 10",
 		      parts[n - 1].name);
 	cr_log_info("rotation on a full disk: %lu files of >= 64 KiB written on 256 KiB, the newest %zu left (from %.2f s)",
@@ -234,10 +250,7 @@ Test(full_disk, rotation_with_nothing_to_delete_fails, .fini = cleanup, .timeout
 	char out[128], named[256];
 	struct run r;
 
-	SKIP_UNLESS(bpf_unavailable());
-	mount_small("40k");
-	snprintf(out, sizeof(out), "%s/rec.sht", mnt);
-	pingpong = start_pingpong();
+	start("40k", out, sizeof(out), true);
 	RUN(&r, "record", "--level", "full", "-o", out, "--max-size", "1M", "--keep", "3", "--duration", "30");
 	cr_assert_eq(r.status, 1, "a full disk with nothing to delete is an error (exit 1), not %d: %s", r.status,
 		     r.err);
@@ -259,19 +272,14 @@ Test(full_disk, rotation_without_keep_leaves_only_good_files, .fini = cleanup, .
 	struct run r;
 	size_t n;
 
-	SKIP_UNLESS(bpf_unavailable());
-	mount_small("256k");
-	snprintf(out, sizeof(out), "%s/rec.sht", mnt);
-	pingpong = start_pingpong();
+	start("256k", out, sizeof(out), true);
 	RUN(&r, "record", "--level", "full", "-o", out, "--max-size", "64K", "--duration", "30");
 	cr_assert_eq(r.status, 1, "a full disk is an error (exit 1), not %d: %s", r.status, r.err);
 	named_file(r.err, named, sizeof(named));
 	n = series(NULL, parts, 16);
 	cr_assert_geq(n, 2, "the disk holds more than one file of 64 KiB");
 	cr_assert_eq(parts[0].start, 0, "the first file is kept");
-	for (size_t i = 0; i + 1 < n; i++)
-		cr_assert_eq(parts[i].end, parts[i + 1].start, "%s ends where %s begins", parts[i].name,
-			     parts[i + 1].name);
+	unbroken(parts, n);
 }
 
 /*
@@ -288,15 +296,13 @@ Test(full_disk, a_header_that_does_not_fit_leaves_no_file, .fini = cleanup, .tim
 	struct run r;
 	FILE *f;
 
-	SKIP_UNLESS(bpf_unavailable());
-	mount_small("64k");
+	start("64k", out, sizeof(out), false);
 	snprintf(filler, sizeof(filler), "%s/filler", mnt);
 	f = fopen(filler, "w");
 	cr_assert_not_null(f);
 	for (int i = 0; i < 14; i++)
 		cr_assert_eq(fwrite(block, sizeof(block), 1, f), 1);
 	cr_assert_eq(fclose(f), 0, "56 KiB of the 64 KiB are taken");
-	snprintf(out, sizeof(out), "%s/rec.sht", mnt);
 	RUN(&r, "record", "-o", out, "--max-size", "64K", "--keep", "3", "--duration", "5");
 	cr_assert_eq(r.status, 1, "no room for a header: exit 1, not %d: %s", r.status, r.err);
 	named_file(r.err, named, sizeof(named));
