@@ -99,6 +99,7 @@ struct recorder_stats {
 	uint64_t late;	    /* arrived after the reorder window had passed them (clamped) */
 	uint64_t intervals; /* intervals written, all files */
 	uint64_t files;	    /* files written (1 + rotations) */
+	uint64_t freed;	    /* files of the series deleted to make room on a full disk (keep) */
 	uint64_t bytes;	    /* size of the current file */
 	char path[4096];    /* the current file */
 };

@@ -70,11 +70,14 @@ struct pending {
 
 struct recorder {
 	struct recorder_opts o;
-	struct sht_writer *w;
+	struct sht_writer *w; /* NULL after a failed rotation: failed says why */
+	int failed;
 	char path[4096];
 	char tmp[4096]; /* opts.atomic: the file being written, renamed to path at the end */
 	char **files; /* files written, oldest first (rotation) */
 	size_t nfiles;
+	char stamp[32]; /* rotation: the second in the last file's name, and its counter there */
+	int stamp_n;
 	uint64_t file_start; /* t of the current file's first instant */
 	struct attr *attrs;
 	size_t nattrs;
@@ -192,6 +195,7 @@ static void file_name(struct recorder *r, uint64_t t, char *out, size_t len)
 	time_t secs;
 	struct tm tm;
 	char stamp[32];
+	int n;
 
 	if (!r->o.max_bytes && !r->o.rotate_ns) {
 		snprintf(out, len, "%s", p);
@@ -202,10 +206,22 @@ static void file_name(struct recorder *r, uint64_t t, char *out, size_t len)
 	secs = (time_t)((r->o.real_start_ns + t) / 1000000000ull);
 	localtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(out, len, "%.*s-%s.sht", (int)stem, p, stamp);
-	/* two rotations within a second: add a counter */
-	for (int n = 2; access(out, F_OK) == 0 && n < 1000; n++)
-		snprintf(out, len, "%.*s-%s-%d.sht", (int)stem, p, stamp, n);
+	/*
+	 * Two rotations within a second: a counter, after the last file's (not
+	 * the name of a file deleted since, see free_space()), and past any file
+	 * that is there.
+	 */
+	n = strcmp(stamp, r->stamp) ? 1 : r->stamp_n + 1;
+	for (;; n++) {
+		if (n == 1)
+			snprintf(out, len, "%.*s-%s.sht", (int)stem, p, stamp);
+		else
+			snprintf(out, len, "%.*s-%s-%d.sht", (int)stem, p, stamp, n);
+		if (access(out, F_OK) || n >= 1000)
+			break;
+	}
+	snprintf(r->stamp, sizeof(r->stamp), "%s", stamp);
+	r->stamp_n = n;
 }
 
 /*
@@ -244,8 +260,35 @@ static int begin(struct recorder *r)
 	return file_values(r, r->file_start);
 }
 
+/* Rotation: forget the oldest file of the series, and delete it. */
+static void drop_oldest(struct recorder *r)
+{
+	unlink(r->files[0]);
+	free(r->files[0]);
+	memmove(r->files, r->files + 1, (r->nfiles - 1) * sizeof(*r->files));
+	r->nfiles--;
+}
+
+/*
+ * The disk is full while path is written (rotation with keep: the files of
+ * the series may be deleted): delete the oldest file of the series, unless it
+ * is path, so that the write can go on. The newest files are kept, and the one
+ * being written always; -ENOSPC when there is nothing left to delete.
+ */
+static int free_space(void *ctx, const char *path)
+{
+	struct recorder *r = ctx;
+
+	if (!r->nfiles || !strcmp(r->files[0], path))
+		return -ENOSPC;
+	drop_oldest(r);
+	r->st.freed++;
+	return 0;
+}
+
 static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 {
+	bool rotating = r->o.max_bytes || r->o.rotate_ns;
 	struct sht_writer_opts wo = {
 		.tree_start = t,
 		.mono_start_ns = r->o.mono_start_ns,
@@ -253,6 +296,10 @@ static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 		.meta = r->o.meta,
 		.nmeta = r->o.nmeta,
 		.no_sync = r->o.no_sync,
+		/* a file of the series appears with its header whole, or not at all */
+		.whole_header = rotating,
+		.no_space = rotating && r->o.keep ? free_space : NULL,
+		.ctx = r,
 	};
 	char **files;
 	int e;
@@ -292,12 +339,8 @@ static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 			return verror(err, e, "%s: %s", r->path, strerror(-e));
 	}
 	/* rotation keeps the newest files */
-	while (r->o.keep && r->nfiles > r->o.keep) {
-		unlink(r->files[0]);
-		free(r->files[0]);
-		memmove(r->files, r->files + 1, (r->nfiles - 1) * sizeof(*r->files));
-		r->nfiles--;
-	}
+	while (r->o.keep && r->nfiles > r->o.keep)
+		drop_oldest(r);
 	return 0;
 }
 
@@ -307,7 +350,7 @@ static int file_close(struct recorder *r, uint64_t t, struct vcpustat_error *err
 	int e;
 
 	if (!r->w)
-		return 0;
+		return r->failed;
 	sht_writer_get_stats(r->w, &ws);
 	e = sht_writer_close(r->w, t, err);
 	r->w = NULL;
@@ -323,6 +366,8 @@ static int maybe_rotate(struct recorder *r, uint64_t t, struct vcpustat_error *e
 
 	if (!r->o.max_bytes && !r->o.rotate_ns)
 		return 0;
+	if (!r->w)
+		return r->failed;
 	sht_writer_get_stats(r->w, &ws);
 	if (r->o.max_bytes && ws.bytes >= r->o.max_bytes)
 		due = true;
@@ -333,6 +378,8 @@ static int maybe_rotate(struct recorder *r, uint64_t t, struct vcpustat_error *e
 	e = file_close(r, t, err);
 	if (!e)
 		e = file_open(r, t, err);
+	if (e && !r->w) /* no file to go on with: every later write fails with e */
+		r->failed = e;
 	return e;
 }
 
@@ -841,7 +888,7 @@ int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat
 
 int recorder_flush(struct recorder *r, struct vcpustat_error *err)
 {
-	int e = sht_writer_flush(r->w);
+	int e = r->w ? sht_writer_flush(r->w) : r->failed;
 
 	return e ? verror(err, e, "%s: %s", r->path, strerror(-e)) : 0;
 }

@@ -66,6 +66,20 @@ struct sht_writer_opts {
 	const struct sht_meta *meta;   /* free-form key/values (host, kernel, tool, command) */
 	size_t nmeta;
 	bool no_sync;		       /* skip fdatasync at close (tests, benchmarks) */
+	/*
+	 * The file is made under a temporary name next to path and renamed to
+	 * path once its header is written: path never names a file without a
+	 * whole header (a header that did not fit on the disk leaves nothing).
+	 */
+	bool whole_header;
+	/*
+	 * A write failed for lack of space (ENOSPC): no_space() may make room
+	 * (the recorder deletes an old file of its series) and return 0, and the
+	 * same bytes are written again; non-zero, or no no_space: the write
+	 * fails. Called as often as the disk stays full, with path.
+	 */
+	int (*no_space)(void *ctx, const char *path);
+	void *ctx;
 };
 
 /* Create (truncate) path and write its header. */

@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "sht.h"
@@ -57,6 +59,8 @@ struct sht_writer {
 	uint32_t node_size, max_children;
 	uint64_t tree_start;
 	bool no_sync;
+	int (*no_space)(void *ctx, const char *path);
+	void *ctx;
 	uint64_t last_t;
 	uint64_t clamped, intervals, journaled, big_cores;
 	uint64_t nnodes; /* blocks written after the header */
@@ -96,12 +100,18 @@ static int io_fail(struct sht_writer *w, int code, uint64_t off, const char *wha
 	return fail(w, code, "offset %llu: %s failed: %s", (unsigned long long)off, what, strerror(-code));
 }
 
+/* A full disk: the same bytes again as long as no_space() makes room. */
 static int write_at(struct sht_writer *w, const void *buf, size_t len, uint64_t off)
 {
-	__u64 at = off;
-	int e = pwrite_all(w->fd, buf, len, &at);
+	for (;;) {
+		__u64 at = off;
+		int e = pwrite_all(w->fd, buf, len, &at);
 
-	return e ? io_fail(w, e, at, "write") : 0;
+		if (!e)
+			return 0;
+		if (e != -ENOSPC || !w->no_space || w->no_space(w->ctx, w->path))
+			return io_fail(w, e, at, "write");
+	}
 }
 
 /* ---- nodes ---- */
@@ -460,6 +470,7 @@ int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht
 {
 	struct sht_writer_opts def = { 0 };
 	struct sht_writer *w;
+	char tmp[PATH_MAX];
 	int e;
 
 	*wp = NULL;
@@ -474,6 +485,8 @@ int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht
 	w->max_children = opts->max_children ? opts->max_children : 32;
 	w->tree_start = w->last_t = w->horizon = opts->tree_start;
 	w->no_sync = opts->no_sync;
+	w->no_space = opts->no_space;
+	w->ctx = opts->ctx;
 	if (!w->path) {
 		writer_free(w);
 		return verror(err, -ENOMEM, "%s: out of memory", path);
@@ -496,14 +509,29 @@ int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht
 		return verror(err, -ENOMEM, "%s: out of memory", path);
 	}
 	wnode_reset(w, w->branch[0], 0, NULL, w->tree_start);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		e = -errno;
-		writer_free(w);
-		return verror(err, e, "%s: cannot create: %s", path, strerror(-e));
+	if (opts->whole_header) {
+		w->fd = outfile_temp(path, tmp, sizeof(tmp), err);
+		if (w->fd < 0) {
+			e = w->fd;
+			w->fd = -1;
+			writer_free(w);
+			return e;
+		}
+		fcntl(w->fd, F_SETFD, FD_CLOEXEC);
+	} else {
+		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (w->fd < 0) {
+			e = -errno;
+			writer_free(w);
+			return verror(err, e, "%s: cannot create: %s", path, strerror(-e));
+		}
 	}
 	e = write_header(w, opts);
+	if (!e && opts->whole_header && (fchmod(w->fd, 0644) || rename(tmp, path)))
+		e = fail(w, -errno, "cannot give the file its name: %s", strerror(errno));
 	if (e) {
+		if (opts->whole_header)
+			unlink(tmp);
 		if (err)
 			*err = w->err;
 		writer_free(w);
