@@ -160,6 +160,7 @@ struct rec_session_stats {
 	uint64_t records, intervals, files;
 	uint64_t events;    /* raw events in the capture (replay: replayed) */
 	uint64_t lost;	    /* the last lost-record total given */
+	uint64_t freed;	    /* old files of the series deleted to make room (--keep on a full disk) */
 	double seconds;	    /* from the start to the end of the recording */
 	char path[4096];    /* the last file */
 	char capture[4096]; /* the capture ("": none) */

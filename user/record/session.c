@@ -222,6 +222,7 @@ int rec_session_finish(struct rec_session **sp, uint64_t end, struct rec_session
 	if (e)
 		goto out;
 	s->st.records = rs.records;
+	s->st.freed = rs.freed;
 	s->st.seconds = (double)(end - s->mono_start_ns) / 1e9;
 	s->st.intervals = rs.intervals;
 	s->st.files = rs.files;
@@ -340,6 +341,9 @@ void rec_session_print(FILE *f, const char *prog, const struct rec_session_stats
 		(unsigned long long)st->records, (unsigned long long)st->intervals, (unsigned long long)st->files,
 		st->files == 1 ? "" : "s", st->path, st->seconds, (unsigned long long)st->lost,
 		st->lost ? " (see /meta/lost: the timeline has holes)" : "");
+	if (st->freed)
+		fprintf(f, "%s: the disk was full: %llu older file%s of the series deleted to make room (--keep)\n", prog,
+			(unsigned long long)st->freed, st->freed == 1 ? "" : "s");
 }
 
 json_t *rec_session_json(const struct rec_session_stats *st, bool behind)
@@ -348,6 +352,8 @@ json_t *rec_session_json(const struct rec_session_stats *st, bool behind)
 			      "records", (json_int_t)st->records, "intervals", (json_int_t)st->intervals, "seconds",
 			      st->seconds, "lost", (json_int_t)st->lost, "behind", behind);
 
+	if (o && st->freed)
+		json_object_set_new(o, "freed", json_integer((json_int_t)st->freed));
 	if (o && (st->capture[0] || st->events))
 		json_object_set_new(o, "events", json_integer((json_int_t)st->events));
 	if (o && st->capture[0])
