@@ -106,7 +106,9 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 	while (!*o->stop && !rec_session_failed(s, NULL)) {
 		e = vcpustat_drain(rb, VCPUSTAT_DRAIN_MS);
 		if (e < 0 && e != -EINTR) {
-			verror(err, e, "reading the ring buffer: %s", strerror(-e));
+			/* the session's own error stops the drain too: it says what failed */
+			if (!rec_session_failed(s, err))
+				verror(err, e, "reading the ring buffer: %s", strerror(-e));
 			goto out;
 		}
 		e = 0;
@@ -136,7 +138,8 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 		res->behind = true;
 		e = 0;
 	} else if (e < 0) {
-		verror(err, e, "reading the ring buffer: %s", strerror(-e));
+		if (!rec_session_failed(s, err))
+			verror(err, e, "reading the ring buffer: %s", strerror(-e));
 		goto out;
 	}
 out:
