@@ -10,6 +10,11 @@
 #   through the injection program: works without /dev/kvm); and, where /dev/kvm
 #   opens, 2 microvm VMs (4 vCPUs) on CPU 0 (-m).
 #   LOCK=FILE: hold flock FILE for each measurement (a machine shared with builds).
+#   FULL=1: instead, record level full (every switch and wakeup recorded, a thread
+#   draining): `handler-cost -t 2 -f` per run, then the min/median/max of the ratios
+#   (issue 15 item 2: <= 2x, stable); with BASELINE=OTHER_BUILD_DIR each run measures
+#   that build's handler-cost just before (main vs a branch, alternating), and with
+#   LOCK the whole series holds the lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -32,6 +37,28 @@ if [ -c /dev/kvm ] && exec 3<>/dev/kvm 2>/dev/null; then
 fi
 echo "# handler-cost: $(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
 	"kernel $(uname -r), /dev/kvm: $kvm, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if [ -n "${FULL:-}" ]; then
+	if [ -n "${LOCK:-}" ]; then
+		exec flock "$LOCK" env -u LOCK "$0" "$@"
+	fi
+	out=$(mktemp)
+	trap 'rm -f "$out"' EXIT
+	for i in $(seq "$runs"); do
+		for b in ${BASELINE:+"$BASELINE"} "$build"; do
+			echo "## run $i: level full, $b (load average $(cut -d' ' -f1 /proc/loadavg))"
+			"$b/bin/handler-cost" -t 2 -f -n 1000 | grep -E '^(sched_|records drained)' | sed "s|^|$b: |"
+		done
+	done | tee "$out"
+	for b in ${BASELINE:+"$BASELINE"} "$build"; do
+		for ev in sched_switch sched_wakeup; do
+			awk -v p="$b: $ev:" 'index($0, p) == 1' "$out" | sed 's/.*ratio \([0-9.]*\)x/\1/' | sort -n |
+				awk -v k="$b $ev" '{ x[++n] = $1 }
+					END { if (n) printf "%s: ratio min %.2fx, median %.2fx, max %.2fx over %d runs\n", k, x[1],
+						  n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2, x[n], n }'
+		done
+	done
+	exit 0
+fi
 for i in $(seq "$runs"); do
 	echo "## run $i: no VM on the host"
 	measure "$build/bin/handler-cost" -t 4

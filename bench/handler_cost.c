@@ -112,7 +112,7 @@ static void *drain(void *arg)
 {
 	while (draining)
 		vcpustat_drain(rb, 100);
-	ring_buffer__consume(rb);
+	vcpustat_drain(rb, 0);
 	return NULL;
 }
 

@@ -27,9 +27,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 record_level = VCPUSTAT_LEVEL_NONE;
 const volatile bool record_raw = false; /* also put every handled event in the ring buffer */
 /*
- * Wake the consumer only once this much data waits in the ring buffer (the
+ * Records go to this CPU's ring buffer (cpu_records) unless user space found
+ * per-CPU rings unavailable and set this: then to the one shared ring
+ * (records). Known at verification: the other branch is pruned.
+ */
+const volatile bool shared_ring = false;
+/*
+ * Wake the consumer only once this much data waits in a ring buffer (the
  * consumer also polls on a timer): a wakeup per record would cost more than
- * the record at high rates.
+ * the record at high rates. Set to an eighth of each ring.
  */
 const volatile __u64 wakeup_bytes = VCPUSTAT_RINGBUF_BYTES / 8;
 
@@ -69,10 +75,28 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
+/* The shared ring: used only when per-CPU rings are not (one page otherwise). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, VCPUSTAT_RINGBUF_BYTES);
 } records SEC(".maps");
+
+/*
+ * One ring buffer per possible CPU: the handlers of a CPU reserve only in its
+ * own ring, so CPUs never contend for a ring's lock and cache lines. The
+ * loader creates the rings and puts them here (docs/architecture.md).
+ */
+struct ringbuf_map {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* the template; the loader sizes the rings */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* set to the number of possible CPUs before load */
+	__type(key, __u32);
+	__array(values, struct ringbuf_map);
+} cpu_records SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -188,20 +212,47 @@ static __always_inline struct vcpustat_vcpu *env_scratch_vcpu(void)
 	return bpf_map_lookup_elem(&scratch, &zero);
 }
 
-static __always_inline struct vcpustat_record *env_record_reserve(void)
+/*
+ * The ring this CPU records in (NULL: its slot is empty, which the loader
+ * never leaves). The CPU running the program, not the event's: injected
+ * events say any CPU but run on the caller's.
+ */
+static __always_inline void *record_ring(void)
 {
-	return bpf_ringbuf_reserve(&records, sizeof(struct vcpustat_record), 0);
+	__u32 cpu;
+
+	if (shared_ring)
+		return &records;
+	cpu = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&cpu_records, &cpu);
 }
 
-static __always_inline __u64 submit_flags(void)
+static __always_inline void *ring_reserve(__u64 size)
 {
-	return bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP :
-										 BPF_RB_NO_WAKEUP;
+	void *ring = record_ring();
+
+	return ring ? bpf_ringbuf_reserve(ring, size, 0) : NULL;
+}
+
+/* Wake the consumer once an eighth of this ring waits (each ring on its own). */
+static __always_inline void ring_submit(void *r)
+{
+	void *ring = record_ring();
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (ring && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(r, flags);
+}
+
+static __always_inline struct vcpustat_record *env_record_reserve(void)
+{
+	return ring_reserve(sizeof(struct vcpustat_record));
 }
 
 static __always_inline void env_record_submit(struct vcpustat_record *r)
 {
-	bpf_ringbuf_submit(r, submit_flags());
+	ring_submit(r);
 }
 
 static __always_inline void env_lost(__u32 what)
@@ -370,10 +421,10 @@ static __always_inline void capture_event(struct vcpustat_event *ev)
 		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	if (ev->type == VCPUSTAT_EV_SWITCH && !ev->arg2)
 		ev->arg2 = bpf_get_current_cgroup_id();
-	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	r = ring_reserve(sizeof(*r));
 	if (r) {
 		__builtin_memcpy(r, ev, sizeof(*r));
-		bpf_ringbuf_submit(r, submit_flags());
+		ring_submit(r);
 	} else {
 		env_lost(VCPUSTAT_LOST_RINGBUF);
 	}

@@ -250,7 +250,8 @@ enum vcpustat_lost {
 #define VCPUSTAT_MAX_HISTS 4096
 #define VCPUSTAT_MAX_DEAD 1024
 #define VCPUSTAT_MAX_CULPRITS 16384
-#define VCPUSTAT_RINGBUF_BYTES (8u << 20)
+#define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */
+#define VCPUSTAT_RINGBUF_CPU_MIN_BYTES (1u << 20) /* ... but at least this per CPU */
 
 /* Guest clock synchronization hypercall (DESIGN.md section 5): "VCS1". */
 #define VCPUSTAT_SYNC_HYPERCALL_NR 0x56435331ULL

@@ -64,6 +64,15 @@ int read_schedstat(int tid, struct schedstat *s)
 	return n == 3 ? 0 : -1;
 }
 
+const char *two_cpus_unavailable(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || !CPU_ISSET(0, &set) || !CPU_ISSET(1, &set))
+		return "needs CPUs 0 and 1 (this process may not run on both)";
+	return NULL;
+}
+
 int pin_to_cpu(int cpu)
 {
 	cpu_set_t set;
@@ -71,6 +80,38 @@ int pin_to_cpu(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+pid_t start_pingpong(int cpu_a, int cpu_b)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int a[2], b[2];
+		char c = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test */
+		if (pipe(a) || pipe(b))
+			_exit(1);
+		if (fork() == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with its partner */
+			if (cpu_b >= 0)
+				pin_to_cpu(cpu_b);
+			close(a[1]);
+			close(b[0]);
+			for (;;)
+				if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1)
+					_exit(0);
+		}
+		if (cpu_a >= 0)
+			pin_to_cpu(cpu_a);
+		close(a[0]);
+		close(b[1]);
+		for (;;)
+			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+				_exit(0);
+	}
+	return pid;
 }
 
 __u64 mono_ns(void)

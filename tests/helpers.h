@@ -8,6 +8,8 @@
 
 /* Why BPF tests cannot run here (not root, no BTF, ...), or NULL if they can. */
 const char *bpf_unavailable(void);
+/* Why tests that need CPUs 0 and 1 cannot run here (one CPU, or not allowed on both), or NULL. */
+const char *two_cpus_unavailable(void);
 /* Why KVM tests cannot run here (no /dev/kvm), or NULL. */
 const char *kvm_unavailable(void);
 /*
@@ -44,6 +46,15 @@ int read_schedstat(int tid, struct schedstat *s);
 
 /* Pin the calling thread to one CPU. */
 int pin_to_cpu(int cpu);
+
+/*
+ * Two processes that wake each other through pipes until killed (SIGKILL the
+ * pid returned; both die with it, and with the caller): context switches and
+ * wakeups. cpu_a, cpu_b >= 0: each side pinned to that CPU, so that each
+ * handoff is a wakeup across CPUs.
+ */
+#include <sys/types.h>
+pid_t start_pingpong(int cpu_a, int cpu_b);
 
 /* Where the binaries are: $VCPUSTAT_BUILD_DIR (set by tests/run.sh), else the build this was compiled in. */
 const char *build_dir(void);

@@ -116,7 +116,7 @@ static bool get_hist(__u32 tgid, __u16 kind, __u16 isa, __u32 reason, struct vcp
 static void drain(void)
 {
 	nrecs = 0;
-	cr_assert_geq(ring_buffer__consume(rb), 0);
+	cr_assert_geq(vcpustat_drain(rb, 0), 0);
 }
 
 /* The STATE records of tid, in order. */

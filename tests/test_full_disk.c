@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,36 +41,6 @@ static void cleanup(void)
 		rmdir(mnt);
 		mnt[0] = '\0';
 	}
-}
-
-/* Two processes that wake each other through pipes, until killed: switches and wakeups. */
-static pid_t start_pingpong(void)
-{
-	pid_t pid = fork();
-
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int a[2], b[2];
-		char c = 0;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test */
-		if (pipe(a) || pipe(b))
-			_exit(1);
-		if (fork() == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with its partner */
-			close(a[1]);
-			close(b[0]);
-			for (;;)
-				if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1)
-					_exit(0);
-		}
-		close(a[0]);
-		close(b[1]);
-		for (;;)
-			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
-				_exit(0);
-	}
-	return pid;
 }
 
 /* A tmpfs of size bytes ("size=" option) at mnt, or the test is skipped. */
@@ -98,8 +67,10 @@ static void start(const char *size, char *out, size_t len, bool load)
 	SKIP_UNLESS(bpf_unavailable());
 	mount_small(size);
 	snprintf(out, len, "%s/rec.sht", mnt);
-	if (load)
-		pingpong = start_pingpong();
+	if (load) {
+		pingpong = start_pingpong(-1, -1);
+		cr_assert_gt(pingpong, 0);
+	}
 }
 
 Test(full_disk, record_says_enospc_and_leaves_a_good_file, .fini = cleanup, .timeout = 120)

@@ -45,7 +45,8 @@ static int parse(int argc, char **argv, struct record_args *r)
 		  1, 1000000, "files" },
 		{ "capture", OPT_CAPTURE, "FILE", "also write the raw events to FILE (docs/capture-format.md),\n"
 						  "for `vcpustat replay`", CLI_STRING, &r->so.capture },
-		{ "ringbuf", OPT_RINGBUF, "SIZE", "kernel ring buffer size (default 8M, a power of two)", CLI_SIZE,
+		{ "ringbuf", OPT_RINGBUF, "SIZE", "the kernel's ring buffers, all CPUs' together (default 8M,\n"
+						  "a power of two; at least 1M per CPU by default)", CLI_SIZE,
 		  &r->ringbuf, 4096, 1ll << 30 },
 		{ "meta", OPT_META, "KEY=VALUE", "store this in the file's metadata (repeatable), e.g.\n"
 						 "workload='what ran' (shown by `top --file`)" },

@@ -38,9 +38,12 @@ struct vcpustat_options {
 	unsigned int max_vcpus;			 /* 0: VCPUSTAT_MAX_VCPUS */
 	unsigned int max_vms;			 /* 0: VCPUSTAT_MAX_VMS */
 	unsigned int max_hists;			 /* 0: VCPUSTAT_MAX_HISTS */
-	unsigned int ringbuf_bytes;		 /* 0: VCPUSTAT_RINGBUF_BYTES (power of 2) */
+	unsigned int ringbuf_bytes;		 /* the rings' total, split among the online CPUs
+						    (0: VCPUSTAT_RINGBUF_BYTES, and at least
+						    VCPUSTAT_RINGBUF_CPU_MIN_BYTES per CPU) */
 	bool no_kvm;				 /* do not load/attach the KVM programs */
 	bool record_raw;			 /* also capture every handled event (ring buffer) */
+	bool single_ring;			 /* one ring shared by all CPUs, not one per CPU */
 };
 
 typedef void (*vcpustat_log_fn)(int level, const char *msg);
@@ -56,8 +59,16 @@ void vcpustat_set_log(vcpustat_log_fn fn, int max_level);
  */
 int vcpustat_check_privileges(char *msg, size_t len);
 
-/* Open and load the BPF object. Programs whose tracepoint is missing are left out (MISSING). */
+/*
+ * Open and load the BPF object. Programs whose tracepoint is missing are left
+ * out (MISSING). Records go to one ring buffer per possible CPU; if those
+ * cannot be made (or opts->single_ring), to one ring shared by all CPUs, with
+ * a warning in the log: vcpustat_rings() says which.
+ */
 int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts);
+
+/* The number of ring buffers (1: the shared one), and in *how a sentence saying which, how big and why. */
+int vcpustat_rings(const struct vcpustat *vs, const char **how);
 
 /*
  * Attach every loaded tracepoint program (not the injection program).
@@ -117,24 +128,33 @@ struct vcpustat_consumer {
 };
 
 /*
- * The ring buffer of records and raw events, consumed with libbpf's
- * ring_buffer__poll/consume (free with ring_buffer__free before vcpustat_close).
- * One consumer per struct vcpustat. The kernel wakes the consumer only when
- * an eighth of the buffer is full: drain with vcpustat_drain(), not a bare
- * ring_buffer__poll(), or records that trickle in wait for the next wakeup.
+ * The ring buffers of records and raw events (every CPU's, in one libbpf
+ * ring_buffer; free with ring_buffer__free before vcpustat_close). One
+ * consumer per struct vcpustat. Drain with vcpustat_drain(): it merges the
+ * CPUs' rings in time order. (A bare ring_buffer__consume() empties one ring
+ * after the other, out of order across CPUs; and the kernel wakes the
+ * consumer only when an eighth of a ring is full, so a bare
+ * ring_buffer__poll() leaves records that trickle in waiting.)
  */
 struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpustat_consumer *c);
 
 /*
- * Wait up to timeout_ms for the kernel to signal a full-enough buffer, then
- * consume what is there (also what trickled in without a wakeup) for at most
- * VCPUSTAT_DRAIN_MS more: a consumer slower than the kernel's producers still
- * gets back to its deadlines and signals, and calls again for the rest.
- * Returns the number of entries consumed or a negative errno.
+ * Wait up to timeout_ms for the kernel to signal a full-enough ring, then
+ * consume what all the rings hold (also what trickled in without a wakeup),
+ * oldest first across CPUs, for at most VCPUSTAT_DRAIN_MS more: a consumer
+ * slower than the kernel's producers still gets back to its deadlines and
+ * signals, and calls again for the rest. Returns the number of entries
+ * consumed or a negative errno.
  */
 #define VCPUSTAT_DRAIN_MS 100
 int vcpustat_drain(struct ring_buffer *rb, int timeout_ms);
-/* The records ring buffer's consumer and producer positions (bytes); 0 or -errno. */
+/*
+ * How far the drain has come, on the scale all the rings share (their
+ * entries' CLOCK_MONOTONIC timestamps): *prod is now, *cons the time of the
+ * oldest entry still waiting in any ring (now if none): everything made
+ * before a *prod is consumed once *cons has reached it. 0, or -EINVAL
+ * before vcpustat_ring_buffer().
+ */
 int vcpustat_ring_pos(struct vcpustat *vs, unsigned long *cons, unsigned long *prod);
 
 /* Map and program file descriptors for benchmarks and tests. */

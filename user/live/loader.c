@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <linux/magic.h>
@@ -52,12 +54,40 @@ static const struct prog_def prog_defs[] = {
 };
 #define NR_PROGS (sizeof(prog_defs) / sizeof(prog_defs[0]))
 
+/*
+ * One ring buffer as the merged drain reads it: the consumer position's page
+ * (writable), then the producer position's page and the data, mapped twice
+ * over so that an entry never wraps (the layout libbpf maps too).
+ */
+struct ring_map {
+	unsigned long *cons;
+	const unsigned long *prod;
+	const char *data;
+	unsigned long mask;
+	size_t prod_len;
+	const void *head; /* the committed entry at cons (ring_head), or NULL */
+	__u32 head_len;
+	__u32 adv;	/* bytes from this entry to the next */
+	__u64 head_ts;
+	bool queued;	/* in the merge's heap */
+};
+
 struct vcpustat {
 	struct vcpustat_bpf *skel;
 	struct vcpustat_consumer consumer;
 	struct vcpustat_prog progs[NR_PROGS];
 	struct bpf_link *links[NR_PROGS];
 	int ncpus;
+	/* the ring buffers: one per possible CPU, or the shared one */
+	int nrings;
+	int *ring_fds;	/* per-CPU rings (ours to close); NULL: the shared ring */
+	__u32 ring_bytes; /* each online CPU's ring (the shared ring's size) */
+	char rings_how[256];
+	/* the consumer (vcpustat_ring_buffer): libbpf's, and our mappings for the merged drain */
+	struct ring_buffer *rb;
+	struct ring_map *maps;
+	int *heap;
+	struct vcpustat *next_consumer;
 };
 
 static vcpustat_log_fn log_fn;
@@ -183,17 +213,110 @@ static struct bpf_program *find_prog(const struct vcpustat *vs, const char *name
 	return bpf_object__find_program_by_name(vs->skel->obj, name);
 }
 
+/* The largest power of two pages not above bytes (one page at least). */
+static __u32 ring_pages(unsigned long bytes)
+{
+	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE), size = page;
+
+	while (size * 2 <= bytes && size < (1ul << 30))
+		size *= 2;
+	return (__u32)size;
+}
+
+/* Which of the ncpus possible CPUs are online (all of them when /sys cannot tell); how many. */
+static int online_cpus(bool *online, int ncpus)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	char buf[4096], *p = buf, *end;
+	int n = 0;
+
+	if (f && fgets(buf, sizeof(buf), f)) {
+		while (*p >= '0' && *p <= '9') { /* "0-3,5,7-9" */
+			long a = strtol(p, &end, 10), b = a;
+
+			if (*end == '-')
+				b = strtol(end + 1, &end, 10);
+			for (long c = a; c <= b && c < ncpus; c++)
+				if (!online[c]) {
+					online[c] = true;
+					n++;
+				}
+			p = *end == ',' ? end + 1 : end;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!n)
+		for (n = 0; n < ncpus; n++)
+			online[n] = true;
+	return n;
+}
+
+/*
+ * Create a ring for every possible CPU and put it in cpu_records: online CPUs
+ * get size bytes each, the others (offline now, maybe online later) a page.
+ */
+static int create_rings(struct vcpustat *vs, __u32 size)
+{
+	int outer = bpf_map__fd(vs->skel->maps.cpu_records), err = 0;
+	bool *online = calloc((size_t)vs->ncpus, sizeof(bool));
+
+	vs->ring_fds = calloc((size_t)vs->ncpus, sizeof(int));
+	if (!online || !vs->ring_fds) {
+		free(online);
+		return -ENOMEM;
+	}
+	online_cpus(online, vs->ncpus);
+	for (__u32 cpu = 0; cpu < (__u32)vs->ncpus; cpu++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cpu_records", 0, 0, online[cpu] ? size : ring_pages(0),
+					NULL);
+
+		if (fd < 0) {
+			err = -errno;
+			break;
+		}
+		vs->ring_fds[vs->nrings++] = fd;
+		if (bpf_map_update_elem(outer, &cpu, &fd, BPF_ANY)) {
+			err = -errno;
+			break;
+		}
+	}
+	free(online);
+	return err;
+}
+
+static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, const char *no_per_cpu,
+		       bool *rings_failed);
+
 int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 {
 	static const struct vcpustat_options defaults;
-	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-	struct kernel_btf kb = {};
-	struct vcpustat *vs;
-	size_t i;
+	bool rings_failed = false;
+	char why[160];
 	int err;
 
 	if (!opts)
 		opts = &defaults;
+	err = open_object(out, opts, opts->single_ring ? "asked for" : NULL, &rings_failed);
+	if (err && rings_failed) {
+		snprintf(why, sizeof(why), "per-CPU ring buffers unavailable: %s", strerror(-err));
+		vlog(VCPUSTAT_LOG_WARN, "%s; falling back to one shared ring buffer", why);
+		err = open_object(out, opts, why, &rings_failed);
+	}
+	return err;
+}
+
+/* Open and load; per-CPU rings unless no_per_cpu says why not (*rings_failed: they failed). */
+static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, const char *no_per_cpu,
+		       bool *rings_failed)
+{
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	struct kernel_btf kb = {};
+	struct vcpustat *vs;
+	int err, proto = -1;
+	unsigned long total;
+	size_t i;
+
 	*out = NULL;
 	/* Older kernels charge BPF memory to RLIMIT_MEMLOCK; newer ones use memcg. */
 	setrlimit(RLIMIT_MEMLOCK, &rl);
@@ -281,22 +404,78 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		bpf_map__set_max_entries(vs->skel->maps.vms, opts->max_vms);
 	if (opts->max_hists)
 		bpf_map__set_max_entries(vs->skel->maps.hists, opts->max_hists);
-	if (opts->ringbuf_bytes)
-		bpf_map__set_max_entries(vs->skel->maps.records, opts->ringbuf_bytes);
-	vs->skel->rodata->wakeup_bytes = bpf_map__max_entries(vs->skel->maps.records) / 8;
+	/*
+	 * The rings: ringbuf_bytes (default VCPUSTAT_RINGBUF_BYTES) split among
+	 * the online CPUs, a power of two pages each, and by default no less
+	 * than VCPUSTAT_RINGBUF_CPU_MIN_BYTES. The outer map needs a ring as
+	 * the template of its slots; the unused one of the two kinds is a page.
+	 */
+	total = opts->ringbuf_bytes ? opts->ringbuf_bytes : VCPUSTAT_RINGBUF_BYTES;
+	bpf_map__set_max_entries(vs->skel->maps.cpu_records, (__u32)vs->ncpus);
+	proto = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "ring_template", 0, 0, ring_pages(0), NULL);
+	if (proto < 0 || bpf_map__set_inner_map_fd(vs->skel->maps.cpu_records, proto)) {
+		err = proto < 0 ? -errno : -EINVAL;
+		*rings_failed = !no_per_cpu;
+		goto fail;
+	}
+	if (no_per_cpu) {
+		vs->ring_bytes = ring_pages(total);
+		vs->skel->rodata->shared_ring = true;
+		bpf_map__set_max_entries(vs->skel->maps.records, vs->ring_bytes);
+	} else {
+		bool *online = calloc((size_t)vs->ncpus, sizeof(bool));
+
+		if (!online) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		vs->ring_bytes = ring_pages(total / (unsigned long)online_cpus(online, vs->ncpus));
+		free(online);
+		if (!opts->ringbuf_bytes && vs->ring_bytes < VCPUSTAT_RINGBUF_CPU_MIN_BYTES)
+			vs->ring_bytes = VCPUSTAT_RINGBUF_CPU_MIN_BYTES;
+		bpf_map__set_max_entries(vs->skel->maps.records, ring_pages(0));
+	}
+	vs->skel->rodata->wakeup_bytes = vs->ring_bytes / 8;
 
 	err = vcpustat_bpf__load(vs->skel);
 	if (err) {
 		vlog(VCPUSTAT_LOG_WARN, "cannot load the BPF programs: %s", strerror(-err));
+		*rings_failed = !no_per_cpu;
 		goto fail;
 	}
+	close(proto);
+	proto = -1;
+	if (no_per_cpu) {
+		vs->nrings = 1;
+		snprintf(vs->rings_how, sizeof(vs->rings_how), "one ring buffer shared by all CPUs, %u KiB (%s)",
+			 vs->ring_bytes >> 10, no_per_cpu);
+	} else {
+		err = create_rings(vs, vs->ring_bytes);
+		if (err) {
+			vlog(VCPUSTAT_LOG_WARN, "cannot create the per-CPU ring buffers: %s", strerror(-err));
+			*rings_failed = true;
+			goto fail;
+		}
+		snprintf(vs->rings_how, sizeof(vs->rings_how), "one ring buffer per CPU, %d x %u KiB", vs->nrings,
+			 vs->ring_bytes >> 10);
+	}
+	vlog(VCPUSTAT_LOG_INFO, "records: %s", vs->rings_how);
 	kernel_btf_free(&kb);
 	*out = vs;
 	return 0;
 fail:
+	if (proto >= 0)
+		close(proto);
 	kernel_btf_free(&kb);
 	vcpustat_close(vs);
 	return err;
+}
+
+int vcpustat_rings(const struct vcpustat *vs, const char **how)
+{
+	if (how)
+		*how = vs->rings_how;
+	return vs->nrings;
 }
 
 static bool tracefs_mounted(void)
@@ -354,14 +533,20 @@ int vcpustat_attach(struct vcpustat *vs)
 	return err ? err : attached;
 }
 
+static void consumer_forget(struct vcpustat *vs);
+
 void vcpustat_close(struct vcpustat *vs)
 {
 	size_t i;
 
 	if (!vs)
 		return;
+	consumer_forget(vs);
 	for (i = 0; i < NR_PROGS; i++)
 		bpf_link__destroy(vs->links[i]);
+	for (i = 0; vs->ring_fds && i < (size_t)vs->nrings; i++)
+		close(vs->ring_fds[i]);
+	free(vs->ring_fds);
 	vcpustat_bpf__destroy(vs->skel);
 	free(vs);
 }
@@ -668,28 +853,275 @@ static int rb_callback(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * ---- the merged drain ----
+ * Each CPU's ring holds its entries in the order that CPU made them. libbpf's
+ * consume empties one ring after the other, so a recorder would get a CPU's
+ * last 100 ms before another CPU's first: far more than its reorder window
+ * (20 ms) could put back in order. vcpustat_drain() instead merges the rings
+ * by timestamp: it always hands on the oldest of the entries at the heads of
+ * the rings, and before it hands on one newer than the moment it last found
+ * some ring empty, it looks at the empty rings again (what a CPU records now
+ * is stamped now, so an empty ring can only bring older entries if it was
+ * found empty before them). Entries thus come out in time order, whatever
+ * the number of rings, up to what the handlers themselves leave out of order
+ * (a record stamped a little before it was reserved), as with one ring.
+ */
+
+static pthread_mutex_t consumers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vcpustat *consumers; /* every struct vcpustat with a ring_buffer: vcpustat_drain() finds its own */
+
+static void ring_unmap(struct ring_map *m)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (m->cons)
+		munmap(m->cons, (size_t)page);
+	if (m->prod)
+		munmap((void *)m->prod, m->prod_len);
+	memset(m, 0, sizeof(*m));
+}
+
+static int ring_mmap(struct ring_map *m, int fd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	void *p;
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->cons = p;
+	m->prod_len = (size_t)page + 2 * (size_t)info.max_entries;
+	p = mmap(NULL, m->prod_len, PROT_READ, MAP_SHARED, fd, page);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		ring_unmap(m);
+		return err;
+	}
+	m->prod = p;
+	m->data = (const char *)p + page;
+	m->mask = info.max_entries - 1;
+	return 0;
+}
+
+/* The ring's next committed entry (discarded ones skipped): true if there is one. */
+static bool ring_head(struct ring_map *m)
+{
+	unsigned long cons = __atomic_load_n(m->cons, __ATOMIC_RELAXED);
+
+	m->head = NULL;
+	for (;;) {
+		unsigned long prod = __atomic_load_n(m->prod, __ATOMIC_ACQUIRE);
+		const __u32 *hdr = (const __u32 *)(m->data + (cons & m->mask));
+		__u32 len;
+
+		if (cons >= prod)
+			return false;
+		len = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+		if (len & BPF_RINGBUF_BUSY_BIT)
+			return false; /* still being written */
+		m->adv = ((len & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~7u;
+		if (!(len & BPF_RINGBUF_DISCARD_BIT))
+			break;
+		cons += m->adv;
+		__atomic_store_n(m->cons, cons, __ATOMIC_RELEASE);
+	}
+	m->head = m->data + (cons & m->mask) + BPF_RINGBUF_HDR_SZ;
+	m->head_len = __atomic_load_n((const __u32 *)(m->data + (cons & m->mask)), __ATOMIC_RELAXED);
+	if (m->head_len == sizeof(struct vcpustat_record))
+		m->head_ts = ((const struct vcpustat_record *)m->head)->ts;
+	else if (m->head_len == sizeof(struct vcpustat_event))
+		m->head_ts = ((const struct vcpustat_event *)m->head)->ts;
+	else
+		m->head_ts = 0; /* not ours: the callback skips it */
+	return true;
+}
+
+/* The entry at the head is consumed: the kernel may write over it. */
+static void ring_pop(struct ring_map *m)
+{
+	__atomic_store_n(m->cons, __atomic_load_n(m->cons, __ATOMIC_RELAXED) + m->adv, __ATOMIC_RELEASE);
+}
+
+/* Heap order: the older head first, the lower CPU on a tie. */
+static bool heap_before(const struct vcpustat *vs, int a, int b)
+{
+	const struct ring_map *x = &vs->maps[a], *y = &vs->maps[b];
+
+	return x->head_ts < y->head_ts || (x->head_ts == y->head_ts && a < b);
+}
+
+static void heap_down(struct vcpustat *vs, int n, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, m = i, t;
+
+		if (l < n && heap_before(vs, vs->heap[l], vs->heap[m]))
+			m = l;
+		if (l + 1 < n && heap_before(vs, vs->heap[l + 1], vs->heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		t = vs->heap[i];
+		vs->heap[i] = vs->heap[m];
+		vs->heap[m] = t;
+		i = m;
+	}
+}
+
+static void heap_up(struct vcpustat *vs, int i)
+{
+	while (i && heap_before(vs, vs->heap[i], vs->heap[(i - 1) / 2])) {
+		int t = vs->heap[i];
+
+		vs->heap[i] = vs->heap[(i - 1) / 2];
+		vs->heap[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+/* Queue the rings not queued that have an entry now; returns the new heap size. */
+static int heap_fill(struct vcpustat *vs, int n)
+{
+	for (int r = 0; r < vs->nrings; r++)
+		if (!vs->maps[r].queued && ring_head(&vs->maps[r])) {
+			vs->maps[r].queued = true;
+			vs->heap[n] = r;
+			heap_up(vs, n++);
+		}
+	return n;
+}
+
+/* Hand on every committed entry of every ring, oldest first; the number handed on or <0. */
+static int merged_consume(struct vcpustat *vs)
+{
+	__u64 empty_at = vcpustat_now_ns(); /* rings not queued had nothing at this time */
+	int n, done = 0, err = 0;
+
+	for (int r = 0; r < vs->nrings; r++)
+		vs->maps[r].queued = false;
+	n = heap_fill(vs, 0);
+	while (n) {
+		struct ring_map *m;
+
+		if (vs->maps[vs->heap[0]].head_ts > empty_at && n < vs->nrings) {
+			empty_at = vcpustat_now_ns();
+			n = heap_fill(vs, n);
+		}
+		m = &vs->maps[vs->heap[0]];
+		err = rb_callback(&vs->consumer, (void *)m->head, m->head_len);
+		ring_pop(m);
+		done++;
+		if (err < 0)
+			break;
+		if (!ring_head(m)) {
+			m->queued = false;
+			vs->heap[0] = vs->heap[--n];
+		}
+		heap_down(vs, n, 0);
+	}
+	return err < 0 ? err : done;
+}
+
+static void consumer_forget(struct vcpustat *vs)
+{
+	struct vcpustat **p;
+
+	pthread_mutex_lock(&consumers_lock);
+	for (p = &consumers; *p; p = &(*p)->next_consumer)
+		if (*p == vs) {
+			*p = vs->next_consumer;
+			break;
+		}
+	pthread_mutex_unlock(&consumers_lock);
+	for (int r = 0; vs->maps && r < vs->nrings; r++)
+		ring_unmap(&vs->maps[r]);
+	free(vs->maps);
+	free(vs->heap);
+	vs->maps = NULL;
+	vs->heap = NULL;
+	vs->rb = NULL;
+}
+
+static struct vcpustat *consumer_of(const struct ring_buffer *rb)
+{
+	struct vcpustat *vs;
+
+	pthread_mutex_lock(&consumers_lock);
+	for (vs = consumers; vs && vs->rb != rb; vs = vs->next_consumer)
+		;
+	pthread_mutex_unlock(&consumers_lock);
+	return vs;
+}
+
+static int ring_fd(const struct vcpustat *vs, int r)
+{
+	return vs->ring_fds ? vs->ring_fds[r] : bpf_map__fd(vs->skel->maps.records);
+}
+
 struct ring_buffer *vcpustat_ring_buffer(struct vcpustat *vs, const struct vcpustat_consumer *c)
 {
+	struct ring_buffer *rb;
+	int err = 0;
+
+	consumer_forget(vs);
 	vs->consumer = *c;
-	return ring_buffer__new(bpf_map__fd(vs->skel->maps.records), rb_callback, &vs->consumer, NULL);
+	vs->maps = calloc((size_t)vs->nrings, sizeof(*vs->maps));
+	vs->heap = calloc((size_t)vs->nrings, sizeof(*vs->heap));
+	if (!vs->maps || !vs->heap) {
+		consumer_forget(vs);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int r = 0; r < vs->nrings && !err; r++)
+		err = ring_mmap(&vs->maps[r], ring_fd(vs, r));
+	rb = err ? NULL : ring_buffer__new(ring_fd(vs, 0), rb_callback, &vs->consumer, NULL);
+	if (!err && !rb)
+		err = -errno;
+	for (int r = 1; rb && r < vs->nrings && !err; r++)
+		err = ring_buffer__add(rb, ring_fd(vs, r), rb_callback, &vs->consumer);
+	if (err) {
+		ring_buffer__free(rb);
+		consumer_forget(vs);
+		errno = -err;
+		return NULL;
+	}
+	pthread_mutex_lock(&consumers_lock);
+	for (struct vcpustat *o = consumers; o; o = o->next_consumer)
+		if (o->rb == rb)
+			o->rb = NULL; /* a freed ring_buffer's address, reused */
+	vs->rb = rb;
+	vs->next_consumer = consumers;
+	consumers = vs;
+	pthread_mutex_unlock(&consumers_lock);
+	return rb;
 }
 
 int vcpustat_drain(struct ring_buffer *rb, int timeout_ms)
 {
+	struct vcpustat *vs = consumer_of(rb);
+	struct epoll_event ev[8];
 	int err;
 
+	if (!vs)
+		return -EINVAL;
 	drain_budget.until = vcpustat_now_ns() + ((__u64)(timeout_ms > 0 ? timeout_ms : 0) + VCPUSTAT_DRAIN_MS) * 1000000ull;
 	drain_budget.n = 0;
 	drain_budget.hit = false;
-	err = ring_buffer__poll(rb, timeout_ms);
-	if (err == -EAGAIN && drain_budget.hit)
-		goto out; /* more is waiting: the caller comes back after its own checks */
-	if (err < 0 && err != -EINTR)
+	/* wait for a ring to wake us (libbpf's epoll set); the merge then takes every ring's entries */
+	if (timeout_ms && epoll_wait(ring_buffer__epoll_fd(rb), ev, 8, timeout_ms) < 0 && errno != EINTR) {
+		err = -errno;
 		goto fail;
-	err = ring_buffer__consume(rb);
+	}
+	err = merged_consume(vs);
 	if (err < 0 && !(err == -EAGAIN && drain_budget.hit))
 		goto fail;
-out:
 	drain_budget.until = 0;
 	return drain_budget.n;
 fail:
@@ -698,29 +1130,22 @@ fail:
 }
 
 /*
- * The ring buffer's consumer and producer positions, from its own pages
- * (page 0: consumer, page 1: producer; mapped read-only; libbpf 1.1 has no
- * accessor for them).
+ * How far the drain has come, on the one scale all rings share, their
+ * entries' timestamps: prod is now, cons the oldest entry still waiting in
+ * any ring (now if none waits).
  */
 int vcpustat_ring_pos(struct vcpustat *vs, unsigned long *cons, unsigned long *prod)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	int fd = bpf_map__fd(vs->skel->maps.records), err = 0;
-	void *c, *p;
+	__u64 now = vcpustat_now_ns(), oldest = now;
 
-	c = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
-	if (c == MAP_FAILED)
-		return -errno;
-	p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
-	if (p == MAP_FAILED)
-		err = -errno;
-	else {
-		*cons = __atomic_load_n((unsigned long *)c, __ATOMIC_ACQUIRE);
-		*prod = __atomic_load_n((unsigned long *)p, __ATOMIC_ACQUIRE);
-		munmap(p, page);
-	}
-	munmap(c, page);
-	return err;
+	if (!vs->maps)
+		return -EINVAL;
+	for (int r = 0; r < vs->nrings; r++)
+		if (ring_head(&vs->maps[r]) && vs->maps[r].head_ts < oldest)
+			oldest = vs->maps[r].head_ts;
+	*cons = (unsigned long)oldest;
+	*prod = (unsigned long)now;
+	return 0;
 }
 
 /* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */
