@@ -10,27 +10,29 @@
 #include "cli/cli.h"
 #include "sht/sht.h"
 
-static const struct cli_command query_cmd = {
-	.name = "query",
-	.synopsis = "FILE [--at T] [--path P [--from T1] [--to T2]] [--json] [--utc]",
-	.about = "Read a State History Tree file (.sht) written by `vcpustat record` or a replay.\n"
-		 "\n"
-		 "  (no --at, no --path)  what the file is: host, times, attributes, intervals\n",
-	.notes = "Times (T, T1, T2):\n"
-		 "  1500000000            an integer: nanoseconds since the trace start\n"
-		 "  1.5  1.5s  250ms  40us  seconds if there is a decimal point or an s suffix;\n"
-		 "                        also ms, us and ns suffixes\n"
-		 "  2026-11-22T14:03:07.123   wall-clock time, local (append Z for UTC)\n"
-		 "  14:03:07.123          wall-clock time on the day the trace started\n"
-		 "Wall-clock times are converted with the CLOCK_REALTIME of the trace start stored\n"
-		 "in the file. Imported traces have none: their times are shown on the trace's\n"
-		 "own clock, and given as seconds or ns since the start.\n"
-		 "\n"
-		 "Attributes whose name is `state` show vCPU state names (guest, host, preempted,\n"
-		 "wait, idle, blocked, unknown); JSON gives both the number and the name.\n"
-		 "Intervals are [start, end): a value holds from its start up to, not including,\n"
-		 "its end. An empty value (null) is shown as '-'.\n",
-};
+static const char synopsis[] =
+	"FILE [--at T] [--path P [--from T1] [--to T2]] [--json] [--utc]";
+
+static const char about[] =
+	"Read a State History Tree file (.sht) written by `vcpustat record` or a replay.\n"
+	"\n"
+	"  (no --at, no --path)  what the file is: host, times, attributes, intervals\n";
+
+static const char notes[] =
+	"Times (T, T1, T2):\n"
+	"  1500000000            an integer: nanoseconds since the trace start\n"
+	"  1.5  1.5s  250ms  40us  seconds if there is a decimal point or an s suffix;\n"
+	"                        also ms, us and ns suffixes\n"
+	"  2026-11-22T14:03:07.123   wall-clock time, local (append Z for UTC)\n"
+	"  14:03:07.123          wall-clock time on the day the trace started\n"
+	"Wall-clock times are converted with the CLOCK_REALTIME of the trace start stored\n"
+	"in the file. Imported traces have none: their times are shown on the trace's\n"
+	"own clock, and given as seconds or ns since the start.\n"
+	"\n"
+	"Attributes whose name is `state` show vCPU state names (guest, host, preempted,\n"
+	"wait, idle, blocked, unknown); JSON gives both the number and the name.\n"
+	"Intervals are [start, end): a value holds from its start up to, not including,\n"
+	"its end. An empty value (null) is shown as '-'.\n";
 
 /* The selection of --path P (NULL without it): 0, or the exit code after the error. */
 static int select_path(struct sht_reader *r, const char *file, const char *path, uint8_t **want)
@@ -63,7 +65,7 @@ int cmd_query(int argc, char **argv)
 		{ "help", 'h', NULL, "this help" },
 		{ NULL },
 	};
-	struct cli_command cmd = query_cmd;
+	const struct cli_command cmd = { "query", synopsis, about, options, notes };
 	struct vcpustat_error err = { 0 };
 	struct sht_reader *r = NULL;
 	json_t *doc = NULL;
@@ -72,11 +74,7 @@ int cmd_query(int argc, char **argv)
 	struct cli_args a;
 	int c, ret;
 
-	cmd.options = options;
-	cli_args_init(&a, &cmd, argc, argv);
-	while ((c = cli_next(&a)) > 0)
-		;
-	if (c < 0)
+	if ((c = cli_parse(&a, &cmd, argc, argv)) < 0)
 		return cli_args_exit(c);
 	if (a.pos != argc - 1)
 		return cli_usage_error(a.pos >= argc ? "query: which file? (`%s query FILE ...`, see --help)"

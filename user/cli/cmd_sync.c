@@ -14,20 +14,22 @@
 #include "import/import.h"
 #include "sync/sync.h"
 
-static const struct cli_command sync_cmd = {
-	.name = "sync",
-	.synopsis = "--pairs FILE [--json]\n"
-		    "       vcpustat sync --host HOST --guest GUEST_TRACE [--vm VM] [--lenient] [--json]",
-	.about = "Synchronize a guest's clock to its host's from messages exchanged between them\n(the fully "
-		 "incremental convex hull algorithm), and print the transform\nhost = a * guest + b, its error bounds "
-		 "and its quality.\n",
-	.notes = "Quality: accurate (error bounds known), approximate (a line fits but the drift is\nbounded on one "
-		 "side only: exchange messages both ways over a longer time),\nincomplete (messages in one direction "
-		 "only), absent (no message), fail (no\nline fits every message: a clock jumped or two messages were "
-		 "mismatched; the\nlast good transform is printed).\nExit status: 0 once the file is read (whatever the "
-		 "quality), 1 if it cannot be\nread or a line is malformed, 2 for bad options. docs/sync.md explains it "
-		 "all.\n",
-};
+static const char synopsis[] =
+	"--pairs FILE [--json]\n"
+	"       vcpustat sync --host HOST --guest GUEST_TRACE [--vm VM] [--lenient] [--json]";
+
+static const char about[] =
+	"Synchronize a guest's clock to its host's from messages exchanged between them\n(the fully "
+	"incremental convex hull algorithm), and print the transform\nhost = a * guest + b, its error bounds "
+	"and its quality.\n";
+
+static const char notes[] =
+	"Quality: accurate (error bounds known), approximate (a line fits but the drift is\nbounded on one "
+	"side only: exchange messages both ways over a longer time),\nincomplete (messages in one direction "
+	"only), absent (no message), fail (no\nline fits every message: a clock jumped or two messages were "
+	"mismatched; the\nlast good transform is printed).\nExit status: 0 once the file is read (whatever the "
+	"quality), 1 if it cannot be\nread or a line is malformed, 2 for bad options. docs/sync.md explains it "
+	"all.\n";
 
 /* Warn about a fit that cannot be right (naming a pairs file), then print it. */
 static int show(const struct vcpustat_sync_source *src, const struct vcpustat_sync_result *r)
@@ -92,7 +94,7 @@ int cmd_sync(int argc, char **argv)
 		{ "help", 'h', NULL, "this help" },
 		{ NULL },
 	};
-	struct cli_command cmd = sync_cmd;
+	const struct cli_command cmd = { "sync", synopsis, about, options, notes };
 	struct vcpustat_sync_match *m = NULL;
 	struct vcpustat_sync_result r;
 	struct vcpustat_error err = { 0 };
@@ -101,11 +103,7 @@ int cmd_sync(int argc, char **argv)
 	struct cli_args a;
 	int c, ret;
 
-	cmd.options = options;
-	cli_args_init(&a, &cmd, argc, argv);
-	while ((c = cli_next(&a)) > 0)
-		;
-	if (c < 0)
+	if ((c = cli_parse(&a, &cmd, argc, argv)) < 0)
 		return cli_args_exit(c);
 	if (a.pos < argc)
 		return cli_usage_error("sync: unexpected argument '%s' (see `%s sync --help`)", argv[a.pos], cli_prog);
