@@ -322,7 +322,7 @@ fail:
 
 void cli_fmt_secs(uint64_t ns, char *buf, size_t len)
 {
-	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
+	fmt_secs(ns, buf, len);
 }
 
 int cli_parse_duration(const char *opt, const char *arg, __u64 min_ns, __u64 max_ns, __u64 *ns)

@@ -110,6 +110,12 @@ static inline int cli_args_exit(int c)
 {
 	return c == CLI_HELPED ? CLI_OK : CLI_USAGE;
 }
+/*
+ * For a command whose options are all typed: cli_args_init, then cli_next to
+ * the end. 0 (a->pos: the first operand), or CLI_HELPED/CLI_BADOPT as
+ * cli_next returns them.
+ */
+int cli_parse(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv);
 /* Operands where the command takes none: the error, CLI_USAGE; else 0. */
 int cli_no_more_args(const struct cli_args *a);
 /* The command's --help. */

@@ -155,3 +155,13 @@ int cli_no_more_args(const struct cli_args *a)
 	}
 	return 0;
 }
+
+int cli_parse(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv)
+{
+	int c;
+
+	cli_args_init(a, cmd, argc, argv);
+	while ((c = cli_next(a)) > 0)
+		;
+	return c;
+}

@@ -361,4 +361,22 @@ void playback_label(const struct playback *pb, char *buf, size_t len);
 /* "12.000" : seconds since the start of the file, for positions. */
 const char *playback_seconds(uint64_t t, char *buf, size_t len);
 
+/*
+ * ---- query_view.c: what `vcpustat query` shows of an SHT file ----
+ * With doc NULL, text to f; else the JSON document in *doc (the caller
+ * prints and frees it). Attributes named `state` show vCPU state names (JSON:
+ * the number and the name). 0, or a negative errno with err filled.
+ *
+ * query_show_info: the file (version, times, counts, metadata).
+ * query_show_at: the value at t of every attribute selected in want (NULL:
+ * all) that holds one or has no children.
+ * query_show_range: the intervals in [t1, t2] of the attributes in want.
+ */
+int query_show_info(FILE *f, json_t **doc, struct sht_reader *r, const char *file, bool utc,
+		    struct vcpustat_error *err);
+int query_show_at(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t, const uint8_t *want,
+		  bool utc, struct vcpustat_error *err);
+int query_show_range(FILE *f, json_t **doc, struct sht_reader *r, const char *file, const uint8_t *want, uint64_t t1,
+		     uint64_t t2, bool utc, struct vcpustat_error *err);
+
 #endif /* VCPUSTAT_MODEL_H */

@@ -4,7 +4,8 @@
  * range (sht_query_range: intervals that meet [t1, t2]), walking the tree
  * from the root. Cores are decoded once and kept in a cache with a byte
  * budget (sht_set_cache); leaves are decoded on the fly, from the skip
- * table's entry nearest to t.
+ * table's entry nearest to t. sht_select: the attributes that a path
+ * pattern selects (`query --path`).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -463,5 +464,46 @@ int sht_query_range(struct sht_reader *r, uint32_t attr, const uint8_t *want, ui
 	free(q.res);
 	*out = res;
 	*n = q.n;
+	return 0;
+}
+
+int sht_select(const struct sht_reader *r, const char *p, uint8_t *want)
+{
+	size_t len = strlen(p);
+	uint32_t base = SHT_NO_ATTR, a, n = sht_nattrs(r);
+	bool children = false, below = false;
+	char *copy;
+	int e = 0;
+
+	if (len >= 3 && !strcmp(p + len - 3, "/**"))
+		below = true, len -= 3;
+	else if (len >= 2 && !strcmp(p + len - 2, "/*"))
+		children = true, len -= 2;
+	copy = strndup(p, len);
+	if (!copy)
+		return -ENOMEM;
+	if (len) /* else: the root */
+		e = sht_attr_lookup(r, copy, &base);
+	else if (!children && !below)
+		e = -ENOENT;
+	free(copy);
+	if (e)
+		return -ENOENT;
+	for (a = 0; a < n; a++) {
+		uint32_t up = sht_attr_parent(r, a);
+		bool sel;
+
+		if (children) {
+			sel = up == base;
+		} else if (below) {
+			while (up != SHT_NO_ATTR && up != base)
+				up = sht_attr_parent(r, up);
+			sel = up == base;
+		} else {
+			sel = a == base;
+		}
+		if (sel)
+			want[a] = 1;
+	}
 	return 0;
 }

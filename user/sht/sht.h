@@ -185,6 +185,14 @@ uint32_t sht_attr_child(const struct sht_reader *r, uint32_t parent, const char 
 int sht_query_at(struct sht_reader *r, uint64_t t, const uint8_t *want, struct sht_interval *out,
 		 struct vcpustat_error *err);
 /*
+ * The attributes a path pattern selects: P (exact), P then "/" and one star
+ * (P's children), or two stars (every attribute below P; "/" and two stars is
+ * everything). want (sht_nattrs
+ * entries, zeroed) gets want[a] = 1 for each. 0, -ENOENT (no attribute P)
+ * or -ENOMEM.
+ */
+int sht_select(const struct sht_reader *r, const char *p, uint8_t *want);
+/*
  * Range: the intervals of attr (or of every a with want[a] != 0, if attr is
  * SHT_NO_ATTR) that meet [t1, t2], sorted by attribute, start, end, order of
  * writing. *out is malloc'ed (free it); *n its length.

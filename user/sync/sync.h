@@ -32,6 +32,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "util/util.h"
 
 /* Largest timestamp accepted (2^62 ns, 146 years): keeps every cross product
@@ -233,5 +235,28 @@ int vcpustat_sync_match_protocol(const struct vcpustat_sync_event *a, size_t na,
  * or 'd' and sets *key, or 0 if text holds no such marker.
  */
 int vcpustat_sync_parse_marker(const char *text, uint64_t *key);
+
+/*
+ * A pairs file (path, or "-": standard input, named "<stdin>") into *buf
+ * (malloc'ed, free it), bounded: 256 MiB from a pipe or a device, a regular
+ * file whole. 0, or a negative errno with err naming the file.
+ */
+int vcpustat_sync_read_pairs(const char *path, char **buf, size_t *len, struct vcpustat_error *err);
+
+/*
+ * ---- sync_report.c: what `vcpustat sync` shows ----
+ * Where the matches came from: a pairs file (protocol NULL; a failed match
+ * is named by its line), or host and guest traces (a failed match is named by
+ * its protocol key; the events found, na..nd, and how they matched).
+ */
+struct vcpustat_sync_source {
+	const char *name; /* the file, or "HOST + GUEST, VM vm" */
+	const struct vcpustat_sync_protocol_stats *protocol;
+	size_t na, nb, nc, nd;
+};
+/* The transform, its bounds, quality and the summary sentence, as text. */
+void vcpustat_sync_print(FILE *f, const struct vcpustat_sync_source *src, const struct vcpustat_sync_result *r);
+/* The same as a JSON document (NULL when out of memory). */
+json_t *vcpustat_sync_json(const struct vcpustat_sync_source *src, const struct vcpustat_sync_result *r);
 
 #endif

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "sync/sync.h"
 
 /* ---- the pairs file ---- */
@@ -373,4 +375,25 @@ int vcpustat_sync_parse_marker(const char *text, uint64_t *key)
 		return 0;
 	*key = v;
 	return which;
+}
+
+/* A pairs file is small: read from a pipe or a device, at most this much. */
+#define PAIRS_LIMIT ((size_t)256 << 20)
+
+/* The whole file (or stdin) in memory, bounded; err names the file and where it stopped. */
+int vcpustat_sync_read_pairs(const char *path, char **buf, size_t *len, struct vcpustat_error *err)
+{
+	int fd = strcmp(path, "-") ? open_input(path, false, err) : STDIN_FILENO;
+	struct stat st;
+	size_t limit = PAIRS_LIMIT;
+	int e;
+
+	if (fd < 0)
+		return fd;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size + 1 > limit)
+		limit = (size_t)st.st_size + 1; /* a regular file has an end */
+	e = read_bounded(fd, strcmp(path, "-") ? path : "<stdin>", limit, buf, len, err);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return e;
 }

@@ -274,3 +274,8 @@ int parse_duration_ns(const char *s, __u64 *ns)
 	}
 	return -EINVAL;
 }
+
+void fmt_secs(__u64 ns, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
+}

@@ -170,6 +170,9 @@ static inline void put64(void *p, __u64 v)
  */
 int parse_duration_ns(const char *s, __u64 *ns);
 
+/* ns as seconds with nine decimals: "12.000345678". */
+void fmt_secs(__u64 ns, char *buf, size_t len);
+
 /* s escaped for XML/HTML text and attribute values (control characters become '?'). */
 void xml_escape(FILE *f, const char *s);
 
