@@ -68,7 +68,7 @@ struct cli_option {
 	const char *name; /* the long name, without "--" */
 	int key;	  /* its short letter, or a code from 256 for a long-only option */
 	const char *arg;  /* the value's name in --help ("FILE"); NULL: a flag */
-	const char *help; /* its --help text; each '\n' starts a line under the first */
+	const char *help; /* its --help text; each '\n' starts a line under the first (NULL: not shown) */
 	enum cli_type type;
 	void *dest;		/* where a typed option's value goes */
 	long long min, max;	/* its bounds */

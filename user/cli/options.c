@@ -35,6 +35,8 @@ void cli_usage(const struct cli_command *cmd, FILE *f)
 		char left[96];
 		int n;
 
+		if (!o->help) /* an alias kept for old command lines: not shown */
+			continue;
 		if (o->key > 0 && o->key < 128)
 			n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
 				     o->arg ?: "");

@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "util/util.h"
 
 #define SHT_FORMAT_VERSION 1
@@ -258,6 +260,25 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 		  struct vcpustat_error *err);
 /* sht_repair_to(path, path, ...): repair in place (atomically, no backup). */
 int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_error *err);
+/*
+ * Repair file in place, keeping the original as FILE.orig (a hard link, into
+ * orig): fails if that name exists. On failure the file is as it was.
+ */
+int sht_repair_keeping(const char *file, char *orig, size_t len, struct sht_check_report *after,
+		       struct sht_repair_info *info, struct vcpustat_error *err);
+
+/*
+ * check_report.c: a check's report as `vcpustat check` prints it (prog: the
+ * program's name, in the advice it gives) or as a JSON object; a repair's
+ * (orig: where the original was kept, or NULL).
+ */
+void sht_check_print(FILE *f, const char *prog, const char *file, const struct sht_check_report *rep);
+json_t *sht_check_json(const char *file, const struct sht_check_report *rep);
+void sht_repair_print(FILE *f, const char *prog, const char *file, const struct sht_check_report *before,
+		      const char *out, const struct sht_check_report *after, const struct sht_repair_info *info,
+		      const char *orig);
+json_t *sht_repair_json(const char *file, const struct sht_check_report *before, const char *out,
+			const struct sht_check_report *after, const struct sht_repair_info *info, const char *orig);
 
 /* ---- times ---- */
 
