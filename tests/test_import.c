@@ -450,3 +450,46 @@ Test(import, parse_ahead_gives_the_same_file_stats_and_errors)
 	unlink(good);
 	unlink(broken);
 }
+
+/* import's options into import_opts (import/report.c): values kept, bad ones named as typed. */
+Test(import, options_into_import_opts)
+{
+	char *argv[] = { "import", "--vm", "web=10,11,12", NULL };
+	char vm[] = "web=10,11,12", bad_vm[] = "db=7,x", guest[] = "web=g.txt", name[] = "42=db";
+	struct vcpustat_error err = { 0 };
+	struct import_args ia;
+	char path[4096];
+	FILE *f;
+
+	import_args_init(&ia, 3, argv);
+	cr_assert_str_eq(ia.o.command, "vcpustat import --vm web=10,11,12");
+	cr_assert_eq(import_args_vm(&ia, vm, &err), 0, "%s", err.msg);
+	cr_assert_eq(ia.o.nvms, 1);
+	cr_assert_str_eq(ia.o.vms[0].name, "web");
+	cr_assert_eq(ia.o.vms[0].ntids, 3);
+	cr_assert_eq(ia.o.vms[0].tids[2], 12);
+	cr_assert_eq(import_args_vm(&ia, bad_vm, &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "--vm db=...: 'x' is not a thread id");
+	cr_assert_eq(import_args_guest(&ia, guest, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(ia.o.guests[0].vm, "web");
+	cr_assert_str_eq(ia.o.guests[0].path, "g.txt");
+	cr_assert_eq(import_args_vm_name(&ia, name, &err), 0, "%s", err.msg);
+	cr_assert_eq(ia.o.names[0].pid, 42);
+	cr_assert_eq(import_args_isa(&ia, "svm", &err), 0);
+	cr_assert_eq(ia.o.trace.isa, KVM_ISA_SVM);
+	cr_assert_eq(import_args_isa(&ia, "arm", &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "--isa arm: vmx or svm");
+	cr_assert_eq(import_args_cpus(&ia, "65537", &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "--cpus 65537: a number of CPUs (1..65536)");
+	cr_assert_eq(import_args_cpus(&ia, "8", &err), 0);
+	cr_assert_eq(ia.o.nr_cpus, 8);
+	import_args_free(&ia);
+	snprintf(path, sizeof(path), "%s/g.txt", scratch_dir("import-args"));
+	f = fopen(path, "w");
+	cr_assert(f);
+	fclose(f);
+	ia.o.host = "no-such-host-trace";
+	ia.guests[0].path = path;
+	ia.o.out = path;
+	cr_assert_neq(import_args_refuse_input(&ia, &err), 0, "the output is the guest trace");
+}

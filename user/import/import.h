@@ -13,6 +13,7 @@
 #define VCPUSTAT_IMPORT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "vcpustat_abi.h"
@@ -357,5 +358,43 @@ int import_guest_sync_events(const char *path, const struct trace_opts *opts, st
 int import_sync(const char *host, const char *guest, const char *vm, const struct import_opts *opts,
 		struct vcpustat_sync_result *res, struct vcpustat_sync_protocol_stats *ps, struct import_sync_events *ev,
 		struct vcpustat_error *err);
+
+/*
+ * ---- report.c: import's options and report ----
+ * The command's options into an import_opts (arrays kept in struct
+ * import_args), each setter checking its value: 0, or a negative errno with
+ * err naming the option as typed ("--cpus 0: a number of CPUs (1..65536)").
+ */
+#define IMPORT_MAX_ITEMS 64
+#define IMPORT_MAX_META 16
+
+struct import_args {
+	struct import_opts o; /* points into the arrays below */
+	struct import_guest guests[IMPORT_MAX_ITEMS];
+	struct import_vm_name names[IMPORT_MAX_ITEMS];
+	struct import_vm_threads vms[IMPORT_MAX_ITEMS];
+	uint32_t *tidbufs[IMPORT_MAX_ITEMS];
+	struct sht_meta meta[IMPORT_MAX_META];
+	char command[1024]; /* "vcpustat import ...", for the file's metadata */
+};
+
+void import_args_init(struct import_args *ia, int argc, char **argv);
+void import_args_free(struct import_args *ia);
+/* --guest VM=FILE, --vm-name PID=NAME, --vm NAME=TID,...: arg is split in place and kept. */
+int import_args_guest(struct import_args *ia, char *arg, struct vcpustat_error *err);
+int import_args_vm_name(struct import_args *ia, char *arg, struct vcpustat_error *err);
+int import_args_vm(struct import_args *ia, char *arg, struct vcpustat_error *err);
+int import_args_isa(struct import_args *ia, const char *arg, struct vcpustat_error *err);
+int import_args_cpus(struct import_args *ia, const char *arg, struct vcpustat_error *err);
+/* The output must not be one of the traces (outfile_refuse_input). */
+int import_args_refuse_input(const struct import_args *ia, struct vcpustat_error *err);
+
+/* The end-of-run warnings, each through warn (printf-like). */
+typedef void (*import_warn_fn)(const char *fmt, ...);
+void import_warnings(const struct import_opts *o, const struct import_result *res, import_warn_fn warn);
+/* The end-of-run report as a JSON document (docs/import.md), or as text lines "PROG: ..." on f. */
+struct json_t;
+struct json_t *import_result_json(const struct import_opts *o, const struct import_result *res);
+void import_report_text(FILE *f, const char *prog, const struct import_opts *o, const struct import_result *res);
 
 #endif /* VCPUSTAT_IMPORT_H */
