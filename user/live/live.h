@@ -363,4 +363,42 @@ int privdrop_check_user(const char *user, struct vcpustat_error *err);
  */
 int privdrop_to_user(const char *user, struct vcpustat_error *err);
 
+/*
+ * ---- serve.c: the exporter's session (`vcpustat serve`) ----
+ * serve_prepare() checks what can be refused before anything is loaded
+ * (the user to become, the web configuration, the port: -EINVAL for what
+ * was asked wrongly); once the BPF programs are attached, serve_start()
+ * starts the live samples and the HTTP server (after dropping to o->user);
+ * serve_run() samples at least every refresh seconds until *stop (warn: for
+ * a sample that fails); serve_stop() ends it all (also after a failure).
+ */
+struct serve_opts {
+	const char *listen;   /* ADDR:PORT */
+	const char *user;     /* become this user, keeping CAP_BPF (NULL: stay) */
+	const char *web_file; /* --web.config.file (NULL: plain HTTP) */
+	struct metrics_opts mo;
+	const struct summary_filter *filter;
+	unsigned int cache_ms;
+	double refresh; /* seconds */
+};
+
+struct serve {
+	struct serve_opts o;
+	struct web_config web;
+	struct httpd_opts ho;
+	struct metrics_live live;
+	bool live_ok;
+	struct httpd *httpd;
+	int fd;
+};
+
+int serve_prepare(struct serve *s, const struct serve_opts *o, struct vcpustat_error *err);
+/* Basic auth without TLS: the passwords cross the network in clear (worth a warning). */
+bool serve_auth_in_clear(const struct serve *s);
+int serve_start(struct serve *s, struct vcpustat *vs, struct vcpustat_error *err);
+/* "https://127.0.0.1:9090/metrics (basic auth) as user x": where it serves. */
+void serve_describe(const struct serve *s, char *buf, size_t len);
+void serve_run(struct serve *s, volatile const sig_atomic_t *stop, void (*warn)(const char *fmt, ...));
+void serve_stop(struct serve *s);
+
 #endif /* VCPUSTAT_LIVE_H */
