@@ -73,6 +73,17 @@ void metrics_set_file(struct metrics *m, const char *file, unsigned long long fr
 
 /* Render into a malloc'ed buffer (*buf, *len; NUL-terminated). 0 or -ENOMEM. */
 int metrics_render(const struct metrics *m, enum metrics_format f, char **buf, size_t *len);
+/* Rendered into path (written atomically: util's outfile_write) or, path NULL, to stdout. */
+int metrics_write(const struct metrics *m, enum metrics_format fmt, const char *path, struct vcpustat_error *err);
+/*
+ * The metrics of the window [t1, t2] of recording r (named file in them);
+ * *nr_vms: how many VMs the filter kept. 0 with *m (metrics_free it), or a
+ * negative errno with err.
+ */
+struct sht_reader;
+int metrics_of_recording(struct metrics **m, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			 const struct metrics_opts *mo, const struct summary_filter *filter, size_t *nr_vms,
+			 struct vcpustat_error *err);
 /* The JSON document (docs/metrics.md). */
 json_t *metrics_json(const struct metrics *m);
 

@@ -453,3 +453,53 @@ const char *metrics_content_type(enum metrics_format f)
 	}
 }
 
+
+int metrics_write(const struct metrics *m, enum metrics_format fmt, const char *path, struct vcpustat_error *err)
+{
+	char *buf;
+	size_t len;
+	int e = 0;
+
+	if (metrics_render(m, fmt, &buf, &len))
+		return verror(err, -ENOMEM, "out of memory");
+	if (path)
+		e = outfile_write(path, buf, len, err);
+	else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout))
+		e = verror(err, -errno, "writing to stdout: %s", strerror(errno));
+	free(buf);
+	return e;
+}
+
+int metrics_of_recording(struct metrics **out, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			 const struct metrics_opts *mo, const struct summary_filter *filter, size_t *nr_vms,
+			 struct vcpustat_error *err)
+{
+	const struct sht_info *info = sht_get_info(r);
+	struct metrics *m;
+	struct summary s;
+	char a[64], b[64];
+	bool culprits;
+	int e;
+
+	*out = NULL;
+	e = report_build(&s, r, t1, t2, filter, &culprits, err);
+	if (e)
+		return e;
+	*nr_vms = s.nr_vms;
+	m = metrics_new(mo);
+	if (!m || metrics_add(m, &s)) {
+		summary_free(&s);
+		metrics_free(m);
+		return verror(err, -ENOMEM, "out of memory");
+	}
+	summary_free(&s);
+	if (sht_has_wall_clock(r))
+		metrics_set_clock(m, (long long)info->real_start_ns);
+	else
+		metrics_set_no_clock(m);
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	metrics_set_file(m, file, t1, t2, a, b);
+	*out = m;
+	return 0;
+}

@@ -238,6 +238,14 @@ int metrics_live_init(struct metrics_live *l, struct vcpustat *vs, const struct 
  */
 int metrics_live_sample(struct metrics_live *l);
 void metrics_live_free(struct metrics_live *l);
+/*
+ * `vcpustat export` of the live maps: a sample after interval seconds,
+ * written (metrics_write: path, or stdout); with every > 0, again every
+ * `every` seconds until *stop (a stop between two writes leaves the last
+ * file whole). 0, or the first failure (-errno, err).
+ */
+int metrics_live_export(struct metrics_live *l, double interval, double every, volatile const sig_atomic_t *stop,
+			enum metrics_format fmt, const char *path, struct vcpustat_error *err);
 
 /*
  * ---- httpd.c: the Prometheus exporter's HTTP side (libmicrohttpd) ----

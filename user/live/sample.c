@@ -51,3 +51,35 @@ void metrics_live_free(struct metrics_live *l)
 	metrics_free(l->m);
 	memset(l, 0, sizeof(*l));
 }
+
+/* Sleep until CLOCK_MONOTONIC deadline (ns) or *stop. */
+static void sleep_until(unsigned long long deadline, volatile const sig_atomic_t *stop)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000ull),
+			       .tv_nsec = (long)(deadline % 1000000000ull) };
+
+	while (!*stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+int metrics_live_export(struct metrics_live *l, double interval, double every, volatile const sig_atomic_t *stop,
+			enum metrics_format fmt, const char *path, struct vcpustat_error *err)
+{
+	unsigned long long next = vcpustat_now_ns() + (unsigned long long)(interval * 1e9);
+	int e;
+
+	for (;;) {
+		sleep_until(next, stop);
+		if (*stop && every > 0)
+			return 0; /* stopped between two writes: the file is complete */
+		e = metrics_live_sample(l);
+		if (e)
+			return verror(err, e, "cannot read the BPF maps: %s", strerror(-e));
+		e = metrics_write(l->m, fmt, path, err);
+		if (e || every <= 0 || *stop)
+			return e;
+		next += (unsigned long long)(every * 1e9);
+		if (next < vcpustat_now_ns()) /* fell behind: no burst of catch-up writes */
+			next = vcpustat_now_ns() + (unsigned long long)(every * 1e9);
+	}
+}
