@@ -1,284 +1,128 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * vcpustat plot: SVG charts of a window of a recording (state shares over
- * time, per vCPU, latency histograms), or of a few live seconds (per vCPU
- * and histograms).
+ * time, per vCPU, latency histograms: plot_recording), or of a few live
+ * seconds (per vCPU and histograms: a live window, plot_live_window).
  */
-#include <errno.h>
-#include <getopt.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include "cli/cli.h"
-#include "util/util.h"
 #include "export/export.h"
-#include "model/model.h"
 
-static void usage(FILE *f)
+static const char synopsis[] = "FILE.sht [--from T] [--to T] [--buckets N] [--vm NAME|PID]... -o OUT.svg\n"
+			       "       vcpustat plot --live [--interval SEC] [--vm NAME|PID]... -o OUT.svg";
+
+static const char about[] =
+	"Charts as one standalone SVG (opens in any browser), per VM: the share of its vCPU\n"
+	"time in each state over time (stacked bars per time bucket; recordings only), each\n"
+	"vCPU's shares over the window, and the histograms of exit-handling latency,\n"
+	"userspace-exit latency and run-queue wait, with p50 and p99.\n";
+
+struct plot_args {
+	const char *path, *file, *from, *to;
+	struct summary_filter filter;
+	bool live, verbose;
+	double interval;
+	long buckets;
+};
+
+static int plot_file(const struct plot_args *p)
 {
-	fprintf(f,
-		"usage: %s plot FILE.sht [--from T] [--to T] [--buckets N] [--vm NAME|PID]... -o OUT.svg\n"
-		"       %s plot --live [--interval SEC] [--vm NAME|PID]... -o OUT.svg\n"
-		"\n"
-		"Charts as one standalone SVG (opens in any browser), per VM: the share of its vCPU\n"
-		"time in each state over time (stacked bars per time bucket; recordings only), each\n"
-		"vCPU's shares over the window, and the histograms of exit-handling latency,\n"
-		"userspace-exit latency and run-queue wait, with p50 and p99.\n"
-		"\n"
-		"  -o, --output FILE    the SVG file, written atomically (- for stdout)\n"
-		"      --from T, --to T the window of the recording (default: all of it). T: ns since\n"
-		"                       the start, seconds (1.5s), or wall clock (14:03:07.123)\n"
-		"  -b, --buckets N      time buckets of the timeline (default 60, at most %d)\n"
-		"      --live           the live maps instead of a recording: attach and sample\n"
-		"  -i, --interval SEC   with --live: how long to sample (default 2)\n"
-		"      --vm NAME|PID    only this VM (repeatable)\n"
-		"  -v, --verbose        libbpf's log on stderr\n"
-		"  -h, --help           this help\n",
-		cli_prog, cli_prog, PLOT_MAX_BUCKETS);
-	cli_usage_exit_status(f);
-}
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	uint64_t t1, t2;
+	int ret = cli_open_window(p->file, p->from, p->to, &r, &t1, &t2);
 
-static int write_svg(const struct plot_doc *d, const char *path)
-{
-	struct vcpustat_error err = {0};
-	char *buf;
-	size_t len;
-	int ret = CLI_OK;
-
-	if (plot_svg(d, &buf, &len)) {
-		cli_err("out of memory");
-		return CLI_FAIL;
-	}
-	if (outfile_write(path, buf, len, &err)) {
+	if (!ret && plot_recording(r, p->file, t1, t2, (size_t)p->buckets, &p->filter, p->path, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
 	}
-	free(buf);
-	return ret;
-}
-
-static int plot_file(const char *file, const char *from, const char *to, long buckets,
-		     const struct summary_filter *filter, const char *path)
-{
-	struct vcpustat_error err = {0};
-	struct plot_timeline *tl = NULL;
-	struct sht_reader *r = NULL;
-	struct plot_doc d = {0};
-	struct summary s;
-	char a[64], b[64], window[192];
-	size_t ntl = 0;
-	bool culprits;
-	uint64_t t1, t2;
-	int ret = CLI_FAIL;
-
-	ret = cli_open_window(file, from, to, &r, &t1, &t2);
-	if (ret)
-		return ret;
-	ret = CLI_FAIL;
-	if (report_build(&s, r, t1, t2, filter, &culprits, &err)) {
-		cli_err("%s", err.msg);
-		goto out;
-	}
-	if (plot_timelines(r, t1, t2, (size_t)buckets, filter, &tl, &ntl, &err)) {
-		cli_err("%s", err.msg);
-		summary_free(&s);
-		goto out;
-	}
-	sht_format_time(r, t1, false, a, sizeof(a));
-	sht_format_time(r, t2, false, b, sizeof(b));
-	if (sht_has_wall_clock(r)) {
-		a[19] = b[19] = '\0'; /* to the second: "2026-11-22T14:03:07" */
-		snprintf(window, sizeof(window), "%s .. %s (%.1f s)", a, b + 11, (double)(t2 - t1) / 1e9);
-	} else { /* an imported trace: seconds since its start */
-		snprintf(window, sizeof(window), "%s .. %s since the trace start (%.1f s)", a, b, (double)(t2 - t1) / 1e9);
-	}
-	d.s = &s;
-	d.tl = tl;
-	d.nr_tl = ntl;
-	d.seconds = (double)(t2 - t1) / 1e9;
-	d.window = window;
-	d.source = file;
-	ret = write_svg(&d, path);
-	plot_timelines_free(tl, ntl);
-	summary_free(&s);
-out:
 	sht_close(r);
 	return ret;
 }
 
-static void wall(char *buf, size_t len, time_t t)
+static int plot_live(const struct plot_args *p)
 {
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-}
-
-static int plot_live(double interval, bool verbose, const struct summary_filter *filter, const char *path)
-{
-	struct vcpustat_options opts = {.record_level = VCPUSTAT_LEVEL_NONE};
-	struct vcpustat_snapshot a, b;
-	struct plot_doc d = {0};
+	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct timespec ts = { .tv_sec = (time_t)p->interval,
+			       .tv_nsec = (long)((p->interval - (double)(time_t)p->interval) * 1e9) };
+	struct vcpustat_error err = { 0 };
+	struct live_window w;
 	struct vcpustat *vs;
-	struct names names;
 	struct summary s;
-	struct timespec ts = {.tv_sec = (time_t)interval,
-			      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
-	char host[64] = "this host", w0[32], w1[32], window[160], source[128];
-	time_t start;
-	int ret, err;
+	time_t start = time(NULL);
+	int ret = cli_open_live(&vs, &opts, p->verbose, false), e;
 
-	ret = cli_open_live(&vs, &opts, verbose, false);
 	if (ret)
 		return ret;
-	ret = CLI_FAIL;
-	if (names_init(&names, NULL, NULL)) {
-		cli_err("out of memory");
-		vcpustat_close(vs);
-		return CLI_FAIL;
-	}
 	cli_catch_stop(false);
-	start = time(NULL);
-	err = vcpustat_snapshot(vs, &a);
-	if (err) {
-		cli_err("cannot read the BPF maps: %s", strerror(-err));
-		goto out;
+	e = live_window_init(&w, vs, &p->filter);
+	if (!e && !(e = live_window_next(&w, NULL)) && !nanosleep(&ts, NULL) && !cli_stop &&
+	    !(e = live_window_next(&w, &s))) {
+		if (plot_live_window(&s, start, time(NULL), p->path, &err)) {
+			cli_err("%s", err.msg);
+			ret = CLI_FAIL;
+		}
+		summary_free(&s);
+	} else {
+		if (e)
+			cli_err("cannot read the BPF maps: %s", strerror(-e));
+		ret = CLI_FAIL; /* or stopped before the window ended: no chart */
 	}
-	nanosleep(&ts, NULL);
-	if (cli_stop) {
-		vcpustat_snapshot_free(&a);
-		goto out;
-	}
-	err = vcpustat_snapshot(vs, &b);
-	if (!err)
-		err = summary_build(&s, &a, &b, &names, filter);
-	if (err) {
-		cli_err("cannot read the BPF maps: %s", strerror(-err));
-		vcpustat_snapshot_free(&a);
-		goto out;
-	}
-	gethostname(host, sizeof(host) - 1);
-	wall(w0, sizeof(w0), start);
-	wall(w1, sizeof(w1), time(NULL));
-	snprintf(window, sizeof(window), "%s .. %s (%.1f s)", w0, w1 + 11, s.seconds);
-	snprintf(source, sizeof(source), "live on %s", host);
-	d.s = &s;
-	d.seconds = s.seconds;
-	d.window = window;
-	d.source = source;
-	ret = write_svg(&d, path);
-	summary_free(&s);
-	vcpustat_snapshot_free(&a);
-	vcpustat_snapshot_free(&b);
-out:
-	names_free(&names);
+	live_window_free(&w);
 	vcpustat_close(vs);
 	return ret;
 }
 
 int cmd_plot(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"from", required_argument, NULL, 'A'},
-	    {"to", required_argument, NULL, 'B'},
-	    {"buckets", required_argument, NULL, 'b'},
-	    {"live", no_argument, NULL, 'L'},
-	    {"interval", required_argument, NULL, 'i'},
-	    {"file", required_argument, NULL, 'F'},
-	    {"vm", required_argument, NULL, 'V'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	enum { OPT_FROM = 256, OPT_TO, OPT_LIVE, OPT_FILE, OPT_VM };
+	struct plot_args p = { .interval = 2, .buckets = 60 };
+	struct vcpustat_error err = { 0 };
+	const char *vm_filter[64];
+	const struct cli_option options[] = {
+		{ "output", 'o', "FILE", "the SVG file, written atomically (- for stdout)", CLI_STRING, &p.path },
+		{ "from", OPT_FROM, "T", "the window of the recording (default: all of it). T: ns since\n"
+					 "the start, seconds (1.5s), or wall clock (14:03:07.123)", CLI_STRING, &p.from },
+		{ "to", OPT_TO, "T", "the end of that window (default: the end of the recording)", CLI_STRING, &p.to },
+		{ "buckets", 'b', "N", "time buckets of the timeline (default 60, at most 1000)", CLI_NUMBER, &p.buckets,
+		  1, PLOT_MAX_BUCKETS, "time buckets" },
+		{ "live", OPT_LIVE, NULL, "the live maps instead of a recording: attach and sample", CLI_FLAG, &p.live },
+		{ "interval", 'i', "SEC", "with --live: how long to sample (default 2)", CLI_SECONDS, &p.interval,
+		  10000000, 3600000000000 },
+		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &p.verbose },
+		{ "help", 'h', NULL, "this help" },
+		{ "file", OPT_FILE, "FILE.sht", NULL, CLI_STRING, &p.file }, /* the recording, as an option */
+		{ NULL },
 	};
-	const char *path = NULL, *file = NULL, *from = NULL, *to = NULL, *vm_filter[64];
-	struct summary_filter filter = {0};
-	struct vcpustat_error err = {0};
-	bool live = false, verbose = false;
-	double interval = 2;
-	long buckets = 60;
-	char *end;
+	const struct cli_command cmd = { "plot", synopsis, about, options, NULL };
+	struct cli_args a;
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:b:i:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			path = optarg;
-			break;
-		case 'A':
-			from = optarg;
-			break;
-		case 'B':
-			to = optarg;
-			break;
-		case 'b':
-			buckets = strtol(optarg, &end, 10);
-			if (end == optarg || *end || buckets < 1 || buckets > PLOT_MAX_BUCKETS) {
-				cli_err("--buckets %s: a number of time buckets, 1 to %d", optarg, PLOT_MAX_BUCKETS);
-				return CLI_USAGE;
-			}
-			break;
-		case 'L':
-			live = true;
-			break;
-		case 'i':
-			if (cli_parse_seconds("--interval", optarg, 0.01, 3600, &interval))
-				return CLI_USAGE;
-			break;
-		case 'F':
-			file = optarg;
-			break;
-		case 'V':
-			if (cli_add_vm(&filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), optarg))
-				return CLI_USAGE;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_OK;
-		default:
-			usage(stderr);
+	cli_args_init(&a, &cmd, argc, argv);
+	while ((c = cli_next(&a)) > 0)
+		if (c == OPT_VM && cli_add_vm(&p.filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
 			return CLI_USAGE;
-		}
-	}
-	if (optind < argc) {
-		if (file || optind < argc - 1) {
-			cli_err("plot: one recording at most (see --help)");
-			return CLI_USAGE;
-		}
-		file = argv[optind];
-	}
-	if (!file && !live) {
-		cli_err("plot: give a recording (FILE.sht) or --live (see --help)");
-		return CLI_USAGE;
-	}
-	if (file && live) {
-		cli_err("plot: a recording or --live, not both");
-		return CLI_USAGE;
-	}
-	if (live && (from || to)) {
-		cli_err("--from/--to select a window of a recording; with --live use --interval");
-		return CLI_USAGE;
-	}
-	if (!path) {
-		cli_err("plot: -o FILE.svg is needed (- for stdout)");
-		return CLI_USAGE;
-	}
-	if (file && outfile_refuse_input(path, &file, 1, &err)) {
-		cli_err("plot: -o %s", err.msg);
-		return CLI_USAGE;
-	}
-	if (outfile_check(path, &err)) {
+	if (c < 0)
+		return cli_args_exit(c);
+	if (a.pos < argc && (p.file || a.pos < argc - 1))
+		return cli_usage_error("plot: one recording at most (see --help)");
+	if (a.pos < argc)
+		p.file = argv[a.pos];
+	if (!p.file && !p.live)
+		return cli_usage_error("plot: give a recording (FILE.sht) or --live (see --help)");
+	if (p.file && p.live)
+		return cli_usage_error("plot: a recording or --live, not both");
+	if (p.live && (p.from || p.to))
+		return cli_usage_error("--from/--to select a window of a recording; with --live use --interval");
+	if (!p.path)
+		return cli_usage_error("plot: -o FILE.svg is needed (- for stdout)");
+	if (p.file && outfile_refuse_input(p.path, &p.file, 1, &err))
+		return cli_usage_error("plot: -o %s", err.msg);
+	if (outfile_check(p.path, &err)) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}
-	if (live)
-		return plot_live(interval, verbose, &filter, path);
-	return plot_file(file, from, to, buckets, &filter, path);
+	return p.live ? plot_live(&p) : plot_file(&p);
 }

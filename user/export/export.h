@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <jansson.h>
 #include "util/util.h"
 #include "sht/sht.h"
@@ -129,5 +130,12 @@ struct plot_doc {
 
 /* The SVG document, malloc'ed into *buf (*len bytes, NUL-terminated). 0 or -ENOMEM. */
 int plot_svg(const struct plot_doc *d, char **buf, size_t *len);
+/* The SVG into path ("-": stdout), written atomically (util's outfile_write). */
+int plot_write(const struct plot_doc *d, const char *path, struct vcpustat_error *err);
+/* `vcpustat plot FILE`: the charts of the window [t1, t2] of recording r (named file), into path. */
+int plot_recording(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2, size_t buckets,
+		   const struct summary_filter *filter, const char *path, struct vcpustat_error *err);
+/* `vcpustat plot --live`: the charts of a live window s, sampled from start to end (wall clock), into path. */
+int plot_live_window(const struct summary *s, time_t start, time_t end, const char *path, struct vcpustat_error *err);
 
 #endif /* VCPUSTAT_EXPORT_H */

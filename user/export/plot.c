@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "export/export.h"
 #include "util/util.h"
 
@@ -536,4 +538,81 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 	fputs("</svg>\n", out);
 	free(body);
 	return fclose(out) ? -ENOMEM : 0;
+}
+
+int plot_write(const struct plot_doc *d, const char *path, struct vcpustat_error *err)
+{
+	char *buf;
+	size_t len;
+	int e;
+
+	if (plot_svg(d, &buf, &len))
+		return verror(err, -ENOMEM, "out of memory");
+	e = outfile_write(path, buf, len, err);
+	free(buf);
+	return e;
+}
+
+int plot_recording(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2, size_t buckets,
+		   const struct summary_filter *filter, const char *path, struct vcpustat_error *err)
+{
+	struct plot_timeline *tl = NULL;
+	struct plot_doc d = { 0 };
+	char a[64], b[64], window[192];
+	struct summary s;
+	size_t ntl = 0;
+	bool culprits;
+	int e;
+
+	e = report_build(&s, r, t1, t2, filter, &culprits, err);
+	if (e)
+		return e;
+	e = plot_timelines(r, t1, t2, buckets, filter, &tl, &ntl, err);
+	if (e) {
+		summary_free(&s);
+		return e;
+	}
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	if (sht_has_wall_clock(r)) {
+		a[19] = b[19] = '\0'; /* to the second: "2026-11-22T14:03:07" */
+		snprintf(window, sizeof(window), "%s .. %s (%.1f s)", a, b + 11, (double)(t2 - t1) / 1e9);
+	} else { /* an imported trace: seconds since its start */
+		snprintf(window, sizeof(window), "%s .. %s since the trace start (%.1f s)", a, b, (double)(t2 - t1) / 1e9);
+	}
+	d.s = &s;
+	d.tl = tl;
+	d.nr_tl = ntl;
+	d.seconds = (double)(t2 - t1) / 1e9;
+	d.window = window;
+	d.source = file;
+	e = plot_write(&d, path, err);
+	plot_timelines_free(tl, ntl);
+	summary_free(&s);
+	return e;
+}
+
+static void wall(char *buf, size_t len, time_t t)
+{
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+}
+
+int plot_live_window(const struct summary *s, time_t start, time_t end, const char *path, struct vcpustat_error *err)
+{
+	char host[64] = "this host", w0[32], w1[32], window[160], source[128];
+	struct plot_doc d = { 0 };
+
+	gethostname(host, sizeof(host) - 1);
+	wall(w0, sizeof(w0), start);
+	wall(w1, sizeof(w1), end);
+	snprintf(window, sizeof(window), "%s .. %s (%.1f s)", w0, w1 + 11, s->seconds);
+	snprintf(source, sizeof(source), "live on %s", host);
+	d.s = s;
+	d.seconds = s->seconds;
+	d.window = window;
+	d.source = source;
+	return plot_write(&d, path, err);
 }
