@@ -203,6 +203,53 @@ Test(summary, window_shares_rates_exits_and_culprits)
 	replay_free(rp);
 }
 
+/*
+ * A vCPU that exits while the maps are read is read alive, then found among
+ * the dead: the window counts it once (its dead entry), not twice.
+ */
+Test(summary, a_vcpu_read_alive_and_dead_counts_once)
+{
+	struct vcpustat_snapshot a, b;
+	struct summary s;
+	struct names n;
+	const struct vm_summary *vm;
+
+	cr_assert_eq(replay_new(&rp, NULL), 0);
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 1, 12, 10, 0, 0, 1, 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 1000000000, 0, 11, 10, 0, 0, 30, KVM_ISA_VMX);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 1000001000, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 2000000000, 0, 12, 10, 0, 0, 12, KVM_ISA_VMX);
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	a.ts = 0;
+	b.ts = 2000000000;
+	/* vCPU 0 (tid 11) also among the dead, as the kernel moves it at its exit */
+	cr_assert_eq(b.nr_vcpus, 2);
+	b.dead = realloc(b.dead, (b.nr_dead + 1) * sizeof(*b.dead));
+	cr_assert_not_null(b.dead);
+	b.dead[b.nr_dead++] = b.vcpus[b.vcpus[0].tid == 11 ? 0 : 1];
+
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	cr_assert_eq(s.nr_vms, 1);
+	vm = &s.vms[0];
+	cr_assert_eq(vm->nr_vcpus, 2, "tid 11 once: %zu vCPUs", vm->nr_vcpus);
+	/* at most two vCPUs' 2 s (the dead one's clock stopped at its last event), not three */
+	cr_assert_leq(vm->ns[VCPU_GUEST] + vm->ns[VCPU_HOST], 2 * 2000000000ull, "%llu ns",
+		      (unsigned long long)(vm->ns[VCPU_GUEST] + vm->ns[VCPU_HOST]));
+	for (size_t i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].tid == 11) {
+			cr_assert(vm->vcpus[i].gone, "the dead entry is the one counted");
+			cr_assert_eq(vm->vcpus[i].kvm_exits, 1);
+		}
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	names_free(&n);
+	replay_free(rp);
+}
+
 Test(summary, vm_filter_by_name_or_pid)
 {
 	struct vcpustat_snapshot a;

@@ -360,7 +360,7 @@ void summary_free(struct summary *s)
 int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const struct vcpustat_snapshot *cur,
 		  struct names *names, const struct summary_filter *filter)
 {
-	struct hashmap by_tgid, vcpu_by_tid, folded = { 0 };
+	struct hashmap by_tgid, vcpu_by_tid, folded = { 0 }, dead_by_tid = { 0 };
 	struct prev_index pi;
 	size_t i;
 	int err;
@@ -378,13 +378,24 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		return err;
 	}
 	err = hashmap_init(&vcpu_by_tid, sizeof(__u32), sizeof(void *), 0);
+	/*
+	 * A vCPU that exited while the maps were read can be in both tables: read
+	 * alive, then moved to the dead ones before those were read. Its dead
+	 * entry is final; counting both would count its window twice.
+	 */
+	if (!err)
+		err = hashmap_init(&dead_by_tid, sizeof(__u32), sizeof(__u64), 0);
+	for (i = 0; i < cur->nr_dead && !err; i++)
+		err = hashmap_update(&dead_by_tid, &cur->dead[i].tid, &cur->dead[i].discovered_ns);
 	for (i = 0; i < cur->nr_vcpus && !err; i++) {
 		const struct vcpustat_vcpu *v = &cur->vcpus[i];
+		const __u64 *died = hashmap_lookup(&dead_by_tid, &v->tid);
 
 		err = hashmap_update(&vcpu_by_tid, &v->tid, &v);
-		if (!err)
+		if (!err && !(died && *died == v->discovered_ns))
 			err = vcpu_add(s, &by_tgid, names, &pi, filter, cur, v, false);
 	}
+	hashmap_free(&dead_by_tid);
 	for (i = 0; i < cur->nr_dead && !err; i++)
 		err = vcpu_add(s, &by_tgid, names, &pi, filter, cur, &cur->dead[i], true);
 	/* a window without a previous snapshot starts at the first vCPU's discovery */
