@@ -168,7 +168,7 @@ static void client(int port, int n, int to_server, int from_server)
 
 int main(int argc, char **argv)
 {
-	struct vcpustat_options opts = { .max_hists = 16384 };
+	struct vcpustat_options opts = { .max_hists = 16384, .max_vcpus = 16384, .max_vms = 4096 };
 	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
 	struct httpd_opts ho = { .cache_ms = 0 };
 	struct vcpustat_error err = { 0 };

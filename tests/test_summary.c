@@ -250,6 +250,89 @@ Test(summary, a_vcpu_read_alive_and_dead_counts_once)
 	replay_free(rp);
 }
 
+/*
+ * A window of many VMs, each with several vCPUs, exit reasons and culprits:
+ * the arrays of the summary grow past several powers of two (37 VMs, 5 vCPUs,
+ * 5 reasons, 3 culprits each) and every VM keeps exactly its own numbers.
+ */
+Test(summary, many_vms_keep_each_its_vcpus_exits_and_culprits)
+{
+	static const __u32 reasons[] = { 1, 10, 12, 30, 48 };
+	enum { VMS = 37, VCPUS = 5, CULPRITS = 3 };
+	struct vcpustat_snapshot a, b;
+	struct summary s;
+	struct names n;
+
+	cr_assert_eq(replay_new(&rp, NULL), 0);
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	for (__u32 m = 0; m < VMS; m++)
+		for (__u32 c = 0; c < VCPUS; c++)
+			ev(VCPUSTAT_EV_KVM_ENTRY, 0, c, 1000 + m * 10 + c, 1000 + m * 10 + 9, 0, 0, c, 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	for (__u32 m = 0; m < VMS; m++) {
+		__u32 tgid = 1000 + m * 10 + 9;
+		__u64 t = 1000000 + m * 100000000ull;
+
+		/* vCPU c takes exit r for (m + 1) * (r + 1) us */
+		for (__u32 c = 0; c < VCPUS; c++)
+			for (__u32 r = 0; r < 5; r++, t += 1000000) {
+				ev(VCPUSTAT_EV_KVM_EXIT, t, c, 1000 + m * 10 + c, tgid, 0, 0, reasons[r], KVM_ISA_VMX);
+				ev(VCPUSTAT_EV_KVM_ENTRY, t + (m + 1) * (r + 1) * 1000, c, 1000 + m * 10 + c, tgid, 0, 0,
+				   c, 0);
+			}
+		/* culprit k (tid 90000 + 10 m + k) preempts vCPU 0 for (k + 1) ms */
+		for (__u32 k = 0; k < CULPRITS; k++, t += 10000000) {
+			ev(VCPUSTAT_EV_KVM_EXIT, t, 0, 1000 + m * 10, tgid, 0, 0, 1, KVM_ISA_VMX);
+			ev(VCPUSTAT_EV_SWITCH, t, 0, 1000 + m * 10, tgid, 90000 + m * 10 + k, 90000, 0, 1);
+			ev(VCPUSTAT_EV_SWITCH, t + (k + 1) * 1000000, 0, 90000 + m * 10 + k, 90000, 1000 + m * 10, tgid,
+			   0, 1);
+			ev(VCPUSTAT_EV_KVM_ENTRY, t + (k + 1) * 1000000, 0, 1000 + m * 10, tgid, 0, 0, 0, 0);
+		}
+	}
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	a.ts = 0;
+	b.ts = VMS * 100000000ull;
+
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	cr_assert_eq(s.nr_vms, VMS);
+	for (__u32 m = 0; m < VMS; m++) {
+		/* sorted by name: "pid 1009", "pid 1019", ... in the order they were made */
+		const struct vm_summary *vm = &s.vms[m];
+
+		cr_assert_eq(vm->tgid, 1000 + m * 10 + 9, "VM %u is pid %u", m, vm->tgid);
+		cr_assert_eq(vm->nr_vcpus, VCPUS);
+		for (__u32 c = 0; c < VCPUS; c++) {
+			cr_assert_eq(vm->vcpus[c].index, c);
+			cr_assert_eq(vm->vcpus[c].tid, 1000 + m * 10 + c);
+			cr_assert_eq(vm->vcpus[c].kvm_exits, c ? 5 : 5 + CULPRITS);
+		}
+		cr_assert_eq(vm->nr_exits, 5);
+		for (size_t e = 0; e < vm->nr_exits; e++) {
+			const struct latency_summary *l = &vm->exits[e];
+			size_t r = 0;
+
+			while (r < 5 && reasons[r] != l->reason)
+				r++;
+			cr_assert_lt(r, 5, "VM %u: an exit reason %u of its own", m, l->reason);
+			/* reason 1 also ended each culprit's preemption: (k + 1) ms each */
+			cr_assert_eq(l->count, VCPUS + (r ? 0 : CULPRITS));
+			cr_assert_eq(l->sum_ns, VCPUS * (m + 1) * (r + 1) * 1000ull + (r ? 0 : (1 + 2 + 3) * 1000000ull),
+				     "VM %u reason %u: %llu ns", m, l->reason, (unsigned long long)l->sum_ns);
+		}
+		cr_assert_eq(vm->nr_culprits, CULPRITS);
+		for (__u32 k = 0; k < CULPRITS; k++) {
+			/* most time first: culprit 2 (3 ms), 1, 0 */
+			cr_assert_eq(vm->culprits[k].tid, 90000 + m * 10 + (CULPRITS - 1 - k));
+			cr_assert_eq(vm->culprits[k].ns, (CULPRITS - k) * 1000000ull);
+		}
+	}
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	names_free(&n);
+	replay_free(rp);
+}
+
 Test(summary, vm_filter_by_name_or_pid)
 {
 	struct vcpustat_snapshot a;

@@ -88,6 +88,14 @@ struct vcpustat {
 	struct ring_map *maps;
 	int *heap;
 	struct vcpustat *next_consumer;
+	/*
+	 * Where the batch lookups of read_hash() land: kept from one read to the
+	 * next (under read_lock), so that a refresh does not map, fault in and
+	 * unmap buffers for every entry the maps could hold.
+	 */
+	pthread_mutex_t read_lock;
+	void *read_keys, *read_vals;
+	size_t read_keys_size, read_vals_size;
 };
 
 static vcpustat_log_fn log_fn;
@@ -324,6 +332,7 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	vs = calloc(1, sizeof(*vs));
 	if (!vs)
 		return -ENOMEM;
+	pthread_mutex_init(&vs->read_lock, NULL);
 	vs->ncpus = libbpf_num_possible_cpus();
 	if (vs->ncpus <= 0) {
 		err = vs->ncpus ? vs->ncpus : -EINVAL;
@@ -548,6 +557,9 @@ void vcpustat_close(struct vcpustat *vs)
 		close(vs->ring_fds[i]);
 	free(vs->ring_fds);
 	vcpustat_bpf__destroy(vs->skel);
+	pthread_mutex_destroy(&vs->read_lock);
+	free(vs->read_keys);
+	free(vs->read_vals);
 	free(vs);
 }
 
@@ -582,12 +594,29 @@ int vcpustat_prog_fd(const struct vcpustat *vs, const char *prog_name)
 	return p ? bpf_program__fd(p) : -ENOENT;
 }
 
+/* Grow a read buffer to at least size bytes (its old contents are not kept). */
+static int read_buf(void **buf, size_t *have, size_t size)
+{
+	void *p;
+
+	if (*have >= size)
+		return 0;
+	p = malloc(size);
+	if (!p)
+		return -ENOMEM;
+	free(*buf);
+	*buf = p;
+	*have = size;
+	return 0;
+}
+
 /*
- * Read (and with del, remove) every entry of a hash map into freshly
- * allocated key and value arrays. Uses batch lookups, falling back to
- * key-by-key iteration on kernels without them.
+ * Read (and with del, remove) every entry of a hash map into vs's read
+ * buffers, under vs->read_lock (held on success: the caller copies what it
+ * keeps, then unlocks). Uses batch lookups, falling back to key-by-key
+ * iteration on kernels without them.
  */
-static int read_hash(const struct bpf_map *map, bool del, void **keys_out, void **vals_out, size_t *n_out)
+static int read_hash_locked(struct vcpustat *vs, const struct bpf_map *map, bool del, size_t *n_out)
 {
 	size_t ksz = bpf_map__key_size(map), vsz = bpf_map__value_size(map);
 	size_t max = bpf_map__max_entries(map), n = 0;
@@ -596,14 +625,15 @@ static int read_hash(const struct bpf_map *map, bool del, void **keys_out, void 
 	__u32 batch = 0;
 	bool first = true;
 
-	*keys_out = *vals_out = NULL;
 	*n_out = 0;
-	keys = calloc(max ? max : 1, ksz);
-	vals = calloc(max ? max : 1, vsz);
-	if (!keys || !vals) {
-		err = -ENOMEM;
-		goto out;
+	pthread_mutex_lock(&vs->read_lock);
+	if (read_buf(&vs->read_keys, &vs->read_keys_size, (max ? max : 1) * ksz) ||
+	    read_buf(&vs->read_vals, &vs->read_vals_size, (max ? max : 1) * vsz)) {
+		pthread_mutex_unlock(&vs->read_lock);
+		return -ENOMEM;
 	}
+	keys = vs->read_keys;
+	vals = vs->read_vals;
 	while (n < max) {
 		__u32 count = (__u32)(max - n);
 
@@ -639,14 +669,45 @@ static int read_hash(const struct bpf_map *map, bool del, void **keys_out, void 
 			}
 		}
 	}
-out:
 	if (err) {
-		free(keys);
-		free(vals);
+		pthread_mutex_unlock(&vs->read_lock);
 		return err;
 	}
-	*keys_out = keys;
-	*vals_out = vals;
+	*n_out = n;
+	return 0;
+}
+
+/* A copy of the first n elements of size sz of src (at least one byte allocated). */
+static void *copy_out(const void *src, size_t n, size_t sz)
+{
+	void *p = malloc(n ? n * sz : 1);
+
+	if (p && n)
+		memcpy(p, src, n * sz);
+	return p;
+}
+
+/* Every entry of a hash map (removed with del), as freshly allocated key and value arrays. */
+static int read_hash(struct vcpustat *vs, const struct bpf_map *map, bool del, void **keys_out, void **vals_out,
+		     size_t *n_out)
+{
+	size_t n;
+	int err;
+
+	*keys_out = *vals_out = NULL;
+	*n_out = 0;
+	err = read_hash_locked(vs, map, del, &n);
+	if (err)
+		return err;
+	*keys_out = copy_out(vs->read_keys, n, bpf_map__key_size(map));
+	*vals_out = copy_out(vs->read_vals, n, bpf_map__value_size(map));
+	pthread_mutex_unlock(&vs->read_lock);
+	if (!*keys_out || !*vals_out) {
+		free(*keys_out);
+		free(*vals_out);
+		*keys_out = *vals_out = NULL;
+		return -ENOMEM;
+	}
 	*n_out = n;
 	return 0;
 }
@@ -681,7 +742,7 @@ int vcpustat_prune(struct vcpustat *vs, const char *proc_root)
 	char path[256];
 	size_t n;
 
-	err = read_hash(map, false, (void **)&keys, (void **)&vals, &n);
+	err = read_hash(vs, map, false, (void **)&keys, (void **)&vals, &n);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n; i++) {
@@ -717,14 +778,12 @@ int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 {
 	void *keys = NULL, *vals = NULL;
-	struct vcpustat_hist_key *hk;
-	struct vcpustat_hist *hv;
 	size_t i;
 	int err;
 
 	memset(snap, 0, sizeof(*snap));
 
-	err = read_hash(vs->skel->maps.vcpus, false, &keys, &vals, &snap->nr_vcpus);
+	err = read_hash(vs, vs->skel->maps.vcpus, false, &keys, &vals, &snap->nr_vcpus);
 	if (err)
 		goto fail;
 	/* after the read: the open intervals of what was read end now */
@@ -732,53 +791,47 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	free(keys);
 	snap->vcpus = vals;
 
-	err = read_hash(vs->skel->maps.dead_vcpus, true, &keys, &vals, &snap->nr_dead);
+	err = read_hash(vs, vs->skel->maps.dead_vcpus, true, &keys, &vals, &snap->nr_dead);
 	if (err)
 		goto fail;
 	free(keys);
 	snap->dead = vals;
 
-	err = read_hash(vs->skel->maps.vms, false, &keys, &vals, &snap->nr_vms);
+	err = read_hash(vs, vs->skel->maps.vms, false, &keys, &vals, &snap->nr_vms);
 	if (err)
 		goto fail;
 	free(keys);
 	snap->vms = vals;
 
-	err = read_hash(vs->skel->maps.hists, false, &keys, &vals, &snap->nr_hists);
+	/* histograms and culprits: from the read buffers straight into key/value pairs */
+	err = read_hash_locked(vs, vs->skel->maps.hists, false, &snap->nr_hists);
 	if (err)
 		goto fail;
+	/* zeroed: the padding too, snapshots are compared byte for byte (tests/test_replay.c) */
 	snap->hists = calloc(snap->nr_hists ? snap->nr_hists : 1, sizeof(*snap->hists));
+	for (i = 0; snap->hists && i < snap->nr_hists; i++) {
+		snap->hists[i].key = ((struct vcpustat_hist_key *)vs->read_keys)[i];
+		snap->hists[i].hist = ((struct vcpustat_hist *)vs->read_vals)[i];
+	}
+	pthread_mutex_unlock(&vs->read_lock);
 	if (!snap->hists) {
-		free(keys);
-		free(vals);
 		err = -ENOMEM;
 		goto fail;
 	}
-	hk = keys;
-	hv = vals;
-	for (i = 0; i < snap->nr_hists; i++) {
-		snap->hists[i].key = hk[i];
-		snap->hists[i].hist = hv[i];
-	}
-	free(keys);
-	free(vals);
 
-	err = read_hash(vs->skel->maps.culprits, false, &keys, &vals, &snap->nr_culprits);
+	err = read_hash_locked(vs, vs->skel->maps.culprits, false, &snap->nr_culprits);
 	if (err)
 		goto fail;
 	snap->culprits = calloc(snap->nr_culprits ? snap->nr_culprits : 1, sizeof(*snap->culprits));
+	for (i = 0; snap->culprits && i < snap->nr_culprits; i++) {
+		snap->culprits[i].key = ((struct vcpustat_culprit_key *)vs->read_keys)[i];
+		snap->culprits[i].culprit = ((struct vcpustat_culprit *)vs->read_vals)[i];
+	}
+	pthread_mutex_unlock(&vs->read_lock);
 	if (!snap->culprits) {
-		free(keys);
-		free(vals);
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (i = 0; i < snap->nr_culprits; i++) {
-		snap->culprits[i].key = ((struct vcpustat_culprit_key *)keys)[i];
-		snap->culprits[i].culprit = ((struct vcpustat_culprit *)vals)[i];
-	}
-	free(keys);
-	free(vals);
 
 	err = read_lost(vs, snap->lost);
 	if (err)
@@ -790,13 +843,13 @@ fail:
 }
 
 /* Delete the entries of a hash map whose key starts with tgid (a __u32). */
-static int delete_by_tgid(const struct bpf_map *map, __u32 tgid)
+static int delete_by_tgid(struct vcpustat *vs, const struct bpf_map *map, __u32 tgid)
 {
 	size_t ksz = bpf_map__key_size(map), n, i;
 	int fd = bpf_map__fd(map), err;
 	void *keys, *vals;
 
-	err = read_hash(map, false, &keys, &vals, &n);
+	err = read_hash(vs, map, false, &keys, &vals, &n);
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
@@ -815,9 +868,9 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 	int err;
 
 	bpf_map_delete_elem(bpf_map__fd(vs->skel->maps.vms), &tgid);
-	err = delete_by_tgid(vs->skel->maps.hists, tgid);
+	err = delete_by_tgid(vs, vs->skel->maps.hists, tgid);
 	if (!err)
-		err = delete_by_tgid(vs->skel->maps.culprits, tgid);
+		err = delete_by_tgid(vs, vs->skel->maps.culprits, tgid);
 	return err;
 }
 

@@ -53,6 +53,18 @@ double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned i
 	return total && state < VCPU_NR_STATES ? (double)vm->ns[state] / (double)total : 0;
 }
 
+/*
+ * Room for element n of an array that only grows one element at a time:
+ * capacities 1, 2, 4, 8, ... (reallocated when n is 0 or a power of two),
+ * so that building a summary of N VMs does not copy the array N times.
+ */
+static void *grow(void *arr, size_t n, size_t size)
+{
+	if (n & (n - 1))
+		return arr;
+	return realloc(arr, (n ? 2 * n : 1) * size);
+}
+
 static __u64 sub0(__u64 a, __u64 b)
 {
 	return a > b ? a - b : 0;
@@ -135,7 +147,7 @@ static struct vm_summary *vm_get(struct summary *s, struct hashmap *by_tgid, __u
 
 	if (idx)
 		return &s->vms[*idx];
-	vms = realloc(s->vms, (s->nr_vms + 1) * sizeof(*vms));
+	vms = grow(s->vms, s->nr_vms, sizeof(*vms));
 	if (!vms)
 		return NULL;
 	s->vms = vms;
@@ -165,7 +177,7 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vm = vm_get(s, by_tgid, v->tgid, names);
 	if (!vm)
 		return -ENOMEM;
-	arr = realloc(vm->vcpus, (vm->nr_vcpus + 1) * sizeof(*arr));
+	arr = grow(vm->vcpus, vm->nr_vcpus, sizeof(*arr));
 	if (!arr)
 		return -ENOMEM;
 	vm->vcpus = arr;
@@ -240,7 +252,7 @@ static void latency_fill(struct latency_summary *l, const struct vcpustat_hist_k
 
 static int latency_append(struct latency_summary **arr, size_t *n, const struct latency_summary *l)
 {
-	struct latency_summary *a = realloc(*arr, (*n + 1) * sizeof(**arr));
+	struct latency_summary *a = grow(*arr, *n, sizeof(**arr));
 
 	if (!a)
 		return -ENOMEM;
@@ -299,7 +311,7 @@ static int culprit_add(struct vm_summary *vm, const struct vcpustat_culprit_entr
 	struct culprit_summary *arr, *c;
 	const struct vcpustat_vcpu **who;
 
-	arr = realloc(vm->culprits, (vm->nr_culprits + 1) * sizeof(*arr));
+	arr = grow(vm->culprits, vm->nr_culprits, sizeof(*arr));
 	if (!arr)
 		return -ENOMEM;
 	vm->culprits = arr;
