@@ -15,12 +15,14 @@
  *     exporter's CPU per scrape (getrusage of the serving process, the client
  *     runs in another process).
  *
- * usage: exporter-bench [-v VMS] [-c VCPUS_PER_VM] [-n SCRAPES] [-N]   (-N: --no-vcpu-labels)
+ * usage: exporter-bench [-v VMS] [-c VCPUS_PER_VM] [-n SCRAPES] [-N] [-K]
+ *   -N: --no-vcpu-labels; -K: without heap_keep() (the heap given back to the kernel: the baseline)
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "live/live.h"
+#include "util/util.h"
 #include "export/export.h"
 
 static double now_ms(clockid_t clk)
@@ -173,6 +176,7 @@ int main(int argc, char **argv)
 	struct httpd_opts ho = { .cache_ms = 0 };
 	struct vcpustat_error err = { 0 };
 	int vms = 50, vcpus = 20, n = 100, c, fd, port, up[2], down[2];
+	bool keep_heap = true;
 	struct metrics_live live;
 	struct httpd *httpd;
 	struct vcpustat *vs;
@@ -181,14 +185,15 @@ int main(int argc, char **argv)
 	size_t bytes = 0;
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "v:c:n:Nh")) != -1) {
+	while ((c = getopt(argc, argv, "v:c:n:NKh")) != -1) {
 		switch (c) {
 		case 'v': vms = atoi(optarg); break;
 		case 'c': vcpus = atoi(optarg); break;
 		case 'n': n = atoi(optarg); break;
 		case 'N': mo.no_vcpu_labels = true; break;
+		case 'K': keep_heap = false; break;
 		default:
-			fprintf(stderr, "usage: %s [-v VMS] [-c VCPUS_PER_VM] [-n SCRAPES] [-N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-v VMS] [-c VCPUS_PER_VM] [-n SCRAPES] [-N] [-K]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -196,6 +201,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "exporter-bench: VMS and VCPUS >= 1, SCRAPES >= 10\n");
 		return 2;
 	}
+	if (keep_heap)
+		heap_keep(); /* as vcpustat does */
 	if (vcpustat_open(&vs, &opts)) {
 		fprintf(stderr, "exporter-bench: cannot load the BPF object (root needed)\n");
 		return 1;
@@ -224,13 +231,14 @@ int main(int argc, char **argv)
 		metrics_live_sample(&live); /* maps again + window model + counters */
 		model += now_ms(CLOCK_PROCESS_CPUTIME_ID) - t0;
 		t0 = now_ms(CLOCK_PROCESS_CPUTIME_ID);
-		metrics_render(live.m, METRICS_PROMETHEUS, &buf, &len);
+		metrics_render_sized(live.m, METRICS_PROMETHEUS, bytes, &buf, &len); /* as serve: the last size */
 		render += now_ms(CLOCK_PROCESS_CPUTIME_ID) - t0;
 		bytes = len;
 		free(buf);
 	}
-	printf("%d vCPUs (%d VMs x %d), %zu histograms, %s vCPU labels: %zu bytes of Prometheus text\n", vms * vcpus,
-	       vms, vcpus, live.w.prev.nr_hists, mo.no_vcpu_labels ? "without" : "with", bytes);
+	printf("%d vCPUs (%d VMs x %d), %zu histograms, %s vCPU labels%s: %zu bytes of Prometheus text\n", vms * vcpus,
+	       vms, vcpus, live.w.prev.nr_hists, mo.no_vcpu_labels ? "without" : "with",
+	       keep_heap ? "" : ", without heap_keep()", bytes);
 	printf("%-44s %6.2f ms CPU\n", "maps only (vcpustat_snapshot, baseline)", maps / n);
 	printf("%-44s %6.2f ms CPU\n", "maps + window model + counters", model / n);
 	printf("%-44s %6.2f ms CPU\n", "rendering the Prometheus text", render / n);

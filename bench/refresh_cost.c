@@ -8,7 +8,7 @@
  * in the same run with reading the maps only (the floor) and with `bpftool
  * map dump` of the vcpus map (a generic tool over the same data).
  *
- * usage: refresh-cost [-v VMS] [-c VCPUS_PER_VM] [-r REFRESHES] [-n]
+ * usage: refresh-cost [-v VMS] [-c VCPUS_PER_VM] [-r REFRESHES] [-n] [-K]
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -19,6 +19,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include "live/live.h"
+#include "util/util.h"
 #include "model/model.h"
 
 static double cpu_ms(void)
@@ -78,7 +79,7 @@ int main(int argc, char **argv)
 	struct vcpustat_options opts = { .max_hists = 16384, .max_vcpus = 16384, .max_vms = 4096 };
 	int vms = 50, vcpus = 20, refreshes = 50, c;
 	double t0, first_ms, maps_ms = 0, window_ms = 0, text_ms = 0, json_ms = 0;
-	bool quiet = false;
+	bool quiet = false, keep_heap = true;
 	struct live_window w;
 	struct vcpustat_snapshot snap;
 	struct vcpustat *vs;
@@ -86,15 +87,17 @@ int main(int argc, char **argv)
 	__u64 ts = 1000000;
 	FILE *devnull;
 
-	while ((c = getopt(argc, argv, "v:c:r:nh")) != -1) {
+	while ((c = getopt(argc, argv, "v:c:r:nKh")) != -1) {
 		switch (c) {
 		case 'v': vms = atoi(optarg); break;
 		case 'c': vcpus = atoi(optarg); break;
 		case 'r': refreshes = atoi(optarg); break;
 		case 'n': quiet = true; break;
+		case 'K': keep_heap = false; break;
 		default:
-			fprintf(stderr, "usage: %s [-v VMS] [-c VCPUS_PER_VM] [-r REFRESHES] [-n]\n"
-					"  -n: no new activity between refreshes (for profiling the refresh alone)\n",
+			fprintf(stderr, "usage: %s [-v VMS] [-c VCPUS_PER_VM] [-r REFRESHES] [-n] [-K]\n"
+					"  -n: no new activity between refreshes (for profiling the refresh alone)\n"
+					"  -K: without heap_keep() (the heap given back to the kernel: the baseline)\n",
 				argv[0]);
 			return 2;
 		}
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "refresh-cost: 1 <= VMS <= 4000, 1 <= VCPUS_PER_VM <= 100, REFRESHES >= 1\n");
 		return 2;
 	}
+	if (keep_heap)
+		heap_keep(); /* as vcpustat does */
 	if (vcpustat_open(&vs, &opts)) {
 		fprintf(stderr, "refresh-cost: cannot load the BPF object (root needed)\n");
 		return 1;
@@ -160,8 +165,9 @@ int main(int argc, char **argv)
 		json_ms += cpu_ms() - t0;
 		summary_free(&s);
 	}
-	printf("%d vCPUs (%d VMs x %d), %zu histograms, %zu culprits, mean of %d refreshes%s, CPU per refresh:\n",
-	       vms * vcpus, vms, vcpus, nr_hists, nr_culprits, refreshes, quiet ? " (no new activity)" : "");
+	printf("%d vCPUs (%d VMs x %d), %zu histograms, %zu culprits, mean of %d refreshes%s%s, CPU per refresh:\n",
+	       vms * vcpus, vms, vcpus, nr_hists, nr_culprits, refreshes, quiet ? " (no new activity)" : "",
+	       keep_heap ? "" : ", without heap_keep()");
 	printf("  first refresh after the start       %7.2f ms  (names from /proc, buffers faulted in; not in the means)\n",
 	       first_ms);
 	printf("  read the maps only (baseline)       %7.2f ms\n", ms_of(maps_ms, refreshes));

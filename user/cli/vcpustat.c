@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "util/util.h"
 
 static const struct command {
 	const char *name;
@@ -191,6 +192,7 @@ int main(int argc, char **argv)
 		cli_err("out of memory");
 		return CLI_FAIL;
 	}
+	heap_keep();
 	ret = finish_stdout(run(argc, argv, args));
 	free(args);
 	return ret;

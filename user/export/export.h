@@ -74,6 +74,11 @@ void metrics_set_file(struct metrics *m, const char *file, unsigned long long fr
 
 /* Render into a malloc'ed buffer (*buf, *len; NUL-terminated). 0 or -ENOMEM. */
 int metrics_render(const struct metrics *m, enum metrics_format f, char **buf, size_t *len);
+/*
+ * The same, the buffer first made room for expect bytes (the size of the
+ * last rendering, say): a 20 MB text is then not copied at every doubling.
+ */
+int metrics_render_sized(const struct metrics *m, enum metrics_format f, size_t expect, char **buf, size_t *len);
 /* Rendered into path (written atomically: util's outfile_write) or, path NULL, to stdout. */
 int metrics_write(const struct metrics *m, enum metrics_format fmt, const char *path, struct vcpustat_error *err);
 /*

@@ -520,11 +520,19 @@ static void walk(struct sink *k, const struct metrics *m)
 
 int metrics_render(const struct metrics *m, enum metrics_format f, char **buf, size_t *len)
 {
+	return metrics_render_sized(m, f, 0, buf, len);
+}
+
+int metrics_render_sized(const struct metrics *m, enum metrics_format f, size_t expect, char **buf, size_t *len)
+{
 	struct out out = { 0 };
 	struct sink *k;
 
 	*buf = NULL;
 	*len = 0;
+	/* room for what is expected and an eighth more: growing after that is rare */
+	if (expect && !out_reserve(&out, expect + expect / 8))
+		return -ENOMEM;
 	if (f == METRICS_JSON) {
 		json_t *doc = metrics_json(m);
 		char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));

@@ -181,9 +181,11 @@ static int current(struct httpd *h, enum metrics_format f, struct rendering **ou
 		}
 	}
 	if (r->sample != l->last_sample || !r->body) {
+		size_t last = r->body ? r->len : 0;
+
 		free(r->body);
 		r->body = NULL;
-		err = metrics_render(l->m, f, &r->body, &r->len);
+		err = metrics_render_sized(l->m, f, last, &r->body, &r->len);
 		if (err)
 			return err;
 		r->sample = l->last_sample;

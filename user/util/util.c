@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,4 +279,10 @@ int parse_duration_ns(const char *s, __u64 *ns)
 void fmt_secs(__u64 ns, char *buf, size_t len)
 {
 	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000), (unsigned long long)(ns % 1000000000));
+}
+
+void heap_keep(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }

@@ -176,6 +176,16 @@ void fmt_secs(__u64 ns, char *buf, size_t len);
 /* s escaped for XML/HTML text and attribute values (control characters become '?'). */
 void xml_escape(FILE *f, const char *s);
 
+/*
+ * Keep freed memory for the next refresh instead of giving it back to the
+ * kernel: buffers of up to 64 MiB come from the heap, which is not trimmed
+ * below 256 MiB. A refresh of 10,000 vCPUs renders 20 MB of text and reads
+ * megabytes of maps; mapped afresh each time, their pages are faulted in again
+ * at every refresh, which on a VM host's guest kernel (PVM) cost more than the
+ * rendering itself (bench/RESULTS.md, "Refresh at scale"). Called once at start.
+ */
+void heap_keep(void);
+
 /* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns() and of the records. */
 __u64 vcpustat_now_ns(void);
 /* CLOCK_REALTIME in ns. */
