@@ -15,9 +15,10 @@
 # wrong (the guest does not boot, kvm_amd does not load, a test fails or the
 # session times out) is a failure: the lab is this project's own code. The
 # one exception is a guest kernel that stalls or freezes under QEMU's
-# emulation (docs/kvmlab.md, "Known problems"): that suite runs again in a
-# fresh lab, up to KVMLAB_ATTEMPTS sessions in all (default 3), and the
-# stalls are counted and said.
+# emulation, or an emulated CPU that leaves microvm's guest program (microvm
+# says "the guest CPU left its program"; docs/kvmlab.md, "Known problems"):
+# that suite runs again in a fresh lab, up to KVMLAB_ATTEMPTS sessions in all
+# (default 3), and these are counted and said.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: tests/kvmlab.sh BUILD_DIR SUITE...}
@@ -41,7 +42,7 @@ keep=0
 trap '[ "$keep" = 1 ] || rm -rf "$scratch"' EXIT
 lines=$scratch/lines # FAILED and skipped lines of every suite
 : > "$lines"
-passed=0 failed=0 skipped=0 stalls=0
+passed=0 failed=0 skipped=0 stalls=0 astray=0
 
 # run_suite SUITE N: one lab session (the Nth for SUITE); sets rc, out
 run_suite() {
@@ -75,10 +76,17 @@ lab_failed() {
 for suite in "$@"; do
 	for n in $(seq 1 "$attempts"); do
 		run_suite "$suite" "$n"
-		[ "$rc" = 126 ] || break
-		# docs/kvmlab.md, "Known problems": the guest kernel stalled or froze under emulation
-		stalls=$((stalls + 1))
-		echo "kvmlab: $(grep -a -m1 -E 'stalled|froze' "$scratch/$suite.$n.err" | sed 's/^kvmlab: //')" >&2
+		# docs/kvmlab.md, "Known problems": the guest kernel stalled or froze
+		# under emulation, or an emulated CPU left microvm's program
+		if [ "$rc" = 126 ]; then
+			stalls=$((stalls + 1))
+			echo "kvmlab: $(grep -a -m1 -E 'stalled|froze' "$scratch/$suite.$n.err" | sed 's/^kvmlab: //')" >&2
+		elif [ "$rc" = 1 ] && grep -aq 'the guest CPU left its program' "$scratch/$suite.$n.err"; then
+			astray=$((astray + 1))
+			echo "kvmlab: an emulated CPU left microvm's guest program in the suite $suite" >&2
+		else
+			break
+		fi
 		[ "$n" -lt "$attempts" ] && echo "kvmlab: running the suite $suite again in a fresh lab" >&2
 	done
 	case $rc in
@@ -111,6 +119,7 @@ for suite in "$@"; do
 done
 
 [ "$stalls" -gt 0 ] && echo "kvmlab: the guest stalled or froze in $stalls session(s); those suites ran again in a fresh lab"
+[ "$astray" -gt 0 ] && echo "kvmlab: an emulated CPU left microvm's program in $astray session(s); those suites ran again in a fresh lab"
 grep '^FAILED' "$lines"
 # each skip reason once, with its count over the suites
 awk '/^skipped [0-9]+: / { n = $2 + 0; sub(/^skipped [0-9]+: /, ""); if (!($0 in c)) o[k++] = $0; c[$0] += n }
