@@ -155,6 +155,12 @@ Test(import_tracedat, corrupted_file_is_an_error)
 	import_fails(damaged_copy(dat_files[0], 253952, 14, 4, 0x7f), "page size");
 	/* the event formats: garbage over the header page's format text (v6: right after the 18-byte header) */
 	import_fails(damaged_copy(dat_files[0], 253952, 18, 400, 0xff), "cannot read this trace.dat");
+	/*
+	 * garbage over CPU 0's buffer pages from offset 86808 (fuzz-tracedat's find):
+	 * libtraceevent's kbuffer_load_subbuffer() reads out of bounds on them, so the
+	 * import read every record in a child first (tracedat.c)
+	 */
+	import_fails(damaged_copy(dat_files[0], 253952, 86808, 13086, 0xff), "damaged");
 }
 
 Test(import_tracedat, on_a_pipe_it_is_refused_saying_so)

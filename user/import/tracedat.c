@@ -17,9 +17,13 @@
  * libtracecmd 3.1.6 (Debian 12's) crashes on a file whose CPU buffers lie
  * past its end (a truncated version 6 file): tracecmd_open() fails, then
  * tracecmd_close() of its half-made handle closes descriptor 0 and follows a
- * NULL list pointer. Telling that apart would take parsing the file's
- * sections, which is libtracecmd's job: so the first open of a file is tried
- * in a child process, and only a file that opens there is opened here.
+ * NULL list pointer; and libtraceevent's kbuffer_load_subbuffer() reads out
+ * of bounds on a CPU buffer page whose header is damaged (found by
+ * fuzz-tracedat in CI on 2026-11-23). Telling these apart would take parsing
+ * the file's sections and pages, which is libtracecmd's job: so the first
+ * open of a file is tried in a child process, which also reads every record,
+ * and only a file that opens and reads there is opened here (the price: the
+ * file's records are read twice).
  *
  * The iterator is push-style (a callback per record); trace_next() is pull:
  * the callback fills a batch and stops the iteration (returning -1), which
@@ -497,9 +501,19 @@ static int cannot_open(const char *path, struct vcpustat_error *err)
 		      path);
 }
 
-/* Open path with libtracecmd in a child (see the top): 0 if it opens, or the error. */
+static int skip_record(struct tracecmd_input *in, struct tep_record *rec, int cpu, void *data)
+{
+	(void)in;
+	(void)rec;
+	(void)cpu;
+	(void)data;
+	return 0;
+}
+
+/* Open and read path with libtracecmd in a child (see the top): 0 if it can, or the error. */
 static int try_open(const char *path, struct vcpustat_error *err)
 {
+	struct tracecmd_input *in;
 	int status, null;
 	pid_t pid;
 
@@ -518,7 +532,13 @@ static int try_open(const char *path, struct vcpustat_error *err)
 			dup2(null, STDOUT_FILENO);
 			dup2(null, STDERR_FILENO);
 		}
-		_exit(tracecmd_open(path, OPEN_FLAGS) ? 0 : 1); /* no tracecmd_close, no leak check: _exit */
+		/* no tracecmd_close, no leak check: _exit */
+		in = tracecmd_open(path, OPEN_FLAGS);
+		if (!in)
+			_exit(1);
+		/* every record, as the import will read them: a damaged CPU buffer crashes here, not there */
+		tracecmd_iterate_events_multi(&in, 1, skip_record, NULL);
+		_exit(0);
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -526,8 +546,8 @@ static int try_open(const char *path, struct vcpustat_error *err)
 	if (WIFEXITED(status) && !WEXITSTATUS(status))
 		return 0;
 	if (WIFSIGNALED(status))
-		return verror(err, -EINVAL, "%s: libtracecmd crashed (signal %d) opening this trace.dat: its CPU "
-					    "buffers or headers are damaged or cut short (was the file truncated?)",
+		return verror(err, -EINVAL, "%s: libtracecmd crashed (signal %d) opening or reading this trace.dat: "
+					    "its CPU buffers or headers are damaged or cut short (was the file truncated?)",
 			      path, WTERMSIG(status));
 	return cannot_open(path, err);
 }
