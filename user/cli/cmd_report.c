@@ -12,6 +12,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
+		"       %s report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [--json]\n"
 		"\n"
 		"The tables of the live view (state shares, preemptions, exit reasons with\n"
 		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
@@ -25,12 +26,56 @@ static void usage(FILE *f)
 		"  --vm NAME|PID      only this VM (repeatable)\n"
 		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
 		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
+		"  --placement        where each VM's vCPUs ran instead: vCPU-seconds per NUMA node and\n"
+		"                     last-level cache, migrations across them, time beside another\n"
+		"                     VM's vCPU on an SMT core, and which VM to move to balance the nodes\n"
+		"  --host-topology    with --placement: this machine's CPU topology (sysfs), for a\n"
+		"                     recording that has none (imported, or older)\n"
 		"\n"
 		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
 		"import` with guest traces also show, per guest thread, the time it lost to the\n"
 		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
-		cli_prog);
+		cli_prog, cli_prog);
 	cli_usage_exit_status(f);
+}
+
+static int report_placement(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2,
+			    const struct summary_filter *filter, bool host_topology, bool json)
+{
+	struct vcpustat_error err = { 0 };
+	struct cpu_topology host;
+	struct placement p;
+	int ret;
+
+	if (host_topology && topology_read_sysfs(&host, NULL, &err)) {
+		cli_err("--host-topology: %s", err.msg);
+		return CLI_FAIL;
+	}
+	ret = placement_build(&p, r, t1, t2, filter, host_topology ? &host : NULL, &err);
+	if (host_topology)
+		topology_free(&host);
+	if (ret) {
+		cli_err("%s: %s", file, err.msg);
+		return CLI_FAIL;
+	}
+	ret = cli_vm_none_matched(file, r, filter, p.nr_vms);
+	if (!ret && json) {
+		json_t *doc = json_object();
+
+		report_json_window(doc, r, file, t1, t2, false);
+		json_object_del(doc, "culprits_recorded");
+		json_object_set_new(doc, "placement", placement_json(&p));
+		cli_json_print(doc, CLI_JSON_LINE);
+	} else if (!ret) {
+		char a[64], b[64];
+
+		sht_format_time(r, t1, false, a, sizeof(a));
+		sht_format_time(r, t2, false, b, sizeof(b));
+		printf("%s: %s .. %s (%.3f s): placement\n", file, a, b, (t2 - t1) / 1e9);
+		placement_print(stdout, &p);
+	}
+	placement_free(&p);
+	return ret;
 }
 
 int cmd_report(int argc, char **argv)
@@ -39,6 +84,7 @@ int cmd_report(int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' }, { "to", required_argument, NULL, 'T' },
 		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
+		{ "placement", no_argument, NULL, 'P' },  { "host-topology", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *from = NULL, *to = NULL, *vm_filter[64];
@@ -47,7 +93,7 @@ int cmd_report(int argc, char **argv)
 	const struct sht_info *info;
 	struct sht_reader *r = NULL;
 	struct summary s;
-	bool json = false, culprits;
+	bool json = false, culprits, placement = false, host_topology = false;
 	long top = 5;
 	uint64_t t1, t2;
 	int opt, ret = CLI_FAIL;
@@ -66,6 +112,8 @@ int cmd_report(int argc, char **argv)
 			if (cli_parse_long("--top", optarg, 0, 100000, "rows (0: all)", &top))
 				return CLI_USAGE;
 			break;
+		case 'P': placement = true; break;
+		case 'H': host_topology = true; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
 		}
@@ -74,9 +122,16 @@ int cmd_report(int argc, char **argv)
 		cli_err("report: one .sht file is needed (see --help)");
 		return CLI_USAGE;
 	}
+	if (host_topology && !placement)
+		return cli_usage_error("--host-topology goes with --placement");
 	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
 	if (ret)
 		return ret;
+	if (placement) {
+		ret = report_placement(argv[optind], r, t1, t2, &filter, host_topology, json);
+		sht_close(r);
+		return ret;
+	}
 	ret = CLI_FAIL;
 	info = sht_get_info(r);
 	if (report_build(&s, r, t1, t2, &filter, &culprits, &err)) {

@@ -228,7 +228,7 @@ static int64_t int_any(struct sht_reader *r, uint32_t attr, int64_t def)
 	return v;
 }
 
-static bool wanted(const struct summary_filter *f, const char *name, uint32_t pid)
+bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid)
 {
 	char p[16];
 
@@ -680,7 +680,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)int_any(r, sht_attr_child(r, vm, "pid"), 0);
 		struct vm_summary *vs, *arr;
 
-		if (!wanted(f, sht_attr_name(r, vm), pid))
+		if (!summary_filter_wants(f, sht_attr_name(r, vm), pid))
 			continue;
 		arr = realloc(s->vms, (s->nr_vms + 1) * sizeof(*arr));
 		if (!arr) {
