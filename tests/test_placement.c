@@ -388,3 +388,166 @@ Test(placement, sysfs_topology_becomes_the_recordings_metadata)
 	cr_assert_eq(system(cmd), 0);
 	free(m);
 }
+
+/* ---- report --pcpu (user/model/pcpu.c) ---- */
+
+struct set {
+	uint64_t t;
+	const char *path;
+	int64_t i;
+	const char *s; /* a string value instead of i */
+};
+
+static void write_sets(const char *path, const struct set *st, size_t n, uint64_t end)
+{
+	struct sht_writer_opts o = { .no_sync = true };
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w;
+
+	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t a;
+
+		cr_assert_eq(sht_writer_attr(w, st[i].path, &a), 0);
+		if (st[i].s)
+			cr_assert_eq(sht_writer_set_str(w, a, st[i].t, st[i].s), 0);
+		else
+			cr_assert_eq(sht_writer_set_int(w, a, st[i].t, st[i].i), 0);
+	}
+	cr_assert_eq(sht_writer_close(w, end, &err), 0, "%s", err.msg);
+}
+
+/*
+ * CPU 0: web1's vCPU 0 (tid 101) in guest code [0, 3), in the hypervisor
+ * [3, 4), preempted by the hog (tid 500) [4, 6), guest again [6, 10).
+ * CPU 1: idle but for web1's VMM thread qemu-io (tid 102, pid 100) [5, 7).
+ * With the host side (level full) every CPU's 10 s are accounted for; without
+ * it, what only current_tid tells is unknown.
+ */
+static const struct set fused[] = {
+	{ 0, "/vms/web1/pid", 100 },
+	{ 0, "/vms/web1/vcpus/0/tid", 101 },
+	{ 0, "/vms/web1/vcpus/0/pcpu", 0 },
+	{ 0, "/vms/web1/vcpus/0/state", 1 },
+	{ 0, "/host/cpus/0/current_tid", 101 },
+	{ 0, "/host/cpus/1/current_tid", 0 },
+	{ 0, "/host/threads/500/name", 0, "hog" },
+	{ 0, "/host/threads/500/pid", 500 },
+	{ 0, "/host/threads/102/name", 0, "qemu-io" },
+	{ 0, "/host/threads/102/pid", 100 },
+	{ 3 * S, "/vms/web1/vcpus/0/state", 2 },
+	{ 4 * S, "/vms/web1/vcpus/0/state", 3 },
+	{ 4 * S, "/host/cpus/0/current_tid", 500 },
+	{ 5 * S, "/host/cpus/1/current_tid", 102 },
+	{ 6 * S, "/vms/web1/vcpus/0/state", 1 },
+	{ 6 * S, "/host/cpus/0/current_tid", 101 },
+	{ 7 * S, "/host/cpus/1/current_tid", 0 },
+};
+
+static void pcpu_of(struct pcpu_view *v, const char *path, unsigned int top)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(pcpu_build(v, r, 0, 10 * S, top, &err), 0, "%s", err.msg);
+	sht_close(r);
+}
+
+Test(pcpu, every_cpus_window_is_guest_hypervisor_host_or_idle)
+{
+	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
+	const struct pcpu_row *c0, *c1;
+	struct pcpu_view v;
+	struct run r;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, fused, sizeof(fused) / sizeof(fused[0]), 10 * S);
+	pcpu_of(&v, path, 0);
+	cr_assert(v.host_recorded);
+	cr_assert_eq(v.nr_cpus, 2);
+	c0 = &v.cpus[0];
+	c1 = &v.cpus[1];
+	cr_assert_eq(c0->cpu, 0);
+	cr_assert_eq(c0->ns[PCPU_GUEST], 7 * S);
+	cr_assert_eq(c0->ns[PCPU_HYPERVISOR], 1 * S);
+	cr_assert_eq(c0->ns[PCPU_HOST], 2 * S);
+	cr_assert_eq(c0->ns[PCPU_IDLE], 0);
+	cr_assert_eq(c0->ns[PCPU_UNKNOWN], 0);
+	cr_assert_eq(c0->nr_occ, 3);
+	cr_assert_eq(c0->occ[0].kind, PCPU_GUEST);
+	cr_assert_str_eq(c0->occ[0].vm, "web1");
+	cr_assert_eq(c0->occ[0].tid, 101);
+	cr_assert_eq(c0->occ[0].ns, 7 * S);
+	cr_assert_eq(c0->occ[1].kind, PCPU_HOST);
+	cr_assert_str_eq(c0->occ[1].comm, "hog");
+	cr_assert_str_eq(c0->occ[1].vm, "", "the hog is no VM's");
+	cr_assert_eq(c0->occ[1].ns, 2 * S);
+	cr_assert_eq(c0->occ[2].kind, PCPU_HYPERVISOR);
+	cr_assert_eq(c0->occ[2].ns, 1 * S);
+	cr_assert_eq(c1->ns[PCPU_IDLE], 8 * S);
+	cr_assert_eq(c1->ns[PCPU_HOST], 2 * S);
+	cr_assert_eq(c1->nr_occ, 1);
+	cr_assert_str_eq(c1->occ[0].vm, "web1", "qemu-io is in web1's VMM process");
+	cr_assert_str_eq(c1->occ[0].comm, "qemu-io");
+	cr_assert_eq(c1->occ[0].pid, 100);
+	pcpu_free(&v);
+
+	pcpu_of(&v, path, 1);
+	cr_assert_eq(v.cpus[0].nr_occ, 1);
+	cr_assert_eq(v.cpus[0].others, 2);
+	cr_assert_eq(v.cpus[0].others_ns, 3 * S);
+	pcpu_free(&v);
+
+	RUN(&r, "report", path, "--pcpu");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "    0    0.0%   70.0%   10.0%   20.0%     0.0%  web1/0 guest 70.0%, hog (500) "
+					 "20.0%, web1/0 hyperv 10.0%\n"),
+			   "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "    1   80.0%    0.0%    0.0%   20.0%     0.0%  web1 VMM qemu-io (102) 20.0%\n"),
+			   "%s", r.out);
+	RUN(&r, "report", path, "--pcpu", "--vm", "web1");
+	cr_assert_eq(r.status, 2, "%s", r.out);
+	unlink(path);
+}
+
+Test(pcpu, without_the_host_side_idle_and_host_threads_are_not_recorded)
+{
+	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
+	struct set vonly[sizeof(fused) / sizeof(fused[0])];
+	struct pcpu_view v;
+	struct run r;
+	size_t n = 0;
+	int fd = mkstemp(path);
+
+	for (size_t i = 0; i < sizeof(fused) / sizeof(fused[0]); i++)
+		if (strncmp(fused[i].path, "/host/", 6))
+			vonly[n++] = fused[i];
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, vonly, n, 10 * S);
+	pcpu_of(&v, path, 0);
+	cr_assert(!v.host_recorded);
+	cr_assert_eq(v.nr_cpus, 1, "only CPU 0 ran a vCPU");
+	cr_assert_eq(v.cpus[0].ns[PCPU_GUEST], 7 * S);
+	cr_assert_eq(v.cpus[0].ns[PCPU_HYPERVISOR], 1 * S);
+	cr_assert_eq(v.cpus[0].ns[PCPU_UNKNOWN], 2 * S);
+	pcpu_free(&v);
+	RUN(&r, "report", path, "--pcpu", "-j");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	{
+		json_t *doc = json_loads(r.out, 0, NULL), *cpu, *ns;
+
+		cr_assert_not_null(doc, "%s", r.out);
+		cr_assert(json_is_false(json_object_get(json_object_get(doc, "pcpu"), "host_recorded")));
+		cpu = json_array_get(json_object_get(json_object_get(doc, "pcpu"), "cpus"), 0);
+		ns = json_object_get(cpu, "ns");
+		cr_assert(json_is_null(json_object_get(ns, "idle")), "not recorded is null, not 0: %s", r.out);
+		cr_assert_eq(json_integer_value(json_object_get(ns, "unknown")), 2 * S);
+		cr_assert_eq(json_integer_value(json_object_get(ns, "guest")), 7 * S);
+		json_decref(doc);
+	}
+	unlink(path);
+}

@@ -12,7 +12,7 @@ _vcpustat_options() # COMMAND: its options
 		--file --from --speed" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
-	report) echo "--from --to --vm -j --json --top --placement --host-topology" ;;
+	report) echo "--from --to --vm -j --json --top --placement --host-topology --pcpu" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
 		--top-culprits --vm -v --verbose -h --help" ;;
 	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms

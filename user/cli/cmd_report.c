@@ -13,6 +13,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
 		"       %s report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [--json]\n"
+		"       %s report FILE.sht --pcpu [--from T] [--to T] [--top N] [--json]\n"
 		"\n"
 		"The tables of the live view (state shares, preemptions, exit reasons with\n"
 		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
@@ -31,11 +32,14 @@ static void usage(FILE *f)
 		"                     VM's vCPU on an SMT core, and which VM to move to balance the nodes\n"
 		"  --host-topology    with --placement: this machine's CPU topology (sysfs), for a\n"
 		"                     recording that has none (imported, or older)\n"
+		"  --pcpu             per physical CPU instead: its time in guest code and in the\n"
+		"                     hypervisor per VM and vCPU, host threads, idle, and its top\n"
+		"                     occupants (--top N of them; host threads and idle: --level full)\n"
 		"\n"
 		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
 		"import` with guest traces also show, per guest thread, the time it lost to the\n"
 		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
-		cli_prog, cli_prog);
+		cli_prog, cli_prog, cli_prog);
 	cli_usage_exit_status(f);
 }
 
@@ -78,6 +82,35 @@ static int report_placement(const char *file, struct sht_reader *r, uint64_t t1,
 	return ret;
 }
 
+static int report_pcpu(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
+		       bool json)
+{
+	struct vcpustat_error err = { 0 };
+	struct pcpu_view v;
+
+	if (pcpu_build(&v, r, t1, t2, top, &err)) {
+		cli_err("%s: %s", file, err.msg);
+		return CLI_FAIL;
+	}
+	if (json) {
+		json_t *doc = json_object();
+
+		report_json_window(doc, r, file, t1, t2, false);
+		json_object_del(doc, "culprits_recorded");
+		json_object_set_new(doc, "pcpu", pcpu_json(&v));
+		cli_json_print(doc, CLI_JSON_LINE);
+	} else {
+		char a[64], b[64];
+
+		sht_format_time(r, t1, false, a, sizeof(a));
+		sht_format_time(r, t2, false, b, sizeof(b));
+		printf("%s: %s .. %s (%.3f s): per physical CPU\n", file, a, b, (t2 - t1) / 1e9);
+		pcpu_print(stdout, &v);
+	}
+	pcpu_free(&v);
+	return CLI_OK;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -85,6 +118,7 @@ int cmd_report(int argc, char **argv)
 		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
 		{ "placement", no_argument, NULL, 'P' },  { "host-topology", no_argument, NULL, 'H' },
+		{ "pcpu", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *from = NULL, *to = NULL, *vm_filter[64];
@@ -93,7 +127,7 @@ int cmd_report(int argc, char **argv)
 	const struct sht_info *info;
 	struct sht_reader *r = NULL;
 	struct summary s;
-	bool json = false, culprits, placement = false, host_topology = false;
+	bool json = false, culprits, placement = false, host_topology = false, pcpu = false;
 	long top = 5;
 	uint64_t t1, t2;
 	int opt, ret = CLI_FAIL;
@@ -113,6 +147,7 @@ int cmd_report(int argc, char **argv)
 				return CLI_USAGE;
 			break;
 		case 'P': placement = true; break;
+		case 'C': pcpu = true; break;
 		case 'H': host_topology = true; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
@@ -124,9 +159,16 @@ int cmd_report(int argc, char **argv)
 	}
 	if (host_topology && !placement)
 		return cli_usage_error("--host-topology goes with --placement");
+	if (pcpu && (placement || filter.nr_vms))
+		return cli_usage_error("--pcpu shows every CPU whole: not with --placement or --vm");
 	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
 	if (ret)
 		return ret;
+	if (pcpu) {
+		ret = report_pcpu(argv[optind], r, t1, t2, (unsigned int)top, json);
+		sht_close(r);
+		return ret;
+	}
 	if (placement) {
 		ret = report_placement(argv[optind], r, t1, t2, &filter, host_topology, json);
 		sht_close(r);

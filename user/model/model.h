@@ -298,6 +298,18 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
 		 bool *has_culprits, struct vcpustat_error *err);
 
+/* The first non-null integer of attr (a VM's pid, a vCPU's tid), def if none. */
+int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def);
+
+/*
+ * A vCPU of a recording (vc: its attribute /vms/<vm>/vcpus/<n>) on CPUs over
+ * [t1, t2): visit() for each stretch in state guest or host, with its CPU (the
+ * pcpu attribute), in time order; a non-zero return stops and is returned.
+ */
+int vcpu_on_cpu(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2,
+		int (*visit)(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state), void *ctx,
+		struct vcpustat_error *err);
+
 /* Does the filter keep the VM of this name and pid (no filter: every VM)? */
 bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid);
 
@@ -350,6 +362,46 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 void placement_print(FILE *f, const struct placement *p);
 json_t *placement_json(const struct placement *p);
 void placement_free(struct placement *p);
+
+/*
+ * ---- pcpu.c: the fused per-physical-CPU view (`vcpustat report --pcpu`) ----
+ * Per CPU over [t1, t2): time in guest code and in the hypervisor per VM and
+ * vCPU (from the vCPUs' state and pcpu), host threads and idle (from
+ * /host/cpus/<n>/current_tid: --level full only, host_recorded), the rest
+ * unknown; the top occupants (top, 0: all; the rest summed in others).
+ */
+enum pcpu_kind { PCPU_IDLE, PCPU_GUEST, PCPU_HYPERVISOR, PCPU_HOST, PCPU_NR_KINDS };
+#define PCPU_UNKNOWN PCPU_NR_KINDS /* ns[] index: the window's time no record covers */
+
+struct pcpu_occupant {
+	int kind;     /* PCPU_GUEST, PCPU_HYPERVISOR (a vCPU), PCPU_HOST (a host thread) */
+	char vm[128]; /* a vCPU's VM, or the VM whose VMM process the host thread is in; "" */
+	int vcpu;
+	uint32_t tid, pid;
+	char comm[64];
+	uint64_t ns;
+};
+
+struct pcpu_row {
+	uint32_t cpu;
+	uint64_t ns[PCPU_NR_KINDS + 1];
+	struct pcpu_occupant *occ; /* most first */
+	size_t nr_occ, others;
+	uint64_t others_ns;
+};
+
+struct pcpu_view {
+	uint64_t t1, t2;
+	bool host_recorded;
+	struct pcpu_row *cpus; /* by CPU number: the CPUs something was recorded on */
+	size_t nr_cpus;
+};
+
+int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
+	       struct vcpustat_error *err);
+void pcpu_print(FILE *f, const struct pcpu_view *v);
+json_t *pcpu_json(const struct pcpu_view *v);
+void pcpu_free(struct pcpu_view *v);
 
 /*
  * The window's fields of `vcpustat report -j` (docs/json.md), added to doc (a

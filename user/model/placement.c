@@ -85,9 +85,9 @@ static bool known(const int *ids, unsigned int nr)
 	return false;
 }
 
-/* One vCPU: its on-CPU segments (state guest/host intersected with pcpu) and its migrations. */
-static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uint64_t t2, struct segs *out,
-		     struct placement_vm *pv, const struct placement *p, struct vcpustat_error *err)
+int vcpu_on_cpu(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2,
+		int (*visit)(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state), void *ctx,
+		struct vcpustat_error *err)
 {
 	uint32_t st = sht_attr_child(r, vc, "state"), pc = sht_attr_child(r, vc, "pcpu");
 	struct sht_interval *s = NULL, *c = NULL;
@@ -99,21 +99,7 @@ static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uin
 	if ((e = sht_query_range(r, st, NULL, t1, t2, &s, &ns, err)) ||
 	    (e = sht_query_range(r, pc, NULL, t1, t2, &c, &nc, err)))
 		goto out;
-	/* migrations: a new CPU from one pcpu interval to the next, at a time in the window */
-	for (size_t k = 1; pv && k < nc; k++) {
-		const struct sht_interval *a = &c[k - 1], *b = &c[k];
-
-		if (a->value.type != SHT_INT || b->value.type != SHT_INT || a->end != b->start ||
-		    a->value.i == b->value.i || b->start < t1 || b->start >= t2)
-			continue;
-		pv->migrations++;
-		if (id_of(p->topo.node, p->topo.nr_cpus, a->value.i) !=
-		    id_of(p->topo.node, p->topo.nr_cpus, b->value.i))
-			pv->cross_node++;
-		if (id_of(p->topo.llc, p->topo.nr_cpus, a->value.i) != id_of(p->topo.llc, p->topo.nr_cpus, b->value.i))
-			pv->cross_llc++;
-	}
-	/* on a CPU: both lists are sorted by start and do not overlap */
+	/* both lists are sorted by start and do not overlap */
 	while (i < ns && j < nc && !e) {
 		uint64_t a = s[i].start > c[j].start ? s[i].start : c[j].start;
 		uint64_t b = s[i].end < c[j].end ? s[i].end : c[j].end;
@@ -125,7 +111,7 @@ static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uin
 		if (a < b && s[i].value.type == SHT_INT &&
 		    (s[i].value.i == VCPU_GUEST || s[i].value.i == VCPU_HOST) && c[j].value.type == SHT_INT &&
 		    c[j].value.i >= 0)
-			e = seg_add(out, a, b, (uint32_t)c[j].value.i, vm);
+			e = visit(ctx, a, b, (uint32_t)c[j].value.i, (int)s[i].value.i);
 		if (s[i].end < c[j].end)
 			i++;
 		else
@@ -137,6 +123,51 @@ out:
 	free(s);
 	free(c);
 	return e;
+}
+
+struct walk {
+	struct segs *out;
+	int vm;
+};
+
+static int walk_add(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
+{
+	struct walk *w = ctx;
+
+	(void)state;
+	return seg_add(w->out, a, b, cpu, w->vm);
+}
+
+/* One vCPU: its migrations (pcpu changes in the window) and its on-CPU segments. */
+static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uint64_t t2, struct segs *out,
+		     struct placement_vm *pv, const struct placement *p, struct vcpustat_error *err)
+{
+	uint32_t pc = sht_attr_child(r, vc, "pcpu");
+	struct walk w = { out, vm };
+	struct sht_interval *c = NULL;
+	size_t nc = 0;
+	int e;
+
+	if (pv && pc != SHT_NO_ATTR) {
+		if ((e = sht_query_range(r, pc, NULL, t1, t2, &c, &nc, err)))
+			return e;
+		for (size_t k = 1; k < nc; k++) {
+			const struct sht_interval *a = &c[k - 1], *b = &c[k];
+
+			if (a->value.type != SHT_INT || b->value.type != SHT_INT || a->end != b->start ||
+			    a->value.i == b->value.i || b->start < t1 || b->start >= t2)
+				continue;
+			pv->migrations++;
+			if (id_of(p->topo.node, p->topo.nr_cpus, a->value.i) !=
+			    id_of(p->topo.node, p->topo.nr_cpus, b->value.i))
+				pv->cross_node++;
+			if (id_of(p->topo.llc, p->topo.nr_cpus, a->value.i) !=
+			    id_of(p->topo.llc, p->topo.nr_cpus, b->value.i))
+				pv->cross_llc++;
+		}
+		free(c);
+	}
+	return vcpu_on_cpu(r, vc, t1, t2, walk_add, &w, err);
 }
 
 /*
@@ -353,17 +384,10 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 	nvm = 0;
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		uint32_t pidattr = sht_attr_child(r, vm, "pid"), vcpus = sht_attr_child(r, vm, "vcpus");
-		struct sht_interval *iv = NULL;
+		uint32_t pid = (uint32_t)report_first_int(r, pidattr, 0);
 		struct placement_vm *pv = NULL;
-		uint32_t pid = 0;
-		size_t n = 0, first = all.n;
+		size_t first = all.n;
 
-		if (pidattr != SHT_NO_ATTR && !sht_query_range(r, pidattr, NULL, sht_get_info(r)->start,
-							       sht_get_info(r)->end, &iv, &n, NULL))
-			for (size_t k = 0; k < n; k++)
-				if (iv[k].value.type == SHT_INT)
-					pid = (uint32_t)iv[k].value.i;
-		free(iv);
 		vm_to_row[nvm] = -1;
 		if (summary_filter_wants(f, sht_attr_name(r, vm), pid)) {
 			struct placement_vm *arr = realloc(p->vms, (p->nr_vms + 1) * sizeof(*arr));
