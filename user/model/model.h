@@ -397,6 +397,21 @@ struct pcpu_view {
 	size_t nr_cpus;
 };
 
+/*
+ * Every stretch of every CPU's time over [t1, t2] that the recording tells:
+ * a vCPU in guest code or the hypervisor (vm: the VM's index among /vms, vcpu,
+ * tid), a host thread (tid) or idle. Per CPU in time order for vCPUs and for
+ * the host side each, not merged. visit's non-zero return stops the walk.
+ */
+struct pcpu_seg {
+	uint32_t cpu;
+	uint64_t start, end;
+	int kind; /* enum pcpu_kind */
+	int vm, vcpu; /* -1 for host threads and idle */
+	uint32_t tid;
+};
+int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
+	      void *ctx, struct vcpustat_error *err);
 int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
 	       struct vcpustat_error *err);
 void pcpu_print(FILE *f, const struct pcpu_view *v);

@@ -23,58 +23,14 @@ struct occ_key {
 	uint32_t tid;
 };
 
-struct build {
-	struct pcpu_view *v;
-	struct hashmap occ; /* struct occ_key -> uint64_t ns */
+struct walk {
+	int (*visit)(void *ctx, const struct pcpu_seg *s);
+	void *ctx;
 	struct hashmap vcpu_tids; /* tid -> 1 */
-	char (*vm_names)[128];
-	uint32_t *vm_pids;
-	int nvm;
 };
 
-static struct pcpu_row *row(struct pcpu_view *v, uint32_t cpu)
-{
-	for (size_t i = 0; i < v->nr_cpus; i++)
-		if (v->cpus[i].cpu == cpu)
-			return &v->cpus[i];
-	return NULL;
-}
-
-static int add(struct build *b, uint32_t cpu, int kind, int vm, int vcpu, uint32_t tid, uint64_t ns)
-{
-	struct occ_key k;
-	struct pcpu_row *rw = row(b->v, cpu);
-	uint64_t *have;
-
-	if (!rw) {
-		struct pcpu_row *arr = realloc(b->v->cpus, (b->v->nr_cpus + 1) * sizeof(*arr));
-
-		if (!arr)
-			return -ENOMEM;
-		b->v->cpus = arr;
-		rw = &arr[b->v->nr_cpus++];
-		memset(rw, 0, sizeof(*rw));
-		rw->cpu = cpu;
-	}
-	rw->ns[kind] += ns;
-	if (kind == PCPU_IDLE)
-		return 0;
-	memset(&k, 0, sizeof(k));
-	k.cpu = cpu;
-	k.kind = kind;
-	k.vm = vm;
-	k.vcpu = vcpu;
-	k.tid = tid;
-	have = hashmap_lookup(&b->occ, &k);
-	if (have) {
-		*have += ns;
-		return 0;
-	}
-	return hashmap_insert(&b->occ, &k, &ns);
-}
-
 struct vcpu_ctx {
-	struct build *b;
+	struct walk *w;
 	int vm, vcpu;
 	uint32_t tid;
 };
@@ -82,12 +38,13 @@ struct vcpu_ctx {
 static int vcpu_visit(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
 {
 	struct vcpu_ctx *c = ctx;
+	struct pcpu_seg s = { cpu, a, b, state == VCPU_GUEST ? PCPU_GUEST : PCPU_HYPERVISOR, c->vm, c->vcpu, c->tid };
 
-	return add(c->b, cpu, state == VCPU_GUEST ? PCPU_GUEST : PCPU_HYPERVISOR, c->vm, c->vcpu, c->tid, b - a);
+	return c->w->visit(c->w->ctx, &s);
 }
 
 /* Host threads and idle from current_tid (level full); vCPU threads are counted from their own states. */
-static int host_side(struct build *b, struct sht_reader *r, uint64_t t1, uint64_t t2, struct vcpustat_error *err)
+static int host_side(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t t2, struct vcpustat_error *err)
 {
 	uint32_t cpus = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus");
 	int e = 0;
@@ -102,20 +59,102 @@ static int host_side(struct build *b, struct sht_reader *r, uint64_t t1, uint64_
 		if ((e = sht_query_range(r, cur, NULL, t1, t2, &iv, &n, err)))
 			break;
 		for (size_t i = 0; i < n && !e; i++) {
-			uint64_t a = iv[i].start < t1 ? t1 : iv[i].start, z = iv[i].end > t2 ? t2 : iv[i].end;
-			uint32_t tid;
+			struct pcpu_seg s = { cpu, iv[i].start < t1 ? t1 : iv[i].start, iv[i].end > t2 ? t2 : iv[i].end,
+					      PCPU_IDLE, -1, -1, 0 };
 
-			if (a >= z || iv[i].value.type != SHT_INT)
+			if (s.start >= s.end || iv[i].value.type != SHT_INT)
 				continue;
-			tid = (uint32_t)iv[i].value.i;
-			if (tid == 0)
-				e = add(b, cpu, PCPU_IDLE, -1, -1, 0, z - a);
-			else if (!hashmap_lookup(&b->vcpu_tids, &tid))
-				e = add(b, cpu, PCPU_HOST, -1, -1, tid, z - a);
+			s.tid = (uint32_t)iv[i].value.i;
+			if (s.tid && hashmap_lookup(&w->vcpu_tids, &s.tid))
+				continue;
+			if (s.tid)
+				s.kind = PCPU_HOST;
+			e = w->visit(w->ctx, &s);
 		}
 		free(iv);
 	}
+	return e;
+}
+
+int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
+	      void *ctx, struct vcpustat_error *err)
+{
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
+	struct walk w = { visit, ctx };
+	int e = 0, nvm = 0;
+
+	if (hashmap_init(&w.vcpu_tids, sizeof(uint32_t), 1, 0))
+		return verror(err, -ENOMEM, "out of memory");
+	/* every vCPU thread first: current_tid's stretches of those are told by the vCPUs' states */
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm))
+		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+
+			if (tid && hashmap_update(&w.vcpu_tids, &tid, NULL))
+				e = -ENOMEM;
+		}
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			struct vcpu_ctx c = { &w, nvm, atoi(sht_attr_name(r, vc)), 0 };
+
+			c.tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+			e = vcpu_on_cpu(r, vc, t1, t2, vcpu_visit, &c, err);
+		}
+		nvm++;
+	}
+	if (!e)
+		e = host_side(&w, r, t1, t2, err);
+	hashmap_free(&w.vcpu_tids);
 	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
+}
+
+struct build {
+	struct pcpu_view *v;
+	struct hashmap occ; /* struct occ_key -> uint64_t ns */
+};
+
+static struct pcpu_row *row(struct pcpu_view *v, uint32_t cpu)
+{
+	for (size_t i = 0; i < v->nr_cpus; i++)
+		if (v->cpus[i].cpu == cpu)
+			return &v->cpus[i];
+	return NULL;
+}
+
+static int add(void *ctx, const struct pcpu_seg *s)
+{
+	struct build *b = ctx;
+	struct pcpu_row *rw = row(b->v, s->cpu);
+	uint64_t *have, ns = s->end - s->start;
+	struct occ_key k;
+
+	if (!rw) {
+		struct pcpu_row *arr = realloc(b->v->cpus, (b->v->nr_cpus + 1) * sizeof(*arr));
+
+		if (!arr)
+			return -ENOMEM;
+		b->v->cpus = arr;
+		rw = &arr[b->v->nr_cpus++];
+		memset(rw, 0, sizeof(*rw));
+		rw->cpu = s->cpu;
+	}
+	rw->ns[s->kind] += ns;
+	if (s->kind == PCPU_IDLE)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k.cpu = s->cpu;
+	k.kind = s->kind;
+	k.vm = s->vm;
+	k.vcpu = s->vcpu;
+	k.tid = s->tid;
+	have = hashmap_lookup(&b->occ, &k);
+	if (have) {
+		*have += ns;
+		return 0;
+	}
+	return hashmap_insert(&b->occ, &k, &ns);
 }
 
 static int by_cpu(const void *a, const void *b)
@@ -166,45 +205,32 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
 	struct build b = { .v = v };
+	char (*vm_names)[128] = NULL;
+	uint32_t *vm_pids = NULL;
 	size_t pos = 0;
 	void *k, *val;
-	int e = 0;
+	int e = 0, nvm = 0;
 
 	memset(v, 0, sizeof(*v));
 	v->t1 = t1;
 	v->t2 = t2;
 	v->host_recorded = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus") != SHT_NO_ATTR;
-	if (hashmap_init(&b.occ, sizeof(struct occ_key), sizeof(uint64_t), 0) ||
-	    hashmap_init(&b.vcpu_tids, sizeof(uint32_t), 1, 0))
+	if (hashmap_init(&b.occ, sizeof(struct occ_key), sizeof(uint64_t), 0))
 		return verror(err, -ENOMEM, "out of memory");
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
-		b.nvm++;
-	b.vm_names = calloc((size_t)b.nvm + 1, sizeof(*b.vm_names));
-	b.vm_pids = calloc((size_t)b.nvm + 1, sizeof(*b.vm_pids));
-	if (!b.vm_names || !b.vm_pids) {
+		nvm++;
+	vm_names = calloc((size_t)nvm + 1, sizeof(*vm_names));
+	vm_pids = calloc((size_t)nvm + 1, sizeof(*vm_pids));
+	if (!vm_names || !vm_pids) {
 		e = verror(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	b.nvm = 0;
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		uint32_t vcpus = sht_attr_child(r, vm, "vcpus");
-
-		snprintf(b.vm_names[b.nvm], sizeof(b.vm_names[0]), "%s", sht_attr_name(r, vm));
-		b.vm_pids[b.nvm] = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
-		for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
-		     vc = sht_attr_next_sibling(r, vc)) {
-			struct vcpu_ctx c = { &b, b.nvm, atoi(sht_attr_name(r, vc)), 0 };
-
-			c.tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
-			if (c.tid && hashmap_update(&b.vcpu_tids, &c.tid, NULL))
-				e = verror(err, -ENOMEM, "out of memory");
-			if (!e)
-				e = vcpu_on_cpu(r, vc, t1, t2, vcpu_visit, &c, err);
-		}
-		b.nvm++;
+	nvm = 0;
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm), nvm++) {
+		snprintf(vm_names[nvm], sizeof(vm_names[0]), "%s", sht_attr_name(r, vm));
+		vm_pids[nvm] = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 	}
-	if (!e && v->host_recorded)
-		e = host_side(&b, r, t1, t2, err);
+	e = pcpu_walk(r, t1, t2, add, &b, err);
 	if (e)
 		goto out;
 	/* each CPU's occupants, most first; the window's rest is unknown (not recorded, or no value) */
@@ -225,7 +251,7 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 		o->tid = key->tid;
 		o->ns = *(uint64_t *)val;
 		if (key->vm >= 0)
-			snprintf(o->vm, sizeof(o->vm), "%s", b.vm_names[key->vm]);
+			snprintf(o->vm, sizeof(o->vm), "%s", vm_names[key->vm]);
 	}
 	qsort(v->cpus, v->nr_cpus, sizeof(*v->cpus), by_cpu);
 	for (size_t i = 0; i < v->nr_cpus; i++) {
@@ -246,16 +272,15 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 			if (rw->occ[o].kind != PCPU_HOST)
 				continue;
 			thread_name(r, &rw->occ[o]);
-			for (int m = 0; m < b.nvm; m++)
-				if (rw->occ[o].pid && rw->occ[o].pid == b.vm_pids[m]) /* the VMM's own thread */
-					snprintf(rw->occ[o].vm, sizeof(rw->occ[o].vm), "%s", b.vm_names[m]);
+			for (int m = 0; m < nvm; m++)
+				if (rw->occ[o].pid && rw->occ[o].pid == vm_pids[m]) /* the VMM's own thread */
+					snprintf(rw->occ[o].vm, sizeof(rw->occ[o].vm), "%s", vm_names[m]);
 		}
 	}
 out:
 	hashmap_free(&b.occ);
-	hashmap_free(&b.vcpu_tids);
-	free(b.vm_names);
-	free(b.vm_pids);
+	free(vm_names);
+	free(vm_pids);
 	if (e)
 		pcpu_free(v);
 	return e;
