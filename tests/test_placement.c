@@ -551,3 +551,104 @@ Test(pcpu, without_the_host_side_idle_and_host_threads_are_not_recorded)
 	}
 	unlink(path);
 }
+
+/* ---- plot --timeline (user/export/plot_gantt.c) ---- */
+
+/* The <rect ...> element whose tooltip is title: it has this x, width and fill. */
+static void assert_run(const char *svg, const char *title, int x, int width, const char *fill)
+{
+	char want[512], attrs[256];
+	const char *t, *rect;
+
+	snprintf(want, sizeof(want), "<title>%s</title>", title);
+	t = strstr(svg, want);
+	cr_assert_not_null(t, "no run \"%s\" in the chart", title);
+	for (rect = t; rect > svg && strncmp(rect, "<rect ", 6); rect--)
+		;
+	snprintf(attrs, sizeof(attrs), "<rect x=\"%d\" ", x);
+	cr_assert(!strncmp(rect, attrs, strlen(attrs)), "%s: %.120s", title, rect);
+	snprintf(attrs, sizeof(attrs), " width=\"%d\" ", width);
+	cr_assert(strstr(rect, attrs) && strstr(rect, attrs) < t, "%s: %.120s", title, rect);
+	snprintf(attrs, sizeof(attrs), "fill:%s;", fill);
+	cr_assert(strstr(rect, attrs) && strstr(rect, attrs) < t, "%s: %.120s", title, rect);
+}
+
+/*
+ * The fused recording above as a Gantt chart: 1,000 pixel columns of 10 ms
+ * starting at x = 170. CPU 0: web1 guest [0, 3), its hypervisor [3, 4), the
+ * hog [4, 6), guest [6, 10); CPU 1: qemu-io [5, 7), idle (blank) otherwise;
+ * web1's vCPU 0: guest, host, preempted, guest.
+ */
+Test(gantt, rows_of_cpus_and_vcpus_show_what_ran_to_the_pixel)
+{
+	char path[] = "/tmp/vcpustat-gantt-XXXXXX", svg_path[64], cmd[160], *svg = malloc(1 << 20);
+	struct run r;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(svg_path, sizeof(svg_path), "%s.svg", path);
+	write_sets(path, fused, sizeof(fused) / sizeof(fused[0]), 10 * S);
+	RUN(&r, "plot", path, "--timeline", "-o", svg_path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(svg_path, svg, 1 << 20);
+	assert_run(svg, "CPU 0: web1: guest code, 0.000000 .. 3.000000 s", 170, 300, "#2ca02c");
+	assert_run(svg, "CPU 0: web1: hypervisor, 3.000000 .. 4.000000 s", 470, 100, "#145214");
+	assert_run(svg, "CPU 0: a host thread, 4.000000 .. 6.000000 s", 570, 200, "#7f7f7f");
+	assert_run(svg, "CPU 0: web1: guest code, 6.000000 .. 10.000000 s", 770, 400, "#2ca02c");
+	assert_run(svg, "CPU 1: a host thread, 5.000000 .. 7.000000 s", 670, 200, "#7f7f7f");
+	cr_assert_null(strstr(svg, "<title>CPU 1: idle"), "idle is left blank");
+	assert_run(svg, "web1 vCPU 0: guest, 0.000000 .. 3.000000 s", 170, 300, "#2ca02c");
+	assert_run(svg, "web1 vCPU 0: host, 3.000000 .. 4.000000 s", 470, 100, "#1f77b4");
+	assert_run(svg, "web1 vCPU 0: preempted, 4.000000 .. 6.000000 s", 570, 200, "#d62728");
+	cr_assert(strstr(svg, "Physical CPUs") < strstr(svg, ">vCPUs<"), "CPUs first, then vCPUs");
+	if (!access("/usr/bin/xmllint", X_OK)) {
+		snprintf(cmd, sizeof(cmd), "xmllint --noout %s", svg_path);
+		cr_assert_eq(system(cmd), 0, "the SVG is not well-formed XML");
+	}
+
+	/* a window: [3.5 s, 4.5 s) is 1,000 columns of 1 ms */
+	RUN(&r, "plot", path, "--timeline", "--from", "3.5s", "--to", "4.5s", "-o", svg_path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(svg_path, svg, 1 << 20);
+	assert_run(svg, "CPU 0: web1: hypervisor, 0.000000 .. 0.500000 s", 170, 500, "#145214");
+	assert_run(svg, "CPU 0: a host thread, 0.500000 .. 1.000000 s", 670, 500, "#7f7f7f");
+
+	RUN(&r, "plot", path, "--timeline", "--live", "-o", svg_path);
+	cr_assert_eq(r.status, 2, "--timeline with --live: %s", r.err);
+	unlink(svg_path);
+	unlink(path);
+	free(svg);
+}
+
+/* Each pixel shows what took most of it: 7 ms of guest and 3 ms of preempted in one 10 ms column is guest. */
+Test(gantt, a_pixel_shows_what_took_most_of_its_time)
+{
+	static const struct set st[] = {
+		{ 0, "/vms/vm/pid", 7 }, { 0, "/vms/vm/vcpus/0/pcpu", 0 }, { 0, "/vms/vm/vcpus/0/state", 3 },
+		{ 3000000, "/vms/vm/vcpus/0/state", 1 }, { 10000000, "/vms/vm/vcpus/0/state", 3 },
+		{ 17000000, "/vms/vm/vcpus/0/state", 1 },
+	};
+	char path[] = "/tmp/vcpustat-gantt-XXXXXX", svg_path[64], *svg = malloc(1 << 20);
+	struct run r;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(svg_path, sizeof(svg_path), "%s.svg", path);
+	write_sets(path, st, sizeof(st) / sizeof(st[0]), 10 * S);
+	RUN(&r, "plot", path, "--timeline", "--to", "1s", "-o", svg_path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(svg_path, svg, 1 << 20);
+	/* 1 ms columns: [0, 3) ms preempted, then guest but [10, 17) ms */
+	assert_run(svg, "vm vCPU 0: preempted, 0.000000 .. 0.003000 s", 170, 3, "#d62728");
+	RUN(&r, "plot", path, "--timeline", "--to", "10s", "-o", svg_path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(svg_path, svg, 1 << 20);
+	/* 10 ms columns: column 0 has 7 ms of guest, column 1 7 ms of preempted and 3 of guest */
+	assert_run(svg, "vm vCPU 0: guest, 0.000000 .. 0.010000 s", 170, 1, "#2ca02c");
+	assert_run(svg, "vm vCPU 0: preempted, 0.010000 .. 0.020000 s", 171, 1, "#d62728");
+	unlink(svg_path);
+	unlink(path);
+	free(svg);
+}

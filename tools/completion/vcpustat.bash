@@ -17,7 +17,7 @@ _vcpustat_options() # COMMAND: its options
 		--top-culprits --vm -v --verbose -h --help" ;;
 	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms
 		--refresh -v --verbose -h --help" ;;
-	plot) echo "-o --output --from --to -b --buckets --live -i --interval --vm -v --verbose -h --help" ;;
+	plot) echo "-o --output --from --to -b --buckets --timeline --live -i --interval --vm -v --verbose -h --help" ;;
 	query) echo "--at --path --from --to --json --utc -h --help" ;;
 	check) echo "--repair -o --output --in-place --json -h --help" ;;
 	replay) echo "-o --output -j --json -q --quiet" ;;
