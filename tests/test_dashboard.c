@@ -8,9 +8,14 @@
  * changes), and every metric the panels, the rules and the tests' input
  * series name is one the exporter exports (the bundled demo recording's
  * `vcpustat export`), so that a renamed metric or a typo cannot leave a
- * panel or a rule silently empty. Offline: no root, no BPF.
+ * panel or a rule silently empty; a real Prometheus server scraping the
+ * demo recording's exposition as it grows evaluates them all to non-empty
+ * results. Offline: no root, no BPF.
  */
 #include <ctype.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,9 @@
 #include <jansson.h>
 #include <criterion/criterion.h>
 #include "helpers.h"
+#include "prom_eval.h"
+#include "export/export.h"
+#include "sht/sht.h"
 
 #define DASHBOARD VCPUSTAT_SOURCE_DIR "/tools/prometheus/vcpustat-dashboard.json"
 #define DEMO VCPUSTAT_SOURCE_DIR "/tools/demo/demo.sht"
@@ -310,4 +318,155 @@ Test(dashboard, rules_pass_promtool_check_and_their_unit_tests)
 	scratch_remove();
 	free(rules);
 	free(tests);
+}
+
+/* ---- a real Prometheus scraping the demo recording, one second of it more at each scrape ---- */
+
+#define DEMO_SECONDS 12
+
+struct demo_server {
+	int fd;
+	atomic_int stop, served;
+	char *text[DEMO_SECONDS]; /* the exposition of the recording's first i + 1 seconds */
+};
+
+/* Answer each GET with the next exposition (the last one again once all were served); one thread. */
+static void *demo_serve(void *arg)
+{
+	struct demo_server *ds = arg;
+
+	while (!ds->stop) {
+		struct pollfd pfd = { .fd = ds->fd, .events = POLLIN };
+		char req[4096], head[256];
+		const char *body;
+		size_t got = 0;
+		int c, i;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		c = accept(ds->fd, NULL, NULL);
+		if (c < 0)
+			continue;
+		while (got < sizeof(req) - 1) {
+			ssize_t n = read(c, req + got, sizeof(req) - 1 - got);
+
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			req[got] = '\0';
+			if (strstr(req, "\r\n\r\n"))
+				break;
+		}
+		/* the next exposition once this one got through whole (a scrape may time out while we start) */
+		i = ds->served;
+		body = ds->text[i < DEMO_SECONDS ? i : DEMO_SECONDS - 1];
+		snprintf(head, sizeof(head),
+			 "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %zu\r\n\r\n",
+			 strlen(body));
+		if (send(c, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head) &&
+		    send(c, body, strlen(body), MSG_NOSIGNAL) == (ssize_t)strlen(body))
+			ds->served++;
+		close(c);
+	}
+	return NULL;
+}
+
+/* .fini: a Prometheus left running by a failed assertion */
+static void stop_prometheus(void)
+{
+	proc_stop_all();
+	scratch_remove();
+}
+
+/*
+ * The dashboard and the rules evaluated by Prometheus itself, on the
+ * counters of the bundled demo recording (2 VMs with real exits) as
+ * `vcpustat export --file` gives them for its first 1, 2, ... 12 seconds,
+ * served one more second at each scrape (every 500 ms: the rates are twice
+ * the recording's, which changes no result's presence): every rule
+ * evaluates without an error, and every recording rule's expression, the
+ * series it records, every panel's query and every variable's have a
+ * result (tests/test_export_live.c does the same on `vcpustat serve` and a
+ * live VM).
+ */
+Test(dashboard, prometheus_evaluates_every_query_on_the_demo_exposition, .timeout = 90, .fini = stop_prometheus)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct demo_server ds = { 0 };
+	char cfg[1024], flag_cfg[160], flag_data[160], flag_web[64];
+	struct vcpustat_error err = { 0 };
+	int prom_port, required, recorded, alerts;
+	struct sht_reader *r;
+	pthread_t th;
+	pid_t prom;
+	FILE *f;
+
+	if (system("command -v prometheus > /dev/null 2>&1"))
+		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
+	ds.fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(ds.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(ds.fd, 16), 0);
+	cr_assert_eq(getsockname(ds.fd, (struct sockaddr *)&a, &alen), 0);
+
+	prom_port = free_loopback_port();
+	snprintf(cfg, sizeof(cfg),
+		 "global:\n  scrape_interval: 500ms\n  scrape_timeout: 500ms\n  evaluation_interval: 500ms\n"
+		 "rule_files:\n  - '%s'\n"
+		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['127.0.0.1:%d']\n",
+		 PROM_EVAL_RULES, ntohs(a.sin_port));
+	f = fopen(scratch_file("dashboard-prom", "prometheus.yml"), "w");
+	cr_assert_not_null(f);
+	fputs(cfg, f);
+	fclose(f);
+	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", scratch_file("dashboard-prom", "prometheus.yml"));
+	snprintf(flag_data, sizeof(flag_data), "--storage.tsdb.path=%s", scratch_file("dashboard-prom", "data"));
+	snprintf(flag_web, sizeof(flag_web), "--web.listen-address=127.0.0.1:%d", prom_port);
+	{
+		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
+
+		prom = proc_spawn(argv, scratch_file("dashboard-prom", "prometheus.log"),
+				  scratch_file("dashboard-prom", "prometheus.log"));
+	}
+	/* while Prometheus starts (its first scrapes fail: up 0), what `vcpustat export --file demo.sht --to Ns` prints, N = 1 .. 12 */
+	cr_assert_eq(sht_open(&r, DEMO, &err), 0, "%s", err.msg);
+	for (int i = 0; i < DEMO_SECONDS; i++) {
+		struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
+		struct summary_filter all = { 0 };
+		struct metrics *m;
+		size_t nr_vms, len;
+
+		cr_assert_eq(metrics_of_recording(&m, r, DEMO, sht_get_info(r)->start,
+						  sht_get_info(r)->start + (uint64_t)(i + 1) * 1000000000ull, &mo, &all,
+						  &nr_vms, &err),
+			     0, "%s", err.msg);
+		cr_assert_eq(nr_vms, 2, "the demo's 2 VMs");
+		cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &ds.text[i], &len), 0);
+		metrics_free(m);
+	}
+	sht_close(r);
+	pthread_create(&th, NULL, demo_serve, &ds);
+	/* all 12 seconds scraped, and the rules evaluated over them */
+	for (int w = 0; w < 80 && promql(prom_port, "sum_over_time(up{job=\"vcpustat\"}[10s])") < DEMO_SECONDS + 1;
+	     w++)
+		usleep(500000);
+	cr_assert_eq(promql(prom_port, "up{job=\"vcpustat\"}"), 1, "Prometheus scrapes the demo exposition: %s",
+		     slurp_file(scratch_file("dashboard-prom", "prometheus.log")));
+	cr_assert_geq(ds.served, DEMO_SECONDS, "every second of the recording was scraped");
+	sleep(1);
+	/* rates over 10 s: all the scrapes of the recording's seconds */
+	required = prom_eval_dashboard_and_rules(prom_port, "demo-0", "10s", NULL,
+						 "vcpustat_tracepoint_attached is exported live only", &recorded,
+						 &alerts);
+	cr_assert_gt(promql(prom_port, "vm:vcpustat_steal:ratio_rate5m{vm=\"demo-0\"}"), 0,
+		     "the demo VM's steal is recorded");
+	cr_log_info("%d queries of the dashboard and rules had results, %d recorded series, %d alerts evaluated",
+		    required, recorded, alerts);
+	cr_assert_eq(proc_stop(prom), 0, "prometheus stops cleanly");
+	ds.stop = 1;
+	pthread_join(th, NULL);
+	close(ds.fd);
+	for (int i = 0; i < DEMO_SECONDS; i++)
+		free(ds.text[i]);
+	scratch_remove();
 }
