@@ -352,6 +352,44 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
 }
 
 /*
+ * `vcpustat serve --vm VM` on loopback port, then a Prometheus scraping it
+ * every second (rules: a rule file it evaluates every second, or NULL) on a
+ * free port (*prom_port). Returns Prometheus's pid; *serve gets serve's.
+ */
+static pid_t serve_and_prometheus(const struct vm *vm, int port, const char *rules, pid_t *serve, int *prom_port)
+{
+	char listen[32], cfg[1024], rule_files[600] = "", flag_cfg[160], flag_data[160], flag_web[64];
+	FILE *f;
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	{
+		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--vm", (char *)vm->name, NULL };
+
+		*serve = proc_spawn(argv, NULL, tmp("serve.err"));
+	}
+	wait_http(port, 30);
+	*prom_port = free_loopback_port();
+	if (rules)
+		snprintf(rule_files, sizeof(rule_files), "rule_files:\n  - '%s'\n", rules);
+	snprintf(cfg, sizeof(cfg),
+		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n%s"
+		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['%s']\n",
+		 rule_files, listen);
+	f = fopen(tmp("prometheus.yml"), "w");
+	cr_assert_not_null(f);
+	fputs(cfg, f);
+	fclose(f);
+	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", tmp("prometheus.yml"));
+	snprintf(flag_data, sizeof(flag_data), "--storage.tsdb.path=%s", tmp("data"));
+	snprintf(flag_web, sizeof(flag_web), "--web.listen-address=127.0.0.1:%d", *prom_port);
+	{
+		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
+
+		return proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
+	}
+}
+
+/*
  * A real Prometheus, started here on loopback with a 1 s scrape interval,
  * scrapes `vcpustat serve` while a VM pinned to CPU 0 competes with a busy
  * thread: PromQL sees its preempted time grow, and the states of its 2 vCPUs
@@ -360,40 +398,17 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
 Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout = 90, .fini = cleanup)
 {
 	int port = free_loopback_port(), prom_port;
-	char listen[32], query[512], cfg[1024], flag_cfg[160], flag_data[160], flag_web[64];
+	char query[512];
 	pid_t serve, prom;
 	struct vm vm;
 	double rate = -1, total = -1;
-	FILE *f;
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_unavailable());
 	if (!have("prometheus"))
 		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
 	vm_start(&vm, "prom", 60, true);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	{
-		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--vm", vm.name, NULL };
-
-		serve = proc_spawn(argv, NULL, tmp("serve.err"));
-	}
-	wait_http(port, 30);
-	prom_port = free_loopback_port();
-	snprintf(cfg, sizeof(cfg),
-		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['%s']\n",
-		 listen);
-	f = fopen(tmp("prometheus.yml"), "w");
-	fputs(cfg, f);
-	fclose(f);
-	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", tmp("prometheus.yml"));
-	snprintf(flag_data, sizeof(flag_data), "--storage.tsdb.path=%s", tmp("data"));
-	snprintf(flag_web, sizeof(flag_web), "--web.listen-address=127.0.0.1:%d", prom_port);
-	{
-		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
-
-		prom = proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
-	}
+	prom = serve_and_prometheus(&vm, port, NULL, &serve, &prom_port);
 	snprintf(query, sizeof(query), "rate(vcpustat_vcpu_seconds_total{state=\"preempted\",vm=\"%s\"}[10s])",
 		 vm.name);
 	for (int i = 0; i < 40 && rate <= 0; i++) {
@@ -442,41 +457,17 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
 Test(export_live, prometheus_evaluates_every_dashboard_and_rule_query_on_serve, .timeout = 150, .fini = cleanup)
 {
 	int port = free_loopback_port(), prom_port, required, recorded, alerts;
-	char listen[32], cfg[1024], flag_cfg[160], flag_data[160], flag_web[64], q[1024], err[512];
+	char q[1024], err[512];
 	pid_t serve, prom;
 	struct vm vm;
 	double v = 0, steal = -1;
-	FILE *f;
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_unavailable());
 	if (!have("prometheus"))
 		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
 	vm_start(&vm, "eval", 100, true);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	{
-		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--vm", vm.name, NULL };
-
-		serve = proc_spawn(argv, NULL, tmp("serve.err"));
-	}
-	wait_http(port, 30);
-	prom_port = free_loopback_port();
-	snprintf(cfg, sizeof(cfg),
-		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-		 "rule_files:\n  - '%s'\n"
-		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['%s']\n",
-		 PROM_EVAL_RULES, listen);
-	f = fopen(tmp("prometheus.yml"), "w");
-	fputs(cfg, f);
-	fclose(f);
-	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", tmp("prometheus.yml"));
-	snprintf(flag_data, sizeof(flag_data), "--storage.tsdb.path=%s", tmp("data"));
-	snprintf(flag_web, sizeof(flag_web), "--web.listen-address=127.0.0.1:%d", prom_port);
-	{
-		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
-
-		prom = proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
-	}
+	prom = serve_and_prometheus(&vm, port, PROM_EVAL_RULES, &serve, &prom_port);
 	/* 12 s of scrapes: a 10 s rate of every counter, the rules evaluated a few times over them */
 	for (int w = 0; w < 40 && promql(prom_port, "count_over_time(up{job=\"vcpustat\"}[12s])") < 12; w++)
 		sleep(1);

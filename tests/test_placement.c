@@ -346,20 +346,18 @@ Test(placement, sysfs_topology_becomes_the_recordings_metadata)
 	put(root, "devices/system/node/node1/cpulist", "2-3");
 	put(root, "devices/system/node/online", "0-1"); /* not a node directory */
 	for (int c = 0; c < 4; c++) {
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
-		put(root, rel, sib[c]);
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index0/level", c);
-		put(root, rel, "1");
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index0/type", c);
-		put(root, rel, "Data");
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index0/shared_cpu_list", c);
-		put(root, rel, sib[c]);
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index1/level", c);
-		put(root, rel, "3");
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index1/type", c);
-		put(root, rel, "Unified");
-		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index1/shared_cpu_list", c);
-		put(root, rel, l3[c]);
+		/* an L1 data cache per core, an L3 per node: the L3 is the last level */
+		const char *const files[][2] = {
+			{ "topology/thread_siblings_list", sib[c] }, { "cache/index0/level", "1" },
+			{ "cache/index0/type", "Data" },	       { "cache/index0/shared_cpu_list", sib[c] },
+			{ "cache/index1/level", "3" },		       { "cache/index1/type", "Unified" },
+			{ "cache/index1/shared_cpu_list", l3[c] },
+		};
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/%s", c, files[i][0]);
+			put(root, rel, files[i][1]);
+		}
 	}
 	cr_assert_eq(topology_read_sysfs(&t, root, &err), 0, "%s", err.msg);
 	cr_assert_eq(t.nr_cpus, 4);

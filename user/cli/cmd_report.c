@@ -43,6 +43,27 @@ static void usage(FILE *f)
 	cli_usage_exit_status(f);
 }
 
+/* A view of the window (--placement, --pcpu) as JSON: the window's fields and the view under key. */
+static void view_json(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *key, json_t *view)
+{
+	json_t *doc = json_object();
+
+	report_json_window(doc, r, file, t1, t2, false);
+	json_object_del(doc, "culprits_recorded");
+	json_object_set_new(doc, key, view);
+	cli_json_print(doc, CLI_JSON_LINE);
+}
+
+/* The line above a view's text: the file, its window and what the view is. */
+static void view_header(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *what)
+{
+	char a[64], b[64];
+
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	printf("%s: %s .. %s (%.3f s): %s\n", file, a, b, (t2 - t1) / 1e9, what);
+}
+
 static int report_placement(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2,
 			    const struct summary_filter *filter, bool host_topology, bool json)
 {
@@ -64,18 +85,9 @@ static int report_placement(const char *file, struct sht_reader *r, uint64_t t1,
 	}
 	ret = cli_vm_none_matched(file, r, filter, p.nr_vms);
 	if (!ret && json) {
-		json_t *doc = json_object();
-
-		report_json_window(doc, r, file, t1, t2, false);
-		json_object_del(doc, "culprits_recorded");
-		json_object_set_new(doc, "placement", placement_json(&p));
-		cli_json_print(doc, CLI_JSON_LINE);
+		view_json(file, r, t1, t2, "placement", placement_json(&p));
 	} else if (!ret) {
-		char a[64], b[64];
-
-		sht_format_time(r, t1, false, a, sizeof(a));
-		sht_format_time(r, t2, false, b, sizeof(b));
-		printf("%s: %s .. %s (%.3f s): placement\n", file, a, b, (t2 - t1) / 1e9);
+		view_header(file, r, t1, t2, "placement");
 		placement_print(stdout, &p);
 	}
 	placement_free(&p);
@@ -93,18 +105,9 @@ static int report_pcpu(const char *file, struct sht_reader *r, uint64_t t1, uint
 		return CLI_FAIL;
 	}
 	if (json) {
-		json_t *doc = json_object();
-
-		report_json_window(doc, r, file, t1, t2, false);
-		json_object_del(doc, "culprits_recorded");
-		json_object_set_new(doc, "pcpu", pcpu_json(&v));
-		cli_json_print(doc, CLI_JSON_LINE);
+		view_json(file, r, t1, t2, "pcpu", pcpu_json(&v));
 	} else {
-		char a[64], b[64];
-
-		sht_format_time(r, t1, false, a, sizeof(a));
-		sht_format_time(r, t2, false, b, sizeof(b));
-		printf("%s: %s .. %s (%.3f s): per physical CPU\n", file, a, b, (t2 - t1) / 1e9);
+		view_header(file, r, t1, t2, "per physical CPU");
 		pcpu_print(stdout, &v);
 	}
 	pcpu_free(&v);
