@@ -209,6 +209,23 @@ struct guest_thread_summary {
 	size_t nr_culprits;
 };
 
+/*
+ * The VMM's threads other than its vCPUs, from a --level full recording
+ * (reports only): [VMM_EMULATOR] its emulator and I/O threads (threads of
+ * the VM's process), [VMM_VHOST] its vhost workers (vhost-<pid>). Their time
+ * on a CPU and waiting for one (preempted + wait), and who ran on the CPU
+ * they waited for (the one they ran on next; if none in the window, the last).
+ */
+enum { VMM_EMULATOR, VMM_VHOST, VMM_NR_KINDS };
+
+struct vmm_threads_summary {
+	bool known; /* the recording has the host's threads (--level full) */
+	unsigned int threads[VMM_NR_KINDS]; /* that ran or waited in the window */
+	__u64 run_ns[VMM_NR_KINDS], wait_ns[VMM_NR_KINDS];
+	struct culprit_summary *culprits; /* by ns, descending; share: of all their waiting */
+	size_t nr_culprits;
+};
+
 struct vm_summary {
 	__u32 tgid;
 	char name[64];
@@ -226,6 +243,7 @@ struct vm_summary {
 	size_t nr_culprits;
 	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */
 	size_t nr_guest_threads;
+	struct vmm_threads_summary vmm; /* reports of --level full recordings only */
 };
 
 struct summary {

@@ -418,6 +418,113 @@ static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct 
 			     vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT]);
 }
 
+/* ---- the VMM's other threads (level full) ---- */
+
+static int by_ns_desc(const void *a, const void *b);
+
+/* The CPU thread tid is current on at t, by current_tid, or -1. */
+static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint64_t t, struct vcpustat_error *err,
+		  int *e)
+{
+	for (uint32_t c = sht_attr_first_child(r, cr->host_cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c)) {
+		uint32_t cpu = (uint32_t)atoi(sht_attr_name(r, c));
+		struct runs *runs = cpu_runs_get(r, cr, cpu, err, e);
+		const struct sht_interval *iv;
+
+		if (!runs)
+			return -1;
+		iv = covering(runs->iv, runs->n, t);
+		if (iv && iv->value.type == SHT_INT && (uint32_t)iv->value.i == tid)
+			return (int)cpu;
+	}
+	return -1;
+}
+
+static const char *first_str(struct sht_reader *r, uint32_t attr, char *buf, size_t len)
+{
+	struct sht_interval *iv = NULL;
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (attr != SHT_NO_ATTR &&
+	    !sht_query_range(r, attr, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL))
+		for (size_t i = 0; i < n; i++)
+			if (iv[i].value.type == SHT_STR) {
+				snprintf(buf, len, "%s", iv[i].value.s);
+				break;
+			}
+	free(iv);
+	return buf;
+}
+
+/*
+ * One thread of the VMM: its run and wait time in [t1, t2), and the threads
+ * that ran where it waited (on the CPU it ran on next, else the one before).
+ */
+static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind, struct vm_summary *vs,
+		      struct cpu_runs *cr, struct hashmap *acc, struct vcpustat_error *err)
+{
+	struct sht_interval *iv = NULL;
+	bool seen = false;
+	size_t n = 0;
+	int e = range(r, sht_attr_child(r, th, "state"), cr->t1, cr->t2, &iv, &n, err);
+
+	for (size_t i = 0; i < n && !e; i++) {
+		uint64_t a = hi(iv[i].start, cr->t1), b = lo(iv[i].end, cr->t2);
+		int cpu;
+
+		if (a >= b || iv[i].value.type != SHT_STR)
+			continue;
+		if (!strcmp(iv[i].value.s, "running")) {
+			vs->vmm.run_ns[kind] += b - a;
+			seen = true;
+		} else if (!strcmp(iv[i].value.s, "preempted") || !strcmp(iv[i].value.s, "wait")) {
+			vs->vmm.wait_ns[kind] += b - a;
+			seen = true;
+			cpu = cpu_of(r, cr, tid, iv[i].end, err, &e);
+			if (cpu < 0 && !e && iv[i].start)
+				cpu = cpu_of(r, cr, tid, iv[i].start - 1, err, &e);
+			if (cpu >= 0 && !e)
+				e = charge(r, cr, acc, (uint32_t)cpu, a, b, err);
+		}
+	}
+	free(iv);
+	vs->vmm.threads[kind] += seen;
+	return e;
+}
+
+static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_runs *cr, struct hashmap *vcpu_of_tid,
+		       struct vcpustat_error *err)
+{
+	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
+	char vhost[32], name[64];
+	struct hashmap acc;
+	int e = 0;
+
+	vs->vmm.known = true;
+	snprintf(vhost, sizeof(vhost), "vhost-%u", vs->tgid);
+	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
+		return -ENOMEM;
+	for (uint32_t th = sht_attr_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
+		uint32_t tid = (uint32_t)atoi(sht_attr_name(r, th));
+		uint32_t pid = (uint32_t)report_first_int(r, sht_attr_child(r, th, "pid"), 0);
+
+		first_str(r, sht_attr_child(r, th, "name"), name, sizeof(name));
+		/* vhost workers: kernel threads, or (Linux 6.4+) threads of the VMM process itself */
+		if (!strcmp(name, vhost))
+			e = vmm_thread(r, th, tid, VMM_VHOST, vs, cr, &acc, err);
+		else if (pid == vs->tgid && vs->tgid && !hashmap_lookup(vcpu_of_tid, &tid))
+			e = vmm_thread(r, th, tid, VMM_EMULATOR, vs, cr, &acc, err);
+	}
+	if (!e)
+		e = culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, &acc, vcpu_of_tid,
+				  vs->vmm.wait_ns[VMM_EMULATOR] + vs->vmm.wait_ns[VMM_VHOST]);
+	if (!e && vs->vmm.nr_culprits > 1)
+		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), by_ns_desc);
+	hashmap_free(&acc);
+	return e;
+}
+
 /* ---- guest threads (vcpustat import with guest traces, docs/import.md) ---- */
 
 /* A vCPU's timelines in the window. */
@@ -747,6 +854,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
 		if (!e)
 			e = guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
+		if (!e && *has_culprits && sht_attr_child(r, host, "threads") != SHT_NO_ATTR)
+			e = vmm_threads(r, vs, &cr, &vcpu_of_tid, err);
 		hashmap_free(&exits);
 		hashmap_free(&uexits);
 		hashmap_free(&runq);

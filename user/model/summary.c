@@ -355,6 +355,7 @@ void summary_free_vm(struct vm_summary *vm)
 	free(vm->exits);
 	free(vm->uexits);
 	free(vm->culprits);
+	free(vm->vmm.culprits);
 	for (size_t i = 0; i < vm->nr_guest_threads; i++)
 		free(vm->guest_threads[i].culprits);
 	free(vm->guest_threads);

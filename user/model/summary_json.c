@@ -132,6 +132,20 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_object_set_new(o, "userspace_exits", uexits);
 		json_object_set_new(o, "runq_wait", latency_json(&vm->runq));
 		json_object_set_new(o, "culprits", cul);
+		if (vm->vmm.known) {
+			json_t *vmm = json_object(), *vc = json_array();
+			static const char *const kind[VMM_NR_KINDS] = { "emulator", "vhost" };
+
+			for (int k = 0; k < VMM_NR_KINDS; k++)
+				json_object_set_new(vmm, kind[k],
+						    json_pack("{s:i, s:I, s:I}", "threads", (int)vm->vmm.threads[k],
+							      "run_ns", (json_int_t)vm->vmm.run_ns[k], "wait_ns",
+							      (json_int_t)vm->vmm.wait_ns[k]));
+			for (size_t c = 0; c < vm->vmm.nr_culprits; c++)
+				json_array_append_new(vc, culprit_json(&vm->vmm.culprits[c]));
+			json_object_set_new(vmm, "culprits", vc);
+			json_object_set_new(o, "vmm_threads", vmm);
+		}
 		if (vm->nr_guest_threads) {
 			json_t *gt = json_array();
 

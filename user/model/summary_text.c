@@ -49,6 +49,31 @@ static void print_culprit(FILE *f, const char *indent, const struct culprit_summ
 		cu->tid, cu->comm, who, cu->cgroup);
 }
 
+/* The VMM's other threads (reports of --level full recordings): their CPU, their waiting, and who took it. */
+static void print_vmm_threads(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
+{
+	static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
+	char b1[24], b2[24];
+
+	if (!vm->vmm.known)
+		return;
+	if (!vm->vmm.threads[VMM_EMULATOR] && !vm->vmm.threads[VMM_VHOST]) {
+		fprintf(f, "    VMM THREADS: none but the vCPUs ran or waited in the window\n");
+		return;
+	}
+	fprintf(f, "    VMM THREADS  THREADS  ON CPU      WAITED      STEAL\n");
+	for (int k = 0; k < VMM_NR_KINDS; k++) {
+		__u64 all = vm->vmm.run_ns[k] + vm->vmm.wait_ns[k];
+
+		fprintf(f, "    %-12s %7u  %-10s  %-10s %5.1f%%\n", kind[k], vm->vmm.threads[k],
+			format_ns(vm->vmm.run_ns[k], b1, sizeof(b1)), format_ns(vm->vmm.wait_ns[k], b2, sizeof(b2)),
+			all ? 100.0 * (double)vm->vmm.wait_ns[k] / (double)all : 0.0);
+	}
+	(void)s;
+	for (size_t c = 0; c < vm->vmm.nr_culprits && (!top || c < top); c++)
+		print_culprit(f, "      ", &vm->vmm.culprits[c]);
+}
+
 /* The guest threads of a VM (reports with guest traces): time lost to the host, and to whom. */
 static void print_guest_threads(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
 {
@@ -148,6 +173,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			for (size_t c = 0; c < vm->nr_culprits && (!top || c < top); c++)
 				print_culprit(f, "    ", &vm->culprits[c]);
 		}
+		print_vmm_threads(f, s, vm, top);
 		print_guest_threads(f, s, vm, top);
 	}
 	if (oncpu && !split)

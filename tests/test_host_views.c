@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vcpustat report --placement (user/model/placement.c): per VM, vCPU-time per
- * NUMA node and last-level cache, migrations across them, SMT time beside
- * another VM's vCPU, and the balancing move -- exact, on recordings written
- * here with known states and CPUs; the topology from a recording's metadata
- * and from a sysfs tree, and malformed topology metadata refused by offset.
+ * The host's side of a recording, exact on recordings written here with
+ * known states and CPUs:
+ * - report --placement (user/model/placement.c): per VM, vCPU-time per NUMA
+ *   node and last-level cache, migrations across them, SMT time beside
+ *   another VM's vCPU, and the balancing move; the topology from a
+ *   recording's metadata and from a sysfs tree, malformed metadata refused
+ *   by offset;
+ * - report --pcpu (user/model/pcpu.c) and plot --timeline (plot_gantt.c);
+ * - the VMM's other threads in report (user/model/report.c).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -649,4 +653,142 @@ Test(gantt, a_pixel_shows_what_took_most_of_its_time)
 	unlink(svg_path);
 	unlink(path);
 	free(svg);
+}
+
+/* ---- the VMM's other threads in report (level full) ---- */
+
+/*
+ * web1 (pid 100): vCPU 0 (tid 101) on CPU 0 in guest code but [7, 8), when
+ * the vhost worker vhost-100 (a kernel thread, tid 600) runs there after
+ * waiting [6, 7) behind the vCPU. The emulator thread qemu-main (tid 102)
+ * runs on CPU 1 [0, 2), is preempted [2, 5) -- the hog (tid 500) runs [2, 4),
+ * then CPU 1 idles [4, 5) -- and runs again [5, 7), then sleeps.
+ */
+static const struct set vmm[] = {
+	{ 0, "/vms/web1/pid", 100 },
+	{ 0, "/vms/web1/vcpus/0/tid", 101 },
+	{ 0, "/vms/web1/vcpus/0/pcpu", 0 },
+	{ 0, "/vms/web1/vcpus/0/state", 1 },
+	{ 0, "/host/cpus/0/current_tid", 101 },
+	{ 0, "/host/cpus/1/current_tid", 102 },
+	{ 0, "/host/threads/101/name", 0, "CPU 0/KVM" },
+	{ 0, "/host/threads/101/pid", 100 },
+	{ 0, "/host/threads/101/state", 0, "running" },
+	{ 0, "/host/threads/102/name", 0, "qemu-main" },
+	{ 0, "/host/threads/102/pid", 100 },
+	{ 0, "/host/threads/102/state", 0, "running" },
+	{ 0, "/host/threads/500/name", 0, "hog" },
+	{ 0, "/host/threads/500/pid", 500 },
+	{ 0, "/host/threads/500/state", 0, "wait" },
+	{ 0, "/host/threads/600/name", 0, "vhost-100" },
+	{ 0, "/host/threads/600/pid", 600 },
+	{ 0, "/host/threads/600/state", 0, "blocked" },
+	{ 2 * S, "/host/cpus/1/current_tid", 500 },
+	{ 2 * S, "/host/threads/102/state", 0, "preempted" },
+	{ 2 * S, "/host/threads/500/state", 0, "running" },
+	{ 4 * S, "/host/cpus/1/current_tid", 0 },
+	{ 4 * S, "/host/threads/500/state", 0, "blocked" },
+	{ 5 * S, "/host/cpus/1/current_tid", 102 },
+	{ 5 * S, "/host/threads/102/state", 0, "running" },
+	{ 6 * S, "/host/threads/600/state", 0, "wait" },
+	{ 7 * S, "/host/cpus/0/current_tid", 600 },
+	{ 7 * S, "/host/cpus/1/current_tid", 0 },
+	{ 7 * S, "/host/threads/102/state", 0, "blocked" },
+	{ 7 * S, "/host/threads/600/state", 0, "running" },
+	{ 7 * S, "/vms/web1/vcpus/0/state", 3 },
+	{ 7 * S, "/host/threads/101/state", 0, "preempted" },
+	{ 8 * S, "/host/cpus/0/current_tid", 101 },
+	{ 8 * S, "/host/threads/600/state", 0, "blocked" },
+	{ 8 * S, "/vms/web1/vcpus/0/state", 1 },
+	{ 8 * S, "/host/threads/101/state", 0, "running" },
+};
+
+Test(vmm, emulator_and_vhost_threads_their_cpu_their_wait_and_who_took_it)
+{
+	char path[] = "/tmp/vcpustat-vmm-XXXXXX";
+	struct vcpustat_error err = { 0 };
+	const struct vmm_threads_summary *m;
+	struct sht_reader *r;
+	struct summary s;
+	bool culprits;
+	struct run run;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, vmm, sizeof(vmm) / sizeof(vmm[0]), 10 * S);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(report_build(&s, r, 0, 10 * S, NULL, &culprits, &err), 0, "%s", err.msg);
+	sht_close(r);
+	cr_assert_eq(s.nr_vms, 1);
+	m = &s.vms[0].vmm;
+	cr_assert(m->known);
+	cr_assert_eq(m->threads[VMM_EMULATOR], 1, "qemu-main, not the vCPU thread");
+	cr_assert_eq(m->run_ns[VMM_EMULATOR], 4 * S);
+	cr_assert_eq(m->wait_ns[VMM_EMULATOR], 3 * S);
+	cr_assert_eq(m->threads[VMM_VHOST], 1, "vhost-100 is web1's by its name");
+	cr_assert_eq(m->run_ns[VMM_VHOST], 1 * S);
+	cr_assert_eq(m->wait_ns[VMM_VHOST], 1 * S);
+	cr_assert_eq(m->nr_culprits, 3);
+	cr_assert_eq(m->culprits[0].tid, 500, "the hog took 2 s of qemu-main's CPU");
+	cr_assert_eq(m->culprits[0].ns, 2 * S);
+	cr_assert_str_eq(m->culprits[0].comm, "hog");
+	cr_assert_float_eq(m->culprits[0].share, 0.5, 1e-9);
+	/* 1 s each: CPU 1 idle while qemu-main waited, web1's own vCPU while vhost-100 waited */
+	cr_assert_eq(m->culprits[1].ns, 1 * S);
+	cr_assert_eq(m->culprits[2].ns, 1 * S);
+	cr_assert(m->culprits[1].tid == 0 || m->culprits[2].tid == 0);
+	cr_assert(m->culprits[1].tid == 101 || m->culprits[2].tid == 101);
+	for (int i = 1; i < 3; i++)
+		if (m->culprits[i].tid == 101) {
+			cr_assert_str_eq(m->culprits[i].vm, "web1");
+			cr_assert_eq(m->culprits[i].vcpu, 0);
+		}
+	summary_free(&s);
+
+	RUN(&run, "report", path);
+	cr_assert_eq(run.status, 0, "%s", run.err);
+	cr_assert_not_null(strstr(run.out, "    emulator/IO        1  4000.0ms    3000.0ms    42.9%\n"), "%s", run.out);
+	cr_assert_not_null(strstr(run.out, "    vhost              1  1000.0ms    1000.0ms    50.0%\n"), "%s", run.out);
+	RUN(&run, "report", path, "-j");
+	cr_assert_eq(run.status, 0, "%s", run.err);
+	{
+		json_t *doc = json_loads(run.out, 0, NULL), *vm;
+
+		cr_assert_not_null(doc, "%s", run.out);
+		vm = json_array_get(json_object_get(doc, "vms"), 0);
+		cr_assert_eq(json_integer_value(json_object_get(
+				     json_object_get(json_object_get(vm, "vmm_threads"), "emulator"), "wait_ns")),
+			     3 * S, "%s", run.out);
+		cr_assert_eq(json_array_size(json_object_get(json_object_get(vm, "vmm_threads"), "culprits")), 3);
+		json_decref(doc);
+	}
+	/* a window: [3 s, 6 s): qemu-main waits [3, 5) (hog 1 s, idle 1 s) and runs [5, 6) */
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(report_build(&s, r, 3 * S, 6 * S, NULL, &culprits, &err), 0, "%s", err.msg);
+	sht_close(r);
+	m = &s.vms[0].vmm;
+	cr_assert_eq(m->run_ns[VMM_EMULATOR], 1 * S);
+	cr_assert_eq(m->wait_ns[VMM_EMULATOR], 2 * S);
+	cr_assert_eq(m->threads[VMM_VHOST], 0, "vhost-100 only slept in [3, 6)");
+	cr_assert_eq(m->culprits[0].ns + m->culprits[1].ns, 2 * S);
+	summary_free(&s);
+	unlink(path);
+}
+
+Test(vmm, a_recording_without_the_host_side_has_no_vmm_table)
+{
+	char path[] = "/tmp/vcpustat-vmm-XXXXXX";
+	struct run run;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, vmm, 4, 10 * S); /* the vCPU only */
+	RUN(&run, "report", path);
+	cr_assert_eq(run.status, 0, "%s", run.err);
+	cr_assert_null(strstr(run.out, "VMM THREADS"), "%s", run.out);
+	RUN(&run, "report", path, "-j");
+	cr_assert_null(strstr(run.out, "vmm_threads"), "%s", run.out);
+	unlink(path);
 }
