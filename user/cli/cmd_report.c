@@ -12,6 +12,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
+		"       %s report FILE.sht --flow THREAD [--min-impact FRACTION] [--from T] [--to T] [--json]\n"
 		"\n"
 		"The tables of the live view (state shares, preemptions, exit reasons with\n"
 		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
@@ -25,12 +26,71 @@ static void usage(FILE *f)
 		"  --vm NAME|PID      only this VM (repeatable)\n"
 		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
 		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
+		"  --flow THREAD      the execution flow of one thread: what delayed it over its\n"
+		"                     lifespan in the window, who ran instead, D(T) per culprit.\n"
+		"                     THREAD: a host tid, or VM:GUEST_TID (files imported with guest\n"
+		"                     traces)\n"
+		"  --min-impact FRACTION\n"
+		"                     with --flow: leave culprits with D(T) below FRACTION (0..1)\n"
+		"                     out of the tree (default 0)\n"
 		"\n"
 		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
 		"import` with guest traces also show, per guest thread, the time it lost to the\n"
 		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
-		cli_prog);
+		cli_prog, cli_prog);
 	cli_usage_exit_status(f);
+}
+
+/* report --flow: the execution flow of one thread (model/flow.c). */
+static int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to,
+		       bool json, bool vm_filter)
+{
+	struct vcpustat_error err = { 0 };
+	struct flow_target target;
+	struct sht_reader *r = NULL;
+	double min_impact = 0;
+	struct flow f;
+	uint64_t t1, t2;
+	int ret;
+
+	if (!thread)
+		return cli_usage_error("report: --min-impact goes with --flow THREAD");
+	if (vm_filter)
+		return cli_usage_error("report: --vm does not go with --flow (the thread says which VM)");
+	if (min_arg) {
+		char *end;
+
+		errno = 0;
+		min_impact = strtod(min_arg, &end);
+		if (errno || end == min_arg || *end || !(min_impact >= 0 && min_impact <= 1))
+			return cli_usage_error("report: --min-impact %s: a fraction of the lifespan from 0 to 1 (0.05: 5%%)",
+					       min_arg);
+	}
+	if (flow_parse_target(thread, &target, &err))
+		return cli_usage_error("report: %s", err.msg);
+	ret = cli_open_window(file, from, to, &r, &t1, &t2);
+	if (ret)
+		return ret;
+	if (flow_build(&f, r, &target, t1, t2, &err)) {
+		ret = err.code == -ENOENT ? CLI_USAGE : CLI_FAIL;
+		cli_err("report: %s: --flow %s: %s", file, thread, err.msg);
+		sht_close(r);
+		return ret;
+	}
+	ret = CLI_OK;
+	if (json) {
+		json_t *doc = flow_json(&f, r, file, min_impact);
+
+		if (doc)
+			cli_json_print(doc, CLI_JSON_LINE);
+		else
+			ret = CLI_FAIL, cli_err("report: out of memory");
+	} else {
+		flow_print(stdout, &f, r, file, min_impact);
+	}
+	flow_free(&f);
+	sht_close(r);
+	return ret;
 }
 
 int cmd_report(int argc, char **argv)
@@ -39,9 +99,10 @@ int cmd_report(int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' }, { "to", required_argument, NULL, 'T' },
 		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
+		{ "flow", required_argument, NULL, 'W' }, { "min-impact", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *from = NULL, *to = NULL, *vm_filter[64];
+	const char *from = NULL, *to = NULL, *vm_filter[64], *flow = NULL, *min_impact = NULL;
 	struct summary_filter filter = { 0 };
 	struct vcpustat_error err = { 0 };
 	const struct sht_info *info;
@@ -66,6 +127,8 @@ int cmd_report(int argc, char **argv)
 			if (cli_parse_long("--top", optarg, 0, 100000, "rows (0: all)", &top))
 				return CLI_USAGE;
 			break;
+		case 'W': flow = optarg; break;
+		case 'I': min_impact = optarg; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
 		}
@@ -74,6 +137,8 @@ int cmd_report(int argc, char **argv)
 		cli_err("report: one .sht file is needed (see --help)");
 		return CLI_USAGE;
 	}
+	if (flow || min_impact)
+		return report_flow(argv[optind], flow, min_impact, from, to, json, filter.nr_vms > 0);
 	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
 	if (ret)
 		return ret;
