@@ -17,6 +17,8 @@
 #include "model/model.h"
 #include "sht/sht.h"
 #include "cli_run.h"
+#include "import/import.h"
+#include "multilevel_scenario.h"
 
 /* ---- synthetic recordings: events in any order, written in time order ---- */
 
@@ -226,6 +228,9 @@ struct want_iv {
 
 static void assert_intervals(const struct flow *f, const struct want_iv *w, size_t n)
 {
+	for (size_t i = 0; i < f->niv; i++)
+		cr_log_info("[%lu, %lu) %s %s", (unsigned long)f->iv[i].start, (unsigned long)f->iv[i].end,
+			    flow_kind_name(f->iv[i].kind), who(f, f->iv[i].culprit));
 	for (size_t i = 0; i < f->niv && i < n; i++) {
 		cr_expect_eq(f->iv[i].start, w[i].start, "interval %zu starts at %lu, not %lu", i,
 			     (unsigned long)f->iv[i].start, (unsigned long)w[i].start);
@@ -875,4 +880,78 @@ Test(flow, a_host_tid_in_a_recording_without_host_threads)
 	flow_free(&f);
 	sht_close(r);
 	expect_usage_error(sht, "77", NULL, "no thread 77");
+}
+
+/* ---- on a real import: host and guest ftrace traces through `vcpustat import --guest` ---- */
+
+static uint64_t to_file(const struct import_result *res, uint64_t guest_ns)
+{
+	struct vcpustat_sync_time t;
+
+	cr_assert_eq(vcpustat_sync_apply(&res->guests[0].sync.transform, guest_ns, &t), 0);
+	return t.host_ns - res->start_ns;
+}
+
+Test(flow, imported_guest_thread_preempted_by_another_vms_vcpu)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" }, { 2000, "vmB" } };
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .names = names, .nnames = 2, .guests = &guest, .nguests = 1 };
+	struct import_result res;
+	struct scenario sc;
+	struct sht_reader *r;
+	struct flow f;
+	uint64_t t0, in, out, sleep;
+	char *sht;
+
+	make_scenario(&sc, 11);
+	o.host = sc.host;
+	guest.path = sc.guest;
+	sht = imp_run(&o, &res);
+	t0 = sc.t0 - res.start_ns;
+	in = to_file(&res, sc.g_in);
+	out = to_file(&res, sc.g_out);
+	sleep = to_file(&res, sc.g_sleep);
+	r = open_sht(sht);
+	flow_of(r, "vmA:300", 0, sht_get_info(r)->end, &f);
+	{
+		/*
+		 * fib: running; the interrupt exit (hypervisor); vmB's vCPU (no guest
+		 * trace: the vCPU itself) takes pCPU 0 while vmA's vCPU is preempted,
+		 * vmB's own exits counted as its hypervisor; back through vmA's
+		 * hypervisor; the MSR exit; then preempted in the guest by logger, the
+		 * guest CPU idle, the halt exit, and the vCPU halted on the host.
+		 */
+		const struct want_iv want[] = {
+			{ in, t0 + 1000 * US, FLOW_RUNNING, "-" },
+			{ t0 + 1000 * US, t0 + 1002 * US, FLOW_HYPERVISOR, "host/hypervisor/1001/0" },
+			/* vmB's vCPU before its first kvm_entry: no state yet, the vCPU itself */
+			{ t0 + 1002 * US, t0 + 3000 * US, FLOW_HOST_RUNQ, "vmB/vcpu/2001/0" },
+			{ t0 + 3000 * US, t0 + 3001 * US, FLOW_HOST_RUNQ, "host/hypervisor/2001/0" },
+			{ t0 + 3001 * US, t0 + 3002 * US, FLOW_HYPERVISOR, "host/hypervisor/1001/0" },
+			{ t0 + 3002 * US, t0 + 5000 * US, FLOW_RUNNING, "-" },
+			{ t0 + 5000 * US, t0 + 5010 * US, FLOW_HYPERVISOR, "host/hypervisor/1001/0" },
+			{ t0 + 5010 * US, out, FLOW_RUNNING, "-" },
+			{ out, sleep, FLOW_GUEST_RUNQ, "vmA/thread/301" },
+			{ sleep, t0 + 9000 * US, FLOW_GUEST_RUNQ, "vmA/idle/0" },
+			{ t0 + 9000 * US, t0 + 9001 * US, FLOW_GUEST_RUNQ, "host/hypervisor/1001/0" },
+			{ t0 + 9001 * US, f.end, FLOW_GUEST_RUNQ, "vmA/idle/0" },
+		};
+
+		assert_intervals(&f, want, sizeof(want) / sizeof(want[0]));
+	}
+	cr_assert_eq(f.start, in);
+	cr_assert_str_eq(f.name, "fib");
+	cr_assert_eq(f.ns[FLOW_HYPERVISOR], 13 * US); /* as report's lost_hypervisor_ns */
+	cr_assert_eq(f.ns[FLOW_HOST_RUNQ], 1999 * US); /* as report's lost_runq_ns */
+	assert_culprit(&f, "vmB/vcpu/2001/0", 1998 * US, (double)(1998 * US) / (double)(f.end - f.start));
+	assert_culprit(&f, "host/hypervisor/2001/0", 1 * US, (double)(1 * US) / (double)(f.end - f.start));
+	assert_culprit(&f, "vmA/thread/301", sleep - out, (double)(sleep - out) / (double)(f.end - f.start));
+	cr_assert_str_eq(culprit_named(&f, "vmA/thread/301")->name, "logger");
+	flow_free(&f);
+	sht_close(r);
+	import_result_free(&res);
+	unlink(sht);
+	unlink(sc.host);
+	unlink(sc.guest);
 }

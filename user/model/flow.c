@@ -467,7 +467,7 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 
 		if (t <= s)
 			continue;
-		if (s > cur && (e = unresolved(c, cur, s, kind, vm, vc->index, false)))
+		if (s > cur && (e = emit(c, cur, s, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_VCPU, false))))
 			break;
 		cur = t;
 		switch (iv->value.type == SHT_INT ? iv->value.i : -1) {
@@ -490,14 +490,14 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 		case VCPU_BLOCKED:
 			e = emit(c, s, t, kind, culprit(c, vm, 0, -1, FLOW_ROLE_IDLE, false)); /* its guest CPU halted */
 			break;
-		default:
-			e = unresolved(c, s, t, kind, vm, vc->index, false);
+		default: /* no state (not seen as a vCPU yet, or gone): the vCPU itself */
+			e = emit(c, s, t, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_VCPU, false));
 			break;
 		}
 	}
 	c->depth--;
 	if (!e && cur < b)
-		e = unresolved(c, cur, b, kind, vm, vc->index, false);
+		e = emit(c, cur, b, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_VCPU, false));
 	return e;
 }
 

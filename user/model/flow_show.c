@@ -128,8 +128,10 @@ static const char *culprit_label(const struct flow_culprit *c, char *buf, size_t
 	case FLOW_ROLE_THREAD:
 		if (c->in_vm)
 			snprintf(buf, len, "%s: %s (guest tid %u)", c->system, c->name, c->tid);
+		else if (c->pid && strcmp(c->process, c->name))
+			snprintf(buf, len, "host: %s (tid %u, process %s pid %u)", c->name, c->tid, c->process, c->pid);
 		else if (c->pid)
-			snprintf(buf, len, "host: %s (tid %u, %s pid %u)", c->name, c->tid, c->process, c->pid);
+			snprintf(buf, len, "host: %s (tid %u, pid %u)", c->name, c->tid, c->pid);
 		else
 			snprintf(buf, len, "host: %s (tid %u)", c->name, c->tid);
 		break;
