@@ -955,3 +955,30 @@ Test(flow, imported_guest_thread_preempted_by_another_vms_vcpu)
 	unlink(sc.host);
 	unlink(sc.guest);
 }
+
+Test(flow, a_thread_that_never_waited_has_no_culprits)
+{
+	struct synth_rec s = { 0 };
+	struct run *r = malloc(sizeof(*r));
+	const char *sht;
+	json_t *doc;
+
+	cr_assert_not_null(r);
+	host_thread(&s, 100, 100, "alone");
+	hstate(&s, 0, 100, "running");
+	on_cpu(&s, 0, 0, 100);
+	hstate(&s, 700, 100, "blocked");
+	on_cpu(&s, 700, 0, 0);
+	sht = synth_write(&s, "alone", 1000);
+	RUN(r, "report", sht, "--flow", "100");
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->out, "intervals (2):"), "%s", r->out);
+	cr_assert(strstr(r->out, "  nobody\n"), "%s", r->out);
+	doc = flow_json_run(sht, "100", NULL);
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(doc, "flow"), "tree")), 0);
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(doc, "flow"), "culprits")), 0);
+	cr_assert_eq(jint(json_object_get(json_object_get(doc, "flow"), "time_ns"), "running"), 700);
+	cr_assert_eq(jint(json_object_get(json_object_get(doc, "flow"), "time_ns"), "blocked"), 300);
+	json_decref(doc);
+	free(r);
+}

@@ -116,8 +116,10 @@ static int tree_build(struct tree *t, const struct flow *f, double min_impact)
 		s->ns += c->ns;
 	}
 	for (size_t k = 0; k < t->nsys; k++)
-		qsort(t->sys[k].procs, t->sys[k].nprocs, sizeof(*t->sys[k].procs), by_proc_ns);
-	qsort(t->sys, t->nsys, sizeof(*t->sys), by_sys_ns);
+		if (t->sys[k].nprocs > 1)
+			qsort(t->sys[k].procs, t->sys[k].nprocs, sizeof(*t->sys[k].procs), by_proc_ns);
+	if (t->nsys > 1)
+		qsort(t->sys, t->nsys, sizeof(*t->sys), by_sys_ns);
 	return 0;
 }
 
