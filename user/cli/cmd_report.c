@@ -36,7 +36,9 @@ static void usage(FILE *f)
 		"\n"
 		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
 		"import` with guest traces also show, per guest thread, the time it lost to the\n"
-		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
+		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n"
+		"With --flow: the thread's intervals, who ran instead, the culprits as a tree\n"
+		"system / process / thread with D(T) = time / lifespan (docs/vcpustat.md).\n",
 		cli_prog, cli_prog);
 	cli_usage_exit_status(f);
 }
