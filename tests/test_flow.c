@@ -982,3 +982,45 @@ Test(flow, a_thread_that_never_waited_has_no_culprits)
 	json_decref(doc);
 	free(r);
 }
+
+/* A software KVM (no kvm_entry/kvm_exit): "host" is on a CPU in either mode, never the hypervisor. */
+Test(flow, without_kvm_entry_host_state_is_on_cpu_not_hypervisor)
+{
+	struct synth_rec s = { 0 };
+	struct sht_reader *r;
+	struct flow f;
+	static const struct want_iv vcpu_want[] = {
+		{ 0, 1000, FLOW_RUNNING, "-" },
+		{ 1000, 1500, FLOW_HOST_RUNQ, "host/thread/100" },
+		{ 1500, 2000, FLOW_RUNNING, "-" },
+	};
+	static const struct want_iv worker_want[] = {
+		{ 1000, 1500, FLOW_RUNNING, "-" },
+		{ 1500, 2000, FLOW_HOST_RUNQ, "pvm/vcpu/1001/0" },
+	};
+
+	host_thread(&s, 100, 100, "worker");
+	vm(&s, "pvm", 1000);
+	vcpu(&s, "pvm", 1000, 0, 1001);
+	vstate(&s, 0, "pvm", 0, VCPU_HOST, 0);
+	on_cpu(&s, 0, 0, 1001);
+	hstate(&s, 1000, 100, "running");
+	vstate(&s, 1000, "pvm", 0, VCPU_PREEMPTED, 0);
+	on_cpu(&s, 1000, 0, 100);
+	hstate(&s, 1500, 100, "preempted");
+	vstate(&s, 1500, "pvm", 0, VCPU_HOST, 0);
+	on_cpu(&s, 1500, 0, 1001);
+	hstate(&s, 2000, 100, NULL);
+	vstate(&s, 2000, "pvm", 0, VCPU_IDLE, 0);
+	on_cpu(&s, 2000, 0, 0);
+	r = open_sht(synth_write(&s, "pvm", 3000));
+	flow_of(r, "1001", 0, 2000, &f);
+	assert_intervals(&f, vcpu_want, sizeof(vcpu_want) / sizeof(vcpu_want[0]));
+	cr_assert_eq(f.ns[FLOW_HYPERVISOR], 0);
+	flow_free(&f);
+	flow_of(r, "100", 0, 3000, &f);
+	assert_intervals(&f, worker_want, sizeof(worker_want) / sizeof(worker_want[0]));
+	assert_culprit(&f, "pvm/vcpu/1001/0", 500, 0.5);
+	flow_free(&f);
+	sht_close(r);
+}

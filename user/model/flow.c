@@ -124,6 +124,7 @@ struct fvm {
 	const char *name; /* the reader's */
 	uint32_t pid;
 	uint32_t threads; /* /vms/<vm>/threads, or SHT_NO_ATTR */
+	int8_t modes;	  /* guest and host mode told apart (kvm_entry/kvm_exit seen): 1, 0, -1 not looked at yet */
 };
 
 struct fvcpu {
@@ -399,6 +400,36 @@ static int unresolved(struct ctx *c, uint64_t a, uint64_t b, enum flow_kind kind
 
 static int resolve_host_cpu(struct ctx *c, uint32_t cpu, uint64_t a, uint64_t b, enum flow_kind kind);
 
+/*
+ * Whether the VM's vCPUs were ever in guest mode over the flow's range: if
+ * not, its host trace had no kvm_entry/kvm_exit (a software KVM) and "host"
+ * means on a CPU, in either mode (docs/sht-attributes.md).
+ */
+static int vm_modes(struct ctx *c, size_t vm, bool *known)
+{
+	struct fvm *m = &c->vms[vm];
+
+	for (size_t v = 0; m->modes < 0 && v < c->nvcpus; v++) {
+		struct fvcpu *vc = &c->vcpus[v];
+		int e;
+
+		if (vc->vm != vm)
+			continue;
+		e = load(c, &vc->state, vc->a_state);
+		if (e)
+			return e;
+		for (size_t i = 0; i < vc->state.n; i++)
+			if (vc->state.iv[i].value.type == SHT_INT && vc->state.iv[i].value.i == VCPU_GUEST) {
+				m->modes = 1;
+				break;
+			}
+	}
+	if (m->modes < 0)
+		m->modes = 0;
+	*known = m->modes > 0;
+	return 0;
+}
+
 static bool on_stack(const struct ctx *c, size_t v)
 {
 	for (size_t i = 0; i < c->depth; i++)
@@ -450,6 +481,7 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 	struct fvcpu *vc = &c->vcpus[v];
 	int32_t vm = (int32_t)vc->vm;
 	uint64_t cur = a;
+	bool modes;
 	int e;
 
 	if (on_stack(c, v) || c->depth == FLOW_MAX_DEPTH)
@@ -476,7 +508,11 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 			e = guest_code(c, v, s, t, kind);
 			break;
 		case VCPU_HOST:
-			e = emit(c, s, t, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_HYPERVISOR, false));
+			e = vm_modes(c, vc->vm, &modes);
+			if (!e && !modes) /* on a CPU, mode unknown: what it ran */
+				e = guest_code(c, v, s, t, kind);
+			else if (!e)
+				e = emit(c, s, t, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_HYPERVISOR, false));
 			break;
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
@@ -721,7 +757,10 @@ static int flow_vcpu(struct ctx *c, size_t v, const struct sht_interval *st, siz
 {
 	struct fvcpu *vc = &c->vcpus[v];
 	int e = load(c, &vc->pcpu, vc->a_pcpu);
+	bool modes = true;
 
+	if (!e)
+		e = vm_modes(c, vc->vm, &modes);
 	c->stack[c->depth++] = v;
 	for (size_t i = 0; !e && i < n; i++) {
 		uint64_t s = hi(st[i].start, c->f->start), t = lo(st[i].end, c->f->end);
@@ -735,8 +774,11 @@ static int flow_vcpu(struct ctx *c, size_t v, const struct sht_interval *st, siz
 			e = emit(c, s, t, FLOW_RUNNING, -1);
 			break;
 		case VCPU_HOST:
-			e = emit(c, s, t, FLOW_HYPERVISOR,
-				 culprit(c, (int32_t)vc->vm, vc->tid, vc->index, FLOW_ROLE_HYPERVISOR, false));
+			if (!modes) /* on its CPU, in either mode */
+				e = emit(c, s, t, FLOW_RUNNING, -1);
+			else
+				e = emit(c, s, t, FLOW_HYPERVISOR,
+					 culprit(c, (int32_t)vc->vm, vc->tid, vc->index, FLOW_ROLE_HYPERVISOR, false));
 			break;
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
@@ -851,6 +893,7 @@ static int scan(struct ctx *c)
 		a->name = sht_attr_name(c->r, vm);
 		a->pid = (uint32_t)int_any(c->r, sht_attr_child(c->r, vm, "pid"), 0);
 		a->threads = sht_attr_child(c->r, vm, "threads");
+		a->modes = -1;
 		if (a->threads != SHT_NO_ATTR)
 			c->f->guest_trace = true;
 		for (uint32_t vc = sht_attr_first_child(c->r, sht_attr_child(c->r, vm, "vcpus")); vc != SHT_NO_ATTR;

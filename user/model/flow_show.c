@@ -193,7 +193,8 @@ void flow_print(FILE *out, const struct flow *f, struct sht_reader *r, const cha
 	target_label(f, label, sizeof(label));
 	sht_format_time(r, f->start, false, a, sizeof(a));
 	sht_format_time(r, f->end, false, b, sizeof(b));
-	fprintf(out, "%s: flow of thread %s\n", file, label);
+	fprintf(out, "%s: flow of thread %s%s\n", file, label,
+		sht_get_info(r)->recovered ? "  [unfinished recording: up to its last sealed node]" : "");
 	fprintf(out, "lifespan in the window: %s .. %s (%s)\n", a, b, format_ns(life, d, sizeof(d)));
 	for (unsigned int k = 0; k < FLOW_NR_KINDS; k++)
 		fprintf(out, "%s%s %s (%.1f%%)", k ? ", " : "  ", kind_label(k), format_ns(f->ns[k], d, sizeof(d)),
