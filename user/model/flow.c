@@ -206,38 +206,48 @@ static struct lines *cpu_lines(struct ctx *c, uint32_t cpu, int *e)
 	return hashmap_lookup(&c->cpus, &cpu);
 }
 
-/* The first value of attr in the whole file: a string into buf, or an integer. */
-static void str_any(struct sht_reader *r, uint32_t attr, char *buf, size_t len)
+/*
+ * The first value of attr (a name, a pid: set once) of a type in [t1, t2],
+ * else in the whole file. A range query visits every node that meets the
+ * range: the short one first.
+ */
+static bool value_in(struct sht_reader *r, uint32_t attr, enum sht_type type, uint64_t t1, uint64_t t2, char *buf,
+		     size_t len, int64_t *v)
 {
-	const struct sht_info *info = sht_get_info(r);
 	struct sht_interval *iv = NULL;
+	bool found = false;
 	size_t n = 0;
 
-	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, info->start, info->end, &iv, &n, NULL))
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (iv[i].value.type == SHT_STR) {
+	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, t1, t2, &iv, &n, NULL))
+		return false;
+	for (size_t i = 0; i < n && !found; i++) {
+		if (iv[i].value.type != type)
+			continue;
+		if (type == SHT_STR)
 			snprintf(buf, len, "%s", iv[i].value.s);
-			break;
-		}
+		else
+			*v = iv[i].value.i;
+		found = true;
+	}
 	free(iv);
+	return found;
 }
 
-static int64_t int_any(struct sht_reader *r, uint32_t attr, int64_t def)
+static void str_of(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, char *buf, size_t len)
 {
 	const struct sht_info *info = sht_get_info(r);
-	struct sht_interval *iv = NULL;
-	int64_t v = def;
-	size_t n = 0;
 
-	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, info->start, info->end, &iv, &n, NULL))
-		return def;
-	for (size_t i = 0; i < n; i++)
-		if (iv[i].value.type == SHT_INT) {
-			v = iv[i].value.i;
-			break;
-		}
-	free(iv);
+	if (!value_in(r, attr, SHT_STR, t1, t2, buf, len, NULL))
+		value_in(r, attr, SHT_STR, info->start, info->end, buf, len, NULL);
+}
+
+static int64_t int_of(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, int64_t def)
+{
+	const struct sht_info *info = sht_get_info(r);
+	int64_t v = def;
+
+	if (!value_in(r, attr, SHT_INT, t1, t2, NULL, 0, &v))
+		value_in(r, attr, SHT_INT, info->start, info->end, NULL, 0, &v);
 	return v;
 }
 
@@ -261,7 +271,7 @@ static void process_name(struct ctx *c, uint32_t pid, char *buf, size_t len)
 			return;
 		}
 	if (pid)
-		str_any(c->r, host_thread_attr(c, pid, "name"), buf, len);
+		str_of(c->r, host_thread_attr(c, pid, "name"), c->lo, c->hi, buf, len);
 }
 
 static void culprit_fill(struct ctx *c, const struct ckey *k, struct flow_culprit *cu)
@@ -289,11 +299,11 @@ static void culprit_fill(struct ctx *c, const struct ckey *k, struct flow_culpri
 			th = sht_attr_child(c->r, vm->threads, name);
 			snprintf(cu->name, sizeof(cu->name), "tid %u", k->tid);
 			if (th != SHT_NO_ATTR)
-				str_any(c->r, sht_attr_child(c->r, th, "name"), cu->name, sizeof(cu->name));
+				str_of(c->r, sht_attr_child(c->r, th, "name"), c->lo, c->hi, cu->name, sizeof(cu->name));
 		} else {
 			snprintf(cu->name, sizeof(cu->name), "tid %u", k->tid);
-			str_any(c->r, host_thread_attr(c, k->tid, "name"), cu->name, sizeof(cu->name));
-			cu->pid = (uint32_t)int_any(c->r, host_thread_attr(c, k->tid, "pid"), 0);
+			str_of(c->r, host_thread_attr(c, k->tid, "name"), c->lo, c->hi, cu->name, sizeof(cu->name));
+			cu->pid = (uint32_t)int_of(c->r, host_thread_attr(c, k->tid, "pid"), c->lo, c->hi, 0);
 			if (cu->pid)
 				process_name(c, cu->pid, cu->process, sizeof(cu->process));
 			else
@@ -891,7 +901,7 @@ static int scan(struct ctx *c)
 		c->vms = a;
 		a = &c->vms[c->nvms];
 		a->name = sht_attr_name(c->r, vm);
-		a->pid = (uint32_t)int_any(c->r, sht_attr_child(c->r, vm, "pid"), 0);
+		a->pid = (uint32_t)int_of(c->r, sht_attr_child(c->r, vm, "pid"), c->lo, c->hi, 0);
 		a->threads = sht_attr_child(c->r, vm, "threads");
 		a->modes = -1;
 		if (a->threads != SHT_NO_ATTR)
@@ -908,7 +918,7 @@ static int scan(struct ctx *c)
 			memset(v, 0, sizeof(*v));
 			v->vm = c->nvms;
 			v->index = atoi(sht_attr_name(c->r, vc));
-			v->tid = (uint32_t)int_any(c->r, sht_attr_child(c->r, vc, "tid"), 0);
+			v->tid = (uint32_t)int_of(c->r, sht_attr_child(c->r, vc, "tid"), c->lo, c->hi, 0);
 			v->a_state = sht_attr_child(c->r, vc, "state");
 			v->a_pcpu = sht_attr_child(c->r, vc, "pcpu");
 			v->a_gtid = sht_attr_child(c->r, vc, "guest_tid");
@@ -980,6 +990,8 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 		e = verror(err, -ENOMEM, "out of memory");
 		goto out;
 	}
+	c.lo = from; /* until the lifespan is known: the window */
+	c.hi = to;
 	e = scan(&c);
 	if (e) {
 		verror(err, e, "out of memory");
@@ -1008,12 +1020,12 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 		}
 		c.t_gtid = t->tid;
 		snprintf(f->name, sizeof(f->name), "tid %u", t->tid);
-		str_any(r, sht_attr_child(r, th, "name"), f->name, sizeof(f->name));
+		str_of(r, sht_attr_child(r, th, "name"), from, to, f->name, sizeof(f->name));
 	} else {
 		vcpu = hashmap_lookup(&c.vcpu_of_tid, &t->tid);
 		c.t_htid = t->tid;
 		snprintf(f->name, sizeof(f->name), "tid %u", t->tid);
-		str_any(r, host_thread_attr(&c, t->tid, "name"), f->name, sizeof(f->name));
+		str_of(r, host_thread_attr(&c, t->tid, "name"), from, to, f->name, sizeof(f->name));
 		if (vcpu) {
 			const struct fvcpu *v = &c.vcpus[*vcpu];
 
