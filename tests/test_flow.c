@@ -1024,3 +1024,72 @@ Test(flow, without_kvm_entry_host_state_is_on_cpu_not_hypervisor)
 	flow_free(&f);
 	sht_close(r);
 }
+
+/*
+ * On a real recording (the bundled demo: 2 VMs of 2 vCPUs and a CPU hog on one
+ * pCPU, recorded with --level full in the KVM lab): the flows of a VM's vCPU
+ * threads, their culprits summed by host thread (a vCPU's guest code and its
+ * hypervisor are one thread on the host), are exactly the report's culprit
+ * table of that VM: the same time, split by the same rule.
+ */
+Test(flow, vcpu_flows_sum_to_the_reports_culprits_on_a_real_recording, .timeout = 120)
+{
+	const char *demo = VCPUSTAT_SOURCE_DIR "/tools/demo/demo.sht";
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r = open_sht(demo);
+	const struct sht_info *info = sht_get_info(r);
+	struct summary s;
+	bool culprits;
+
+	cr_assert_eq(report_build(&s, r, info->start, info->end, NULL, &culprits, &err), 0, "%s", err.msg);
+	cr_assert(culprits);
+	cr_assert_eq(s.nr_vms, 2);
+	for (size_t v = 0; v < s.nr_vms; v++) {
+		const struct vm_summary *vm = &s.vms[v];
+		struct hashmap by_tid;
+		uint64_t runq = 0, flows_runq = 0;
+
+		cr_assert_eq(hashmap_init(&by_tid, sizeof(uint32_t), sizeof(uint64_t), 0), 0);
+		cr_assert_gt(vm->nr_culprits, 2);
+		for (size_t k = 0; k < vm->nr_vcpus; k++) {
+			struct flow f;
+			char tid[16];
+
+			snprintf(tid, sizeof(tid), "%u", vm->vcpus[k].tid);
+			flow_of(r, tid, info->start, info->end, &f);
+			cr_assert_eq(f.vcpu, (int)vm->vcpus[k].index);
+			cr_assert_eq(f.ns[FLOW_HOST_RUNQ], vm->vcpus[k].ns[VCPU_PREEMPTED] + vm->vcpus[k].ns[VCPU_WAIT]);
+			cr_assert_eq(f.ns[FLOW_HYPERVISOR], vm->vcpus[k].ns[VCPU_HOST]);
+			cr_assert_eq(f.ns[FLOW_RUNNING], vm->vcpus[k].ns[VCPU_GUEST]);
+			flows_runq += f.ns[FLOW_HOST_RUNQ];
+			for (size_t i = 0; i < f.niv; i++) {
+				const struct flow_culprit *c = f.iv[i].culprit >= 0 ? &f.culprits[f.iv[i].culprit] : NULL;
+				uint64_t *ns, zero = 0;
+
+				if (f.iv[i].kind != FLOW_HOST_RUNQ)
+					continue;
+				cr_assert_not_null(c);
+				cr_assert(c->role != FLOW_ROLE_UNRESOLVED, "%s", c->name);
+				cr_assert(!(c->in_vm && c->role == FLOW_ROLE_IDLE), "a vCPU on a CPU but halted");
+				if (!hashmap_lookup(&by_tid, &c->tid))
+					cr_assert_eq(hashmap_insert(&by_tid, &c->tid, &zero), 0);
+				ns = hashmap_lookup(&by_tid, &c->tid);
+				*ns += f.iv[i].end - f.iv[i].start;
+			}
+			flow_free(&f);
+		}
+		cr_assert_eq(by_tid.count, vm->nr_culprits);
+		for (size_t k = 0; k < vm->nr_culprits; k++) {
+			const uint64_t *ns = hashmap_lookup(&by_tid, &vm->culprits[k].tid);
+
+			cr_assert_not_null(ns, "%s: culprit %u not in the flows", vm->name, vm->culprits[k].tid);
+			cr_expect_eq(*ns, vm->culprits[k].ns, "%s: culprit %u: flows %lu ns, report %lu ns", vm->name,
+				     vm->culprits[k].tid, (unsigned long)*ns, (unsigned long)vm->culprits[k].ns);
+			runq += vm->culprits[k].ns;
+		}
+		cr_assert_eq(flows_runq, runq);
+		hashmap_free(&by_tid);
+	}
+	summary_free(&s);
+	sht_close(r);
+}
