@@ -189,6 +189,7 @@ void flow_print(FILE *out, const struct flow *f, struct sht_reader *r, const cha
 	uint64_t life = f->end - f->start;
 	char a[64], b[64], d[32], who[192], label[160];
 	struct tree t;
+	int w;
 
 	target_label(f, label, sizeof(label));
 	sht_format_time(r, f->start, false, a, sizeof(a));
@@ -202,18 +203,6 @@ void flow_print(FILE *out, const struct flow *f, struct sht_reader *r, const cha
 	fprintf(out, "\n");
 	if (!f->host_cpus)
 		fprintf(out, "(who ran on the host's CPUs: recorded only with `vcpustat record --level full`)\n");
-
-	fprintf(out, "\nintervals (%zu):\n", f->niv);
-	fprintf(out, "  %-22s %-22s %10s  %-15s  %s\n", "START", "END", "DURATION", "STATE", "WHO RAN INSTEAD");
-	for (size_t i = 0; i < f->niv; i++) {
-		const struct flow_interval *iv = &f->iv[i];
-
-		sht_format_time(r, iv->start, false, a, sizeof(a));
-		sht_format_time(r, iv->end, false, b, sizeof(b));
-		fprintf(out, "  %-22s %-22s %10s  %-15s  %s\n", a, b, format_ns(iv->end - iv->start, d, sizeof(d)),
-			kind_label(iv->kind),
-			iv->culprit >= 0 ? culprit_label(&f->culprits[iv->culprit], who, sizeof(who)) : "-");
-	}
 
 	fprintf(out, "\nwho delayed it, D(T) = time / lifespan:\n");
 	if (tree_build(&t, f, min_impact)) {
@@ -266,6 +255,21 @@ void flow_print(FILE *out, const struct flow *f, struct sht_reader *r, const cha
 		fprintf(out, "  (%zu culprit%s under --min-impact %g: %s, %.2f%%)\n", t.hidden, t.hidden == 1 ? "" : "s",
 			min_impact, format_ns(t.hidden_ns, d, sizeof(d)), pct(t.hidden_ns, life));
 	tree_free(&t);
+
+	/* the times' width: wall-clock times (recordings) or +seconds (imports) */
+	sht_format_time(r, f->end, false, b, sizeof(b));
+	w = (int)strlen(b);
+	fprintf(out, "\nintervals (%zu):\n", f->niv);
+	fprintf(out, "  %-*s %-*s %10s  %-15s  %s\n", w, "START", w, "END", "DURATION", "STATE", "WHO RAN INSTEAD");
+	for (size_t i = 0; i < f->niv; i++) {
+		const struct flow_interval *iv = &f->iv[i];
+
+		sht_format_time(r, iv->start, false, a, sizeof(a));
+		sht_format_time(r, iv->end, false, b, sizeof(b));
+		fprintf(out, "  %-*s %-*s %10s  %-15s  %s\n", w, a, w, b, format_ns(iv->end - iv->start, d, sizeof(d)),
+			kind_label(iv->kind),
+			iv->culprit >= 0 ? culprit_label(&f->culprits[iv->culprit], who, sizeof(who)) : "-");
+	}
 }
 
 static json_t *culprit_json(const struct flow_culprit *c, size_t id)
