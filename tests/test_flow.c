@@ -1093,3 +1093,51 @@ Test(flow, vcpu_flows_sum_to_the_reports_culprits_on_a_real_recording, .timeout 
 	summary_free(&s);
 	sht_close(r);
 }
+
+/*
+ * resolve() on CPU 0 goes into 20 vCPUs that each say they wait for another
+ * CPU: while it walks CPU 0's intervals, 20 more CPUs are read (the table of
+ * CPUs grows under it). Who ran there is named, 50 ns each.
+ */
+Test(flow, resolve_through_many_cpus)
+{
+	struct synth_rec s = { 0 };
+	struct sht_reader *r;
+	struct flow f;
+
+	vm(&s, "vm1", 1000);
+	vcpu(&s, "vm1", 1000, 0, 1001);
+	vm(&s, "vm2", 2000);
+	vstate(&s, 0, "vm1", 0, VCPU_GUEST, 0);
+	on_cpu(&s, 0, 0, 1001);
+	vstate(&s, 1000, "vm1", 0, VCPU_PREEMPTED, 0);
+	for (unsigned int k = 1; k <= 20; k++) {
+		char name[16];
+
+		vcpu(&s, "vm2", 2000, k, 2000 + k);
+		vstate(&s, 0, "vm2", k, VCPU_PREEMPTED, (int)k);
+		snprintf(name, sizeof(name), "hog%u", k);
+		host_thread(&s, 500 + k, 500 + k, name);
+		on_cpu(&s, 0, k, 500 + k);
+		on_cpu(&s, 1000 + 50 * (k - 1), 0, 2000 + k);
+	}
+	vstate(&s, 2000, "vm1", 0, VCPU_GUEST, 0);
+	on_cpu(&s, 2000, 0, 1001);
+	vstate(&s, 3000, "vm1", 0, VCPU_IDLE, 0);
+	r = open_sht(synth_write(&s, "many-cpus", 3500));
+	flow_of(r, "1001", 0, 3500, &f);
+	cr_assert_eq(f.niv, 23, "running, 20 hogs, running, blocked");
+	cr_assert_eq(f.ns[FLOW_BLOCKED], 500);
+	cr_assert_eq(f.nculprits, 20);
+	for (unsigned int k = 1; k <= 20; k++) {
+		char w[64];
+
+		snprintf(w, sizeof(w), "host/thread/%u", 500 + k);
+		cr_assert_str_eq(who(&f, f.iv[k].culprit), w);
+		cr_assert_eq(f.iv[k].start, 1000 + 50 * (k - 1));
+		cr_assert_eq(f.iv[k].end, 1000 + 50 * k);
+		assert_culprit(&f, w, 50, 50.0 / 3500);
+	}
+	flow_free(&f);
+	sht_close(r);
+}

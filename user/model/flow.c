@@ -154,7 +154,7 @@ struct ctx {
 	struct fvcpu *vcpus;
 	size_t nvcpus;
 	struct hashmap vcpu_of_tid; /* host tid -> size_t (first vCPU with that thread) */
-	struct hashmap cpus;	    /* host cpu -> struct lines (current_tid) */
+	struct hashmap cpus;	    /* host cpu -> struct lines * (current_tid) */
 	struct hashmap keys;	    /* struct ckey -> int32_t index in f->culprits */
 	size_t capc, capiv;
 	/* the target */
@@ -184,26 +184,37 @@ static void lines_free(struct lines *l)
 	l->loaded = false;
 }
 
+/*
+ * A host CPU's current_tid intervals. The table holds pointers: resolve()
+ * keeps one CPU's lines while it recurses into another's, whose insert may
+ * move the table's slots.
+ */
 static struct lines *cpu_lines(struct ctx *c, uint32_t cpu, int *e)
 {
-	struct lines *l = hashmap_lookup(&c->cpus, &cpu), fresh = { 0 };
+	struct lines **hit = hashmap_lookup(&c->cpus, &cpu), *l;
 	char name[16];
 	uint32_t a;
 
 	*e = 0;
-	if (l)
-		return l;
+	if (hit)
+		return *hit;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		*e = -ENOMEM;
+		return NULL;
+	}
 	snprintf(name, sizeof(name), "%u", cpu);
 	a = sht_attr_child(c->r, c->host_cpus, name);
 	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(c->r, a, "current_tid");
-	*e = load(c, &fresh, a);
-	if (!*e && hashmap_insert(&c->cpus, &cpu, &fresh))
+	*e = load(c, l, a);
+	if (!*e && hashmap_insert(&c->cpus, &cpu, &l))
 		*e = -ENOMEM;
 	if (*e) {
-		free(fresh.iv);
+		free(l->iv);
+		free(l);
 		return NULL;
 	}
-	return hashmap_lookup(&c->cpus, &cpu);
+	return l;
 }
 
 /*
@@ -935,8 +946,12 @@ static void ctx_free(struct ctx *c)
 	size_t pos = 0;
 	void *k, *v;
 
-	while (hashmap_next(&c->cpus, &pos, &k, &v))
-		free(((struct lines *)v)->iv);
+	while (hashmap_next(&c->cpus, &pos, &k, &v)) {
+		struct lines *l = *(struct lines **)v;
+
+		free(l->iv);
+		free(l);
+	}
 	hashmap_free(&c->cpus);
 	hashmap_free(&c->keys);
 	hashmap_free(&c->vcpu_of_tid);
@@ -984,7 +999,7 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 	c.host_cpus = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus");
 	c.host_threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
 	f->host_cpus = c.host_cpus != SHT_NO_ATTR;
-	if (hashmap_init(&c.cpus, sizeof(uint32_t), sizeof(struct lines), 0) ||
+	if (hashmap_init(&c.cpus, sizeof(uint32_t), sizeof(struct lines *), 0) ||
 	    hashmap_init(&c.keys, sizeof(struct ckey), sizeof(int32_t), 0) ||
 	    hashmap_init(&c.vcpu_of_tid, sizeof(uint32_t), sizeof(size_t), 0)) {
 		e = verror(err, -ENOMEM, "out of memory");
