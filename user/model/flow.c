@@ -600,6 +600,43 @@ static int resolve_host_cpu(struct ctx *c, uint32_t cpu, uint64_t a, uint64_t b,
 }
 
 /*
+ * Whether an interval of attr holding val ends at t (at_start false) or
+ * starts at t: in l when l holds t's neighbourhood (the flow's range), else
+ * asked of the file around t (the edges of a thread's first and last state
+ * may lie far outside the range: its CPU lines are not read that far).
+ */
+static int edge(struct ctx *c, uint32_t attr, struct lines *l, uint64_t t, bool at_start, int64_t val, bool *yes)
+{
+	struct sht_interval *iv = NULL;
+	uint64_t probe = at_start ? t : t - 1;
+	size_t n = 0;
+	int e;
+
+	*yes = false;
+	if (attr == SHT_NO_ATTR || (!at_start && !t))
+		return 0;
+	if (probe >= c->lo && probe <= c->hi) {
+		e = load(c, l, attr);
+		if (e)
+			return e;
+		iv = l->iv;
+		n = l->n;
+	} else {
+		e = sht_query_range(c->r, attr, NULL, probe, probe, &iv, &n, c->err);
+		if (e)
+			return e;
+	}
+	{
+		const struct sht_interval *hit = covering(iv, n, probe);
+
+		*yes = hit && hit->value.type == SHT_INT && hit->value.i == val && (at_start ? hit->start : hit->end) == t;
+	}
+	if (iv != l->iv)
+		free(iv);
+	return 0;
+}
+
+/*
  * The CPU the host thread tid waited for over [s, e): preempted, the one it
  * was switched out of; woken, the one it then ran on (else the other).
  */
@@ -609,22 +646,23 @@ static int host_cpu_of(struct ctx *c, uint32_t tid, uint64_t s, uint64_t e, bool
 
 	for (uint32_t a = sht_attr_first_child(c->r, c->host_cpus); a != SHT_NO_ATTR; a = sht_attr_next_sibling(c->r, a)) {
 		uint32_t n = (uint32_t)strtoul(sht_attr_name(c->r, a), NULL, 10);
+		uint32_t cur = sht_attr_child(c->r, a, "current_tid");
 		struct lines *l;
+		bool before, after;
 		int err;
 
 		l = cpu_lines(c, n, &err);
 		if (!l)
 			return err;
-		for (size_t i = first_after(l->iv, l->n, s ? s - 1 : 0); i < l->n && l->iv[i].start <= e; i++) {
-			const struct sht_interval *iv = &l->iv[i];
-
-			if (iv->value.type != SHT_INT || (uint32_t)iv->value.i != tid)
-				continue;
-			if (iv->end == s && found_before < 0)
-				found_before = (int)n;
-			if (iv->start == e && found_after < 0)
-				found_after = (int)n;
-		}
+		err = edge(c, cur, l, s, false, tid, &before);
+		if (!err)
+			err = edge(c, cur, l, e, true, tid, &after);
+		if (err)
+			return err;
+		if (before && found_before < 0)
+			found_before = (int)n;
+		if (after && found_after < 0)
+			found_after = (int)n;
 	}
 	if (woken ? found_after >= 0 : found_before >= 0)
 		*cpu = (uint32_t)(woken ? found_after : found_before);
@@ -642,24 +680,20 @@ static int guest_cpu_of(struct ctx *c, uint64_t s, uint64_t e, bool woken, size_
 
 	for (size_t v = 0; v < c->nvcpus; v++) {
 		struct fvcpu *vc = &c->vcpus[v];
+		bool b, a;
 		int err;
 
 		if ((int32_t)vc->vm != c->t_vm)
 			continue;
-		err = load(c, &vc->gtid, vc->a_gtid);
+		err = edge(c, vc->a_gtid, &vc->gtid, s, false, c->t_gtid, &b);
+		if (!err)
+			err = edge(c, vc->a_gtid, &vc->gtid, e, true, c->t_gtid, &a);
 		if (err)
 			return err;
-		for (size_t i = first_after(vc->gtid.iv, vc->gtid.n, s ? s - 1 : 0);
-		     i < vc->gtid.n && vc->gtid.iv[i].start <= e; i++) {
-			const struct sht_interval *iv = &vc->gtid.iv[i];
-
-			if (iv->value.type != SHT_INT || (uint32_t)iv->value.i != c->t_gtid)
-				continue;
-			if (iv->end == s && before < 0)
-				before = (long)v;
-			if (iv->start == e && after < 0)
-				after = (long)v;
-		}
+		if (b && before < 0)
+			before = (long)v;
+		if (a && after < 0)
+			after = (long)v;
 	}
 	if (woken ? after >= 0 : before >= 0)
 		*out = (size_t)(woken ? after : before);
@@ -1063,14 +1097,13 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 	for (size_t i = 0; i < n; i++) {
 		if (st[i].value.type == SHT_NULL || st[i].end <= from || st[i].start >= to || st[i].end <= st[i].start)
 			continue;
-		if (!alive) {
+		if (!alive)
 			f->start = hi(st[i].start, from);
-			c.lo = st[i].start;
-		}
 		f->end = lo(st[i].end, to);
-		c.hi = st[i].end; /* whole intervals: where a waiting thread ran next may be after the window */
 		alive = true;
 	}
+	c.lo = f->start; /* the range of the lines read: the lifespan in the window (edge() looks beyond) */
+	c.hi = f->end;
 	if (!alive) {
 		e = verror(err, -ENOENT, "thread %s%s%u does not live in the window", t->guest ? f->vm : "",
 			   t->guest ? ":" : "", t->tid);
