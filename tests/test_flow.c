@@ -56,7 +56,8 @@ static void put(struct synth_rec *s, uint64_t t, int type, int64_t i, const char
 	vsnprintf(e->path, sizeof(e->path), fmt, ap);
 }
 
-__attribute__((format(printf, 4, 5))) static void set_i(struct synth_rec *s, uint64_t t, int64_t v, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void set_i(struct synth_rec *s, uint64_t t, int64_t v, const char *fmt,
+							...)
 {
 	va_list ap;
 
@@ -234,8 +235,8 @@ static void assert_intervals(const struct flow *f, const struct want_iv *w, size
 	for (size_t i = 0; i < f->niv && i < n; i++) {
 		cr_expect_eq(f->iv[i].start, w[i].start, "interval %zu starts at %lu, not %lu", i,
 			     (unsigned long)f->iv[i].start, (unsigned long)w[i].start);
-		cr_expect_eq(f->iv[i].end, w[i].end, "interval %zu ends at %lu, not %lu", i, (unsigned long)f->iv[i].end,
-			     (unsigned long)w[i].end);
+		cr_expect_eq(f->iv[i].end, w[i].end, "interval %zu ends at %lu, not %lu", i,
+			     (unsigned long)f->iv[i].end, (unsigned long)w[i].end);
 		cr_expect_eq(f->iv[i].kind, w[i].kind, "interval %zu is %s, not %s", i, flow_kind_name(f->iv[i].kind),
 			     flow_kind_name(w[i].kind));
 		cr_expect_str_eq(who(f, f->iv[i].culprit), w[i].who, "interval %zu", i);
@@ -469,7 +470,8 @@ Test(flow, the_other_vm_is_delayed_by_the_first_one_in_turn)
 	struct sht_reader *r = open_sht(two_vms());
 	struct flow f;
 	static const struct want_iv want[] = {
-		{ 500, 1000, FLOW_GUEST_RUNQ, "vm1/thread/345" }, /* its vCPU waits for pCPU 0: vm1 runs critical_task */
+		/* its vCPU waits for pCPU 0: vm1 runs critical_task */
+		{ 500, 1000, FLOW_GUEST_RUNQ, "vm1/thread/345" },
 		{ 1000, 1100, FLOW_GUEST_RUNQ, "host/hypervisor/1001/0" },
 		{ 1100, 1650, FLOW_RUNNING, "-" },
 		{ 1650, 6000, FLOW_BLOCKED, "-" },
@@ -1058,12 +1060,14 @@ Test(flow, vcpu_flows_sum_to_the_reports_culprits_on_a_real_recording, .timeout 
 			snprintf(tid, sizeof(tid), "%u", vm->vcpus[k].tid);
 			flow_of(r, tid, info->start, info->end, &f);
 			cr_assert_eq(f.vcpu, (int)vm->vcpus[k].index);
-			cr_assert_eq(f.ns[FLOW_HOST_RUNQ], vm->vcpus[k].ns[VCPU_PREEMPTED] + vm->vcpus[k].ns[VCPU_WAIT]);
+			cr_assert_eq(f.ns[FLOW_HOST_RUNQ],
+				     vm->vcpus[k].ns[VCPU_PREEMPTED] + vm->vcpus[k].ns[VCPU_WAIT]);
 			cr_assert_eq(f.ns[FLOW_HYPERVISOR], vm->vcpus[k].ns[VCPU_HOST]);
 			cr_assert_eq(f.ns[FLOW_RUNNING], vm->vcpus[k].ns[VCPU_GUEST]);
 			flows_runq += f.ns[FLOW_HOST_RUNQ];
 			for (size_t i = 0; i < f.niv; i++) {
-				const struct flow_culprit *c = f.iv[i].culprit >= 0 ? &f.culprits[f.iv[i].culprit] : NULL;
+				const struct flow_culprit *c =
+				    f.iv[i].culprit >= 0 ? &f.culprits[f.iv[i].culprit] : NULL;
 				uint64_t *ns, zero = 0;
 
 				if (f.iv[i].kind != FLOW_HOST_RUNQ)

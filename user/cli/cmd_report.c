@@ -65,8 +65,8 @@ static int report_flow(const char *file, const char *thread, const char *min_arg
 		errno = 0;
 		min_impact = strtod(min_arg, &end);
 		if (errno || end == min_arg || *end || !(min_impact >= 0 && min_impact <= 1))
-			return cli_usage_error("report: --min-impact %s: a fraction of the lifespan from 0 to 1 (0.05: 5%%)",
-					       min_arg);
+			return cli_usage_error(
+			    "report: --min-impact %s: a fraction of the lifespan from 0 to 1 (0.05: 5%%)", min_arg);
 	}
 	if (flow_parse_target(thread, &target, &err))
 		return cli_usage_error("report: %s", err.msg);

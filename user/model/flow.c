@@ -62,7 +62,9 @@ int flow_parse_target(const char *s, struct flow_target *t, struct vcpustat_erro
 	memset(t, 0, sizeof(*t));
 	if (!colon) {
 		if (parse_tid(s, &t->tid) || !t->tid)
-			return verror(err, -EINVAL, "--flow %s: not a thread: give a host thread id (1234) or VM:GUEST_TID (vm1:345)", s);
+			return verror(err, -EINVAL,
+				      "--flow %s: not a thread: give a host thread id (1234) or VM:GUEST_TID (vm1:345)",
+				      s);
 		return 0;
 	}
 	t->guest = true;
@@ -310,7 +312,8 @@ static void culprit_fill(struct ctx *c, const struct ckey *k, struct flow_culpri
 			th = sht_attr_child(c->r, vm->threads, name);
 			snprintf(cu->name, sizeof(cu->name), "tid %u", k->tid);
 			if (th != SHT_NO_ATTR)
-				str_of(c->r, sht_attr_child(c->r, th, "name"), c->lo, c->hi, cu->name, sizeof(cu->name));
+				str_of(c->r, sht_attr_child(c->r, th, "name"), c->lo, c->hi, cu->name,
+				       sizeof(cu->name));
 		} else {
 			snprintf(cu->name, sizeof(cu->name), "tid %u", k->tid);
 			str_of(c->r, host_thread_attr(c, k->tid, "name"), c->lo, c->hi, cu->name, sizeof(cu->name));
@@ -484,7 +487,8 @@ static int guest_code(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum flow
 		} else if ((g = (uint32_t)iv->value.i) == 0) {
 			e = emit(c, s, t, kind, culprit(c, vm, 0, -1, FLOW_ROLE_IDLE, false));
 		} else if (vm == c->t_vm && g == c->t_gtid) {
-			e = unresolved(c, s, t, kind, vm, vc->index, false); /* the thread itself: the file contradicts itself */
+			/* the thread itself: the file contradicts itself */
+			e = unresolved(c, s, t, kind, vm, vc->index, false);
 		} else {
 			e = emit(c, s, t, kind, culprit(c, vm, g, -1, FLOW_ROLE_THREAD, false));
 		}
@@ -533,7 +537,8 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 			if (!e && !modes) /* on a CPU, mode unknown: what it ran */
 				e = guest_code(c, v, s, t, kind);
 			else if (!e)
-				e = emit(c, s, t, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_HYPERVISOR, false));
+				e = emit(c, s, t, kind,
+					 culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_HYPERVISOR, false));
 			break;
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
@@ -545,7 +550,8 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 			break;
 		case VCPU_IDLE:
 		case VCPU_BLOCKED:
-			e = emit(c, s, t, kind, culprit(c, vm, 0, -1, FLOW_ROLE_IDLE, false)); /* its guest CPU halted */
+			/* its guest CPU halted */
+			e = emit(c, s, t, kind, culprit(c, vm, 0, -1, FLOW_ROLE_IDLE, false));
 			break;
 		default: /* no state (not seen as a vCPU yet, or gone): the vCPU itself */
 			e = emit(c, s, t, kind, culprit(c, vm, vc->tid, vc->index, FLOW_ROLE_VCPU, false));
@@ -586,7 +592,7 @@ static int resolve_host_cpu(struct ctx *c, uint32_t cpu, uint64_t a, uint64_t b,
 		else if ((tid = (uint32_t)iv->value.i) == 0)
 			e = emit(c, s, t, kind, culprit(c, -1, 0, -1, FLOW_ROLE_IDLE, false));
 		else if (tid == c->t_htid)
-			e = unresolved(c, s, t, kind, -1, -1, false); /* the thread itself: the file contradicts itself */
+			e = unresolved(c, s, t, kind, -1, -1, false); /* the thread itself: a contradiction */
 		else if ((v = hashmap_lookup(&c->vcpu_of_tid, &tid)))
 			e = resolve_vcpu(c, *v, s, t, kind);
 		else
@@ -629,7 +635,8 @@ static int edge(struct ctx *c, uint32_t attr, struct lines *l, uint64_t t, bool 
 	{
 		const struct sht_interval *hit = covering(iv, n, probe);
 
-		*yes = hit && hit->value.type == SHT_INT && hit->value.i == val && (at_start ? hit->start : hit->end) == t;
+		*yes = hit && hit->value.type == SHT_INT && hit->value.i == val &&
+		       (at_start ? hit->start : hit->end) == t;
 	}
 	if (iv != l->iv)
 		free(iv);
@@ -644,7 +651,8 @@ static int host_cpu_of(struct ctx *c, uint32_t tid, uint64_t s, uint64_t e, bool
 {
 	int found_before = -1, found_after = -1;
 
-	for (uint32_t a = sht_attr_first_child(c->r, c->host_cpus); a != SHT_NO_ATTR; a = sht_attr_next_sibling(c->r, a)) {
+	for (uint32_t a = sht_attr_first_child(c->r, c->host_cpus); a != SHT_NO_ATTR;
+	     a = sht_attr_next_sibling(c->r, a)) {
 		uint32_t n = (uint32_t)strtoul(sht_attr_name(c->r, a), NULL, 10);
 		uint32_t cur = sht_attr_child(c->r, a, "current_tid");
 		struct lines *l;
@@ -967,7 +975,8 @@ static int scan(struct ctx *c)
 			v->a_state = sht_attr_child(c->r, vc, "state");
 			v->a_pcpu = sht_attr_child(c->r, vc, "pcpu");
 			v->a_gtid = sht_attr_child(c->r, vc, "guest_tid");
-			if (v->tid && !hashmap_lookup(&c->vcpu_of_tid, &v->tid) && hashmap_insert(&c->vcpu_of_tid, &v->tid, &idx))
+			if (v->tid && !hashmap_lookup(&c->vcpu_of_tid, &v->tid) &&
+			    hashmap_insert(&c->vcpu_of_tid, &v->tid, &idx))
 				return -ENOMEM;
 		}
 		c->nvms++;
@@ -1052,8 +1061,10 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 
 		c.t_vm = find_vm(&c, t->vm);
 		if (c.t_vm < 0) {
-			e = verror(err, -ENOENT, "no VM '%s' in the file (its VMs are under /vms: `vcpustat query FILE --path '/vms/*'`)",
-				   t->vm);
+			e = verror(
+			    err, -ENOENT,
+			    "no VM '%s' in the file (its VMs are under /vms: `vcpustat query FILE --path '/vms/*'`)",
+			    t->vm);
 			goto out;
 		}
 		snprintf(f->vm, sizeof(f->vm), "%s", c.vms[c.t_vm].name);
@@ -1061,10 +1072,11 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 		th = sht_attr_child(r, c.vms[c.t_vm].threads, name);
 		a_state = th == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, th, "state");
 		if (a_state == SHT_NO_ATTR) {
-			e = verror(err, -ENOENT, "VM %s has no guest thread %u in the file%s", f->vm, t->tid,
-				   c.vms[c.t_vm].threads == SHT_NO_ATTR ?
-					   " (it has no guest threads: import a guest trace with `vcpustat import --guest`)" :
-					   "");
+			e = verror(
+			    err, -ENOENT, "VM %s has no guest thread %u in the file%s", f->vm, t->tid,
+			    c.vms[c.t_vm].threads == SHT_NO_ATTR
+				? " (it has no guest threads: import a guest trace with `vcpustat import --guest`)"
+				: "");
 			goto out;
 		}
 		c.t_gtid = t->tid;

@@ -226,13 +226,15 @@ void flow_print(FILE *out, const struct flow *f, struct sht_reader *r, const cha
 				snprintf(who, sizeof(who), "  %s (pid %u)", pr->name, pr->pid);
 			else
 				snprintf(who, sizeof(who), "  %s", pr->name);
-			fprintf(out, "  %-52s %10s  %6.2f%%\n", who, format_ns(pr->ns, d, sizeof(d)), pct(pr->ns, life));
+			fprintf(out, "  %-52s %10s  %6.2f%%\n", who, format_ns(pr->ns, d, sizeof(d)),
+				pct(pr->ns, life));
 			for (size_t k = 0; k < pr->nthreads; k++) {
 				const struct flow_culprit *c = &f->culprits[pr->threads[k]];
 
 				switch (c->role) {
 				case FLOW_ROLE_THREAD:
-					snprintf(who, sizeof(who), "    %s (%stid %u)", c->name, c->in_vm ? "guest " : "", c->tid);
+					snprintf(who, sizeof(who), "    %s (%stid %u)", c->name,
+						 c->in_vm ? "guest " : "", c->tid);
 					break;
 				case FLOW_ROLE_IDLE:
 					snprintf(who, sizeof(who), "    swapper (idle)");
@@ -247,13 +249,15 @@ void flow_print(FILE *out, const struct flow *f, struct sht_reader *r, const cha
 					snprintf(who, sizeof(who), "    %s", c->name);
 					break;
 				}
-				fprintf(out, "  %-52s %10s  %6.2f%%\n", who, format_ns(c->ns, d, sizeof(d)), c->impact * 100);
+				fprintf(out, "  %-52s %10s  %6.2f%%\n", who, format_ns(c->ns, d, sizeof(d)),
+					c->impact * 100);
 			}
 		}
 	}
 	if (t.hidden)
-		fprintf(out, "  (%zu culprit%s under --min-impact %g: %s, %.2f%%)\n", t.hidden, t.hidden == 1 ? "" : "s",
-			min_impact, format_ns(t.hidden_ns, d, sizeof(d)), pct(t.hidden_ns, life));
+		fprintf(out, "  (%zu culprit%s under --min-impact %g: %s, %.2f%%)\n", t.hidden,
+			t.hidden == 1 ? "" : "s", min_impact, format_ns(t.hidden_ns, d, sizeof(d)),
+			pct(t.hidden_ns, life));
 	tree_free(&t);
 
 	/* the times' width: wall-clock times (recordings) or +seconds (imports) */
