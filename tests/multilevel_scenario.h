@@ -52,7 +52,7 @@ static inline struct tev guest_sw(uint64_t ts, uint32_t prev, const char *pc, co
  * Guest CPU 0: fib (300) switched in at +500 us, preempted by logger (301) at
  * +7000 us; logger sleeps at +7900 us; fib is woken at +8500 us.
  */
-static inline void make_scenario(struct scenario *sc, uint64_t seed)
+static inline void make_scenario_plus(struct scenario *sc, uint64_t seed, const struct tev *extra, size_t nextra)
 {
 	struct sync_traces agent = { .vcpu_pid = 1002, .vm_tgid = 1000, .host_cpu = 1, .vcpu = 1, .agent_pid = 900,
 				     .guest_cpu = 1, .key0 = 1ull << 48 };
@@ -63,7 +63,9 @@ static inline void make_scenario(struct scenario *sc, uint64_t seed)
 	sc->p = synth_default(seed);
 	sc->t0 = t0 = sc->p.host0 + 20000000000ull;
 	sync_tevs(&sc->p, &agent, &h, &nh, &g, &ng);
-	h = realloc(h, (nh + 16) * sizeof(*h));
+	h = realloc(h, (nh + 16 + nextra) * sizeof(*h));
+	for (size_t i = 0; i < nextra; i++) /* other host events (tests/test_flow.c: another VM's sync rounds) */
+		h[nh++] = extra[i];
 	g = realloc(g, (ng + 8) * sizeof(*g));
 	h[nh++] = host_sw(t0, 0, "R", 1001);
 	h[nh++] = host_ev(T_ENTRY, t0 + 1 * US, 1001, NULL);
@@ -93,6 +95,11 @@ static inline void make_scenario(struct scenario *sc, uint64_t seed)
 	sc->guest = imp_write_trace(g, ng, &nine);
 	free(h);
 	free(g);
+}
+
+static inline void make_scenario(struct scenario *sc, uint64_t seed)
+{
+	make_scenario_plus(sc, seed, NULL, 0);
 }
 
 #endif

@@ -227,6 +227,20 @@ struct want_iv {
 	const char *who;
 };
 
+/* The first n intervals of the flow are w (it may have more). */
+static void assert_prefix(const struct flow *f, const struct want_iv *w, size_t n)
+{
+	cr_assert_geq(f->niv, n, "%zu intervals, fewer than %zu", f->niv, n);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(f->iv[i].start, w[i].start, "interval %zu starts at %lu, not %lu", i,
+			     (unsigned long)f->iv[i].start, (unsigned long)w[i].start);
+		cr_assert_eq(f->iv[i].end, w[i].end, "interval %zu ends at %lu, not %lu", i,
+			     (unsigned long)f->iv[i].end, (unsigned long)w[i].end);
+		cr_assert_eq(f->iv[i].kind, w[i].kind, "interval %zu", i);
+		cr_assert_str_eq(who(f, f->iv[i].culprit), w[i].who, "interval %zu", i);
+	}
+}
+
 static void assert_intervals(const struct flow *f, const struct want_iv *w, size_t n)
 {
 	for (size_t i = 0; i < f->niv; i++)
@@ -1144,4 +1158,87 @@ Test(flow, resolve_through_many_cpus)
 	}
 	flow_free(&f);
 	sht_close(r);
+}
+
+/*
+ * The recursion across two VMs through the importer: the scenario above, and
+ * a guest trace of vmB too (its own clock: 0.9999 x host + 7 s, synchronized
+ * by its own agent on its vCPU 1), in which cc (77) runs on guest CPU 0 from
+ * +1500 to +2500 us while vmA's vCPU waits for pCPU 0: --flow vmA:300 names
+ * vmB's cc, then vmB's idle task.
+ */
+Test(flow, imported_two_guests_name_the_other_vms_guest_thread)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" }, { 2000, "vmB" } };
+	struct sync_traces agent_b = { .vcpu_pid = 2002, .vm_tgid = 2000, .host_cpu = 2, .vcpu = 1, .agent_pid = 901,
+				       .guest_cpu = 1, .key0 = 2ull << 48 };
+	struct import_guest guests[2] = { { "vmA", NULL }, { "vmB", NULL } };
+	struct import_opts o = { .names = names, .nnames = 2, .guests = guests, .nguests = 2 };
+	struct import_result res;
+	struct scenario sc;
+	struct synth pb = synth_default(12);
+	struct tev *h = NULL, *g = NULL;
+	size_t nh = 0, ng = 0;
+	struct sht_reader *r;
+	struct flow f;
+	uint64_t t0, cc_in, cc_out, g_in, g_out;
+	char *guest_b, *sht;
+
+	/* vmB's sync rounds (host side) join the scenario's host trace */
+	pb.alpha = 0.9999L;
+	pb.beta = 7e9L;
+	sync_tevs(&pb, &agent_b, &h, &nh, &g, &ng);
+	make_scenario_plus(&sc, 11, h, nh);
+	g = realloc(g, (ng + 2) * sizeof(*g));
+	g_in = (uint64_t)llroundl(synth_guest(&pb, (long double)(sc.t0 + 1500 * US)));
+	g_out = (uint64_t)llroundl(synth_guest(&pb, (long double)(sc.t0 + 2500 * US)));
+	g[ng++] = guest_sw(g_in, 0, "swapper/0", "R", 77, "cc");
+	g[ng++] = guest_sw(g_out, 77, "cc", "S", 0, "swapper/0");
+	tev_sort(g, ng);
+	guest_b = imp_write_trace(g, ng, &nine);
+	free(h);
+	free(g);
+	o.host = sc.host;
+	guests[0].path = sc.guest;
+	guests[1].path = guest_b;
+	sht = imp_run(&o, &res);
+	cr_assert_eq(res.nguests, 2);
+	cr_assert_eq(res.guests[1].sync.quality, VCPUSTAT_SYNC_ACCURATE);
+	t0 = sc.t0 - res.start_ns;
+	{ /* vmB's guest times on the host's timeline, through its transform */
+		struct vcpustat_sync_time a, b;
+
+		cr_assert_eq(vcpustat_sync_apply(&res.guests[1].sync.transform, g_in, &a), 0);
+		cr_assert_eq(vcpustat_sync_apply(&res.guests[1].sync.transform, g_out, &b), 0);
+		cc_in = a.host_ns - res.start_ns;
+		cc_out = b.host_ns - res.start_ns;
+	}
+	/* within the transform's error of when cc ran */
+	cr_assert_lt(llabs((long long)cc_in - (long long)(t0 + 1500 * US)), 1000);
+	cr_assert_lt(llabs((long long)cc_out - (long long)(t0 + 2500 * US)), 1000);
+	r = open_sht(sht);
+	flow_of(r, "vmA:300", 0, sht_get_info(r)->end, &f);
+	{
+		const struct want_iv want[] = {
+			{ f.start, t0 + 1000 * US, FLOW_RUNNING, "-" },
+			{ t0 + 1000 * US, t0 + 1002 * US, FLOW_HYPERVISOR, "host/hypervisor/1001/0" },
+			/* vmB's vCPU: before its first kvm_entry, then in guest mode before its guest's first switch */
+			{ t0 + 1002 * US, cc_in, FLOW_HOST_RUNQ, "vmB/vcpu/2001/0" },
+			{ cc_in, cc_out, FLOW_HOST_RUNQ, "vmB/thread/77" }, /* resolve(): into vmB, its guest thread */
+			{ cc_out, t0 + 3000 * US, FLOW_HOST_RUNQ, "vmB/idle/0" },
+			{ t0 + 3000 * US, t0 + 3001 * US, FLOW_HOST_RUNQ, "host/hypervisor/2001/0" },
+			{ t0 + 3001 * US, t0 + 3002 * US, FLOW_HYPERVISOR, "host/hypervisor/1001/0" },
+			{ t0 + 3002 * US, t0 + 5000 * US, FLOW_RUNNING, "-" },
+			{ t0 + 5000 * US, t0 + 5010 * US, FLOW_HYPERVISOR, "host/hypervisor/1001/0" },
+		};
+
+		assert_prefix(&f, want, sizeof(want) / sizeof(want[0]));
+	}
+	flow_free(&f);
+	sht_close(r);
+	import_result_free(&res);
+	unlink(sht);
+	unlink(sc.host);
+	unlink(sc.guest);
+	unlink(guest_b);
 }

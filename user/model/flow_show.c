@@ -144,7 +144,7 @@ static const char *culprit_label(const struct flow_culprit *c, char *buf, size_t
 		snprintf(buf, len, "host: hypervisor of %s vCPU %d (tid %u)", c->vm, c->vcpu, c->tid);
 		break;
 	case FLOW_ROLE_VCPU:
-		snprintf(buf, len, "%s: vCPU %d in guest mode (no guest trace)", c->system, c->vcpu);
+		snprintf(buf, len, "%s: vCPU %d in guest mode (guest thread unknown)", c->system, c->vcpu);
 		break;
 	default:
 		if (c->vcpu >= 0)
