@@ -45,7 +45,7 @@ static void usage(FILE *f)
 
 /* report --flow: the execution flow of one thread (model/flow.c). */
 static int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to,
-		       bool json, bool vm_filter)
+		       bool json, bool vm_filter, bool top)
 {
 	struct vcpustat_error err = { 0 };
 	struct flow_target target;
@@ -59,6 +59,9 @@ static int report_flow(const char *file, const char *thread, const char *min_arg
 		return cli_usage_error("report: --min-impact goes with --flow THREAD");
 	if (vm_filter)
 		return cli_usage_error("report: --vm does not go with --flow (the thread says which VM)");
+	if (top)
+		return cli_usage_error("report: --top does not go with --flow (the flow shows every interval and culprit; "
+				       "--min-impact hides the small ones)");
 	if (min_arg) {
 		char *end;
 
@@ -110,7 +113,7 @@ int cmd_report(int argc, char **argv)
 	const struct sht_info *info;
 	struct sht_reader *r = NULL;
 	struct summary s;
-	bool json = false, culprits;
+	bool json = false, culprits, top_given = false;
 	long top = 5;
 	uint64_t t1, t2;
 	int opt, ret = CLI_FAIL;
@@ -128,6 +131,7 @@ int cmd_report(int argc, char **argv)
 		case 'N':
 			if (cli_parse_long("--top", optarg, 0, 100000, "rows (0: all)", &top))
 				return CLI_USAGE;
+			top_given = true;
 			break;
 		case 'W': flow = optarg; break;
 		case 'I': min_impact = optarg; break;
@@ -140,7 +144,7 @@ int cmd_report(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if (flow || min_impact)
-		return report_flow(argv[optind], flow, min_impact, from, to, json, filter.nr_vms > 0);
+		return report_flow(argv[optind], flow, min_impact, from, to, json, filter.nr_vms > 0, top_given);
 	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
 	if (ret)
 		return ret;
