@@ -159,6 +159,8 @@ struct ctx {
 	struct hashmap cpus;	    /* host cpu -> struct lines * (current_tid) */
 	struct hashmap keys;	    /* struct ckey -> int32_t index in f->culprits */
 	size_t capc, capiv;
+	struct ckey *ck;     /* per culprit: its key, */
+	uint64_t *first;     /* and the start of its first interval (where its names are looked up) */
 	/* the target */
 	int32_t t_vm;	   /* guest thread: its VM, else -1 */
 	uint32_t t_gtid;   /* guest thread: its guest tid */
@@ -275,7 +277,7 @@ static uint32_t host_thread_attr(struct ctx *c, uint32_t tid, const char *leaf)
 }
 
 /* A host process's name: the VM's if it is a VMM, else its main thread's, else "pid N". */
-static void process_name(struct ctx *c, uint32_t pid, char *buf, size_t len)
+static void process_name(struct ctx *c, uint32_t pid, uint64_t t, char *buf, size_t len)
 {
 	snprintf(buf, len, "pid %u", pid);
 	for (size_t i = 0; i < c->nvms; i++)
@@ -284,10 +286,11 @@ static void process_name(struct ctx *c, uint32_t pid, char *buf, size_t len)
 			return;
 		}
 	if (pid)
-		str_of(c->r, host_thread_attr(c, pid, "name"), c->lo, c->hi, buf, len);
+		str_of(c->r, host_thread_attr(c, pid, "name"), t, t, buf, len);
 }
 
-static void culprit_fill(struct ctx *c, const struct ckey *k, struct flow_culprit *cu)
+/* Name the culprit k: its names as they were at t (its first interval), else anywhere in the file. */
+static void culprit_fill(struct ctx *c, const struct ckey *k, uint64_t t, struct flow_culprit *cu)
 {
 	const struct fvm *vm = k->vm >= 0 ? &c->vms[k->vm] : NULL;
 
@@ -312,14 +315,13 @@ static void culprit_fill(struct ctx *c, const struct ckey *k, struct flow_culpri
 			th = sht_attr_child(c->r, vm->threads, name);
 			snprintf(cu->name, sizeof(cu->name), "tid %u", k->tid);
 			if (th != SHT_NO_ATTR)
-				str_of(c->r, sht_attr_child(c->r, th, "name"), c->lo, c->hi, cu->name,
-				       sizeof(cu->name));
+				str_of(c->r, sht_attr_child(c->r, th, "name"), t, t, cu->name, sizeof(cu->name));
 		} else {
 			snprintf(cu->name, sizeof(cu->name), "tid %u", k->tid);
-			str_of(c->r, host_thread_attr(c, k->tid, "name"), c->lo, c->hi, cu->name, sizeof(cu->name));
-			cu->pid = (uint32_t)int_of(c->r, host_thread_attr(c, k->tid, "pid"), c->lo, c->hi, 0);
+			str_of(c->r, host_thread_attr(c, k->tid, "name"), t, t, cu->name, sizeof(cu->name));
+			cu->pid = (uint32_t)int_of(c->r, host_thread_attr(c, k->tid, "pid"), t, t, 0);
 			if (cu->pid)
-				process_name(c, cu->pid, cu->process, sizeof(cu->process));
+				process_name(c, cu->pid, t, cu->process, sizeof(cu->process));
 			else
 				snprintf(cu->process, sizeof(cu->process), "(unknown process)");
 		}
@@ -373,16 +375,29 @@ static int32_t culprit(struct ctx *c, int32_t vm, uint32_t tid, int32_t vcpu, en
 	if (c->f->nculprits == c->capc) {
 		size_t cap = c->capc ? 2 * c->capc : 16;
 		struct flow_culprit *a = realloc(c->f->culprits, cap * sizeof(*a));
+		struct ckey *ck;
+		uint64_t *first;
 
 		if (!a)
 			return -ENOMEM;
 		c->f->culprits = a;
+		ck = realloc(c->ck, cap * sizeof(*ck));
+		if (!ck)
+			return -ENOMEM;
+		c->ck = ck;
+		first = realloc(c->first, cap * sizeof(*first));
+		if (!first)
+			return -ENOMEM;
+		c->first = first;
 		c->capc = cap;
 	}
 	idx = (int32_t)c->f->nculprits;
 	if (hashmap_insert(&c->keys, &k, &idx))
 		return -ENOMEM;
-	culprit_fill(c, &k, &c->f->culprits[c->f->nculprits++]);
+	memset(&c->f->culprits[idx], 0, sizeof(c->f->culprits[idx]));
+	c->ck[idx] = k;
+	c->first[idx] = UINT64_MAX;
+	c->f->nculprits++;
 	return idx;
 }
 
@@ -397,8 +412,11 @@ static int emit(struct ctx *c, uint64_t a, uint64_t b, enum flow_kind kind, int3
 	if (b <= a)
 		return 0;
 	f->ns[kind] += b - a;
-	if (who >= 0)
+	if (who >= 0) {
 		f->culprits[who].ns += b - a;
+		if (c->first[who] == UINT64_MAX)
+			c->first[who] = a;
+	}
 	if (last && last->end == a && last->kind == kind && last->culprit == who) {
 		last->end = b;
 		return 0;
@@ -1005,6 +1023,8 @@ static void ctx_free(struct ctx *c)
 	}
 	free(c->vcpus);
 	free(c->vms);
+	free(c->ck);
+	free(c->first);
 }
 
 /* The VM named (or with the VMM pid) name, or -1. */
@@ -1127,6 +1147,12 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 		e = flow_vcpu(&c, *vcpu, st, n);
 	else
 		e = flow_host(&c, st, n);
+	for (size_t i = 0; !e && i < f->nculprits; i++) { /* name them, once, where they were seen */
+		uint64_t ns = f->culprits[i].ns;
+
+		culprit_fill(&c, &c.ck[i], c.first[i] == UINT64_MAX ? f->start : c.first[i], &f->culprits[i]);
+		f->culprits[i].ns = ns;
+	}
 	if (!e)
 		e = finish(f);
 	if (e && !(err && err->code))
