@@ -94,16 +94,29 @@ static int by_time(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static char synth_paths[8][256];
+
+/* The files a test wrote go when its process ends (each test runs in its own). */
+static void synth_cleanup(void)
+{
+	for (size_t i = 0; i < 8; i++)
+		if (synth_paths[i][0])
+			unlink(synth_paths[i]);
+}
+
 /* Write the events to a fresh file (ending at end) and return its path (static buffer per name). */
 static const char *synth_write(struct synth_rec *s, const char *name, uint64_t end)
 {
-	static char paths[8][256];
 	static int next;
-	char *path = paths[next++ % 8];
+	char *path = synth_paths[next++ % 8];
 	struct sht_writer_opts o = { .no_sync = true };
 	struct vcpustat_error err = { 0 };
 	struct sht_writer *w;
 
+	if (next == 1)
+		atexit(synth_cleanup);
+	if (path[0])
+		unlink(path);
 	snprintf(path, 256, "/tmp/vcpustat-flow-%d-%s.sht", (int)getpid(), name);
 	qsort(s->e, s->n, sizeof(*s->e), by_time);
 	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
