@@ -31,6 +31,7 @@ rc=$?
 
 awk -v rc="$rc" -v bin="$(basename "$bin")" '
 /^1\.\.[0-9]+$/ { planned = substr($0, 4) + 0 }
+/^(ok|not ok) / { flush_failure() }
 /^ok / && / # SKIP / {
 	reason = $0
 	sub(/.* # SKIP /, "", reason)
@@ -45,14 +46,26 @@ awk -v rc="$rc" -v bin="$(basename "$bin")" '
 	next
 }
 /^ok / { passed++; next }
+# a failure is printed with its assertions (`- FILE:LINE: |+` then the message,
+# indented) on the same line, so that an excerpt of a log that holds only the
+# FAILED lines still says what went wrong
+function flush_failure() {
+	if (pending != "")
+		print "FAILED: " pending (detail != "" ? " --" detail : "")
+	pending = detail = ""
+}
 /^not ok / {
+	flush_failure()
 	failed++
-	line = $0
-	sub(/^not ok - /, "", line)
-	print "FAILED: " line
+	pending = $0
+	sub(/^not ok - /, "", pending)
 	next
 }
+pending != "" && /^  - .*: [|]/ { where = $0; sub(/^  - /, "", where); sub(/: [|].*$/, "", where); detail = detail " " where ":"; next }
+pending != "" && /^      / { msg = $0; sub(/^ +/, "", msg); detail = detail " " msg; next }
+pending != "" && /^  \.\.\.$/ { flush_failure(); next }
 END {
+	flush_failure()
 	for (i = 0; i < nwhy; i++)
 		printf "skipped %d: %s\n", why[order[i]], order[i]
 	seen = passed + failed + skipped + unselected

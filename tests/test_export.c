@@ -388,6 +388,20 @@ static void assert_formats_agree(const struct metrics *m)
 						   labels);
 				compared++;
 			}
+			for (unsigned int f = 0; f < 2; f++) {
+				static const char *const field[] = { "delay_seconds", "wait_seconds" };
+				static const char *const metric[] = { "vcpustat_vcpu_delay_seconds_total",
+								      "vcpustat_vcpu_wait_seconds_total" };
+				char labels[256];
+
+				snprintf(labels, sizeof(labels), "vm=\"%s\",vcpu=\"%lld\"", name,
+					 json_integer_value(json_object_get(v, "vcpu")));
+				cr_assert(json_is_real(json_object_get(v, field[f])), "%s: %s in the JSON", labels,
+					  field[f]);
+				cr_assert_float_eq(json_real_value(json_object_get(v, field[f])),
+						   prom_value(&p, metric[f], labels), 1e-9, "%s %s", metric[f], labels);
+				compared++;
+			}
 		}
 		json_array_foreach(json_object_get(vm, "userspace_exits"), k, h) {
 			char labels[256];
@@ -450,6 +464,160 @@ Test(export, four_formats_agree_on_synthetic_windows)
 		free(csv);
 	}
 	metrics_free(m);
+}
+
+/* What `promtool check metrics` (Prometheus's linter of expositions) says of text; its exit status. */
+static int promtool_check_metrics(const char *text, char *out, size_t len)
+{
+	const char *path = scratch_file("export-promtool", "metrics.prom");
+	char cmd[640];
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", path);
+	return run_shell(cmd, out, len);
+}
+
+/*
+ * The fleet names (docs/metrics.md "Names other exporters use"): per vCPU,
+ * vcpustat_vcpu_delay_seconds_total and vcpustat_vcpu_wait_seconds_total are
+ * the states preempted + wait, to the nanosecond, over two windows; per VM
+ * with --no-vcpu-labels the sum over its vCPUs; the same digits in
+ * Prometheus text, OpenMetrics (a counter family with its unit) and CSV,
+ * the same number in the JSON. None of the other states leaks in: they are
+ * seconds long, the run-queue states nanoseconds apart.
+ */
+Test(export, delay_and_wait_seconds_are_preempted_plus_wait_to_the_ns)
+{
+	/* [vcpu][state]: per window; vCPU 3 of "web" never waited */
+	static const __u64 ns[2][VCPU_NR_STATES] = {
+		{ 5000000001ull, 7000000003ull, 11000000005ull, 1234567891ull, 987654321ull, 13000000007ull,
+		  17000000009ull },
+		{ 1ull, 2ull, 3ull, 0ull, 0ull, 4ull, 5ull },
+	};
+	struct metrics_opts with = { .top_culprits = 5 }, without = { .top_culprits = 5, .no_vcpu_labels = true };
+	struct metrics *m = metrics_new(&with), *agg = metrics_new(&without);
+	/* two windows: vCPU 0: 2 x (1234567891 + 987654321) = 4444444424 ns; vCPU 3: 0 */
+	static const char *const want0 = "4.444444424", *want3 = "0.000000000";
+	static const char *const metric[] = { "vcpustat_vcpu_delay_seconds_total", "vcpustat_vcpu_wait_seconds_total" };
+	char *text, *om, *csv, *js;
+	struct prom_doc d, o;
+	json_t *doc, *vm, *v;
+
+	for (int w = 0; w < 2; w++) {
+		struct summary s = { .t0 = (__u64)w * 60000000000ull, .t1 = (__u64)(w + 1) * 60000000000ull };
+		struct vm_summary *vmw = add_vm(&s, "web", 100);
+
+		for (int c = 0; c < 2; c++) {
+			struct vcpu_summary *vc = add_vcpu(vmw, c ? 3 : 0, 0);
+
+			memcpy(vc->ns, ns[c], sizeof(vc->ns));
+		}
+		cr_assert_eq(metrics_add(m, &s), 0);
+		cr_assert_eq(metrics_add(agg, &s), 0);
+		summary_free(&s);
+	}
+	text = render(m, METRICS_PROMETHEUS);
+	om = render(m, METRICS_OPENMETRICS);
+	prom_parse(text, &d);
+	prom_parse(om, &o);
+	for (int f = 0; f < 2; f++) {
+		char help[128], type[128];
+
+		cr_assert_str_eq(prom_find(&d, metric[f], "vm=\"web\",vcpu=\"0\"")->text, want0, "%s", metric[f]);
+		cr_assert_str_eq(prom_find(&d, metric[f], "vm=\"web\",vcpu=\"3\"")->text, want3, "%s", metric[f]);
+		cr_assert_str_eq(prom_find(&o, metric[f], "vm=\"web\",vcpu=\"0\"")->text, want0, "OpenMetrics %s",
+				 metric[f]);
+		snprintf(type, sizeof(type), "# TYPE %s counter\n", metric[f]);
+		cr_assert(strstr(text, type), "Prometheus text: %s", type);
+		snprintf(help, sizeof(help), "# HELP %s vCPU-seconds runnable without a CPU (states preempted + wait)",
+			 metric[f]);
+		cr_assert(strstr(text, help), "its HELP says what it is made of: %s", help);
+		snprintf(type, sizeof(type), "# TYPE %.*s counter\n# UNIT %.*s seconds\n", (int)strlen(metric[f]) - 6,
+			 metric[f], (int)strlen(metric[f]) - 6, metric[f]);
+		cr_assert(strstr(om, type), "OpenMetrics: a counter family in seconds: %s", type);
+	}
+	/* the state series themselves are untouched */
+	cr_assert_str_eq(prom_find(&d, "vcpustat_vcpu_seconds_total", "vm=\"web\",vcpu=\"0\",state=\"preempted\"")->text,
+			 "2.469135782");
+	cr_assert_str_eq(prom_find(&d, "vcpustat_vcpu_seconds_total", "vm=\"web\",vcpu=\"0\",state=\"wait\"")->text,
+			 "1.975308642");
+	/* CSV: the same rows, same digits */
+	csv = render(m, METRICS_CSV);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,4.444444424\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,0.000000000\n"), "%.600s", csv);
+	free(csv);
+	/* JSON: per vCPU and per VM */
+	js = render(m, METRICS_JSON);
+	doc = json_loads(js, 0, NULL);
+	cr_assert_not_null(doc);
+	vm = json_array_get(json_object_get(doc, "vms"), 0);
+	v = json_array_get(json_object_get(vm, "vcpus"), 0);
+	cr_assert_eq(json_real_value(json_object_get(v, "delay_seconds")), 4444444424.0 / 1e9);
+	cr_assert_eq(json_real_value(json_object_get(v, "wait_seconds")), 4444444424.0 / 1e9);
+	cr_assert_eq(json_real_value(json_object_get(vm, "delay_seconds")), 4444444424.0 / 1e9);
+	cr_assert_eq(json_real_value(json_object_get(json_array_get(json_object_get(vm, "vcpus"), 1), "delay_seconds")),
+		     0.0);
+	json_decref(doc);
+	free(js);
+	prom_free(&d);
+	prom_free(&o);
+	free(text);
+	free(om);
+	assert_formats_agree(m);
+	/* --no-vcpu-labels: one series per VM, the sum over its vCPUs */
+	text = render(agg, METRICS_PROMETHEUS);
+	prom_parse(text, &d);
+	for (int f = 0; f < 2; f++) {
+		cr_assert_str_eq(prom_find(&d, metric[f], "vm=\"web\"")->text, want0, "%s per VM", metric[f]);
+		cr_assert_null(prom_find(&d, metric[f], "vm=\"web\",vcpu=\"0\""), "no vcpu label: %s", metric[f]);
+	}
+	prom_free(&d);
+	free(text);
+	metrics_free(m);
+	metrics_free(agg);
+}
+
+/*
+ * Prometheus's own linter accepts the text exposition of a state with every
+ * family (states, the fleet names, counters, the three histograms, culprits
+ * and other, lost records), with and without vCPU labels.
+ */
+Test(export, prometheus_text_passes_promtool_check_metrics)
+{
+	struct metrics_opts opts[] = { { .top_culprits = 1 }, { .top_culprits = 1, .no_vcpu_labels = true } };
+	char out[8192];
+
+	if (system("command -v promtool > /dev/null 2>&1"))
+		cr_skip_test("promtool is not installed (Debian package prometheus; tools/deps.sh installs it)");
+	for (size_t i = 0; i < 2; i++) {
+		struct metrics *m = metrics_new(&opts[i]);
+		struct summary s = { .t0 = 0, .t1 = 2000000000ull };
+		struct vm_summary *vm = add_vm(&s, "web1", 5);
+		struct latency_summary *l = add_uexit(vm, "IO");
+		char *text;
+
+		add_vcpu(vm, 0, 123456789);
+		add_vcpu(vm, 1, 1000);
+		l->bucket[100] = 4;
+		l->count = 4;
+		vm->runq.bucket[120] = 2;
+		vm->runq.count = 2;
+		add_culprit(vm, "stress-ng", "stress-ng-cpu", 5000);
+		add_culprit(vm, "kworker", "kworker/0:1", 10);
+		cr_assert_eq(metrics_add(m, &s), 0);
+		summary_free(&s);
+		text = render(m, METRICS_PROMETHEUS);
+		cr_assert(strstr(text, "vcpustat_vcpu_delay_seconds_total{vm=\"web1\""), "%.300s", text);
+		cr_assert_eq(promtool_check_metrics(text, out, sizeof(out)), 0,
+			     "promtool check metrics refused the exposition (%s vCPU labels):\n%s", i ? "without" : "with",
+			     out);
+		free(text);
+		metrics_free(m);
+	}
+	scratch_remove();
 }
 
 /* Prometheus asks for OpenMetrics first; curl and browsers get the text format. */

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "export_helpers.h"
+#include "prom_eval.h"
 #include "vcpu_fsm.h"
 #include "helpers.h"
 
@@ -168,65 +169,6 @@ static bool have(const char *prog)
 
 /* ---- HTTP ---- */
 
-struct http_reply {
-	int status;
-	char *headers, *body; /* one allocation: headers points into it */
-};
-
-/* GET path from 127.0.0.1:port; status 0 if nobody answers. */
-static struct http_reply http_get(int port, const char *path, const char *accept)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct timeval tv = { .tv_sec = 10 };
-	struct http_reply r = { 0 };
-	char req[1024], *buf = NULL, *sep;
-	size_t len = 0, cap = 0;
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	ssize_t n;
-
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(s, (struct sockaddr *)&a, sizeof(a))) {
-		close(s);
-		return r;
-	}
-	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n%s%s%sConnection: close\r\n\r\n", path,
-		 accept ? "Accept: " : "", accept ? accept : "", accept ? "\r\n" : "");
-	if (write(s, req, strlen(req)) != (ssize_t)strlen(req)) {
-		close(s);
-		return r;
-	}
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 131072;
-			buf = realloc(buf, cap);
-		}
-		n = read(s, buf + len, cap - len - 1);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(s);
-	if (!buf)
-		return r;
-	buf[len] = '\0';
-	sep = strstr(buf, "\r\n\r\n");
-	if (!sep || sscanf(buf, "HTTP/1.%*d %d", &r.status) != 1) {
-		free(buf);
-		return r;
-	}
-	*sep = '\0';
-	r.headers = buf;
-	r.body = sep + 4;
-	return r;
-}
-
-static void http_free(struct http_reply *r)
-{
-	free(r->headers);
-	memset(r, 0, sizeof(*r));
-}
-
 /* Wait until /metrics answers 200 (the exporter is up). */
 static void wait_http(int port, double seconds)
 {
@@ -240,45 +182,6 @@ static void wait_http(int port, double seconds)
 		usleep(100000);
 	}
 	cr_assert_fail("nothing answers on port %d", port);
-}
-
-static void url_encode(const char *s, char *out, size_t len)
-{
-	size_t n = 0;
-
-	for (; *s && n + 4 < len; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
-			out[n++] = (char)c;
-		else
-			n += (size_t)snprintf(out + n, len - n, "%%%02X", c);
-	}
-	out[n] = '\0';
-}
-
-/* A PromQL instant query through Prometheus's HTTP API: the first sample's value, or -1 if no result. */
-static double promql(int port, const char *query)
-{
-	char path[2048], enc[1800];
-	struct http_reply r;
-	json_t *doc, *res;
-	double v = -1;
-
-	url_encode(query, enc, sizeof(enc));
-	snprintf(path, sizeof(path), "/api/v1/query?query=%s", enc);
-	r = http_get(port, path, NULL);
-	if (r.status != 200) {
-		http_free(&r);
-		return -1;
-	}
-	doc = json_loads(r.body, 0, NULL);
-	res = json_object_get(json_object_get(doc, "data"), "result");
-	if (json_array_size(res))
-		v = strtod(json_string_value(json_array_get(json_object_get(json_array_get(res, 0), "value"), 1)), NULL);
-	json_decref(doc);
-	http_free(&r);
-	return v;
 }
 
 /* ---- tests ---- */
@@ -449,6 +352,44 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
 }
 
 /*
+ * `vcpustat serve --vm VM` on loopback port, then a Prometheus scraping it
+ * every second (rules: a rule file it evaluates every second, or NULL) on a
+ * free port (*prom_port). Returns Prometheus's pid; *serve gets serve's.
+ */
+static pid_t serve_and_prometheus(const struct vm *vm, int port, const char *rules, pid_t *serve, int *prom_port)
+{
+	char listen[32], cfg[1024], rule_files[600] = "", flag_cfg[160], flag_data[160], flag_web[64];
+	FILE *f;
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	{
+		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--vm", (char *)vm->name, NULL };
+
+		*serve = proc_spawn(argv, NULL, tmp("serve.err"));
+	}
+	wait_http(port, 30);
+	*prom_port = free_loopback_port();
+	if (rules)
+		snprintf(rule_files, sizeof(rule_files), "rule_files:\n  - '%s'\n", rules);
+	snprintf(cfg, sizeof(cfg),
+		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n%s"
+		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['%s']\n",
+		 rule_files, listen);
+	f = fopen(tmp("prometheus.yml"), "w");
+	cr_assert_not_null(f);
+	fputs(cfg, f);
+	fclose(f);
+	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", tmp("prometheus.yml"));
+	snprintf(flag_data, sizeof(flag_data), "--storage.tsdb.path=%s", tmp("data"));
+	snprintf(flag_web, sizeof(flag_web), "--web.listen-address=127.0.0.1:%d", *prom_port);
+	{
+		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
+
+		return proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
+	}
+}
+
+/*
  * A real Prometheus, started here on loopback with a 1 s scrape interval,
  * scrapes `vcpustat serve` while a VM pinned to CPU 0 competes with a busy
  * thread: PromQL sees its preempted time grow, and the states of its 2 vCPUs
@@ -457,40 +398,17 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
 Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout = 90, .fini = cleanup)
 {
 	int port = free_loopback_port(), prom_port;
-	char listen[32], query[512], cfg[1024], flag_cfg[160], flag_data[160], flag_web[64];
+	char query[512];
 	pid_t serve, prom;
 	struct vm vm;
 	double rate = -1, total = -1;
-	FILE *f;
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_unavailable());
 	if (!have("prometheus"))
 		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
 	vm_start(&vm, "prom", 60, true);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	{
-		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--vm", vm.name, NULL };
-
-		serve = proc_spawn(argv, NULL, tmp("serve.err"));
-	}
-	wait_http(port, 30);
-	prom_port = free_loopback_port();
-	snprintf(cfg, sizeof(cfg),
-		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-		 "scrape_configs:\n  - job_name: vcpustat\n    static_configs:\n      - targets: ['%s']\n",
-		 listen);
-	f = fopen(tmp("prometheus.yml"), "w");
-	fputs(cfg, f);
-	fclose(f);
-	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", tmp("prometheus.yml"));
-	snprintf(flag_data, sizeof(flag_data), "--storage.tsdb.path=%s", tmp("data"));
-	snprintf(flag_web, sizeof(flag_web), "--web.listen-address=127.0.0.1:%d", prom_port);
-	{
-		char *argv[] = { "prometheus", flag_cfg, flag_data, flag_web, NULL };
-
-		prom = proc_spawn(argv, tmp("prometheus.log"), tmp("prometheus.log"));
-	}
+	prom = serve_and_prometheus(&vm, port, NULL, &serve, &prom_port);
 	snprintf(query, sizeof(query), "rate(vcpustat_vcpu_seconds_total{state=\"preempted\",vm=\"%s\"}[10s])",
 		 vm.name);
 	for (int i = 0; i < 40 && rate <= 0; i++) {
@@ -522,6 +440,69 @@ Test(export_live, prometheus_scrapes_serve_and_sees_the_contended_vm, .timeout =
 	cr_assert_gt(rate, 0, "PromQL sees the contended VM's preempted time grow");
 	cr_assert(total > 1.8 && total < 2.2, "2 vCPUs: their states add up to 2 vCPU-seconds per second, not %g",
 		  total);
+	scratch_remove();
+}
+
+/*
+ * The shipped dashboard and rules against the real thing: a Prometheus
+ * started here on loopback with tools/prometheus/vcpustat.rules.yml loaded
+ * (evaluated every second) scrapes `vcpustat serve` while a VM pinned to
+ * CPU 0 competes with a busy thread. Every query of every dashboard panel
+ * and variable, every recording rule's expression and the series it
+ * records, returns a non-empty result; every rule evaluates without error;
+ * the contended VM's steal is recorded above 10 % and VcpustatHighSteal is
+ * pending for it; through PromQL the delay metric is preempted + wait and
+ * the wait metric equals it.
+ */
+Test(export_live, prometheus_evaluates_every_dashboard_and_rule_query_on_serve, .timeout = 150, .fini = cleanup)
+{
+	int port = free_loopback_port(), prom_port, required, recorded, alerts;
+	char q[1024], err[512];
+	pid_t serve, prom;
+	struct vm vm;
+	double v = 0, steal = -1;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	if (!have("prometheus"))
+		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
+	vm_start(&vm, "eval", 100, true);
+	prom = serve_and_prometheus(&vm, port, PROM_EVAL_RULES, &serve, &prom_port);
+	/* 12 s of scrapes: a 10 s rate of every counter, the rules evaluated a few times over them */
+	for (int w = 0; w < 40 && promql(prom_port, "count_over_time(up{job=\"vcpustat\"}[12s])") < 12; w++)
+		sleep(1);
+	cr_assert_eq(promql(prom_port, "up{job=\"vcpustat\"}"), 1, "Prometheus scrapes serve: %s",
+		     slurp(tmp("prometheus.log")));
+	sleep(3);
+	required = prom_eval_dashboard_and_rules(prom_port, vm.name, "10s", kvm_exit_unavailable(), NULL, &recorded,
+						 &alerts);
+
+	/* the contended VM's steal, recorded and alerted on */
+	snprintf(q, sizeof(q), "vm:vcpustat_steal:ratio_rate5m{vm=\"%s\"}", vm.name);
+	cr_assert_eq(promql_count(prom_port, q, &steal, err, sizeof(err)), 1, "%s", q);
+	snprintf(q, sizeof(q), "ALERTS{alertname=\"VcpustatHighSteal\",vm=\"%s\",alertstate=\"pending\"}", vm.name);
+	cr_log_info("steal of the contended VM: %.3f; VcpustatHighSteal pending: %d", steal,
+		    promql_count(prom_port, q, NULL, err, sizeof(err)));
+	cr_assert_gt(steal, 0.1, "two vCPUs and a busy thread on one CPU: more than 10 %% steal, not %g", steal);
+	cr_assert_eq(promql_count(prom_port, q, NULL, err, sizeof(err)), 1, "VcpustatHighSteal is pending: %s", q);
+	/* delay = preempted + wait, wait = delay, in the same scrape */
+	snprintf(q, sizeof(q),
+		 "sum(vcpustat_vcpu_delay_seconds_total{vm=\"%s\"}) - sum(vcpustat_vcpu_seconds_total{vm=\"%s\","
+		 "state=~\"preempted|wait\"})",
+		 vm.name, vm.name);
+	cr_assert_eq(promql_count(prom_port, q, &v, err, sizeof(err)), 1, "%s", q);
+	cr_assert_lt(v < 0 ? -v : v, 1e-6, "delay = preempted + wait: %s = %g", q, v);
+	snprintf(q, sizeof(q),
+		 "sum(vcpustat_vcpu_wait_seconds_total{vm=\"%s\"}) - sum(vcpustat_vcpu_delay_seconds_total{vm=\"%s\"})",
+		 vm.name, vm.name);
+	cr_assert_eq(promql_count(prom_port, q, &v, err, sizeof(err)), 1, "%s", q);
+	cr_assert_eq(v, 0, "wait = delay: %s = %g", q, v);
+
+	cr_log_info("%d queries of the dashboard and rules had results, %d recorded series, %d alerts evaluated",
+		    required, recorded, alerts);
+	cr_assert_eq(proc_stop(prom), 0, "prometheus stops cleanly: %s", slurp(tmp("prometheus.log")));
+	cr_assert_eq(proc_stop(serve), 0, "serve stops cleanly on SIGTERM: %s", slurp(tmp("serve.err")));
+	vm_stop(&vm, true);
 	scratch_remove();
 }
 

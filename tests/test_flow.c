@@ -881,6 +881,9 @@ Test(flow, unknown_or_malformed_thread_is_a_usage_error)
 		RUN(r, "report", sht, "--flow", "vm1:345", "--vm", "vm1");
 		cr_assert_eq(r->status, 2, "%s", r->err);
 		cr_assert(strstr(r->err, "--vm does not go with --flow"), "%s", r->err);
+		RUN(r, "report", sht, "--flow", "vm1:345", "--pcpu");
+		cr_assert_eq(r->status, 2, "%s", r->err);
+		cr_assert(strstr(r->err, "--flow is a view of its own"), "%s", r->err);
 		RUN(r, "report", sht, "--min-impact", "0.1");
 		cr_assert_eq(r->status, 2, "%s", r->err);
 		cr_assert(strstr(r->err, "--min-impact goes with --flow"), "%s", r->err);

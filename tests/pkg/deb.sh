@@ -149,6 +149,7 @@ for f in usr/sbin/vcpustat usr/bin/microvm usr/libexec/vcpustat/vcpustat-sync-ag
 	usr/share/bash-completion/completions/vcpustat usr/share/bash-completion/completions/microvm \
 	lib/systemd/system/vcpustat-exporter.service \
 	usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.yml \
+	usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.test.yml \
 	usr/share/doc/vcpustat/examples/prometheus/vcpustat-dashboard.json \
 	usr/share/doc/vcpustat/copyright usr/share/doc/vcpustat/README.md.gz; do
 	dpkg --root="$root" -L vcpustat | grep -qx "/$f" && [ -e "$root/$f" ] || missing+=" $f"

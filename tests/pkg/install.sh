@@ -38,6 +38,7 @@ want=(
 	usr/lib/systemd/system/vcpustat-exporter.service
 	usr/share/doc/vcpustat/README.md usr/share/doc/vcpustat/docs/export.md
 	usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.yml
+	usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.test.yml
 	usr/share/doc/vcpustat/examples/prometheus/vcpustat-dashboard.json
 )
 for src in docs/man/*.scd; do
@@ -101,12 +102,18 @@ else
 	[ -n "$score" ] && echo "systemd-analyze security: $score"
 fi
 
-# The example Prometheus rules, through Prometheus's own checker.
+# The example Prometheus rules, through Prometheus's own checker, and their unit
+# tests installed beside them (which name the rules file relative to themselves).
 rules=$dest/usr/share/doc/vcpustat/examples/prometheus/vcpustat.rules.yml
 if ! command -v promtool > /dev/null; then
 	skip "promtool is not installed (Debian package prometheus)"
 elif out=$(promtool check rules "$rules" 2>&1); then
 	pass "promtool check rules: the installed example rules ($(echo "$out" | grep -oE '[0-9]+ rules found'))"
+	if out=$(cd / && promtool test rules "${rules%.yml}.test.yml" 2>&1); then
+		pass "promtool test rules: the installed rules pass their installed unit tests"
+	else
+		fail "promtool test rules ${rules%.yml}.test.yml: $(echo "$out" | head -5 | tr '\n' ' ')"
+	fi
 else
 	fail "promtool check rules $rules: $(echo "$out" | tail -3 | tr '\n' ' ')"
 fi

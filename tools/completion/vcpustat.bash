@@ -12,12 +12,13 @@ _vcpustat_options() # COMMAND: its options
 		--file --from --speed" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
-	report) echo "--from --to --vm -j --json --top --flow --min-impact" ;;
+	report) echo "--from --to --vm -j --json --top --placement --host-topology --pcpu --flow
+		--min-impact" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
 		--top-culprits --vm -v --verbose -h --help" ;;
 	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms
 		--refresh -v --verbose -h --help" ;;
-	plot) echo "-o --output --from --to -b --buckets --live -i --interval --vm -v --verbose -h --help" ;;
+	plot) echo "-o --output --from --to -b --buckets --timeline --live -i --interval --vm -v --verbose -h --help" ;;
 	query) echo "--at --path --from --to --json --utc -h --help" ;;
 	check) echo "--repair -o --output --in-place --json -h --help" ;;
 	replay) echo "-o --output -j --json -q --quiet" ;;

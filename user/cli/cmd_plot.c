@@ -10,18 +10,21 @@
 #include "export/export.h"
 
 static const char synopsis[] = "FILE.sht [--from T] [--to T] [--buckets N] [--vm NAME|PID]... -o OUT.svg\n"
+			       "       vcpustat plot FILE.sht --timeline [--from T] [--to T] [--vm NAME|PID]... -o OUT.svg\n"
 			       "       vcpustat plot --live [--interval SEC] [--vm NAME|PID]... -o OUT.svg";
 
 static const char about[] =
 	"Charts as one standalone SVG (opens in any browser), per VM: the share of its vCPU\n"
 	"time in each state over time (stacked bars per time bucket; recordings only), each\n"
 	"vCPU's shares over the window, and the histograms of exit-handling latency,\n"
-	"userspace-exit latency and run-queue wait, with p50 and p99.\n";
+	"userspace-exit latency and run-queue wait, with p50 and p99. With --timeline: a Gantt\n"
+	"chart instead, a row per physical CPU (which VM's vCPU ran guest code or hypervisor\n"
+	"work, a host thread, idle) and per vCPU (its state) over the window.\n";
 
 struct plot_args {
 	const char *path, *file, *from, *to;
 	struct summary_filter filter;
-	bool live, verbose;
+	bool live, verbose, timeline;
 	double interval;
 	long buckets;
 };
@@ -33,7 +36,11 @@ static int plot_file(const struct plot_args *p)
 	uint64_t t1, t2;
 	int ret = cli_open_window(p->file, p->from, p->to, &r, &t1, &t2);
 
-	if (!ret && plot_recording(r, p->file, t1, t2, (size_t)p->buckets, &p->filter, p->path, &err)) {
+	if (!ret && p->timeline && plot_gantt(r, p->file, t1, t2, &p->filter, p->path, &err)) {
+		cli_err("%s", err.msg);
+		ret = CLI_FAIL;
+	} else if (!ret && !p->timeline &&
+		   plot_recording(r, p->file, t1, t2, (size_t)p->buckets, &p->filter, p->path, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
 	}
@@ -76,7 +83,7 @@ static int plot_live(const struct plot_args *p)
 
 int cmd_plot(int argc, char **argv)
 {
-	enum { OPT_FROM = 256, OPT_TO, OPT_LIVE, OPT_FILE, OPT_VM };
+	enum { OPT_FROM = 256, OPT_TO, OPT_LIVE, OPT_FILE, OPT_VM, OPT_TIMELINE };
 	struct plot_args p = { .interval = 2, .buckets = 60 };
 	struct vcpustat_error err = { 0 };
 	const char *vm_filter[64];
@@ -85,8 +92,10 @@ int cmd_plot(int argc, char **argv)
 		{ "from", OPT_FROM, "T", "the window of the recording (default: all of it). T: ns since\n"
 					 "the start, seconds (1.5s), or wall clock (14:03:07.123)", CLI_STRING, &p.from },
 		{ "to", OPT_TO, "T", "the end of that window (default: the end of the recording)", CLI_STRING, &p.to },
-		{ "buckets", 'b', "N", "time buckets of the timeline (default 60, at most 1000)", CLI_NUMBER, &p.buckets,
+		{ "buckets", 'b', "N", "time buckets of the state-share chart (default 60, at most 1000)", CLI_NUMBER, &p.buckets,
 		  1, PLOT_MAX_BUCKETS, "time buckets" },
+		{ "timeline", OPT_TIMELINE, NULL, "a Gantt chart of physical CPUs and vCPUs over the window instead",
+		  CLI_FLAG, &p.timeline },
 		{ "live", OPT_LIVE, NULL, "the live maps instead of a recording: attach and sample", CLI_FLAG, &p.live },
 		{ "interval", 'i', "SEC", "with --live: how long to sample (default 2)", CLI_SECONDS, &p.interval,
 		  10000000, 3600000000000 },
@@ -114,6 +123,8 @@ int cmd_plot(int argc, char **argv)
 		return cli_usage_error("plot: give a recording (FILE.sht) or --live (see --help)");
 	if (p.file && p.live)
 		return cli_usage_error("plot: a recording or --live, not both");
+	if (p.live && p.timeline)
+		return cli_usage_error("--timeline charts a recording, not --live");
 	if (p.live && (p.from || p.to))
 		return cli_usage_error("--from/--to select a window of a recording; with --live use --interval");
 	if (!p.path)

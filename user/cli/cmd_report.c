@@ -12,6 +12,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
+		"       %s report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [--json]\n"
+		"       %s report FILE.sht --pcpu [--from T] [--to T] [--top N] [--json]\n"
 		"       %s report FILE.sht --flow THREAD [--min-impact FRACTION] [--from T] [--to T] [--json]\n"
 		"\n"
 		"The tables of the live view (state shares, preemptions, exit reasons with\n"
@@ -26,6 +28,14 @@ static void usage(FILE *f)
 		"  --vm NAME|PID      only this VM (repeatable)\n"
 		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
 		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
+		"  --placement        where each VM's vCPUs ran instead: vCPU-seconds per NUMA node and\n"
+		"                     last-level cache, migrations across them, time beside another\n"
+		"                     VM's vCPU on an SMT core, and which VM to move to balance the nodes\n"
+		"  --host-topology    with --placement: this machine's CPU topology (sysfs), for a\n"
+		"                     recording that has none (imported, or older)\n"
+		"  --pcpu             per physical CPU instead: its time in guest code and in the\n"
+		"                     hypervisor per VM and vCPU, host threads, idle, and its top\n"
+		"                     occupants (--top N of them; host threads and idle: --level full)\n"
 		"  --flow THREAD      the execution flow of one thread: what delayed it over its\n"
 		"                     lifespan in the window, who ran instead, D(T) per culprit.\n"
 		"                     THREAD: a host tid, or VM:GUEST_TID (files imported with guest\n"
@@ -39,8 +49,79 @@ static void usage(FILE *f)
 		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n"
 		"With --flow: the thread's intervals, who ran instead, the culprits as a tree\n"
 		"system / process / thread with D(T) = time / lifespan (docs/vcpustat.md).\n",
-		cli_prog, cli_prog);
+		cli_prog, cli_prog, cli_prog, cli_prog);
 	cli_usage_exit_status(f);
+}
+
+/* A view of the window (--placement, --pcpu) as JSON: the window's fields and the view under key. */
+static void view_json(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *key, json_t *view)
+{
+	json_t *doc = json_object();
+
+	report_json_window(doc, r, file, t1, t2, false);
+	json_object_del(doc, "culprits_recorded");
+	json_object_set_new(doc, key, view);
+	cli_json_print(doc, CLI_JSON_LINE);
+}
+
+/* The line above a view's text: the file, its window and what the view is. */
+static void view_header(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *what)
+{
+	char a[64], b[64];
+
+	sht_format_time(r, t1, false, a, sizeof(a));
+	sht_format_time(r, t2, false, b, sizeof(b));
+	printf("%s: %s .. %s (%.3f s): %s\n", file, a, b, (t2 - t1) / 1e9, what);
+}
+
+static int report_placement(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2,
+			    const struct summary_filter *filter, bool host_topology, bool json)
+{
+	struct vcpustat_error err = { 0 };
+	struct cpu_topology host;
+	struct placement p;
+	int ret;
+
+	if (host_topology && topology_read_sysfs(&host, NULL, &err)) {
+		cli_err("--host-topology: %s", err.msg);
+		return CLI_FAIL;
+	}
+	ret = placement_build(&p, r, t1, t2, filter, host_topology ? &host : NULL, &err);
+	if (host_topology)
+		topology_free(&host);
+	if (ret) {
+		cli_err("%s: %s", file, err.msg);
+		return CLI_FAIL;
+	}
+	ret = cli_vm_none_matched(file, r, filter, p.nr_vms);
+	if (!ret && json) {
+		view_json(file, r, t1, t2, "placement", placement_json(&p));
+	} else if (!ret) {
+		view_header(file, r, t1, t2, "placement");
+		placement_print(stdout, &p);
+	}
+	placement_free(&p);
+	return ret;
+}
+
+static int report_pcpu(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
+		       bool json)
+{
+	struct vcpustat_error err = { 0 };
+	struct pcpu_view v;
+
+	if (pcpu_build(&v, r, t1, t2, top, &err)) {
+		cli_err("%s: %s", file, err.msg);
+		return CLI_FAIL;
+	}
+	if (json) {
+		view_json(file, r, t1, t2, "pcpu", pcpu_json(&v));
+	} else {
+		view_header(file, r, t1, t2, "per physical CPU");
+		pcpu_print(stdout, &v);
+	}
+	pcpu_free(&v);
+	return CLI_OK;
 }
 
 /* report --flow: the execution flow of one thread (model/flow.c). */
@@ -104,7 +185,9 @@ int cmd_report(int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' }, { "to", required_argument, NULL, 'T' },
 		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
-		{ "flow", required_argument, NULL, 'W' }, { "min-impact", required_argument, NULL, 'I' },
+		{ "placement", no_argument, NULL, 'P' },  { "host-topology", no_argument, NULL, 'H' },
+		{ "pcpu", no_argument, NULL, 'C' },	  { "flow", required_argument, NULL, 'W' },
+		{ "min-impact", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *from = NULL, *to = NULL, *vm_filter[64], *flow = NULL, *min_impact = NULL;
@@ -113,7 +196,7 @@ int cmd_report(int argc, char **argv)
 	const struct sht_info *info;
 	struct sht_reader *r = NULL;
 	struct summary s;
-	bool json = false, culprits, top_given = false;
+	bool json = false, culprits, placement = false, host_topology = false, pcpu = false, top_given = false;
 	long top = 5;
 	uint64_t t1, t2;
 	int opt, ret = CLI_FAIL;
@@ -133,6 +216,9 @@ int cmd_report(int argc, char **argv)
 				return CLI_USAGE;
 			top_given = true;
 			break;
+		case 'P': placement = true; break;
+		case 'C': pcpu = true; break;
+		case 'H': host_topology = true; break;
 		case 'W': flow = optarg; break;
 		case 'I': min_impact = optarg; break;
 		case 'h': usage(stdout); return CLI_OK;
@@ -143,11 +229,27 @@ int cmd_report(int argc, char **argv)
 		cli_err("report: one .sht file is needed (see --help)");
 		return CLI_USAGE;
 	}
+	if ((flow || min_impact) && (placement || pcpu))
+		return cli_usage_error("--flow is a view of its own: not with --placement or --pcpu");
 	if (flow || min_impact)
 		return report_flow(argv[optind], flow, min_impact, from, to, json, filter.nr_vms > 0, top_given);
+	if (host_topology && !placement)
+		return cli_usage_error("--host-topology goes with --placement");
+	if (pcpu && (placement || filter.nr_vms))
+		return cli_usage_error("--pcpu shows every CPU whole: not with --placement or --vm");
 	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
 	if (ret)
 		return ret;
+	if (pcpu) {
+		ret = report_pcpu(argv[optind], r, t1, t2, (unsigned int)top, json);
+		sht_close(r);
+		return ret;
+	}
+	if (placement) {
+		ret = report_placement(argv[optind], r, t1, t2, &filter, host_topology, json);
+		sht_close(r);
+		return ret;
+	}
 	ret = CLI_FAIL;
 	info = sht_get_info(r);
 	if (report_build(&s, r, t1, t2, &filter, &culprits, &err)) {

@@ -140,6 +140,15 @@ int plot_write(const struct plot_doc *d, const char *path, struct vcpustat_error
 /* `vcpustat plot FILE`: the charts of the window [t1, t2] of recording r (named file), into path. */
 int plot_recording(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2, size_t buckets,
 		   const struct summary_filter *filter, const char *path, struct vcpustat_error *err);
+/*
+ * `vcpustat plot FILE --timeline` (plot_gantt.c): a Gantt chart of [t1, t2) of
+ * recording r (named file) into path: a row per physical CPU (what ran: a
+ * VM's vCPU in guest code or the hypervisor, a host thread, idle) and per vCPU
+ * of the VMs filter keeps (its state); each pixel column shows what took
+ * most of its time.
+ */
+int plot_gantt(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2, const struct summary_filter *filter,
+	       const char *path, struct vcpustat_error *err);
 /* `vcpustat plot --live`: the charts of a live window s, sampled from start to end (wall clock), into path. */
 int plot_live_window(const struct summary *s, time_t start, time_t end, const char *path, struct vcpustat_error *err);
 

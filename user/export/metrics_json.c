@@ -22,6 +22,9 @@ static json_t *seconds_json(const __u64 ns[VCPU_NR_STATES])
 static void counts_json(json_t *o, const struct acc_counts *c)
 {
 	json_object_set_new(o, "seconds", seconds_json(c->ns));
+	/* vcpustat_vcpu_delay_seconds_total and vcpustat_vcpu_wait_seconds_total: preempted + wait */
+	json_object_set_new(o, "delay_seconds", json_real((double)(c->ns[VCPU_PREEMPTED] + c->ns[VCPU_WAIT]) / 1e9));
+	json_object_set_new(o, "wait_seconds", json_real((double)(c->ns[VCPU_PREEMPTED] + c->ns[VCPU_WAIT]) / 1e9));
 	json_object_set_new(o, "preemptions", json_integer((json_int_t)c->preemptions));
 	json_object_set_new(o, "wakeups", json_integer((json_int_t)c->wakeups));
 	json_object_set_new(o, "migrations", json_integer((json_int_t)c->migrations));

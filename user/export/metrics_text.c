@@ -291,6 +291,19 @@ static const char *fmt_double(char *buf, size_t len, double v)
 static const struct family fam_seconds = {
 	"vcpustat_vcpu_seconds", F_COUNTER, "seconds",
 	"vCPU-seconds spent in each state (guest, host, preempted, wait, idle, blocked, unknown)"};
+/*
+ * Fleet conventions (docs/metrics.md "Names other exporters use"): the run-queue
+ * time of a vCPU, preempted + wait, under the names KubeVirt's and the libvirt
+ * exporters' dashboards query. Both of libvirt's fields are that time (delay:
+ * sched_info's run_delay, what KVM reports to the guest as steal; wait:
+ * schedstats' wait_sum), so both carry the same number.
+ */
+static const struct family fam_delay = {
+	"vcpustat_vcpu_delay_seconds", F_COUNTER, "seconds",
+	"vCPU-seconds runnable without a CPU (states preempted + wait): the guest's steal time; libvirt vcpu.N.delay"};
+static const struct family fam_wait = {
+	"vcpustat_vcpu_wait_seconds", F_COUNTER, "seconds",
+	"vCPU-seconds runnable without a CPU (states preempted + wait), as libvirt's vcpu.N.wait counts them"};
 static const struct family fam_preempt = {"vcpustat_vcpu_preemptions", F_COUNTER, NULL,
 					  "Times a vCPU was switched out while runnable (involuntary)"};
 static const struct family fam_wakeups = {"vcpustat_vcpu_wakeups", F_COUNTER, NULL,
@@ -324,6 +337,12 @@ static const struct family fam_build = {"vcpustat_build", F_INFO, NULL, "vcpusta
 
 typedef __u64 (*count_fn)(const struct acc_counts *c);
 
+/* Time on a run queue without a CPU: switched out while runnable, or woken and not yet on a CPU. */
+static __u64 get_runq_ns(const struct acc_counts *c)
+{
+	return c->ns[VCPU_PREEMPTED] + c->ns[VCPU_WAIT];
+}
+
 static __u64 get_preempt(const struct acc_counts *c)
 {
 	return c->preemptions;
@@ -349,7 +368,8 @@ static __u64 get_uexits(const struct acc_counts *c)
 	return c->uexits;
 }
 
-static void walk_counter(struct sink *k, const struct metrics *m, const struct family *f, count_fn get)
+/* One sample per vCPU (per VM with --no-vcpu-labels); ns: get() is nanoseconds, printed as seconds. */
+static void walk_counter(struct sink *k, const struct metrics *m, const struct family *f, count_fn get, bool ns)
 {
 	char idx[16], val[32];
 
@@ -360,14 +380,17 @@ static void walk_counter(struct sink *k, const struct metrics *m, const struct f
 		if (m->o.no_vcpu_labels) {
 			struct label l[] = {{"vm", vm->name}};
 
-			emit(k, "_total", l, 1, fmt_u64(val, sizeof(val), get(&vm->c)));
+			emit(k, "_total", l, 1,
+			     ns ? fmt_seconds(val, sizeof(val), get(&vm->c)) : fmt_u64(val, sizeof(val), get(&vm->c)));
 			continue;
 		}
 		for (size_t v = 0; v < vm->nr_vcpus; v++) {
 			struct label l[] = {{"vm", vm->name}, {"vcpu", idx}};
 
 			snprintf(idx, sizeof(idx), "%u", vm->vcpus[v].index);
-			emit(k, "_total", l, 2, fmt_u64(val, sizeof(val), get(&vm->vcpus[v].c)));
+			emit(k, "_total", l, 2,
+			     ns ? fmt_seconds(val, sizeof(val), get(&vm->vcpus[v].c))
+				: fmt_u64(val, sizeof(val), get(&vm->vcpus[v].c)));
 		}
 	}
 }
@@ -470,11 +493,13 @@ static void walk(struct sink *k, const struct metrics *m)
 	char val[64];
 
 	walk_seconds(k, m);
-	walk_counter(k, m, &fam_preempt, get_preempt);
-	walk_counter(k, m, &fam_wakeups, get_wakeups);
-	walk_counter(k, m, &fam_migr, get_migr);
-	walk_counter(k, m, &fam_vexits, get_exits);
-	walk_counter(k, m, &fam_vuexits, get_uexits);
+	walk_counter(k, m, &fam_delay, get_runq_ns, true);
+	walk_counter(k, m, &fam_wait, get_runq_ns, true);
+	walk_counter(k, m, &fam_preempt, get_preempt, false);
+	walk_counter(k, m, &fam_wakeups, get_wakeups, false);
+	walk_counter(k, m, &fam_migr, get_migr, false);
+	walk_counter(k, m, &fam_vexits, get_exits, false);
+	walk_counter(k, m, &fam_vuexits, get_uexits, false);
 	walk_hists(k, m);
 	walk_culprits(k, m);
 	family_begin(k, &fam_vcpus);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "export/export.h"
+#include "export/plot_internal.h"
 #include "util/util.h"
 
 /* ---- timelines from a recording ---- */
@@ -145,7 +146,7 @@ static const unsigned int state_order[] = {VCPU_GUEST,	 VCPU_HOST, VCPU_PREEMPTE
 					   VCPU_BLOCKED, VCPU_IDLE, VCPU_UNKNOWN};
 #define NR_ORDER (sizeof(state_order) / sizeof(state_order[0]))
 
-static const char *state_color(unsigned int s)
+const char *plot_state_color(unsigned int s)
 {
 	switch (s) {
 	case VCPU_GUEST:
@@ -168,7 +169,7 @@ static const char *state_color(unsigned int s)
 static const char *const reason_colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
 #define TOP_REASONS 5
 
-static void text(FILE *f, double x, double y, const char *anchor, const char *style, const char *s)
+void plot_text(FILE *f, double x, double y, const char *anchor, const char *style, const char *s)
 {
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" style=\"%s\">", x, y, anchor, style);
 	xml_escape(f, s);
@@ -189,26 +190,26 @@ static const char *fmt_ns(double ns, char *buf, size_t len)
 }
 
 /* A "nice" tick step (1, 2 or 5 x 10^k) giving about `want` ticks over range. */
-static double nice_step(double range, int want)
+double plot_nice_step(double range, int want)
 {
 	double raw = range / want, p = pow(10, floor(log10(raw))), m = raw / p;
 
 	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
-static void legend_item(FILE *f, double x, double y, const char *color, const char *label)
+void plot_legend_item(FILE *f, double x, double y, const char *color, const char *label)
 {
 	fprintf(
 	    f,
 	    "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" style=\"fill:%s;stroke:#666;stroke-width:0.5\"/>\n",
 	    x, y - 10, color);
-	text(f, x + 18, y, "start", "font-size:12px;fill:#222", label);
+	plot_text(f, x + 18, y, "start", "font-size:12px;fill:#222", label);
 }
 
 /* The frame, y grid and y labels of a plot area at (LEFT, top) of height h; y in [0, ymax]. */
 static void frame(FILE *f, double top, double h, double ymax, bool percent, const char *ylabel)
 {
-	double step = nice_step(ymax, 4);
+	double step = plot_nice_step(ymax, 4);
 	char buf[32];
 
 	fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" style=\"fill:#fff;stroke:#999\"/>\n", LEFT,
@@ -222,7 +223,7 @@ static void frame(FILE *f, double top, double h, double ymax, bool percent, cons
 			snprintf(buf, sizeof(buf), "%.0f %%", v);
 		else
 			snprintf(buf, sizeof(buf), "%.6g", v);
-		text(f, LEFT - 6, y + 4, "end", "font-size:11px;fill:#444", buf);
+		plot_text(f, LEFT - 6, y + 4, "end", "font-size:11px;fill:#444", buf);
 	}
 	fprintf(f,
 		"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\" "
@@ -237,7 +238,7 @@ static void state_legend(FILE *f, double top)
 	for (size_t i = 0; i < NR_ORDER; i++) {
 		unsigned int s = state_order[NR_ORDER - 1 - i]; /* top of the stack first */
 
-		legend_item(f, LEFT + PLOT_W + 16, top + 14 + 18 * (double)i, state_color(s), vcpu_state_name(s));
+		plot_legend_item(f, LEFT + PLOT_W + 16, top + 14 + 18 * (double)i, plot_state_color(s), vcpu_state_name(s));
 	}
 }
 
@@ -247,7 +248,7 @@ static double timeline_chart(FILE *f, double top, const struct plot_timeline *t,
 	double bw = (double)PLOT_W / (double)t->nr_buckets, step;
 	char buf[32];
 
-	text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
+	plot_text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
 	     "Share of the VM's vCPU time in each state, over time");
 	top += 24;
 	frame(f, top, CHART_H, 100, true, "share of vCPU time");
@@ -269,20 +270,20 @@ static double timeline_chart(FILE *f, double top, const struct plot_timeline *t,
 			fprintf(f,
 				"<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
 				"style=\"fill:%s;shape-rendering:crispEdges\"/>\n",
-				LEFT + bw * (double)k, y, bw + 0.3, h, state_color(s));
+				LEFT + bw * (double)k, y, bw + 0.3, h, plot_state_color(s));
 		}
 	}
 	/* x axis: seconds since the start of the window */
-	step = nice_step(seconds > 0 ? seconds : 1, 8);
+	step = plot_nice_step(seconds > 0 ? seconds : 1, 8);
 	for (double v = 0; v <= seconds * 1.0001; v += step) {
 		double x = LEFT + PLOT_W * (seconds > 0 ? v / seconds : 0);
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" style=\"stroke:#444\"/>\n", x,
 			top + CHART_H, x, top + CHART_H + 4);
 		snprintf(buf, sizeof(buf), "%.6g", v);
-		text(f, x, top + CHART_H + 16, "middle", "font-size:11px;fill:#444", buf);
+		plot_text(f, x, top + CHART_H + 16, "middle", "font-size:11px;fill:#444", buf);
 	}
-	text(f, LEFT + PLOT_W / 2.0, top + CHART_H + 32, "middle", "font-size:12px;fill:#222",
+	plot_text(f, LEFT + PLOT_W / 2.0, top + CHART_H + 32, "middle", "font-size:12px;fill:#222",
 	     "seconds since the start of the window");
 	state_legend(f, top);
 	return 24 + CHART_H + 44;
@@ -295,7 +296,7 @@ static double vcpu_bars(FILE *f, double top, const struct vm_summary *vm, bool l
 	double rows = row * (double)vm->nr_vcpus;
 	char buf[32];
 
-	text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
+	plot_text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
 	     "Each vCPU over the whole window");
 	top += 24;
 	for (size_t v = 0; v < vm->nr_vcpus; v++) {
@@ -306,7 +307,7 @@ static double vcpu_bars(FILE *f, double top, const struct vm_summary *vm, bool l
 		for (unsigned int s = 0; s < VCPU_NR_STATES; s++)
 			total += c->ns[s];
 		snprintf(buf, sizeof(buf), "vCPU %u", c->index);
-		text(f, LEFT - 6, y + bar - 2, "end", "font-size:11px;fill:#444", buf);
+		plot_text(f, LEFT - 6, y + bar - 2, "end", "font-size:11px;fill:#444", buf);
 		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" style=\"fill:#fff;stroke:#999\"/>\n",
 			LEFT, y, PLOT_W, bar);
 		for (size_t i = 0; total && i < NR_ORDER; i++) {
@@ -318,7 +319,7 @@ static double vcpu_bars(FILE *f, double top, const struct vm_summary *vm, bool l
 			fprintf(f,
 				"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" style=\"fill:%s\">"
 				"<title>%s %.1f %%</title></rect>\n",
-				x, y, w, bar, state_color(s), vcpu_state_name(s),
+				x, y, w, bar, plot_state_color(s), vcpu_state_name(s),
 				100.0 * (double)c->ns[s] / (double)total);
 			x += w;
 		}
@@ -380,7 +381,7 @@ static double hist_chart(FILE *f, double top, const char *title, const struct la
 		hi = lo * 100;
 
 	snprintf(buf, sizeof(buf), "%s (%llu in the window)", title, (unsigned long long)count);
-	text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222", buf);
+	plot_text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222", buf);
 	top += 24;
 	frame(f, top, HIST_H, (double)ymax * 1.1, false, "count");
 	for (unsigned int g = first / GROUP * GROUP; g <= last; g += GROUP) {
@@ -415,9 +416,9 @@ static double hist_chart(FILE *f, double top, const char *title, const struct la
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" style=\"stroke:#444\"/>\n", x,
 			top + HIST_H, x, top + HIST_H + 4);
-		text(f, x, top + HIST_H + 16, "middle", "font-size:11px;fill:#444", fmt_ns(v, a, sizeof(a)));
+		plot_text(f, x, top + HIST_H + 16, "middle", "font-size:11px;fill:#444", fmt_ns(v, a, sizeof(a)));
 	}
-	text(f, LEFT + PLOT_W / 2.0, top + HIST_H + 32, "middle", "font-size:12px;fill:#222", "latency (log scale)");
+	plot_text(f, LEFT + PLOT_W / 2.0, top + HIST_H + 32, "middle", "font-size:12px;fill:#222", "latency (log scale)");
 	/* percentiles of all the reasons together */
 	{
 		static const double qs[] = {0.50, 0.99};
@@ -432,9 +433,9 @@ static double hist_chart(FILE *f, double top, const char *title, const struct la
 				x, top, x, top + HIST_H);
 			snprintf(buf, sizeof(buf), "%s %s", qn[i], fmt_ns(p, a, sizeof(a)));
 			if (x > LEFT + PLOT_W - 90) /* near the right edge: the label goes left of the line */
-				text(f, x - 3, top + 12 + 13 * i, "end", "font-size:11px;fill:#000", buf);
+				plot_text(f, x - 3, top + 12 + 13 * i, "end", "font-size:11px;fill:#000", buf);
 			else
-				text(f, x + 3, top + 12 + 13 * i, "start", "font-size:11px;fill:#000", buf);
+				plot_text(f, x + 3, top + 12 + 13 * i, "start", "font-size:11px;fill:#000", buf);
 		}
 	}
 	/* legend */
@@ -454,7 +455,7 @@ static double hist_chart(FILE *f, double top, const char *title, const struct la
 					c += l[k].bucket[b];
 			snprintf(buf, sizeof(buf), "other (%llu)", (unsigned long long)c);
 		}
-		legend_item(f, LEFT + PLOT_W + 16, top + 14 + 18 * (double)r, reason_colors[r < nr ? r : TOP_REASONS],
+		plot_legend_item(f, LEFT + PLOT_W + 16, top + 14 + 18 * (double)r, reason_colors[r < nr ? r : TOP_REASONS],
 			    buf);
 	}
 	return 24 + HIST_H + 44;
@@ -479,7 +480,7 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 	if (!f)
 		return -ENOMEM;
 	if (!d->s->nr_vms) {
-		text(f, LEFT, y + 30, "start", "font-size:14px;fill:#222", "No VM was seen in this window.");
+		plot_text(f, LEFT, y + 30, "start", "font-size:14px;fill:#222", "No VM was seen in this window.");
 		y += 50;
 	}
 	for (size_t i = 0; i < d->s->nr_vms; i++) {
@@ -490,7 +491,7 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 
 		snprintf(title, sizeof(title), "VM %s \xe2\x80\x94 %s", vm->name, d->window);
 		fprintf(f, "<g>\n");
-		text(f, 16, y + 20, "start", "font-size:18px;font-weight:bold;fill:#111", title);
+		plot_text(f, 16, y + 20, "start", "font-size:18px;font-weight:bold;fill:#111", title);
 		snprintf(title, sizeof(title),
 			 "%zu vCPU%s, %s; guest %.1f %%, host %.1f %%, preempted %.1f %%, "
 			 "wait %.1f %%, idle %.1f %%, blocked %.1f %%",
@@ -498,7 +499,7 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 			 100 * vm_share(d->s, vm, VCPU_HOST), 100 * vm_share(d->s, vm, VCPU_PREEMPTED),
 			 100 * vm_share(d->s, vm, VCPU_WAIT), 100 * vm_share(d->s, vm, VCPU_IDLE),
 			 100 * vm_share(d->s, vm, VCPU_BLOCKED));
-		text(f, 16, y + 38, "start", "font-size:12px;fill:#444", title);
+		plot_text(f, 16, y + 38, "start", "font-size:12px;fill:#444", title);
 		y += 52;
 		if (t)
 			y += timeline_chart(f, y, t, d->seconds);
@@ -511,7 +512,7 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 		h = hist_chart(f, y, "Run-queue wait (preempted or woken, until on a CPU)", &vm->runq, 1);
 		y += h;
 		if (!vm->nr_exits)
-			text(f, LEFT, y + 4, "start", "font-size:11px;fill:#666",
+			plot_text(f, LEFT, y + 4, "start", "font-size:11px;fill:#666",
 			     "No kvm_exit was seen (on hosts where kvm_entry/kvm_exit never fire, guest and "
 			     "hypervisor time are both counted as host).");
 		y += 24;

@@ -298,6 +298,126 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
 		 bool *has_culprits, struct vcpustat_error *err);
 
+/* The first non-null integer of attr (a VM's pid, a vCPU's tid), def if none. */
+int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def);
+
+/*
+ * A vCPU of a recording (vc: its attribute /vms/<vm>/vcpus/<n>) on CPUs over
+ * [t1, t2): visit() for each stretch in state guest or host, with its CPU (the
+ * pcpu attribute), in time order; a non-zero return stops and is returned.
+ */
+int vcpu_on_cpu(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2,
+		int (*visit)(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state), void *ctx,
+		struct vcpustat_error *err);
+
+/* Does the filter keep the VM of this name and pid (no filter: every VM)? */
+bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid);
+
+/*
+ * ---- placement.c: where each VM's vCPUs ran (`vcpustat report --placement`) ----
+ * Over [t1, t2) of a recording: a vCPU is on a CPU while its state is guest or
+ * host, on its pcpu. Per VM: vCPU-time per NUMA node and per last-level cache
+ * (the columns: node_ids / llc_ids), pcpu changes (migrations) and those across
+ * nodes and caches, and time on a core whose other hardware thread ran
+ * another VM's vCPU (smt_other_vm_ns) or only its own VM's (smt_same_vm_ns).
+ * The topology is the recording's (metadata topology.*) or the one given.
+ */
+#define PLACEMENT_SPREAD_MIN 0.10 /* nodes this far apart in utilization ... */
+#define PLACEMENT_GAIN_MIN 0.05	  /* ... and a move bringing them this much closer: suggested */
+
+struct placement_vm {
+	char name[128];
+	uint32_t pid;
+	unsigned int vcpus;			    /* vCPUs that ran in the window */
+	uint64_t run_ns;			    /* on a CPU (guest + host) */
+	uint64_t *node_ns, node_unknown_ns;	    /* [nr_nodes] */
+	uint64_t *llc_ns, llc_unknown_ns;	    /* [nr_llcs] */
+	uint64_t migrations, cross_node, cross_llc; /* pcpu changes */
+	uint64_t smt_other_vm_ns, smt_same_vm_ns;
+};
+
+struct placement_move {
+	int vm;		       /* index in vms, -1: no move suggested */
+	int from, to;	       /* node columns: the busiest and the least busy (by share of their CPUs) */
+	double hot_util, cold_util, spread; /* busy CPUs / CPUs, before */
+	double load;			    /* CPUs the VM keeps busy on the busiest node */
+	double hot_after, cold_after, best_spread;
+};
+
+struct placement {
+	uint64_t t1, t2;
+	const char *topo_source; /* "recording", "host", NULL: no topology */
+	struct cpu_topology topo;
+	bool has_nodes, has_llcs, has_smt;
+	int *node_ids, nr_nodes, *llc_ids, nr_llcs;
+	uint64_t *node_ns;	 /* every VM's vCPU-time per node (also of VMs the filter leaves out) */
+	int *node_cpus;		 /* CPUs per node */
+	struct placement_vm *vms;
+	size_t nr_vms;
+	struct placement_move move;
+};
+
+int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint64_t t2,
+		    const struct summary_filter *f, const struct cpu_topology *host, struct vcpustat_error *err);
+void placement_print(FILE *f, const struct placement *p);
+json_t *placement_json(const struct placement *p);
+void placement_free(struct placement *p);
+
+/*
+ * ---- pcpu.c: the fused per-physical-CPU view (`vcpustat report --pcpu`) ----
+ * Per CPU over [t1, t2): time in guest code and in the hypervisor per VM and
+ * vCPU (from the vCPUs' state and pcpu), host threads and idle (from
+ * /host/cpus/<n>/current_tid: --level full only, host_recorded), the rest
+ * unknown; the top occupants (top, 0: all; the rest summed in others).
+ */
+enum pcpu_kind { PCPU_IDLE, PCPU_GUEST, PCPU_HYPERVISOR, PCPU_HOST, PCPU_NR_KINDS };
+#define PCPU_UNKNOWN PCPU_NR_KINDS /* ns[] index: the window's time no record covers */
+
+struct pcpu_occupant {
+	int kind;     /* PCPU_GUEST, PCPU_HYPERVISOR (a vCPU), PCPU_HOST (a host thread) */
+	char vm[128]; /* a vCPU's VM, or the VM whose VMM process the host thread is in; "" */
+	int vcpu;
+	uint32_t tid, pid;
+	char comm[64];
+	uint64_t ns;
+};
+
+struct pcpu_row {
+	uint32_t cpu;
+	uint64_t ns[PCPU_NR_KINDS + 1];
+	struct pcpu_occupant *occ; /* most first */
+	size_t nr_occ, others;
+	uint64_t others_ns;
+};
+
+struct pcpu_view {
+	uint64_t t1, t2;
+	bool host_recorded;
+	struct pcpu_row *cpus; /* by CPU number: the CPUs something was recorded on */
+	size_t nr_cpus;
+};
+
+/*
+ * Every stretch of every CPU's time over [t1, t2] that the recording tells:
+ * a vCPU in guest code or the hypervisor (vm: the VM's index among /vms, vcpu,
+ * tid), a host thread (tid) or idle. Per CPU in time order for vCPUs and for
+ * the host side each, not merged. visit's non-zero return stops the walk.
+ */
+struct pcpu_seg {
+	uint32_t cpu;
+	uint64_t start, end;
+	int kind; /* enum pcpu_kind */
+	int vm, vcpu; /* -1 for host threads and idle */
+	uint32_t tid;
+};
+int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
+	      void *ctx, struct vcpustat_error *err);
+int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
+	       struct vcpustat_error *err);
+void pcpu_print(FILE *f, const struct pcpu_view *v);
+json_t *pcpu_json(const struct pcpu_view *v);
+void pcpu_free(struct pcpu_view *v);
+
 /*
  * The window's fields of `vcpustat report -j` (docs/json.md), added to doc (a
  * summary_json() document of that window): file, from_ns, to_ns, wall_clock,

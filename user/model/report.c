@@ -209,8 +209,7 @@ static int64_t int_at(struct sht_reader *r, uint32_t attr, uint64_t t, int64_t d
 	return v;
 }
 
-/* The first non-null integer of attr (a VM's pid, a vCPU's tid). */
-static int64_t int_any(struct sht_reader *r, uint32_t attr, int64_t def)
+int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def)
 {
 	const struct sht_info *info = sht_get_info(r);
 	struct sht_interval *iv = NULL;
@@ -228,7 +227,7 @@ static int64_t int_any(struct sht_reader *r, uint32_t attr, int64_t def)
 	return v;
 }
 
-static bool wanted(const struct summary_filter *f, const char *name, uint32_t pid)
+bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid)
 {
 	char p[16];
 
@@ -281,7 +280,7 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	memset(out, 0, sizeof(*out));
 	out->index = index;
 	out->pcpu = VCPU_PCPU_NONE;
-	out->tid = (uint32_t)int_any(r, sht_attr_child(r, vc, "tid"), 0);
+	out->tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
 	e = range(r, a_state, info->start, t2, &st, &nst, err);
 	if (!e)
 		e = range(r, a_exit, t1, t2, &ex, &nex, err);
@@ -399,7 +398,7 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 					}
 				free(iv);
 			}
-			c->tgid = (uint32_t)int_any(r, sht_attr_child(r, th, "pid"), 0);
+			c->tgid = (uint32_t)report_first_int(r, sht_attr_child(r, th, "pid"), 0);
 			snprintf(c->process, sizeof(c->process), "%s", c->comm);
 		}
 		who = hashmap_lookup(vcpu_of_tid, &tid);
@@ -667,7 +666,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
 		     vc = sht_attr_next_sibling(r, vc)) {
-			uint32_t tid = (uint32_t)int_any(r, sht_attr_child(r, vc, "tid"), 0);
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
 			struct vcpu_ref who = { .vcpu = atoi(sht_attr_name(r, vc)) };
 
 			snprintf(who.vm, sizeof(who.vm), "%s", sht_attr_name(r, vm));
@@ -677,10 +676,10 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 
 	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		struct hashmap exits, uexits, runq, culprits;
-		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)int_any(r, sht_attr_child(r, vm, "pid"), 0);
+		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 		struct vm_summary *vs, *arr;
 
-		if (!wanted(f, sht_attr_name(r, vm), pid))
+		if (!summary_filter_wants(f, sht_attr_name(r, vm), pid))
 			continue;
 		arr = realloc(s->vms, (s->nr_vms + 1) * sizeof(*arr));
 		if (!arr) {

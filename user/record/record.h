@@ -131,6 +131,8 @@ struct record_meta {
 };
 /* Add a copy of key=value: 0, or -ENOSPC when full. */
 int record_meta_add(struct record_meta *m, const char *key, const char *value);
+/* The host's CPU topology (sysfs under sysfs, NULL: /sys) as topology.* keys, the parts known. */
+void record_meta_topology(struct record_meta *m, const char *sysfs);
 /*
  * What a live recording says of itself (host, kernel, tool, command from
  * argv, level), then the user's (its --meta).

@@ -273,6 +273,22 @@ int record_meta_add(struct record_meta *m, const char *key, const char *value)
 	return 0;
 }
 
+void record_meta_topology(struct record_meta *m, const char *sysfs)
+{
+	struct cpu_topology t;
+
+	if (topology_read_sysfs(&t, sysfs, NULL))
+		return;
+	for (int k = 0; k < TOPOLOGY_NR_KEYS; k++) {
+		char v[sizeof(m->value[0])];
+
+		/* a part not known, or too long to keep (thousands of CPUs): left out, and report says so */
+		if (!topology_meta(&t, k, v, sizeof(v)))
+			record_meta_add(m, topology_meta_key[k], v);
+	}
+	topology_free(&t);
+}
+
 void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, int argc, char **argv,
 		      const struct record_meta *user)
 {
@@ -291,6 +307,7 @@ void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, i
 	record_meta_add(m, "tool", "vcpustat " VCPUSTAT_VERSION);
 	record_meta_add(m, "command", cmdline);
 	record_meta_add(m, "level", record_level_name(level));
+	record_meta_topology(m, NULL);
 	for (size_t i = 0; user && i < user->n; i++)
 		record_meta_add(m, user->key[i], user->value[i]);
 }

@@ -191,4 +191,30 @@ __u64 vcpustat_now_ns(void);
 /* CLOCK_REALTIME in ns. */
 __u64 vcpustat_realtime_ns(void);
 
+/*
+ * ---- topology.c: the host's CPUs by NUMA node, last-level cache and core ----
+ * ids[cpu] (node: the node's own id; llc and core: numbered from 0 in order of
+ * their first CPU), -1 where unknown. A recording keeps them in its metadata
+ * (docs/sht-attributes.md, "Metadata").
+ */
+struct cpu_topology {
+	unsigned int nr_cpus;
+	int *node, *llc, *core;
+};
+
+enum topology_key { TOPOLOGY_NODES, TOPOLOGY_LLCS, TOPOLOGY_SMT, TOPOLOGY_NR_KEYS };
+extern const char *const topology_meta_key[TOPOLOGY_NR_KEYS]; /* "topology.nodes", ... */
+
+/* From root (NULL: /sys): what sysfs says; missing parts stay -1. */
+int topology_read_sysfs(struct cpu_topology *t, const char *root, struct vcpustat_error *err);
+/* The metadata value of key k in buf: -ENOENT (not known) or -E2BIG (does not fit len), buf "". */
+int topology_meta(const struct cpu_topology *t, enum topology_key k, char *buf, size_t len);
+/*
+ * From metadata values (value[k] NULL: absent): -ENOENT if none names a CPU,
+ * -EINVAL with err naming the key and offset for a malformed one.
+ */
+int topology_from_meta(struct cpu_topology *t, const char *const value[TOPOLOGY_NR_KEYS], struct vcpustat_error *err);
+int topology_copy(struct cpu_topology *dst, const struct cpu_topology *src);
+void topology_free(struct cpu_topology *t);
+
 #endif /* VCPUSTAT_UTIL_H */

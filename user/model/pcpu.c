@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * pcpu.c - the fused per-physical-CPU view of a window of a recording
+ * (`vcpustat report --pcpu`, docs/record.md): for each CPU, how its time went
+ * to guest code (which VM and vCPU), the hypervisor on behalf of a vCPU, host
+ * threads (which; a VMM's own threads named with their VM) and idle, and its
+ * top occupants.
+ *
+ * vCPU time comes from each vCPU's state and pcpu (vcpu_on_cpu); host threads
+ * and idle from /host/cpus/<n>/current_tid, which only --level full records:
+ * without it they are "not recorded".
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/model.h"
+
+struct occ_key {
+	uint32_t cpu;
+	int kind;
+	int vm;	     /* index among the file's VMs, -1 */
+	int vcpu;    /* -1 */
+	uint32_t tid;
+};
+
+struct walk {
+	int (*visit)(void *ctx, const struct pcpu_seg *s);
+	void *ctx;
+	struct hashmap vcpu_tids; /* tid -> 1 */
+};
+
+struct vcpu_ctx {
+	struct walk *w;
+	int vm, vcpu;
+	uint32_t tid;
+};
+
+static int vcpu_visit(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
+{
+	struct vcpu_ctx *c = ctx;
+	struct pcpu_seg s = { cpu, a, b, state == VCPU_GUEST ? PCPU_GUEST : PCPU_HYPERVISOR, c->vm, c->vcpu, c->tid };
+
+	return c->w->visit(c->w->ctx, &s);
+}
+
+/* Host threads and idle from current_tid (level full); vCPU threads are counted from their own states. */
+static int host_side(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t t2, struct vcpustat_error *err)
+{
+	uint32_t cpus = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus");
+	int e = 0;
+
+	for (uint32_t c = sht_attr_first_child(r, cpus); c != SHT_NO_ATTR && !e; c = sht_attr_next_sibling(r, c)) {
+		uint32_t cur = sht_attr_child(r, c, "current_tid"), cpu = (uint32_t)atoi(sht_attr_name(r, c));
+		struct sht_interval *iv = NULL;
+		size_t n = 0;
+
+		if (cur == SHT_NO_ATTR)
+			continue;
+		if ((e = sht_query_range(r, cur, NULL, t1, t2, &iv, &n, err)))
+			break;
+		for (size_t i = 0; i < n && !e; i++) {
+			struct pcpu_seg s = { cpu, iv[i].start < t1 ? t1 : iv[i].start, iv[i].end > t2 ? t2 : iv[i].end,
+					      PCPU_IDLE, -1, -1, 0 };
+
+			if (s.start >= s.end || iv[i].value.type != SHT_INT)
+				continue;
+			s.tid = (uint32_t)iv[i].value.i;
+			if (s.tid && hashmap_lookup(&w->vcpu_tids, &s.tid))
+				continue;
+			if (s.tid)
+				s.kind = PCPU_HOST;
+			e = w->visit(w->ctx, &s);
+		}
+		free(iv);
+	}
+	return e;
+}
+
+int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
+	      void *ctx, struct vcpustat_error *err)
+{
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
+	struct walk w = { visit, ctx };
+	int e = 0, nvm = 0;
+
+	if (hashmap_init(&w.vcpu_tids, sizeof(uint32_t), 1, 0))
+		return verror(err, -ENOMEM, "out of memory");
+	/* every vCPU thread first: current_tid's stretches of those are told by the vCPUs' states */
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm))
+		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+
+			if (tid && hashmap_update(&w.vcpu_tids, &tid, NULL))
+				e = -ENOMEM;
+		}
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			struct vcpu_ctx c = { &w, nvm, atoi(sht_attr_name(r, vc)), 0 };
+
+			c.tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+			e = vcpu_on_cpu(r, vc, t1, t2, vcpu_visit, &c, err);
+		}
+		nvm++;
+	}
+	if (!e)
+		e = host_side(&w, r, t1, t2, err);
+	hashmap_free(&w.vcpu_tids);
+	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
+}
+
+struct build {
+	struct pcpu_view *v;
+	struct hashmap occ; /* struct occ_key -> uint64_t ns */
+};
+
+static struct pcpu_row *row(struct pcpu_view *v, uint32_t cpu)
+{
+	for (size_t i = 0; i < v->nr_cpus; i++)
+		if (v->cpus[i].cpu == cpu)
+			return &v->cpus[i];
+	return NULL;
+}
+
+static int add(void *ctx, const struct pcpu_seg *s)
+{
+	struct build *b = ctx;
+	struct pcpu_row *rw = row(b->v, s->cpu);
+	uint64_t *have, ns = s->end - s->start;
+	struct occ_key k;
+
+	if (!rw) {
+		struct pcpu_row *arr = realloc(b->v->cpus, (b->v->nr_cpus + 1) * sizeof(*arr));
+
+		if (!arr)
+			return -ENOMEM;
+		b->v->cpus = arr;
+		rw = &arr[b->v->nr_cpus++];
+		memset(rw, 0, sizeof(*rw));
+		rw->cpu = s->cpu;
+	}
+	rw->ns[s->kind] += ns;
+	if (s->kind == PCPU_IDLE)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k.cpu = s->cpu;
+	k.kind = s->kind;
+	k.vm = s->vm;
+	k.vcpu = s->vcpu;
+	k.tid = s->tid;
+	have = hashmap_lookup(&b->occ, &k);
+	if (have) {
+		*have += ns;
+		return 0;
+	}
+	return hashmap_insert(&b->occ, &k, &ns);
+}
+
+static int by_cpu(const void *a, const void *b)
+{
+	const struct pcpu_row *x = a, *y = b;
+
+	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+static int by_ns(const void *a, const void *b)
+{
+	const struct pcpu_occupant *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The name of a host thread (/host/threads/<tid>/name) and its process, for the occupants shown. */
+static void thread_name(struct sht_reader *r, struct pcpu_occupant *o)
+{
+	uint32_t th = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
+	char name[16];
+	uint32_t t, a;
+
+	snprintf(name, sizeof(name), "%u", o->tid);
+	t = th == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, th, name);
+	if (t == SHT_NO_ATTR)
+		return;
+	o->pid = (uint32_t)report_first_int(r, sht_attr_child(r, t, "pid"), 0);
+	a = sht_attr_child(r, t, "name");
+	if (a != SHT_NO_ATTR) {
+		struct sht_interval *iv = NULL;
+		size_t n = 0;
+
+		if (!sht_query_range(r, a, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL))
+			for (size_t i = 0; i < n; i++)
+				if (iv[i].value.type == SHT_STR) {
+					snprintf(o->comm, sizeof(o->comm), "%s", iv[i].value.s);
+					break;
+				}
+		free(iv);
+	}
+}
+
+int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
+	       struct vcpustat_error *err)
+{
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
+	struct build b = { .v = v };
+	char (*vm_names)[128] = NULL;
+	uint32_t *vm_pids = NULL;
+	size_t pos = 0;
+	void *k, *val;
+	int e = 0, nvm = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->t1 = t1;
+	v->t2 = t2;
+	v->host_recorded = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus") != SHT_NO_ATTR;
+	if (hashmap_init(&b.occ, sizeof(struct occ_key), sizeof(uint64_t), 0))
+		return verror(err, -ENOMEM, "out of memory");
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+		nvm++;
+	vm_names = calloc((size_t)nvm + 1, sizeof(*vm_names));
+	vm_pids = calloc((size_t)nvm + 1, sizeof(*vm_pids));
+	if (!vm_names || !vm_pids) {
+		e = verror(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	nvm = 0;
+	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm), nvm++) {
+		snprintf(vm_names[nvm], sizeof(vm_names[0]), "%s", sht_attr_name(r, vm));
+		vm_pids[nvm] = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
+	}
+	e = pcpu_walk(r, t1, t2, add, &b, err);
+	if (e)
+		goto out;
+	/* each CPU's occupants, most first; the window's rest is unknown (not recorded, or no value) */
+	while (hashmap_next(&b.occ, &pos, &k, &val)) {
+		const struct occ_key *key = k;
+		struct pcpu_row *rw = row(v, key->cpu);
+		struct pcpu_occupant *o, *arr = realloc(rw->occ, (rw->nr_occ + 1) * sizeof(*arr));
+
+		if (!arr) {
+			e = verror(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		rw->occ = arr;
+		o = &arr[rw->nr_occ++];
+		memset(o, 0, sizeof(*o));
+		o->kind = key->kind;
+		o->vcpu = key->vcpu;
+		o->tid = key->tid;
+		o->ns = *(uint64_t *)val;
+		if (key->vm >= 0)
+			snprintf(o->vm, sizeof(o->vm), "%s", vm_names[key->vm]);
+	}
+	qsort(v->cpus, v->nr_cpus, sizeof(*v->cpus), by_cpu);
+	for (size_t i = 0; i < v->nr_cpus; i++) {
+		struct pcpu_row *rw = &v->cpus[i];
+		uint64_t known = 0;
+
+		for (int s = 0; s < PCPU_NR_KINDS; s++)
+			known += rw->ns[s];
+		rw->ns[PCPU_UNKNOWN] = t2 - t1 > known ? t2 - t1 - known : 0;
+		qsort(rw->occ, rw->nr_occ, sizeof(*rw->occ), by_ns);
+		if (top && rw->nr_occ > top) {
+			rw->others = rw->nr_occ - top;
+			for (size_t o = top; o < rw->nr_occ; o++)
+				rw->others_ns += rw->occ[o].ns;
+			rw->nr_occ = top;
+		}
+		for (size_t o = 0; o < rw->nr_occ; o++) {
+			if (rw->occ[o].kind != PCPU_HOST)
+				continue;
+			thread_name(r, &rw->occ[o]);
+			for (int m = 0; m < nvm; m++)
+				if (rw->occ[o].pid && rw->occ[o].pid == vm_pids[m]) /* the VMM's own thread */
+					snprintf(rw->occ[o].vm, sizeof(rw->occ[o].vm), "%s", vm_names[m]);
+		}
+	}
+out:
+	hashmap_free(&b.occ);
+	free(vm_names);
+	free(vm_pids);
+	if (e)
+		pcpu_free(v);
+	return e;
+}
+
+void pcpu_free(struct pcpu_view *v)
+{
+	for (size_t i = 0; i < v->nr_cpus; i++)
+		free(v->cpus[i].occ);
+	free(v->cpus);
+	memset(v, 0, sizeof(*v));
+}
+
+static const char *const kind_name[PCPU_NR_KINDS + 1] = { "idle", "guest", "hypervisor", "host", "unknown" };
+
+static double pct(uint64_t ns, const struct pcpu_view *v)
+{
+	return v->t2 > v->t1 ? 100.0 * (double)ns / (double)(v->t2 - v->t1) : 0;
+}
+
+void pcpu_print(FILE *f, const struct pcpu_view *v)
+{
+	fprintf(f, "%5s %7s %7s %7s %7s %8s  %s\n", "pCPU", "idle", "guest", "hyperv", "host",
+		v->host_recorded ? "unknown" : "not rec", "top occupants");
+	for (size_t i = 0; i < v->nr_cpus; i++) {
+		const struct pcpu_row *rw = &v->cpus[i];
+
+		fprintf(f, "%5u", rw->cpu);
+		if (v->host_recorded)
+			fprintf(f, " %6.1f%%", pct(rw->ns[PCPU_IDLE], v));
+		else
+			fprintf(f, " %7s", "-");
+		fprintf(f, " %6.1f%% %6.1f%%", pct(rw->ns[PCPU_GUEST], v), pct(rw->ns[PCPU_HYPERVISOR], v));
+		if (v->host_recorded)
+			fprintf(f, " %6.1f%%", pct(rw->ns[PCPU_HOST], v));
+		else
+			fprintf(f, " %7s", "-");
+		fprintf(f, " %7.1f%% ", pct(rw->ns[PCPU_UNKNOWN], v));
+		for (size_t o = 0; o < rw->nr_occ; o++) {
+			const struct pcpu_occupant *oc = &rw->occ[o];
+
+			fprintf(f, "%s", o ? ", " : " ");
+			if (oc->kind == PCPU_HOST && oc->vm[0])
+				fprintf(f, "%s VMM %s (%u)", oc->vm, oc->comm[0] ? oc->comm : "?", oc->tid);
+			else if (oc->kind == PCPU_HOST)
+				fprintf(f, "%s (%u)", oc->comm[0] ? oc->comm : "?", oc->tid);
+			else
+				fprintf(f, "%s/%d %s", oc->vm, oc->vcpu, oc->kind == PCPU_GUEST ? "guest" : "hyperv");
+			fprintf(f, " %.1f%%", pct(oc->ns, v));
+		}
+		if (rw->others)
+			fprintf(f, ", %zu more %.1f%%", rw->others, pct(rw->others_ns, v));
+		fprintf(f, "\n");
+	}
+	if (!v->nr_cpus)
+		fprintf(f, "(no vCPU ran in the window%s)\n", v->host_recorded ? " and no CPU was recorded" : "");
+	if (!v->host_recorded)
+		fprintf(f, "(idle and host threads: recorded only with `vcpustat record --level full`)\n");
+}
+
+json_t *pcpu_json(const struct pcpu_view *v)
+{
+	json_t *cpus = json_array();
+
+	for (size_t i = 0; i < v->nr_cpus; i++) {
+		const struct pcpu_row *rw = &v->cpus[i];
+		json_t *ns = json_object(), *occ = json_array();
+
+		for (int s = 0; s <= PCPU_NR_KINDS; s++)
+			json_object_set_new(ns, kind_name[s],
+					    !v->host_recorded && (s == PCPU_IDLE || s == PCPU_HOST)
+						    ? json_null()
+						    : json_integer((json_int_t)rw->ns[s]));
+		for (size_t o = 0; o < rw->nr_occ; o++) {
+			const struct pcpu_occupant *oc = &rw->occ[o];
+			json_t *j = json_pack("{s:s, s:I}", "kind", kind_name[oc->kind], "ns", (json_int_t)oc->ns);
+
+			json_object_set_new(j, "vm", oc->vm[0] ? json_string(oc->vm) : json_null());
+			if (oc->kind != PCPU_HOST)
+				json_object_set_new(j, "vcpu", json_integer(oc->vcpu));
+			json_object_set_new(j, "tid", json_integer(oc->tid));
+			if (oc->kind == PCPU_HOST) {
+				json_object_set_new(j, "comm", json_string(oc->comm));
+				json_object_set_new(j, "pid", json_integer(oc->pid));
+			}
+			json_array_append_new(occ, j);
+		}
+		json_array_append_new(cpus, json_pack("{s:i, s:o, s:o, s:i, s:I}", "cpu", (int)rw->cpu, "ns", ns,
+						      "occupants", occ, "others", (int)rw->others, "others_ns",
+						      (json_int_t)rw->others_ns));
+	}
+	return json_pack("{s:b, s:o}", "host_recorded", v->host_recorded, "cpus", cpus);
+}
