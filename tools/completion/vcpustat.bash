@@ -12,7 +12,8 @@ _vcpustat_options() # COMMAND: its options
 		--file --from --speed" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
-	report) echo "--from --to --vm -j --json --top --placement --host-topology --pcpu" ;;
+	report) echo "--from --to --vm -j --json --top --placement --host-topology --pcpu --flow
+		--min-impact" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
 		--top-culprits --vm -v --verbose -h --help" ;;
 	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms
@@ -99,8 +100,8 @@ _vcpustat()
 	*:--vm | *:--vm-name | *:--meta | *:--delay | *:--iterations | *:--top | *:--from | *:--to | \
 		*:--speed | *:--duration | *:--max-size | *:--rotate-every | *:--keep | *:--ringbuf | \
 		*:--interval | *:--every | *:--top-culprits | *:--listen | *:--cache-ms | *:--refresh | \
-		*:--buckets | *:--at | *:--path | *:--cpus | top:-d | top:-n | record:-t | export:-i | \
-		export:-e | plot:-i | plot:-b | serve:-l)
+		*:--buckets | *:--at | *:--path | *:--cpus | *:--flow | *:--min-impact | top:-d | top:-n | \
+		record:-t | export:-i | export:-e | plot:-i | plot:-b | serve:-l)
 		return # a value: nothing to offer
 		;;
 	esac

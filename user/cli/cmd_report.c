@@ -14,6 +14,7 @@ static void usage(FILE *f)
 		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
 		"       %s report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [--json]\n"
 		"       %s report FILE.sht --pcpu [--from T] [--to T] [--top N] [--json]\n"
+		"       %s report FILE.sht --flow THREAD [--min-impact FRACTION] [--from T] [--to T] [--json]\n"
 		"\n"
 		"The tables of the live view (state shares, preemptions, exit reasons with\n"
 		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
@@ -35,11 +36,20 @@ static void usage(FILE *f)
 		"  --pcpu             per physical CPU instead: its time in guest code and in the\n"
 		"                     hypervisor per VM and vCPU, host threads, idle, and its top\n"
 		"                     occupants (--top N of them; host threads and idle: --level full)\n"
+		"  --flow THREAD      the execution flow of one thread: what delayed it over its\n"
+		"                     lifespan in the window, who ran instead, D(T) per culprit.\n"
+		"                     THREAD: a host tid, or VM:GUEST_TID (files imported with guest\n"
+		"                     traces)\n"
+		"  --min-impact FRACTION\n"
+		"                     with --flow: leave culprits with D(T) below FRACTION (0..1)\n"
+		"                     out of the tree (default 0)\n"
 		"\n"
 		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
 		"import` with guest traces also show, per guest thread, the time it lost to the\n"
-		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n",
-		cli_prog, cli_prog, cli_prog);
+		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n"
+		"With --flow: the thread's intervals, who ran instead, the culprits as a tree\n"
+		"system / process / thread with D(T) = time / lifespan (docs/vcpustat.md).\n",
+		cli_prog, cli_prog, cli_prog, cli_prog);
 	cli_usage_exit_status(f);
 }
 
@@ -114,6 +124,61 @@ static int report_pcpu(const char *file, struct sht_reader *r, uint64_t t1, uint
 	return CLI_OK;
 }
 
+/* report --flow: the execution flow of one thread (model/flow.c). */
+static int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to,
+		       bool json, bool vm_filter, bool top)
+{
+	struct vcpustat_error err = { 0 };
+	struct flow_target target;
+	struct sht_reader *r = NULL;
+	double min_impact = 0;
+	struct flow f;
+	uint64_t t1, t2;
+	int ret;
+
+	if (!thread)
+		return cli_usage_error("report: --min-impact goes with --flow THREAD");
+	if (vm_filter)
+		return cli_usage_error("report: --vm does not go with --flow (the thread says which VM)");
+	if (top)
+		return cli_usage_error("report: --top does not go with --flow (the flow shows every interval and culprit; "
+				       "--min-impact hides the small ones)");
+	if (min_arg) {
+		char *end;
+
+		errno = 0;
+		min_impact = strtod(min_arg, &end);
+		if (errno || end == min_arg || *end || !(min_impact >= 0 && min_impact <= 1))
+			return cli_usage_error(
+			    "report: --min-impact %s: a fraction of the lifespan from 0 to 1 (0.05: 5%%)", min_arg);
+	}
+	if (flow_parse_target(thread, &target, &err))
+		return cli_usage_error("report: %s", err.msg);
+	ret = cli_open_window(file, from, to, &r, &t1, &t2);
+	if (ret)
+		return ret;
+	if (flow_build(&f, r, &target, t1, t2, &err)) {
+		ret = err.code == -ENOENT ? CLI_USAGE : CLI_FAIL;
+		cli_err("report: %s: --flow %s: %s", file, thread, err.msg);
+		sht_close(r);
+		return ret;
+	}
+	ret = CLI_OK;
+	if (json) {
+		json_t *doc = flow_json(&f, r, file, min_impact);
+
+		if (doc)
+			cli_json_print(doc, CLI_JSON_LINE);
+		else
+			ret = CLI_FAIL, cli_err("report: out of memory");
+	} else {
+		flow_print(stdout, &f, r, file, min_impact);
+	}
+	flow_free(&f);
+	sht_close(r);
+	return ret;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -121,16 +186,17 @@ int cmd_report(int argc, char **argv)
 		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
 		{ "placement", no_argument, NULL, 'P' },  { "host-topology", no_argument, NULL, 'H' },
-		{ "pcpu", no_argument, NULL, 'C' },
+		{ "pcpu", no_argument, NULL, 'C' },	  { "flow", required_argument, NULL, 'W' },
+		{ "min-impact", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *from = NULL, *to = NULL, *vm_filter[64];
+	const char *from = NULL, *to = NULL, *vm_filter[64], *flow = NULL, *min_impact = NULL;
 	struct summary_filter filter = { 0 };
 	struct vcpustat_error err = { 0 };
 	const struct sht_info *info;
 	struct sht_reader *r = NULL;
 	struct summary s;
-	bool json = false, culprits, placement = false, host_topology = false, pcpu = false;
+	bool json = false, culprits, placement = false, host_topology = false, pcpu = false, top_given = false;
 	long top = 5;
 	uint64_t t1, t2;
 	int opt, ret = CLI_FAIL;
@@ -148,10 +214,13 @@ int cmd_report(int argc, char **argv)
 		case 'N':
 			if (cli_parse_long("--top", optarg, 0, 100000, "rows (0: all)", &top))
 				return CLI_USAGE;
+			top_given = true;
 			break;
 		case 'P': placement = true; break;
 		case 'C': pcpu = true; break;
 		case 'H': host_topology = true; break;
+		case 'W': flow = optarg; break;
+		case 'I': min_impact = optarg; break;
 		case 'h': usage(stdout); return CLI_OK;
 		default: usage(stderr); return CLI_USAGE;
 		}
@@ -160,6 +229,10 @@ int cmd_report(int argc, char **argv)
 		cli_err("report: one .sht file is needed (see --help)");
 		return CLI_USAGE;
 	}
+	if ((flow || min_impact) && (placement || pcpu))
+		return cli_usage_error("--flow is a view of its own: not with --placement or --pcpu");
+	if (flow || min_impact)
+		return report_flow(argv[optind], flow, min_impact, from, to, json, filter.nr_vms > 0, top_given);
 	if (host_topology && !placement)
 		return cli_usage_error("--host-topology goes with --placement");
 	if (pcpu && (placement || filter.nr_vms))
