@@ -82,7 +82,7 @@ _vcpustat()
 		return
 		;;
 	export:-f | export:--format)
-		COMPREPLY=($(compgen -W "prometheus openmetrics json csv" -- "$cur"))
+		COMPREPLY=($(compgen -W "prometheus openmetrics json csv chrome-json" -- "$cur"))
 		return
 		;;
 	import:--isa)
@@ -118,7 +118,7 @@ _vcpustat()
 	fi
 	# Positional arguments: the files each command reads.
 	case $cmd in
-	report | query | check | plot) _filedir sht ;;
+	report | query | check | plot | export) _filedir sht ;;
 	replay) _filedir vcap ;;
 	esac
 } &&

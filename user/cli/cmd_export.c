@@ -3,7 +3,8 @@
  * vcpustat export: the metrics of docs/metrics.md as Prometheus text,
  * OpenMetrics, JSON or CSV - once from the live maps, every SEC seconds into
  * a file (node_exporter's textfile collector; metrics_live_export, live.h),
- * or for a window of a recording (metrics_of_recording, export.h).
+ * or for a window of a recording (metrics_of_recording, export.h); a
+ * recording's timeline for Perfetto or chrome://tracing (timeline_export).
  */
 #include <string.h>
 #include "cli/cli.h"
@@ -12,7 +13,7 @@
 static const char synopsis[] =
 	"[-f FORMAT] [-o FILE] [--interval SEC] [--every SEC]\n"
 	"                 [--no-vcpu-labels] [--top-culprits N] [--vm NAME|PID]... [-v]\n"
-	"       vcpustat export --file FILE.sht [--from T] [--to T] [-f FORMAT] [-o FILE] ...";
+	"       vcpustat export [--file] FILE.sht [--from T] [--to T] [-f FORMAT] [-o FILE] ...";
 
 static const char about[] =
 	"The capacity-planning metrics (docs/metrics.md): vCPU-seconds per state, preemptions,\n"
@@ -20,18 +21,22 @@ static const char about[] =
 	"who took the CPUs, lost records. Live: attaches, samples for --interval seconds and\n"
 	"prints the counters since the attach; with --every, keeps running and rewrites FILE\n"
 	"every SEC seconds with counters that only grow (node_exporter's textfile collector).\n"
-	"With --file: the same metrics for a window of a recording.\n";
+	"With --file: the same metrics for a window of a recording. -f chrome-json: the\n"
+	"recording's timeline (vCPU states and exits, host CPUs) for Perfetto and chrome://tracing.\n";
 
 static const char notes[] = "Examples:\n"
 			    "  vcpustat export                                   # Prometheus text after 1 s\n"
 			    "  vcpustat export -f csv --interval 10 -o vcpu.csv\n"
 			    "  vcpustat export --every 15 -o /var/lib/prometheus/node-exporter/vcpustat.prom\n"
-			    "  vcpustat export --file day.sht --from 14:00 --to 15:00 -f json\n";
+			    "  vcpustat export --file day.sht --from 14:00 --to 15:00 -f json\n"
+			    "  vcpustat export day.sht -f chrome-json -o day.json     # open in ui.perfetto.dev\n";
 
 struct export_args {
 	struct metrics_opts mo;
 	struct summary_filter filter;
 	enum metrics_format fmt;
+	enum timeline_format tfmt;
+	bool timeline;
 	const char *path, *file, *from, *to;
 	double interval, every;
 	bool verbose;
@@ -48,7 +53,15 @@ static int export_file(const struct export_args *x)
 
 	if (ret)
 		return ret;
-	if (metrics_of_recording(&m, r, x->file, t1, t2, &x->mo, &x->filter, &nr_vms, &err)) {
+	if (x->timeline) {
+		m = NULL;
+		if (timeline_export(r, x->file, t1, t2, &x->filter, x->tfmt, x->path, &nr_vms, &err)) {
+			cli_err("%s", err.msg);
+			ret = CLI_FAIL;
+		} else {
+			ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms);
+		}
+	} else if (metrics_of_recording(&m, r, x->file, t1, t2, &x->mo, &x->filter, &nr_vms, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
 	} else if (!(ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms)) &&
@@ -94,7 +107,8 @@ int cmd_export(int argc, char **argv)
 	const char *vm_filter[64];
 	long top = METRICS_TOP_CULPRITS;
 	const struct cli_option options[] = {
-		{ "format", 'f', "FORMAT", "prometheus (text 0.0.4, default), openmetrics, json, csv" },
+		{ "format", 'f', "FORMAT", "prometheus (text 0.0.4, default), openmetrics, json, csv;\n"
+					   "of a recording's timeline (needs -o): chrome-json" },
 		{ "output", 'o', "FILE", "write FILE atomically (temporary file + rename); default stdout", CLI_STRING,
 		  &x.path },
 		{ "interval", 'i', "SEC", "live: sample for SEC seconds before the first output (default 1)",
@@ -121,15 +135,23 @@ int cmd_export(int argc, char **argv)
 
 	cli_args_init(&a, &cmd, argc, argv);
 	while ((c = cli_next(&a)) > 0) {
-		if (c == 'f' && metrics_format_parse(a.arg, &x.fmt))
-			return cli_usage_error("--format %s: unknown format (prometheus, openmetrics, json or csv)", a.arg);
+		if (c == 'f' && !(x.timeline = !timeline_format_parse(a.arg, &x.tfmt)) &&
+		    metrics_format_parse(a.arg, &x.fmt))
+			return cli_usage_error("--format %s: unknown format (prometheus, openmetrics, json, csv or "
+					       "chrome-json)", a.arg);
 		if (c == OPT_VM && cli_add_vm(&x.filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
 			return CLI_USAGE;
 	}
-	if (c < 0 || a.pos < argc)
-		return c < 0 ? cli_args_exit(c)
-			     : cli_usage_error("unexpected argument '%s' (a recording goes with --file; see --help)",
-					       argv[a.pos]);
+	if (c < 0)
+		return cli_args_exit(c);
+	if (a.pos < argc && !x.file)
+		x.file = argv[a.pos++];
+	if (a.pos < argc)
+		return cli_usage_error("unexpected argument '%s' (one recording; see --help)", argv[a.pos]);
+	if (x.timeline && (!x.file || !x.path || !strcmp(x.path, "-")))
+		return cli_usage_error("-f %s exports the timeline of a recording: it needs FILE.sht and -o %s",
+				       x.tfmt == TIMELINE_CHROME_JSON ? "chrome-json" : "ctf",
+				       x.tfmt == TIMELINE_CHROME_JSON ? "FILE" : "DIR");
 	if ((x.from || x.to) && !x.file)
 		return cli_usage_error("--from/--to select a window of a recording: they need --file");
 	if (x.every > 0 && x.file)

@@ -152,4 +152,29 @@ int plot_gantt(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
 /* `vcpustat plot --live`: the charts of a live window s, sampled from start to end (wall clock), into path. */
 int plot_live_window(const struct summary *s, time_t start, time_t end, const char *path, struct vcpustat_error *err);
 
+/*
+ * ---- timeline.c: a recording's timeline for other viewers ----
+ * The intervals of a recording as tracks (docs/export.md): a process per VM
+ * with a track per vCPU (its states; its exits and userspace exits on tracks
+ * of their own), and a track per host CPU (the thread on it) when the file
+ * has them (level full). chrome-json: Chrome's trace-event JSON (Perfetto,
+ * chrome://tracing), complete ("X") slices, ts/dur in µs with ns precision.
+ */
+
+enum timeline_format {
+	TIMELINE_CHROME_JSON = 0,
+};
+
+/* "chrome-json" -> format; -EINVAL if unknown. */
+int timeline_format_parse(const char *name, enum timeline_format *f);
+/*
+ * The timeline of the window [t1, t2] of recording r (named file), the VMs
+ * filter keeps (*nr_vms: how many; none kept: nothing is written) and every
+ * host CPU, written to out atomically (a temporary file renamed; nothing is
+ * left on an error). 0 or a negative errno with err.
+ */
+int timeline_export(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+		    const struct summary_filter *filter, enum timeline_format fmt, const char *out, size_t *nr_vms,
+		    struct vcpustat_error *err);
+
 #endif /* VCPUSTAT_EXPORT_H */

@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The timeline export (user/export/timeline.c, docs/export.md): a synthetic
+ * recording with known states, exits and host CPUs, exported as Chrome
+ * trace-event JSON and read back with jansson: the trace-event schema, the
+ * exact slices, their sums against the recording's, the window and --vm
+ * filters; the command's errors leave no output behind.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "cli_run.h"
+#include "export/export.h"
+#include "sht/sht.h"
+
+/* ---- the recording ---- */
+
+struct set {
+	const char *path;
+	uint64_t t;
+	int type; /* SHT_NULL, SHT_INT, SHT_STR */
+	int64_t i;
+	const char *s;
+};
+
+#define I(p, t, v)                                                                                                     \
+	{                                                                                                              \
+		p, t, SHT_INT, v, NULL                                                                                 \
+	}
+#define S(p, t, v)                                                                                                     \
+	{                                                                                                              \
+		p, t, SHT_STR, 0, v                                                                                    \
+	}
+#define N(p, t)                                                                                                        \
+	{                                                                                                              \
+		p, t, SHT_NULL, 0, NULL                                                                                \
+	}
+
+#define V0 "/vms/vm1/vcpus/0/"
+#define V1 "/vms/vm1/vcpus/1/"
+#define W0 "/vms/vm2/vcpus/0/"
+#define END 10000ull /* the file's end (ns) */
+
+/*
+ * vm1 (pid 1000): vCPU 0 (tid 1001) guest, host (exit HLT, userspace exit
+ * IO), preempted by stress-ng (500) on CPU 0, host, guest, idle; vCPU 1 (tid
+ * 1002) guest, blocked, gone. vm2 (pid 2000): vCPU 0 (tid 2001) wait, guest
+ * (an EPT_VIOLATION exit). Times in ns, most not whole µs.
+ */
+static const struct set sets[] = {
+	I("/vms/vm1/pid", 0, 1000),
+	I(V0 "tid", 0, 1001),
+	I(V0 "state", 0, 1),
+	I(V0 "pcpu", 0, 0),
+	I(V1 "tid", 0, 1002),
+	I(V1 "state", 0, 1),
+	I("/host/cpus/0/current_tid", 0, 1001),
+	I("/host/cpus/1/current_tid", 0, 1002),
+	S("/host/threads/1001/name", 0, "CPU 0/KVM"),
+	S("/host/threads/1002/name", 0, "CPU 1/KVM"),
+	S("/host/threads/500/name", 0, "stress-ng"),
+	I("/vms/vm2/pid", 50, 2000),
+	I(W0 "tid", 50, 2001),
+	S("/host/threads/2001/name", 50, "CPU 0/KVM"),
+	I(W0 "state", 100, 4),
+	I(W0 "state", 400, 1),
+	I(V0 "state", 1001, 2),
+	S(V0 "exit_reason", 1001, "HLT"),
+	S(V0 "userspace_exit", 1234, "IO"),
+	I(V0 "state", 1500, 3),
+	I("/host/cpus/0/current_tid", 1500, 500),
+	N(V0 "userspace_exit", 2400),
+	I(V0 "state", 2500, 2),
+	I("/host/cpus/0/current_tid", 2500, 1001),
+	I(V0 "state", 2617, 1),
+	N(V0 "exit_reason", 2617),
+	I(V1 "state", 3333, 6),
+	I("/host/cpus/1/current_tid", 3333, 0),
+	I("/host/cpus/1/current_tid", 3400, 2001),
+	S(W0 "exit_reason", 4000, "EPT_VIOLATION"),
+	N(W0 "exit_reason", 4123),
+	I(V0 "state", 5000, 5),
+	I("/host/cpus/0/current_tid", 5000, 0),
+	N(V1 "state", 7777),
+	N(V1 "tid", 7777),
+};
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/vcpustat-tl-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(p);
+}
+
+static void teardown(void)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void path_in(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+static void make_recording(const char *path)
+{
+	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = 5000000000ull };
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w;
+
+	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		const struct set *s = &sets[i];
+		uint32_t a;
+
+		cr_assert_eq(sht_writer_attr(w, s->path, &a), 0);
+		if (s->type == SHT_INT)
+			cr_assert_eq(sht_writer_set_int(w, a, s->t, s->i), 0);
+		else if (s->type == SHT_STR)
+			cr_assert_eq(sht_writer_set_str(w, a, s->t, s->s), 0);
+		else
+			cr_assert_eq(sht_writer_set_null(w, a, s->t), 0);
+	}
+	cr_assert_eq(sht_writer_close(w, END, &err), 0, "%s", err.msg);
+}
+
+/* ---- the JSON read back ---- */
+
+struct slice {
+	char name[64];
+	uint64_t ts, dur; /* ns, from the µs of the file */
+};
+
+static uint64_t ns_of(json_t *v)
+{
+	cr_assert(json_is_number(v));
+	cr_assert_geq(json_number_value(v), 0);
+	return (uint64_t)llround(json_number_value(v) * 1000.0);
+}
+
+/*
+ * Check the trace-event schema of every event of doc; return its traceEvents.
+ * Every event: name (string), ph, ts (number), pid and tid (integers); X: dur
+ * >= 0; M: one of the metadata names, with args; slices of one (pid, tid) do
+ * not overlap.
+ */
+static json_t *check_schema(json_t *doc)
+{
+	json_t *evs = json_object_get(doc, "traceEvents"), *e;
+	size_t i;
+
+	cr_assert(json_is_array(evs));
+	cr_assert_str_eq(json_string_value(json_object_get(doc, "displayTimeUnit")), "ns");
+	json_array_foreach(evs, i, e)
+	{
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+
+		cr_assert(json_is_string(json_object_get(e, "name")), "event %zu: no name", i);
+		cr_assert_not_null(ph, "event %zu: no ph", i);
+		cr_assert(json_is_number(json_object_get(e, "ts")), "event %zu: no ts", i);
+		cr_assert(json_is_integer(json_object_get(e, "pid")), "event %zu: no pid", i);
+		cr_assert(json_is_integer(json_object_get(e, "tid")), "event %zu: no tid", i);
+		if (!strcmp(ph, "X")) {
+			cr_assert(json_is_number(json_object_get(e, "dur")), "event %zu: X without dur", i);
+			cr_assert_geq(json_number_value(json_object_get(e, "dur")), 0);
+			cr_assert_geq(json_number_value(json_object_get(e, "ts")), 0);
+		} else {
+			const char *n = json_string_value(json_object_get(e, "name"));
+
+			cr_assert_str_eq(ph, "M", "event %zu: ph %s", i, ph);
+			cr_assert(!strcmp(n, "process_name") || !strcmp(n, "thread_name") ||
+				      !strcmp(n, "process_sort_index") || !strcmp(n, "thread_sort_index"),
+				  "metadata %s", n);
+			cr_assert(json_is_object(json_object_get(e, "args")));
+		}
+	}
+	/* no overlap on a track: for each X, no other X of its track starts inside it */
+	json_array_foreach(evs, i, e)
+	{
+		json_t *f;
+		size_t j;
+
+		if (strcmp(json_string_value(json_object_get(e, "ph")), "X"))
+			continue;
+		json_array_foreach(evs, j, f)
+		{
+			uint64_t a, b, c;
+
+			if (j == i || strcmp(json_string_value(json_object_get(f, "ph")), "X") ||
+			    json_integer_value(json_object_get(f, "pid")) !=
+				json_integer_value(json_object_get(e, "pid")) ||
+			    json_integer_value(json_object_get(f, "tid")) !=
+				json_integer_value(json_object_get(e, "tid")))
+				continue;
+			a = ns_of(json_object_get(e, "ts"));
+			b = a + ns_of(json_object_get(e, "dur"));
+			c = ns_of(json_object_get(f, "ts"));
+			cr_assert(c < a || c >= b || (c == a && j > i && a == b), "slices %zu and %zu overlap", i, j);
+		}
+	}
+	return evs;
+}
+
+/* The (pid, tid) of the thread called track in the process called proc; false if none. */
+static bool find_track(json_t *evs, const char *proc, const char *track, json_int_t *pid, json_int_t *tid)
+{
+	json_t *e;
+	size_t i;
+
+	*pid = -1;
+	json_array_foreach(
+	    evs, i, e) if (!strcmp(json_string_value(json_object_get(e, "name")), "process_name") &&
+			   !strcmp(json_string_value(json_object_get(json_object_get(e, "args"), "name")), proc)) *pid =
+	    json_integer_value(json_object_get(e, "pid"));
+	json_array_foreach(
+	    evs, i, e) if (!strcmp(json_string_value(json_object_get(e, "name")), "thread_name") &&
+			   json_integer_value(json_object_get(e, "pid")) == *pid &&
+			   !strcmp(json_string_value(json_object_get(json_object_get(e, "args"), "name")), track))
+	{
+		*tid = json_integer_value(json_object_get(e, "tid"));
+		return true;
+	}
+	return false;
+}
+
+/* The slices of a track, in time order (the file writes them so). */
+static size_t slices(json_t *evs, const char *proc, const char *track, struct slice *out, size_t max)
+{
+	json_int_t pid, tid;
+	size_t n = 0, i;
+	json_t *e;
+
+	cr_assert(find_track(evs, proc, track, &pid, &tid), "no track %s / %s", proc, track);
+	json_array_foreach(evs, i, e)
+	{
+		if (strcmp(json_string_value(json_object_get(e, "ph")), "X") ||
+		    json_integer_value(json_object_get(e, "pid")) != pid ||
+		    json_integer_value(json_object_get(e, "tid")) != tid)
+			continue;
+		cr_assert_lt(n, max);
+		snprintf(out[n].name, sizeof(out[n].name), "%s", json_string_value(json_object_get(e, "name")));
+		out[n].ts = ns_of(json_object_get(e, "ts"));
+		out[n].dur = ns_of(json_object_get(e, "dur"));
+		cr_assert(n == 0 || out[n].ts >= out[n - 1].ts + out[n - 1].dur);
+		n++;
+	}
+	return n;
+}
+
+struct want {
+	const char *name;
+	uint64_t ts, dur;
+};
+
+static void expect(json_t *evs, const char *proc, const char *track, const struct want *w, size_t nw)
+{
+	struct slice s[32];
+	size_t n = slices(evs, proc, track, s, 32);
+
+	cr_assert_eq(n, nw, "%s %s: %zu slices, expected %zu", proc, track, n, nw);
+	for (size_t i = 0; i < n; i++) {
+		cr_expect_str_eq(s[i].name, w[i].name, "%s %s slice %zu", proc, track, i);
+		cr_expect_eq(s[i].ts, w[i].ts, "%s %s slice %zu: ts %llu ns, expected %llu", proc, track, i,
+			     (unsigned long long)s[i].ts, (unsigned long long)w[i].ts);
+		cr_expect_eq(s[i].dur, w[i].dur, "%s %s slice %zu: dur %llu ns, expected %llu", proc, track, i,
+			     (unsigned long long)s[i].dur, (unsigned long long)w[i].dur);
+	}
+}
+
+static json_t *export_json(const char *sht, uint64_t t1, uint64_t t2, const struct summary_filter *f, size_t want_vms)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	char out[128];
+	size_t nvms = 99;
+	json_error_t je;
+	json_t *doc;
+
+	path_in(out, sizeof(out), "t.json");
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	cr_assert_eq(timeline_export(r, sht, t1, t2, f, TIMELINE_CHROME_JSON, out, &nvms, &err), 0, "%s", err.msg);
+	cr_assert_eq(nvms, want_vms);
+	sht_close(r);
+	doc = json_load_file(out, 0, &je);
+	cr_assert_not_null(doc, "%s: %s at line %d", out, je.text, je.line);
+	return doc;
+}
+
+TestSuite(timeline, .init = setup, .fini = teardown);
+
+Test(timeline, chrome_json_has_every_slice_of_the_recording)
+{
+	char sht[128];
+	json_t *doc, *evs;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	make_recording(sht);
+	doc = export_json(sht, 0, END, NULL, 2);
+	evs = check_schema(doc);
+	{
+		const struct want w[] = { { "guest", 0, 1001 },	 { "host", 1001, 499 },	  { "preempted", 1500, 1000 },
+					  { "host", 2500, 117 }, { "guest", 2617, 2383 }, { "idle", 5000, 5000 } };
+		expect(evs, "vm1", "vCPU 0", w, 6);
+	}
+	{
+		const struct want w[] = { { "HLT", 1001, 1616 } };
+		expect(evs, "vm1", "vCPU 0 exits", w, 1);
+	}
+	{
+		const struct want w[] = { { "IO", 1234, 1166 } };
+		expect(evs, "vm1", "vCPU 0 userspace exits", w, 1);
+	}
+	{
+		const struct want w[] = { { "guest", 0, 3333 }, { "blocked", 3333, 4444 } };
+		expect(evs, "vm1", "vCPU 1", w, 2);
+	}
+	{
+		const struct want w[] = { { "wait", 100, 300 }, { "guest", 400, 9600 } };
+		expect(evs, "vm2", "vCPU 0", w, 2);
+	}
+	{
+		const struct want w[] = { { "EPT_VIOLATION", 4000, 123 } };
+		expect(evs, "vm2", "vCPU 0 exits", w, 1);
+	}
+	{ /* the thread on each CPU: a vCPU by its VM, another thread by name; idle is no slice */
+		const struct want w[] = { { "vm1 vCPU 0", 0, 1500 },
+					  { "stress-ng", 1500, 1000 },
+					  { "vm1 vCPU 0", 2500, 2500 } };
+		expect(evs, "host CPUs", "CPU 0", w, 3);
+	}
+	{
+		const struct want w[] = { { "vm1 vCPU 1", 0, 3333 }, { "vm2 vCPU 0", 3400, 6600 } };
+		expect(evs, "host CPUs", "CPU 1", w, 2);
+	}
+	/* processes are the VMs' pids; no two tracks share a tid */
+	{
+		json_int_t pid, tid, tid2;
+
+		cr_assert(find_track(evs, "vm1", "vCPU 0", &pid, &tid));
+		cr_assert_eq(pid, 1000);
+		cr_assert(find_track(evs, "vm2", "vCPU 0", &pid, &tid2));
+		cr_assert_eq(pid, 2000);
+		cr_assert_neq(tid, tid2);
+	}
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "otherData"), "file")), sht);
+	json_decref(doc);
+}
+
+/* Sum of the durations of the intervals of the SHT attribute path with value v, cut to [t1, t2). */
+static uint64_t sht_sum(const char *sht, const char *path, int64_t v, uint64_t t1, uint64_t t2)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_interval *iv = NULL;
+	struct sht_reader *r;
+	uint64_t sum = 0;
+	uint32_t a;
+	size_t n = 0;
+
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_attr_lookup(r, path, &a), 0);
+	cr_assert_eq(sht_query_range(r, a, NULL, t1, t2, &iv, &n, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t s = iv[i].start < t1 ? t1 : iv[i].start, e = iv[i].end > t2 ? t2 : iv[i].end;
+
+		if (iv[i].value.type == SHT_INT && iv[i].value.i == v && e > s)
+			sum += e - s;
+	}
+	free(iv);
+	sht_close(r);
+	return sum;
+}
+
+static uint64_t json_sum(json_t *evs, const char *proc, const char *track, const char *name)
+{
+	struct slice s[32];
+	size_t n = slices(evs, proc, track, s, 32);
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s[i].name, name))
+			sum += s[i].dur;
+	return sum;
+}
+
+Test(timeline, chrome_json_window_and_vm_filter_cut_the_slices)
+{
+	static const char *const states[] = { "unknown", "guest", "host", "preempted", "wait", "idle", "blocked" };
+	const char *keep[] = { "2000" };
+	const struct summary_filter f = { keep, 1 };
+	char sht[128];
+	json_t *doc, *evs;
+	json_int_t pid, tid;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	make_recording(sht);
+	/* the window [1600, 4050]: slices cut at both ends, their sums those of the SHT's intervals cut alike */
+	doc = export_json(sht, 1600, 4050, NULL, 2);
+	evs = check_schema(doc);
+	for (int s = 0; s < 7; s++) {
+		cr_expect_eq(json_sum(evs, "vm1", "vCPU 0", states[s]), sht_sum(sht, V0 "state", s, 1600, 4050),
+			     "vm1 vCPU 0 %s", states[s]);
+		cr_expect_eq(json_sum(evs, "vm1", "vCPU 1", states[s]), sht_sum(sht, V1 "state", s, 1600, 4050),
+			     "vm1 vCPU 1 %s", states[s]);
+		cr_expect_eq(json_sum(evs, "vm2", "vCPU 0", states[s]), sht_sum(sht, W0 "state", s, 1600, 4050),
+			     "vm2 vCPU 0 %s", states[s]);
+	}
+	{
+		const struct want w[] = { { "preempted", 1600, 900 }, { "host", 2500, 117 }, { "guest", 2617, 1433 } };
+		expect(evs, "vm1", "vCPU 0", w, 3);
+	}
+	{
+		const struct want w[] = { { "HLT", 1600, 1017 } };
+		expect(evs, "vm1", "vCPU 0 exits", w, 1);
+	}
+	{
+		const struct want w[] = { { "EPT_VIOLATION", 4000, 50 } };
+		expect(evs, "vm2", "vCPU 0 exits", w, 1);
+	}
+	json_decref(doc);
+
+	/* --vm 2000 (by pid): vm2 and the host CPUs (who else ran there), not vm1 */
+	doc = export_json(sht, 0, END, &f, 1);
+	evs = check_schema(doc);
+	cr_assert_not(find_track(evs, "vm1", "vCPU 0", &pid, &tid));
+	cr_assert(find_track(evs, "vm2", "vCPU 0", &pid, &tid));
+	{
+		const struct want w[] = { { "vm1 vCPU 1", 0, 3333 }, { "vm2 vCPU 0", 3400, 6600 } };
+		expect(evs, "host CPUs", "CPU 1", w, 2);
+	}
+	json_decref(doc);
+}
+
+/* Every file in dir but the recording: none after a failed export. */
+static int others_in_dir(void)
+{
+	char cmd[256], buf[4096] = "";
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | grep -v '^rec.sht$'", dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	pclose(p);
+	buf[n] = 0;
+	if (n)
+		cr_log_error("left in %s: %s", dir, buf);
+	return (int)n;
+}
+
+Test(timeline, chrome_json_from_the_command_line_both_forms)
+{
+	char sht[128], a[128], b[128], ca[1 << 16], cb[1 << 16];
+	struct run r;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(a, sizeof(a), "a.json");
+	path_in(b, sizeof(b), "b.json");
+	make_recording(sht);
+	RUN(&r, "export", sht, "--format", "chrome-json", "-o", a);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	RUN(&r, "export", "--file", sht, "-f", "chrome-json", "-o", b);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(a, ca, sizeof(ca));
+	slurp_into(b, cb, sizeof(cb));
+	cr_assert_gt(strlen(ca), 1000);
+	cr_assert_str_eq(ca, cb);
+	/* --from/--to and --vm reach it */
+	RUN(&r, "export", sht, "-f", "chrome-json", "-o", a, "--from", "1600", "--to", "4050", "--vm", "vm2");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(a, ca, sizeof(ca));
+	cr_assert_null(strstr(ca, "{\"name\":\"vm1\"}"), "%s", ca); /* no process vm1 */
+	cr_assert_not_null(strstr(ca, "{\"name\":\"vm2\"}"), "%s", ca);
+	cr_assert_not_null(strstr(ca, "\"ts\":1.6,\"dur\":0.9,"), "%s", ca); /* CPU 0: stress-ng cut at 1600 */
+	/* a --vm that matches none: an error naming the VMs, no file */
+	unlink(a);
+	RUN(&r, "export", sht, "-f", "chrome-json", "-o", a, "--vm", "nosuch");
+	cr_assert_eq(r.status, 2);
+	cr_assert_not_null(strstr(r.err, "vm1"), "%s", r.err);
+	unlink(b);
+	cr_assert_eq(others_in_dir(), 0);
+}
+
+Test(timeline, chrome_json_errors_leave_no_output)
+{
+	char sht[128], bad[128], out[128], nodir[160];
+	struct run r;
+	FILE *f;
+	char buf[65536];
+	size_t n;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(out, sizeof(out), "out.json");
+	make_recording(sht);
+	/* no -o, -o -: a usage error */
+	RUN(&r, "export", sht, "-f", "chrome-json");
+	cr_assert_eq(r.status, 2);
+	cr_assert_not_null(strstr(r.err, "-o FILE"), "%s", r.err);
+	RUN(&r, "export", sht, "-f", "chrome-json", "-o", "-");
+	cr_assert_eq(r.status, 2);
+	/* no recording (live): a usage error, nothing attached */
+	RUN(&r, "export", "-f", "chrome-json", "-o", out);
+	cr_assert_eq(r.status, 2);
+	cr_assert_not_null(strstr(r.err, "FILE.sht"), "%s", r.err);
+	/* an unknown format names the new one among the known */
+	RUN(&r, "export", sht, "-f", "chrome", "-o", out);
+	cr_assert_eq(r.status, 2);
+	cr_assert_not_null(strstr(r.err, "chrome-json"), "%s", r.err);
+	/* -o where nothing can be written */
+	snprintf(nodir, sizeof(nodir), "%s/no/such/dir/out.json", dir);
+	RUN(&r, "export", sht, "-f", "chrome-json", "-o", nodir);
+	cr_assert_eq(r.status, 1);
+	cr_assert_not_null(strstr(r.err, nodir), "%s", r.err);
+	/* -o the recording itself */
+	RUN(&r, "export", sht, "-f", "chrome-json", "-o", sht);
+	cr_assert_eq(r.status, 2);
+	cr_assert_eq(others_in_dir(), 0);
+
+	/* a corrupt recording: its first 4 KiB and garbage */
+	f = fopen(sht, "rb");
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	cr_assert_gt(n, 4096);
+	memset(buf + 64, 0x5a, n - 64);
+	path_in(bad, sizeof(bad), "bad.sht");
+	f = fopen(bad, "wb");
+	fwrite(buf, 1, n, f);
+	fclose(f);
+	RUN(&r, "export", bad, "-f", "chrome-json", "-o", out);
+	cr_assert_eq(r.status, 1);
+	cr_assert_not_null(strstr(r.err, bad), "%s", r.err);
+	unlink(bad);
+	cr_assert_eq(others_in_dir(), 0);
+}
+
+/* A write that fails half-way (a file-size limit: EFBIG) leaves nothing: the temporary file is removed. */
+Test(timeline, chrome_json_failed_write_leaves_no_output)
+{
+	const char *demo = VCPUSTAT_SOURCE_DIR "/tools/demo/demo.sht";
+	char out[128];
+	pid_t pid;
+	int st;
+
+	path_in(out, sizeof(out), "out.json");
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { 64 * 1024, 64 * 1024 };
+		struct vcpustat_error err = { 0 };
+		struct sht_reader *r;
+		int e;
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		if (sht_open(&r, demo, &err))
+			_exit(3);
+		e = timeline_export(r, demo, 0, sht_get_info(r)->end, NULL, TIMELINE_CHROME_JSON, out, NULL, &err);
+		sht_close(r);
+		_exit(e == -EIO && strstr(err.msg, out) && strstr(err.msg, "File too large") ? 1 : 2);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st));
+	cr_assert_eq(WEXITSTATUS(st), 1, "the export did not fail as it should: %d", WEXITSTATUS(st));
+	cr_assert_eq(others_in_dir(), 0);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * timeline_internal.h - what the two timeline writers (timeline.c: Chrome
+ * trace-event JSON, timeline_ctf.c: CTF) share: the tracks of a recording
+ * and its intervals on them in time order, read a slice of time at a time so
+ * that memory stays bounded whatever the file's size.
+ */
+#ifndef VCPUSTAT_TIMELINE_INTERNAL_H
+#define VCPUSTAT_TIMELINE_INTERNAL_H
+
+#include <stdint.h>
+#include "export/export.h"
+
+enum tl_kind {
+	TL_STATE = 0, /* /vms/<vm>/vcpus/<n>/state: enum vcpu_fsm_state */
+	TL_EXIT,      /* /vms/<vm>/vcpus/<n>/exit_reason: the exit being handled */
+	TL_UEXIT,     /* /vms/<vm>/vcpus/<n>/userspace_exit: the userspace exit being handled */
+	TL_PCPU,      /* /host/cpus/<cpu>/current_tid: the thread on that CPU */
+	TL_NR_KINDS,
+};
+
+struct tl_vm {
+	const char *name; /* owned by the reader */
+	int64_t pid;	  /* the VMM's pid, -1 if the file has none */
+};
+
+struct tl_track {
+	enum tl_kind kind;
+	int vm;	      /* index in tl->vms; -1 for TL_PCPU */
+	uint32_t num; /* vCPU index or CPU number */
+};
+
+/* A vCPU thread: tid -> (VM, vCPU), from /vms/<vm>/vcpus/<n>/tid (every VM, filtered or not). */
+struct tl_vcpu_tid {
+	int64_t tid;
+	int vm;
+	uint32_t vcpu;
+};
+
+/* A host thread's name, from /host/threads/<tid>/name. */
+struct tl_thread {
+	int64_t tid;
+	const char *name; /* owned by the reader */
+};
+
+/* One interval of a track, cut to the window. */
+struct tl_item {
+	const struct tl_track *track;
+	uint64_t start, end; /* [start, end), within [t1, t2] */
+	struct sht_value value;
+};
+
+struct timeline {
+	struct sht_reader *r;
+	const char *file;
+	uint64_t t1, t2;
+	struct tl_vm *vms; /* every VM of the file (the filter keeps some) */
+	size_t nr_vms;
+	size_t nr_kept; /* VMs the filter kept */
+	bool *kept;	/* [nr_vms] */
+	struct tl_track *tracks;
+	size_t nr_tracks;
+	int32_t *track_of; /* [sht_nattrs]: the track of an attribute, or -1 */
+	uint8_t *want;	   /* [sht_nattrs]: the attributes of tracks */
+	struct tl_vcpu_tid *vtids;
+	size_t nr_vtids;
+	struct tl_thread *threads;
+	size_t nr_threads;
+
+	/* the iteration */
+	uint64_t chunk;		 /* length of a slice of time */
+	uint64_t next;		 /* start of the next slice */
+	struct sht_interval *iv; /* the current slice's intervals, by start */
+	size_t niv, pos;
+};
+
+/* The tracks of [t1, t2] of r (VMs that filter keeps; pCPUs whatever the filter). 0 or -errno with err. */
+int tl_open(struct timeline *tl, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+	    const struct summary_filter *filter, struct vcpustat_error *err);
+void tl_close(struct timeline *tl);
+/* The next interval in time order (ties: in the order of tracks): 1 with *it, 0 at the end, -errno with err. */
+int tl_next(struct timeline *tl, struct tl_item *it, struct vcpustat_error *err);
+/* The VM and vCPU whose thread tid is, or NULL. */
+const struct tl_vcpu_tid *tl_vcpu_of_tid(const struct timeline *tl, int64_t tid);
+/* The name of host thread tid, or NULL. */
+const char *tl_thread_name(const struct timeline *tl, int64_t tid);
+
+#endif /* VCPUSTAT_TIMELINE_INTERNAL_H */
