@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The timeline export (user/export/timeline.c, docs/export.md): a synthetic
- * recording with known states, exits and host CPUs, exported as Chrome
- * trace-event JSON and read back with jansson: the trace-event schema, the
- * exact slices, their sums against the recording's, the window and --vm
- * filters; the command's errors leave no output behind.
+ * The timeline export (user/export/timeline.c, timeline_ctf.c,
+ * docs/export.md): a synthetic recording with known states, exits and host
+ * CPUs, exported as Chrome trace-event JSON and read back with jansson (the
+ * trace-event schema, the exact slices, their sums against the recording's,
+ * the window and --vm filters), and as CTF read back with the babeltrace2
+ * command and with libbabeltrace2 (the same events at the same times); the
+ * command's errors leave no output behind.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <ftw.h>
+#include <babeltrace2/babeltrace.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +52,9 @@ struct set {
 #define V0 "/vms/vm1/vcpus/0/"
 #define V1 "/vms/vm1/vcpus/1/"
 #define W0 "/vms/vm2/vcpus/0/"
-#define END 10000ull /* the file's end (ns) */
+#define END 10000ull		    /* the file's end (ns) */
+#define MONO 5000000000ull	    /* CLOCK_MONOTONIC at t = 0 */
+#define REAL 1795436729000000000ull /* CLOCK_REALTIME at t = 0 */
 
 /*
  * vm1 (pid 1000): vCPU 0 (tid 1001) guest, host (exit HLT, userspace exit
@@ -121,7 +126,7 @@ static void path_in(char *buf, size_t len, const char *name)
 
 static void make_recording(const char *path)
 {
-	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = 5000000000ull };
+	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = MONO, .real_start_ns = REAL };
 	struct vcpustat_error err = { 0 };
 	struct sht_writer *w;
 
@@ -447,22 +452,22 @@ Test(timeline, chrome_json_window_and_vm_filter_cut_the_slices)
 	json_decref(doc);
 }
 
-/* Every file in dir but the recording: none after a failed export. */
+/* How many files dir holds besides the recording (0 after a failed export: no output, no temporary). */
 static int others_in_dir(void)
 {
-	char cmd[256], buf[4096] = "";
+	char cmd[256], line[512];
+	int n = 0;
 	FILE *p;
-	size_t n;
 
 	snprintf(cmd, sizeof(cmd), "ls -A %s | grep -v '^rec.sht$'", dir);
 	p = popen(cmd, "r");
 	cr_assert_not_null(p);
-	n = fread(buf, 1, sizeof(buf) - 1, p);
+	while (fgets(line, sizeof(line), p)) {
+		cr_log_info("in %s: %s", dir, line);
+		n++;
+	}
 	pclose(p);
-	buf[n] = 0;
-	if (n)
-		cr_log_error("left in %s: %s", dir, buf);
-	return (int)n;
+	return n;
 }
 
 Test(timeline, chrome_json_from_the_command_line_both_forms)
@@ -575,6 +580,375 @@ Test(timeline, chrome_json_failed_write_leaves_no_output)
 		e = timeline_export(r, demo, 0, sht_get_info(r)->end, NULL, TIMELINE_CHROME_JSON, out, NULL, &err);
 		sht_close(r);
 		_exit(e == -EIO && strstr(err.msg, out) && strstr(err.msg, "File too large") ? 1 : 2);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st));
+	cr_assert_eq(WEXITSTATUS(st), 1, "the export did not fail as it should: %d", WEXITSTATUS(st));
+	cr_assert_eq(others_in_dir(), 0);
+}
+
+/* ---- CTF ---- */
+
+/* The recording's events as the CTF trace must hold them: "t(ns since start, 20 digits) name { fields }". */
+static const char *const ctf_events[] = {
+	"00000000000000000000 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 0, state = \"guest\", state_id = 1, "
+	"duration_ns = 1001 }",
+	"00000000000000000000 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 1, state = \"guest\", state_id = 1, "
+	"duration_ns = 3333 }",
+	"00000000000000000000 pcpu_vcpu { cpu = 0, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = 1500 }",
+	"00000000000000000000 pcpu_vcpu { cpu = 1, tid = 1002, vm = \"vm1\", vcpu = 1, duration_ns = 3333 }",
+	"00000000000000000100 vcpu_state { vm = \"vm2\", vm_pid = 2000, vcpu = 0, state = \"wait\", state_id = 4, "
+	"duration_ns = 300 }",
+	"00000000000000000400 vcpu_state { vm = \"vm2\", vm_pid = 2000, vcpu = 0, state = \"guest\", state_id = 1, "
+	"duration_ns = 9600 }",
+	"00000000000000001001 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 0, state = \"host\", state_id = 2, "
+	"duration_ns = 499 }",
+	"00000000000000001001 vcpu_exit { vm = \"vm1\", vm_pid = 1000, vcpu = 0, reason = \"HLT\", duration_ns = 1616 "
+	"}",
+	"00000000000000001234 vcpu_userspace_exit { vm = \"vm1\", vm_pid = 1000, vcpu = 0, reason = \"IO\", "
+	"duration_ns = 1166 }",
+	"00000000000000001500 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 0, state = \"preempted\", state_id = 3, "
+	"duration_ns = 1000 }",
+	"00000000000000001500 pcpu_thread { cpu = 0, tid = 500, comm = \"stress-ng\", duration_ns = 1000 }",
+	"00000000000000002500 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 0, state = \"host\", state_id = 2, "
+	"duration_ns = 117 }",
+	"00000000000000002500 pcpu_vcpu { cpu = 0, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = 2500 }",
+	"00000000000000002617 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 0, state = \"guest\", state_id = 1, "
+	"duration_ns = 2383 }",
+	"00000000000000003333 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 1, state = \"blocked\", state_id = 6, "
+	"duration_ns = 4444 }",
+	"00000000000000003400 pcpu_vcpu { cpu = 1, tid = 2001, vm = \"vm2\", vcpu = 0, duration_ns = 6600 }",
+	"00000000000000004000 vcpu_exit { vm = \"vm2\", vm_pid = 2000, vcpu = 0, reason = \"EPT_VIOLATION\", "
+	"duration_ns = 123 }",
+	"00000000000000005000 vcpu_state { vm = \"vm1\", vm_pid = 1000, vcpu = 0, state = \"idle\", state_id = 5, "
+	"duration_ns = 5000 }",
+};
+#define NR_CTF_EVENTS (sizeof(ctf_events) / sizeof(ctf_events[0]))
+
+struct lines {
+	char **v;
+	size_t n;
+};
+
+static void lines_add(struct lines *l, const char *s)
+{
+	l->v = realloc(l->v, (l->n + 1) * sizeof(*l->v));
+	cr_assert_not_null(l->v);
+	l->v[l->n++] = strdup(s);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void lines_free(struct lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+/* The events read back equal want (as sets: events at one instant may come in any order). */
+static void same_events(struct lines *got, const char *const *want, size_t nwant, const char *who)
+{
+	char **w = malloc(nwant * sizeof(*w));
+
+	memcpy(w, want, nwant * sizeof(*w));
+	qsort(w, nwant, sizeof(*w), cmp_str);
+	qsort(got->v, got->n, sizeof(*got->v), cmp_str);
+	for (size_t i = 0; i < got->n && i < nwant; i++)
+		cr_expect_str_eq(got->v[i], w[i], "%s: event %zu", who, i);
+	cr_assert_eq(got->n, nwant, "%s: %zu events, expected %zu", who, got->n, nwant);
+	free(w);
+}
+
+/*
+ * `babeltrace2 --clock-cycles DIR`: "[cycles] (+delta) name: { fields }" per
+ * event, in time order; the cycles are the recording's clock (MONO + t).
+ */
+static void read_babeltrace2_cli(const char *trace, struct lines *out)
+{
+	char cmd[512], line[1024], ev[1100];
+	unsigned long long last = 0;
+	FILE *p;
+	int st;
+
+	if (system("command -v babeltrace2 > /dev/null 2>&1"))
+		cr_assert_fail("the babeltrace2 command is not installed (Debian package babeltrace2, tools/deps.sh)");
+	snprintf(cmd, sizeof(cmd), "babeltrace2 --clock-cycles '%s' 2>&1", trace);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long cyc;
+		char name[64];
+		int off = 0;
+		char *brace = strchr(line, '{');
+
+		line[strcspn(line, "\n")] = 0;
+		cr_assert(sscanf(line, "[%llu] (+%*[^)]) %63[^:]:%n", &cyc, name, &off) == 2 && off && brace,
+			  "babeltrace2 printed: %s", line);
+		cr_assert_geq(cyc, MONO, "%s", line);
+		cr_assert_geq(cyc, last, "not in time order: %s", line);
+		last = cyc;
+		snprintf(ev, sizeof(ev), "%020llu %s %s", cyc - MONO, name, brace);
+		lines_add(out, ev);
+	}
+	st = pclose(p);
+	cr_assert_eq(st, 0, "babeltrace2 %s failed", trace);
+}
+
+/* ---- read back with libbabeltrace2: source.ctf.fs -> muxer -> a sink of ours ---- */
+
+struct bt_read {
+	struct lines *out;
+	uint64_t last_ns;
+	bool bad_clock;
+};
+
+static void field_text(const bt_field *f, char *buf, size_t len)
+{
+	bt_field_class_type t = bt_field_get_class_type(f);
+
+	if (t == BT_FIELD_CLASS_TYPE_STRING)
+		snprintf(buf, len, "\"%s\"", bt_field_string_get_value(f));
+	else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+		snprintf(buf, len, "%llu", (unsigned long long)bt_field_integer_unsigned_get_value(f));
+	else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
+		snprintf(buf, len, "%lld", (long long)bt_field_integer_signed_get_value(f));
+	else
+		snprintf(buf, len, "?");
+}
+
+static bt_graph_simple_sink_component_initialize_func_status rd_init(bt_message_iterator *it, void *data)
+{
+	(void)it, (void)data;
+	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
+}
+
+static bt_graph_simple_sink_component_consume_func_status rd_consume(bt_message_iterator *it, void *data)
+{
+	struct bt_read *rd = data;
+	bt_message_array_const msgs;
+	uint64_t count = 0;
+
+	switch (bt_message_iterator_next(it, &msgs, &count)) {
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+		break;
+	default:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		if (bt_message_get_type(msgs[i]) == BT_MESSAGE_TYPE_EVENT) {
+			const bt_event *ev = bt_message_event_borrow_event_const(msgs[i]);
+			const bt_field *p = bt_event_borrow_payload_field_const(ev);
+			const bt_field_class *pc = bt_field_borrow_class_const(p);
+			const bt_clock_snapshot *cs = bt_message_event_borrow_default_clock_snapshot_const(msgs[i]);
+			uint64_t cyc = bt_clock_snapshot_get_value(cs);
+			int64_t ns = 0;
+			char ev_text[1100], v[256];
+			size_t len;
+
+			/* the clock: the recording's, its origin the Unix epoch at REAL - MONO */
+			if (bt_clock_snapshot_get_ns_from_origin(cs, &ns) || (uint64_t)ns != REAL + (cyc - MONO) ||
+			    !bt_clock_class_origin_is_unix_epoch(bt_clock_snapshot_borrow_clock_class_const(cs)))
+				rd->bad_clock = true;
+			len =
+			    (size_t)snprintf(ev_text, sizeof(ev_text), "%020llu %s {", (unsigned long long)(cyc - MONO),
+					     bt_event_class_get_name(bt_event_borrow_class_const(ev)));
+			for (uint64_t m = 0; m < bt_field_class_structure_get_member_count(pc); m++) {
+				const bt_field_class_structure_member *mc =
+				    bt_field_class_structure_borrow_member_by_index_const(pc, m);
+
+				field_text(bt_field_structure_borrow_member_field_by_index_const(p, m), v, sizeof(v));
+				len += (size_t)snprintf(ev_text + len, sizeof(ev_text) - len, "%s %s = %s",
+							m ? "," : "", bt_field_class_structure_member_get_name(mc), v);
+			}
+			snprintf(ev_text + len, sizeof(ev_text) - len, " }");
+			lines_add(rd->out, ev_text);
+		}
+		bt_message_put_ref(msgs[i]);
+	}
+	return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
+}
+
+static void read_libbabeltrace2(const char *trace, struct lines *out)
+{
+	struct bt_read rd = { .out = out };
+	const bt_plugin *ctf = NULL, *utils = NULL;
+	const bt_component_source *src = NULL;
+	const bt_component_filter *mux = NULL;
+	const bt_component_sink *sink = NULL;
+	bt_value *params = bt_value_map_create(), *inputs = bt_value_array_create();
+	bt_graph *g = bt_graph_create(0);
+	bt_graph_run_status st;
+
+	cr_assert(params && inputs && g);
+	cr_assert_eq(bt_value_array_append_string_element(inputs, trace), 0);
+	cr_assert_eq(bt_value_map_insert_entry(params, "inputs", inputs), 0);
+	cr_assert_eq(bt_plugin_find("ctf", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &ctf),
+		     BT_PLUGIN_FIND_STATUS_OK);
+	cr_assert_eq(bt_plugin_find("utils", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &utils),
+		     BT_PLUGIN_FIND_STATUS_OK);
+	cr_assert_eq(bt_graph_add_source_component(g, bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs"),
+						   "src", params, BT_LOGGING_LEVEL_NONE, &src),
+		     0);
+	cr_assert_eq(
+	    bt_graph_add_filter_component(g, bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer"),
+					  "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux),
+	    0);
+	cr_assert_eq(bt_graph_add_simple_sink_component(g, "rd", rd_init, rd_consume, NULL, &rd, &sink), 0);
+	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++)
+		cr_assert_eq(bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
+						    bt_component_filter_borrow_input_port_by_index_const(
+							mux, bt_component_filter_get_input_port_count(mux) - 1),
+						    NULL),
+			     0);
+	cr_assert_eq(bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
+					    bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL),
+		     0);
+	do
+		st = bt_graph_run(g);
+	while (st == BT_GRAPH_RUN_STATUS_AGAIN);
+	cr_assert_eq(st, BT_GRAPH_RUN_STATUS_OK);
+	cr_assert_not(rd.bad_clock, "an event's time from the clock's origin is not REAL + t");
+	bt_graph_put_ref(g);
+	bt_value_put_ref(params);
+	bt_value_put_ref(inputs);
+	bt_plugin_put_ref(ctf);
+	bt_plugin_put_ref(utils);
+}
+
+static void export_ctf(const char *sht, const char *out, uint64_t t1, uint64_t t2, const struct summary_filter *f)
+{
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	size_t nvms = 0;
+
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	cr_assert_eq(timeline_export(r, sht, t1, t2, f, TIMELINE_CTF, out, &nvms, &err), 0, "%s", err.msg);
+	sht_close(r);
+}
+
+Test(timeline, ctf_read_back_holds_the_recordings_events_and_times)
+{
+	struct lines cli = { 0 }, lib = { 0 };
+	char sht[128], out[128], meta[160], buf[8192];
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(out, sizeof(out), "ctf");
+	make_recording(sht);
+	export_ctf(sht, out, 0, END, NULL);
+	/* the metadata is libbabeltrace2's (sink.ctf.fs), the clock the recording's */
+	snprintf(meta, sizeof(meta), "%s/metadata", out);
+	slurp_into(meta, buf, sizeof(buf));
+	cr_assert_not_null(strstr(buf, "generated by a Babeltrace `sink.ctf.fs` component"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "name = monotonic;"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "freq = 1000000000;"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "offset_s = 1795436724;"), "%s", buf); /* REAL - MONO */
+	read_babeltrace2_cli(out, &cli);
+	same_events(&cli, ctf_events, NR_CTF_EVENTS, "babeltrace2");
+	read_libbabeltrace2(out, &lib);
+	same_events(&lib, ctf_events, NR_CTF_EVENTS, "libbabeltrace2");
+	lines_free(&cli);
+	lines_free(&lib);
+	cr_assert_eq(others_in_dir(), 1); /* the trace, nothing left beside it */
+}
+
+Test(timeline, ctf_window_and_vm_from_the_command_line)
+{
+	static const char *const want[] = {
+		"00000000000000001600 vcpu_state { vm = \"vm2\", vm_pid = 2000, vcpu = 0, state = \"guest\", state_id "
+		"= 1, duration_ns = 2450 }",
+		"00000000000000001600 pcpu_vcpu { cpu = 1, tid = 1002, vm = \"vm1\", vcpu = 1, duration_ns = 1733 }",
+		"00000000000000001600 pcpu_thread { cpu = 0, tid = 500, comm = \"stress-ng\", duration_ns = 900 }",
+		"00000000000000002500 pcpu_vcpu { cpu = 0, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = 1550 }",
+		"00000000000000003400 pcpu_vcpu { cpu = 1, tid = 2001, vm = \"vm2\", vcpu = 0, duration_ns = 650 }",
+		"00000000000000004000 vcpu_exit { vm = \"vm2\", vm_pid = 2000, vcpu = 0, reason = \"EPT_VIOLATION\", "
+		"duration_ns = 50 }",
+	};
+	struct lines cli = { 0 };
+	char sht[128], out[128];
+	struct run r;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(out, sizeof(out), "trace");
+	make_recording(sht);
+	RUN(&r, "export", sht, "-f", "ctf", "-o", out, "--from", "1600", "--to", "4050", "--vm", "vm2");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	read_babeltrace2_cli(out, &cli);
+	same_events(&cli, want, sizeof(want) / sizeof(want[0]), "babeltrace2");
+	lines_free(&cli);
+	/* an existing, empty directory is fine; one with files is refused (status 1, named), untouched */
+	RUN(&r, "export", "--file", sht, "-f", "ctf", "-o", out);
+	cr_assert_eq(r.status, 1);
+	cr_assert_not_null(strstr(r.err, "not empty"), "%s", r.err);
+	cr_assert_eq(others_in_dir(), 1);
+}
+
+Test(timeline, ctf_errors_leave_no_output)
+{
+	const char *demo = VCPUSTAT_SOURCE_DIR "/tools/demo/demo.sht";
+	char sht[128], out[128], file[160], bad[128], buf[65536];
+	struct run r;
+	pid_t pid;
+	size_t n;
+	FILE *f;
+	int st;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(out, sizeof(out), "trace");
+	make_recording(sht);
+	RUN(&r, "export", sht, "-f", "ctf");
+	cr_assert_eq(r.status, 2);
+	cr_assert_not_null(strstr(r.err, "-o DIR"), "%s", r.err);
+	RUN(&r, "export", "-f", "ctf", "-o", out); /* no recording: no live CTF */
+	cr_assert_eq(r.status, 2);
+	cr_assert_not_null(strstr(r.err, "FILE.sht"), "%s", r.err);
+	snprintf(file, sizeof(file), "%s/no/such/dir/trace", dir);
+	RUN(&r, "export", sht, "-f", "ctf", "-o", file);
+	cr_assert_eq(r.status, 1);
+	cr_assert_not_null(strstr(r.err, file), "%s", r.err);
+	RUN(&r, "export", sht, "-f", "ctf", "-o", sht); /* a file, not a directory (and the input) */
+	cr_assert_neq(r.status, 0);
+	/* a corrupt recording */
+	f = fopen(demo, "rb");
+	cr_assert_not_null(f);
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	cr_assert_eq(n, sizeof(buf));
+	memset(buf + 64, 0x5a, n - 64);
+	path_in(bad, sizeof(bad), "bad.sht");
+	f = fopen(bad, "wb");
+	fwrite(buf, 1, n, f);
+	fclose(f);
+	RUN(&r, "export", bad, "-f", "ctf", "-o", out);
+	cr_assert_eq(r.status, 1);
+	cr_assert_not_null(strstr(r.err, bad), "%s", r.err);
+	unlink(bad);
+	cr_assert_eq(others_in_dir(), 0);
+
+	/* libbabeltrace2's writer failing half-way (a file-size limit): the export fails, nothing is left */
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { 64 * 1024, 64 * 1024 };
+		struct vcpustat_error err = { 0 };
+		struct sht_reader *rd;
+		int e;
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		if (sht_open(&rd, demo, &err))
+			_exit(3);
+		e = timeline_export(rd, demo, 0, sht_get_info(rd)->end, NULL, TIMELINE_CTF, out, NULL, &err);
+		sht_close(rd);
+		_exit(e && strstr(err.msg, out) ? 1 : 2);
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st));

@@ -16,6 +16,8 @@ pkgs=(
 	libcap-dev libcriterion-dev libclang-rt-14-dev tmux stress-ng
 	# tests of the trace.dat import: `trace-cmd report` prints the text it is compared with
 	trace-cmd
+	# tests of the CTF export (tests/test_timeline.c): the `babeltrace2` command reads the trace back
+	babeltrace2
 	# tests of the exporters: promtool and a real Prometheus server, xmllint for the SVG
 	# (chromium, for an SVG screenshot, is used when installed but not required)
 	prometheus libxml2-utils

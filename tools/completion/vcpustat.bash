@@ -82,7 +82,7 @@ _vcpustat()
 		return
 		;;
 	export:-f | export:--format)
-		COMPREPLY=($(compgen -W "prometheus openmetrics json csv chrome-json" -- "$cur"))
+		COMPREPLY=($(compgen -W "prometheus openmetrics json csv chrome-json ctf" -- "$cur"))
 		return
 		;;
 	import:--isa)

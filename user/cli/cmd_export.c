@@ -21,15 +21,17 @@ static const char about[] =
 	"who took the CPUs, lost records. Live: attaches, samples for --interval seconds and\n"
 	"prints the counters since the attach; with --every, keeps running and rewrites FILE\n"
 	"every SEC seconds with counters that only grow (node_exporter's textfile collector).\n"
-	"With --file: the same metrics for a window of a recording. -f chrome-json: the\n"
-	"recording's timeline (vCPU states and exits, host CPUs) for Perfetto and chrome://tracing.\n";
+	"With --file: the same metrics for a window of a recording. -f chrome-json, -f ctf: the\n"
+	"recording's timeline (vCPU states and exits, host CPUs) for Perfetto and chrome://tracing,\n"
+	"or as a CTF trace for babeltrace2 and Trace Compass.\n";
 
 static const char notes[] = "Examples:\n"
 			    "  vcpustat export                                   # Prometheus text after 1 s\n"
 			    "  vcpustat export -f csv --interval 10 -o vcpu.csv\n"
 			    "  vcpustat export --every 15 -o /var/lib/prometheus/node-exporter/vcpustat.prom\n"
 			    "  vcpustat export --file day.sht --from 14:00 --to 15:00 -f json\n"
-			    "  vcpustat export day.sht -f chrome-json -o day.json     # open in ui.perfetto.dev\n";
+			    "  vcpustat export day.sht -f chrome-json -o day.json     # open in ui.perfetto.dev\n"
+			    "  vcpustat export day.sht -f ctf -o day-ctf              # babeltrace2 day-ctf\n";
 
 struct export_args {
 	struct metrics_opts mo;
@@ -108,7 +110,7 @@ int cmd_export(int argc, char **argv)
 	long top = METRICS_TOP_CULPRITS;
 	const struct cli_option options[] = {
 		{ "format", 'f', "FORMAT", "prometheus (text 0.0.4, default), openmetrics, json, csv;\n"
-					   "of a recording's timeline (needs -o): chrome-json" },
+					   "of a recording's timeline (needs -o): chrome-json (-o FILE), ctf (-o DIR)" },
 		{ "output", 'o', "FILE", "write FILE atomically (temporary file + rename); default stdout", CLI_STRING,
 		  &x.path },
 		{ "interval", 'i', "SEC", "live: sample for SEC seconds before the first output (default 1)",
@@ -137,8 +139,8 @@ int cmd_export(int argc, char **argv)
 	while ((c = cli_next(&a)) > 0) {
 		if (c == 'f' && !(x.timeline = !timeline_format_parse(a.arg, &x.tfmt)) &&
 		    metrics_format_parse(a.arg, &x.fmt))
-			return cli_usage_error("--format %s: unknown format (prometheus, openmetrics, json, csv or "
-					       "chrome-json)", a.arg);
+			return cli_usage_error("--format %s: unknown format (prometheus, openmetrics, json, csv, "
+					       "chrome-json or ctf)", a.arg);
 		if (c == OPT_VM && cli_add_vm(&x.filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
 			return CLI_USAGE;
 	}
@@ -164,7 +166,7 @@ int cmd_export(int argc, char **argv)
 	/* refuse an input as the output, or an unwritable one, before attaching or reading anything */
 	if (x.path && x.file && outfile_refuse_input(x.path, &x.file, 1, &err))
 		return cli_usage_error("export: -o %s", err.msg);
-	if (x.path && outfile_check(x.path, &err)) {
+	if (x.path && (x.timeline ? timeline_check_output(x.tfmt, x.path, &err) : outfile_check(x.path, &err))) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}

@@ -159,14 +159,24 @@ int plot_live_window(const struct summary *s, time_t start, time_t end, const ch
  * of their own), and a track per host CPU (the thread on it) when the file
  * has them (level full). chrome-json: Chrome's trace-event JSON (Perfetto,
  * chrome://tracing), complete ("X") slices, ts/dur in µs with ns precision.
+ * ctf: a CTF trace directory written by libbabeltrace2's sink.ctf.fs
+ * (timeline_ctf.c; babeltrace2, Trace Compass), an event per interval.
  */
 
 enum timeline_format {
 	TIMELINE_CHROME_JSON = 0,
+	TIMELINE_CTF,
 };
 
-/* "chrome-json" -> format; -EINVAL if unknown. */
+/* "chrome-json", "ctf" -> format; -EINVAL if unknown. */
 int timeline_format_parse(const char *name, enum timeline_format *f);
+/*
+ * Can the timeline be written to out? chrome-json: outfile_check(); ctf: out
+ * is a new or empty directory in a directory where one can be made. 0 or a
+ * negative errno with err.
+ */
+int timeline_check_output(enum timeline_format fmt, const char *out, struct vcpustat_error *err);
+int timeline_ctf_check(const char *dir, struct vcpustat_error *err);
 /*
  * The timeline of the window [t1, t2] of recording r (named file), the VMs
  * filter keeps (*nr_vms: how many; none kept: nothing is written) and every

@@ -357,9 +357,16 @@ int timeline_format_parse(const char *name, enum timeline_format *f)
 {
 	if (!strcmp(name, "chrome-json"))
 		*f = TIMELINE_CHROME_JSON;
+	else if (!strcmp(name, "ctf"))
+		*f = TIMELINE_CTF;
 	else
 		return -EINVAL;
 	return 0;
+}
+
+int timeline_check_output(enum timeline_format fmt, const char *out, struct vcpustat_error *err)
+{
+	return fmt == TIMELINE_CTF ? timeline_ctf_check(out, err) : outfile_check(out, err);
 }
 
 /* ---- Chrome trace-event JSON ---- */
@@ -629,7 +636,7 @@ int timeline_export(struct sht_reader *r, const char *file, uint64_t t1, uint64_
 	else if (fmt == TIMELINE_CHROME_JSON)
 		e = export_chrome_json(&tl, out, err);
 	else
-		e = verror(err, -EINVAL, "unknown timeline format");
+		e = timeline_ctf(&tl, out, err);
 	tl_close(&tl);
 	return e;
 }

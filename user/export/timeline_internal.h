@@ -85,4 +85,7 @@ const struct tl_vcpu_tid *tl_vcpu_of_tid(const struct timeline *tl, int64_t tid)
 /* The name of host thread tid, or NULL. */
 const char *tl_thread_name(const struct timeline *tl, int64_t tid);
 
+/* timeline_ctf.c: the CTF trace of tl into the directory out (made under a temporary name, renamed). */
+int timeline_ctf(struct timeline *tl, const char *out, struct vcpustat_error *err);
+
 #endif /* VCPUSTAT_TIMELINE_INTERNAL_H */
