@@ -404,6 +404,23 @@ static uint64_t json_sum(json_t *evs, const char *proc, const char *track, const
 	return sum;
 }
 
+/* The same over any number of slices. */
+static uint64_t json_sum_big(json_t *evs, const char *proc, const char *track, const char *name)
+{
+	json_int_t pid, tid;
+	uint64_t sum = 0;
+	json_t *e;
+	size_t i;
+
+	cr_assert(find_track(evs, proc, track, &pid, &tid), "no track %s / %s", proc, track);
+	json_array_foreach(evs, i, e) if (!strcmp(json_string_value(json_object_get(e, "ph")), "X") &&
+					  json_integer_value(json_object_get(e, "pid")) == pid &&
+					  json_integer_value(json_object_get(e, "tid")) == tid &&
+					  !strcmp(json_string_value(json_object_get(e, "name")), name)) sum +=
+	    ns_of(json_object_get(e, "dur"));
+	return sum;
+}
+
 Test(timeline, chrome_json_window_and_vm_filter_cut_the_slices)
 {
 	static const char *const states[] = { "unknown", "guest", "host", "preempted", "wait", "idle", "blocked" };
@@ -954,4 +971,74 @@ Test(timeline, ctf_errors_leave_no_output)
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 1, "the export did not fail as it should: %d", WEXITSTATUS(st));
 	cr_assert_eq(others_in_dir(), 0);
+}
+
+/*
+ * The bundled demo recording (tools/demo, ~100,000 intervals: read in more
+ * than one slice of time): as many slices and events as the recording has
+ * intervals on the tracks (none lost or doubled at a slice's edge), and each
+ * vCPU's state slices add up to its time in each state, to the nanosecond.
+ */
+Test(timeline, demo_recording_every_interval_once_in_both_formats)
+{
+	const char *demo = VCPUSTAT_SOURCE_DIR "/tools/demo/demo.sht";
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	uint64_t end, want = 0, nx = 0;
+	char trace[128], cmd[512], line[1024];
+	json_t *doc, *evs, *e;
+	size_t i;
+	FILE *p;
+
+	path_in(trace, sizeof(trace), "demo-ctf");
+	cr_assert_eq(sht_open(&r, demo, &err), 0, "%s", err.msg);
+	end = sht_get_info(r)->end;
+	cr_assert_gt(sht_get_info(r)->nintervals, 100000, "the demo no longer needs two slices of time");
+	/* the intervals of the tracks: states, exits, userspace exits, the thread on each CPU (not idle) */
+	for (uint32_t a = 0; a < sht_nattrs(r); a++) {
+		const char *path = sht_attr_path(r, a), *leaf = sht_attr_name(r, a);
+		struct sht_interval *iv = NULL;
+		bool cpu = !strncmp(path, "/host/cpus/", 11) && !strcmp(leaf, "current_tid");
+		size_t n = 0;
+
+		if (!cpu &&
+		    !(!strncmp(path, "/vms/", 5) && strstr(path, "/vcpus/") &&
+		      (!strcmp(leaf, "state") || !strcmp(leaf, "exit_reason") || !strcmp(leaf, "userspace_exit"))))
+			continue;
+		cr_assert_eq(sht_query_range(r, a, NULL, 0, end, &iv, &n, &err), 0, "%s", err.msg);
+		for (size_t k = 0; k < n; k++)
+			want += iv[k].value.type != SHT_NULL && iv[k].end > iv[k].start &&
+				!(cpu && iv[k].value.type == SHT_INT && iv[k].value.i == 0);
+		free(iv);
+	}
+	cr_assert_gt(want, 50000);
+	sht_close(r);
+	doc = export_json(demo, 0, end, NULL, 2);
+	evs = json_object_get(doc, "traceEvents");
+	json_array_foreach(evs, i, e) nx += !strcmp(json_string_value(json_object_get(e, "ph")), "X");
+	cr_assert_eq(nx, want, "%llu slices, the recording has %llu intervals", (unsigned long long)nx,
+		     (unsigned long long)want);
+	for (int vm = 0; vm < 2; vm++)
+		for (int vc = 0; vc < 2; vc++)
+			for (int s = 0; s < 7; s++) {
+				static const char *const states[] = { "unknown", "guest", "host",   "preempted",
+								      "wait",	 "idle",  "blocked" };
+				char proc[16], track[16], path[64];
+
+				snprintf(proc, sizeof(proc), "demo-%d", vm);
+				snprintf(track, sizeof(track), "vCPU %d", vc);
+				snprintf(path, sizeof(path), "/vms/demo-%d/vcpus/%d/state", vm, vc);
+				cr_expect_eq(json_sum_big(evs, proc, track, states[s]), sht_sum(demo, path, s, 0, end),
+					     "%s %s %s", proc, track, states[s]);
+			}
+	json_decref(doc);
+
+	/* the CTF trace: as many events, in time order (read_babeltrace2_cli checks), through babeltrace2 */
+	export_ctf(demo, trace, 0, end, NULL);
+	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' | wc -l", trace);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	cr_assert_not_null(fgets(line, sizeof(line), p));
+	pclose(p);
+	cr_assert_eq(strtoull(line, NULL, 10), want);
 }
