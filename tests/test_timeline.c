@@ -1042,3 +1042,75 @@ Test(timeline, demo_recording_every_interval_once_in_both_formats)
 	pclose(p);
 	cr_assert_eq(strtoull(line, NULL, 10), want);
 }
+
+/* A recording without VMs or CPUs: an empty timeline in both formats, not an error. */
+Test(timeline, recording_without_vms_gives_empty_timelines)
+{
+	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = MONO };
+	struct vcpustat_error err = { 0 };
+	char sht[128], out[128], trace[128];
+	struct lines cli = { 0 };
+	struct sht_writer *w;
+	json_t *doc, *evs;
+	uint32_t a;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(out, sizeof(out), "t.json");
+	path_in(trace, sizeof(trace), "trace");
+	cr_assert_eq(sht_writer_create(&w, sht, &o, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_writer_attr(w, "/meta/lost", &a), 0);
+	cr_assert_eq(sht_writer_set_int(w, a, 0, 0), 0);
+	cr_assert_eq(sht_writer_close(w, END, &err), 0, "%s", err.msg);
+	doc = export_json(sht, 0, END, NULL, 0);
+	evs = check_schema(doc);
+	cr_assert_eq(json_array_size(evs), 0);
+	json_decref(doc);
+	export_ctf(sht, trace, 0, END, NULL);
+	read_babeltrace2_cli(trace, &cli);
+	cr_assert_eq(cli.n, 0);
+	lines_free(&cli);
+}
+
+/* A VM with no pid, no vCPU thread id, and a VM with no vCPU: tracks of what there is, a pid of their own. */
+Test(timeline, vms_with_missing_attributes)
+{
+	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = MONO };
+	struct vcpustat_error err = { 0 };
+	const struct want w[] = { { "host", 10, 20 }, { "guest", 30, END - 30 } };
+	char sht[128], trace[128];
+	struct lines cli = { 0 };
+	struct sht_writer *wr;
+	json_int_t pid, tid;
+	json_t *doc, *evs;
+	uint32_t a, b;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(trace, sizeof(trace), "trace");
+	cr_assert_eq(sht_writer_create(&wr, sht, &o, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_writer_attr(wr, "/vms/bare/vcpus/3/state", &a), 0);
+	cr_assert_eq(sht_writer_attr(wr, "/vms/empty/pid", &b), 0);
+	cr_assert_eq(sht_writer_set_int(wr, b, 0, 77), 0);
+	cr_assert_eq(sht_writer_set_int(wr, a, 10, 2), 0);
+	cr_assert_eq(sht_writer_set_int(wr, a, 30, 1), 0);
+	cr_assert_eq(sht_writer_close(wr, END, &err), 0, "%s", err.msg);
+	doc = export_json(sht, 0, END, NULL, 2);
+	evs = check_schema(doc);
+	expect(evs, "bare", "vCPU 3", w, 2);
+	cr_assert(find_track(evs, "bare", "vCPU 3", &pid, &tid));
+	cr_assert_gt(pid, 4194304); /* above any Linux pid */
+	cr_assert(find_track(evs, "empty", "vCPU 3", &pid, &tid) == false);
+	json_decref(doc);
+	export_ctf(sht, trace, 0, END, NULL);
+	read_babeltrace2_cli(trace, &cli);
+	{
+		const char *const want[] = {
+			"00000000000000000010 vcpu_state { vm = \"bare\", vm_pid = -1, vcpu = 3, state = \"host\", "
+			"state_id = 2, duration_ns = 20 }",
+			"00000000000000000030 vcpu_state { vm = \"bare\", vm_pid = -1, vcpu = 3, state = \"guest\", "
+			"state_id = 1, duration_ns = 9970 }",
+		};
+
+		same_events(&cli, want, 2, "babeltrace2");
+	}
+	lines_free(&cli);
+}

@@ -102,7 +102,8 @@ static int add_vcpu_tids(struct timeline *tl, uint32_t tid_attr, int vm, uint32_
 	const struct sht_info *info = sht_get_info(tl->r);
 	struct sht_interval *iv = NULL;
 	size_t n = 0;
-	int e = sht_query_range(tl->r, tid_attr, NULL, info->start, info->end, &iv, &n, err);
+	int e =
+	    tid_attr == SHT_NO_ATTR ? 0 : sht_query_range(tl->r, tid_attr, NULL, info->start, info->end, &iv, &n, err);
 
 	for (size_t i = 0; !e && i < n; i++) {
 		struct tl_vcpu_tid *v;
@@ -156,6 +157,9 @@ static int load_vms(struct timeline *tl, const struct summary_filter *filter, st
 	uint32_t vms = sht_attr_child(tl->r, SHT_NO_ATTR, "vms");
 	int e = 0;
 
+	/* (the first child of SHT_NO_ATTR is the first top-level attribute: no /vms, no VM) */
+	if (vms == SHT_NO_ATTR)
+		return 0;
 	for (uint32_t vm = sht_attr_first_child(tl->r, vms); vm != SHT_NO_ATTR && !e;
 	     vm = sht_attr_next_sibling(tl->r, vm)) {
 		uint32_t vcpus = sht_attr_child(tl->r, vm, "vcpus");
@@ -178,8 +182,8 @@ static int load_vms(struct timeline *tl, const struct summary_filter *filter, st
 		k[idx] = vm_kept(v[idx].name, v[idx].pid, filter);
 		tl->nr_vms++;
 		tl->nr_kept += k[idx];
-		for (uint32_t vc = sht_attr_first_child(tl->r, vcpus); vc != SHT_NO_ATTR && !e;
-		     vc = sht_attr_next_sibling(tl->r, vc)) {
+		for (uint32_t vc = vcpus == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_first_child(tl->r, vcpus);
+		     vc != SHT_NO_ATTR && !e; vc = sht_attr_next_sibling(tl->r, vc)) {
 			long long n = name_num(sht_attr_name(tl->r, vc));
 
 			if (n < 0)
