@@ -548,6 +548,35 @@ static int write_in_child(struct timeline *tl, const char *trace, const char *ou
 	return verror(err, -EIO, "%s: the CTF writer (libbabeltrace2) failed", out);
 }
 
+/*
+ * Before the trace takes its name: its metadata is there and whole (it ends
+ * with the last event class's closing brace). sink.ctf.fs reports a failed
+ * write while it consumes, but what it does as it is finalized returns no
+ * status.
+ */
+static int check_metadata(const char *trace, const char *out, struct vcpustat_error *err)
+{
+	char path[PATH_MAX + 16], tail[17] = "";
+	size_t n = 0;
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/metadata", trace);
+	f = fopen(path, "r");
+	if (f && !fstat(fileno(f), &st) && st.st_size >= 16 && !fseek(f, -16, SEEK_END))
+		n = fread(tail, 1, 16, f);
+	if (f)
+		fclose(f);
+	while (n && (tail[n - 1] == '\n' || tail[n - 1] == ' ' || tail[n - 1] == '\t'))
+		tail[--n] = 0;
+	if (n < 2 || strcmp(tail + n - 2, "};"))
+		return verror(err, -EIO,
+			      "%s: libbabeltrace2 (sink.ctf.fs) did not write the trace's metadata whole (is the disk "
+			      "full?)",
+			      out);
+	return 0;
+}
+
 int timeline_ctf(struct timeline *tl, const char *out, struct vcpustat_error *err)
 {
 	char tmp[PATH_MAX], trace[PATH_MAX + 8];
@@ -563,6 +592,8 @@ int timeline_ctf(struct timeline *tl, const char *out, struct vcpustat_error *er
 	/* sink.ctf.fs makes the trace's directory itself: one inside ours, moved to out when whole */
 	snprintf(trace, sizeof(trace), "%s/ctf", tmp);
 	e = write_in_child(tl, trace, out, err);
+	if (!e)
+		e = check_metadata(trace, out, err);
 	if (!e && (chmod(trace, 0755) || rename(trace, out)))
 		e = verror(err, -errno, "%s: %s", out, strerror(errno));
 	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
