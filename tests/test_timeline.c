@@ -949,28 +949,36 @@ Test(timeline, ctf_errors_leave_no_output)
 	unlink(bad);
 	cr_assert_eq(others_in_dir(), 0);
 
-	/* libbabeltrace2's writer failing half-way (a file-size limit): the export fails, nothing is left */
-	fflush(NULL);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct rlimit rl = { 64 * 1024, 64 * 1024 };
-		struct vcpustat_error err = { 0 };
-		struct sht_reader *rd;
-		int e;
+	/*
+	 * libbabeltrace2's writer failing half-way (a file-size limit: 64 KiB, the
+	 * data stream fails; 1 KiB over the first ms, the metadata): the export
+	 * fails, nothing is left
+	 */
+	for (int lim = 0; lim < 2; lim++) {
+		fflush(NULL);
+		pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			struct rlimit rl = { lim ? 1024 : 64 * 1024, lim ? 1024 : 64 * 1024 };
+			struct vcpustat_error err = { 0 };
+			struct sht_reader *rd;
+			int e;
 
-		signal(SIGXFSZ, SIG_IGN);
-		setrlimit(RLIMIT_FSIZE, &rl);
-		if (sht_open(&rd, demo, &err))
-			_exit(3);
-		e = timeline_export(rd, demo, 0, sht_get_info(rd)->end, NULL, TIMELINE_CTF, out, NULL, &err);
-		sht_close(rd);
-		_exit(e && strstr(err.msg, out) ? 1 : 2);
+			signal(SIGXFSZ, SIG_IGN);
+			setrlimit(RLIMIT_FSIZE, &rl);
+			if (sht_open(&rd, demo, &err))
+				_exit(3);
+			e = timeline_export(rd, demo, 0, lim ? 1000000 : sht_get_info(rd)->end, NULL, TIMELINE_CTF, out,
+					    NULL, &err);
+			sht_close(rd);
+			_exit(e && strstr(err.msg, out) ? 1 : 2);
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st));
+		cr_assert_eq(WEXITSTATUS(st), 1, "limit %d: the export did not fail as it should: %d", lim,
+			     WEXITSTATUS(st));
+		cr_assert_eq(others_in_dir(), 0);
 	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st));
-	cr_assert_eq(WEXITSTATUS(st), 1, "the export did not fail as it should: %d", WEXITSTATUS(st));
-	cr_assert_eq(others_in_dir(), 0);
 }
 
 /*
