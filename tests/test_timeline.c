@@ -1122,3 +1122,171 @@ Test(timeline, vms_with_missing_attributes)
 	}
 	lines_free(&cli);
 }
+
+/* ---- a recording at level vcpu (no /host/cpus): CPU tracks from the vCPUs' state and pcpu ---- */
+
+#define X0 "/vms/vm1/vcpus/0/"
+#define X1 "/vms/vm1/vcpus/1/"
+
+static const struct set vcpu_level[] = {
+	I("/vms/vm1/pid", 0, 1000), I(X0 "tid", 0, 1001),   I(X0 "state", 0, 1),    I(X0 "pcpu", 0, 0),
+	I(X1 "tid", 0, 1002),	    I(X1 "state", 0, 1),    I(X1 "pcpu", 0, 1),	    I(X0 "state", 1000, 2),
+	I(X0 "state", 1500, 3),	    I(X0 "pcpu", 2000, 1), /* migrated while preempted */
+	I(X1 "state", 2000, 6),	    I(X0 "state", 2500, 2), I(X0 "state", 2617, 1), I(X0 "state", 5000, 5),
+};
+
+static void write_sets(const char *path, const struct set *sets_, size_t n)
+{
+	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = MONO, .real_start_ns = REAL };
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w;
+
+	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t a;
+
+		cr_assert_eq(sht_writer_attr(w, sets_[i].path, &a), 0);
+		cr_assert_eq(sht_writer_set_int(w, a, sets_[i].t, sets_[i].i), 0);
+	}
+	cr_assert_eq(sht_writer_close(w, END, &err), 0, "%s", err.msg);
+}
+
+Test(timeline, level_vcpu_cpu_tracks_from_state_and_pcpu)
+{
+	char sht[128], trace[128];
+	struct lines cli = { 0 }, pc = { 0 };
+	json_t *doc, *evs;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	path_in(trace, sizeof(trace), "trace");
+	write_sets(sht, vcpu_level, sizeof(vcpu_level) / sizeof(vcpu_level[0]));
+	doc = export_json(sht, 0, END, NULL, 1);
+	evs = check_schema(doc);
+	{ /* on a CPU: in guest code or the hypervisor; not preempted, idle or blocked */
+		const struct want w[] = { { "vm1 vCPU 0", 0, 1000 }, { "vm1 vCPU 0", 1000, 500 } };
+		expect(evs, "host CPUs", "CPU 0", w, 2);
+	}
+	{
+		const struct want w[] = { { "vm1 vCPU 1", 0, 2000 },
+					  { "vm1 vCPU 0", 2500, 117 },
+					  { "vm1 vCPU 0", 2617, 2383 } };
+		expect(evs, "host CPUs", "CPU 1", w, 3);
+	}
+	json_decref(doc);
+	/* a window cuts them */
+	doc = export_json(sht, 1200, 2600, NULL, 1);
+	evs = check_schema(doc);
+	{
+		const struct want w[] = { { "vm1 vCPU 0", 1200, 300 } };
+		expect(evs, "host CPUs", "CPU 0", w, 1);
+	}
+	{
+		const struct want w[] = { { "vm1 vCPU 1", 1200, 800 }, { "vm1 vCPU 0", 2500, 100 } };
+		expect(evs, "host CPUs", "CPU 1", w, 2);
+	}
+	json_decref(doc);
+	/* CTF: pcpu_vcpu events */
+	export_ctf(sht, trace, 0, END, NULL);
+	read_babeltrace2_cli(trace, &cli);
+	for (size_t i = 0; i < cli.n; i++)
+		if (strstr(cli.v[i], " pcpu_"))
+			lines_add(&pc, cli.v[i]);
+	{
+		const char *const want[] = {
+			"00000000000000000000 pcpu_vcpu { cpu = 0, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = "
+			"1000 }",
+			"00000000000000001000 pcpu_vcpu { cpu = 0, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = "
+			"500 }",
+			"00000000000000000000 pcpu_vcpu { cpu = 1, tid = 1002, vm = \"vm1\", vcpu = 1, duration_ns = "
+			"2000 }",
+			"00000000000000002500 pcpu_vcpu { cpu = 1, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = "
+			"117 }",
+			"00000000000000002617 pcpu_vcpu { cpu = 1, tid = 1001, vm = \"vm1\", vcpu = 0, duration_ns = "
+			"2383 }",
+		};
+
+		same_events(&pc, want, 5, "babeltrace2");
+	}
+	lines_free(&cli);
+	lines_free(&pc);
+}
+
+/*
+ * The same over more than one slice of time (120,000 state changes of one
+ * vCPU, a migration every 7th): every stretch on a CPU once, each CPU's sum
+ * what the test adds up.
+ */
+Test(timeline, level_vcpu_cpu_tracks_across_slices_of_time)
+{
+	struct sht_writer_opts o = { .no_sync = true, .mono_start_ns = MONO };
+	struct vcpustat_error err = { 0 };
+	enum { N = 120000 };
+	uint64_t want[3] = { 0 }, got[3] = { 0 }, nwant = 0, ngot = 0, end = (uint64_t)N * 10 + 10;
+	struct sht_writer *w;
+	uint32_t st, pc;
+	char sht[128];
+	json_t *doc, *evs, *e;
+	json_int_t pid, tids[3];
+	size_t i;
+	int cpu = 0;
+
+	path_in(sht, sizeof(sht), "rec.sht");
+	cr_assert_eq(sht_writer_create(&w, sht, &o, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_writer_attr(w, X0 "state", &st), 0);
+	cr_assert_eq(sht_writer_attr(w, X0 "pcpu", &pc), 0);
+	cr_assert_eq(sht_writer_set_int(w, pc, 0, 0), 0);
+	for (uint64_t k = 0; k < N; k++) {
+		int s = 1 + (int)(k % 3); /* guest, host, preempted */
+
+		cr_assert_eq(sht_writer_set_int(w, st, k * 10, s), 0);
+		if (k % 7 == 6) { /* (after: the writer takes times in order) */
+			cpu = (cpu + 1) % 3;
+			cr_assert_eq(sht_writer_set_int(w, pc, k * 10 + 3, cpu), 0);
+		}
+	}
+	cr_assert_eq(sht_writer_close(w, end, &err), 0, "%s", err.msg);
+	/* the expected stretches: state s over [10k, 10k + 10), on the CPU of each part */
+	cpu = 0;
+	for (uint64_t k = 0; k < N; k++) {
+		int s = 1 + (int)(k % 3), before = cpu;
+		uint64_t a = k * 10, b = k + 1 == N ? end : a + 10;
+
+		if (k % 7 == 6)
+			cpu = (cpu + 1) % 3;
+		if (s == 3)
+			continue;
+		if (k % 7 == 6) { /* [a, a + 3) on the old CPU, the rest on the new one */
+			want[before] += 3;
+			want[cpu] += b - a - 3;
+			nwant += 2;
+		} else {
+			want[cpu] += b - a;
+			nwant++;
+		}
+	}
+	doc = export_json(sht, 0, end, NULL, 1);
+	evs = json_object_get(doc, "traceEvents");
+	for (int c = 0; c < 3; c++) {
+		char track[16];
+
+		snprintf(track, sizeof(track), "CPU %d", c);
+		cr_assert(find_track(evs, "host CPUs", track, &pid, &tids[c]));
+	}
+	json_array_foreach(evs, i, e)
+	{
+		const char *cat = json_string_value(json_object_get(e, "cat"));
+
+		if (!cat || strcmp(cat, "vcpu"))
+			continue;
+		for (int c = 0; c < 3; c++)
+			if (json_integer_value(json_object_get(e, "tid")) == tids[c])
+				got[c] += ns_of(json_object_get(e, "dur"));
+		ngot++;
+	}
+	for (int c = 0; c < 3; c++)
+		cr_expect_eq(got[c], want[c], "CPU %d: %llu ns, expected %llu", c, (unsigned long long)got[c],
+			     (unsigned long long)want[c]);
+	cr_assert_eq(ngot, nwant, "%llu stretches, expected %llu", (unsigned long long)ngot,
+		     (unsigned long long)nwant);
+	json_decref(doc);
+}

@@ -156,8 +156,8 @@ int plot_live_window(const struct summary *s, time_t start, time_t end, const ch
  * ---- timeline.c: a recording's timeline for other viewers ----
  * The intervals of a recording as tracks (docs/export.md): a process per VM
  * with a track per vCPU (its states; its exits and userspace exits on tracks
- * of their own), and a track per host CPU (the thread on it) when the file
- * has them (level full). chrome-json: Chrome's trace-event JSON (Perfetto,
+ * of their own), and a track per host CPU (the thread on it, level full;
+ * the vCPUs on it from their state and pcpu, level vcpu). chrome-json: Chrome's trace-event JSON (Perfetto,
  * chrome://tracing), complete ("X") slices, ts/dur in µs with ns precision.
  * ctf: a CTF trace directory written by libbabeltrace2's sink.ctf.fs
  * (timeline_ctf.c; babeltrace2, Trace Compass), an event per interval.

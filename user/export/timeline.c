@@ -122,6 +122,94 @@ static int add_vcpu_tids(struct timeline *tl, uint32_t tid_attr, int vm, uint32_
 	return e;
 }
 
+static int add_vcpu(struct timeline *tl, uint32_t vc, int vm, uint32_t n, struct vcpustat_error *err)
+{
+	struct tl_vcpu *v = realloc(tl->vcpus, (tl->nr_vcpus + 1) * sizeof(*v));
+	struct sht_value tid;
+	int e;
+
+	if (!v)
+		return verror(err, -ENOMEM, "out of memory");
+	tl->vcpus = v;
+	e = first_value(tl->r, sht_attr_child(tl->r, vc, "tid"), &tid, err);
+	if (e)
+		return e;
+	v[tl->nr_vcpus++] = (struct tl_vcpu){ .state = sht_attr_child(tl->r, vc, "state"),
+					      .pcpu = sht_attr_child(tl->r, vc, "pcpu"),
+					      .vm = vm,
+					      .vcpu = n,
+					      .tid = tid.type == SHT_INT ? tid.i : -1 };
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * No /host/cpus (level vcpu): a CPU track for every CPU a vCPU was on, told
+ * by the vCPUs' state (guest or host: on the CPU) and pcpu (which).
+ */
+static int derive_cpus(struct timeline *tl, struct vcpustat_error *err)
+{
+	const struct sht_info *info = sht_get_info(tl->r);
+	uint32_t nattrs = sht_nattrs(tl->r);
+	int e = 0;
+
+	for (size_t k = 0; k < tl->nr_vcpus && !e; k++) {
+		struct sht_interval *iv = NULL;
+		size_t n = 0;
+
+		if (tl->vcpus[k].pcpu == SHT_NO_ATTR || tl->vcpus[k].state == SHT_NO_ATTR)
+			continue;
+		tl->want[tl->vcpus[k].pcpu] = tl->want[tl->vcpus[k].state] = 1;
+		e = sht_query_range(tl->r, tl->vcpus[k].pcpu, NULL, info->start, info->end, &iv, &n, err);
+		for (size_t i = 0; !e && i < n; i++) {
+			uint32_t *c;
+
+			if (iv[i].value.type != SHT_INT || iv[i].value.i < 0 || iv[i].value.i > UINT32_MAX)
+				continue;
+			c = realloc(tl->cpus, (tl->nr_cpus + 1) * sizeof(*c));
+			if (!c) {
+				e = verror(err, -ENOMEM, "out of memory");
+				break;
+			}
+			tl->cpus = c;
+			c[tl->nr_cpus++] = (uint32_t)iv[i].value.i;
+		}
+		free(iv);
+	}
+	if (e)
+		return e;
+	if (tl->nr_cpus) {
+		size_t u = 0;
+
+		qsort(tl->cpus, tl->nr_cpus, sizeof(*tl->cpus), cmp_u32);
+		for (size_t i = 0; i < tl->nr_cpus; i++)
+			if (!u || tl->cpus[u - 1] != tl->cpus[i])
+				tl->cpus[u++] = tl->cpus[i];
+		tl->nr_cpus = u;
+	}
+	tl->lo = calloc(nattrs ? nattrs : 1, sizeof(*tl->lo));
+	tl->hi = calloc(nattrs ? nattrs : 1, sizeof(*tl->hi));
+	if (!tl->lo || !tl->hi)
+		return verror(err, -ENOMEM, "out of memory");
+	tl->derived_cpus = true;
+	tl->cpu_track0 = tl->nr_tracks;
+	for (size_t i = 0; i < tl->nr_cpus; i++) {
+		struct tl_track *t = realloc(tl->tracks, (tl->nr_tracks + 1) * sizeof(*t));
+
+		if (!t)
+			return verror(err, -ENOMEM, "out of memory");
+		tl->tracks = t;
+		t[tl->nr_tracks++] = (struct tl_track){ .kind = TL_PCPU, .vm = -1, .num = tl->cpus[i] };
+	}
+	return 0;
+}
+
 static int load_threads(struct timeline *tl, struct vcpustat_error *err)
 {
 	uint32_t host = sht_attr_child(tl->r, SHT_NO_ATTR, "host");
@@ -188,7 +276,9 @@ static int load_vms(struct timeline *tl, const struct summary_filter *filter, st
 
 			if (n < 0)
 				continue;
-			e = add_vcpu_tids(tl, sht_attr_child(tl->r, vc, "tid"), idx, (uint32_t)n, err);
+			e = add_vcpu(tl, vc, idx, (uint32_t)n, err);
+			if (!e)
+				e = add_vcpu_tids(tl, sht_attr_child(tl->r, vc, "tid"), idx, (uint32_t)n, err);
 			if (e || !k[idx])
 				continue;
 			if (add_track(tl, sht_attr_child(tl->r, vc, "state"), TL_STATE, idx, (uint32_t)n) ||
@@ -208,7 +298,7 @@ static int load_cpus(struct timeline *tl, struct vcpustat_error *err)
 	uint32_t cpus = host == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(tl->r, host, "cpus");
 
 	if (cpus == SHT_NO_ATTR)
-		return 0;
+		return derive_cpus(tl, err);
 	for (uint32_t c = sht_attr_first_child(tl->r, cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(tl->r, c)) {
 		long long n = name_num(sht_attr_name(tl->r, c));
 
@@ -264,7 +354,12 @@ void tl_close(struct timeline *tl)
 	free(tl->want);
 	free(tl->vtids);
 	free(tl->threads);
+	free(tl->vcpus);
+	free(tl->cpus);
+	free(tl->lo);
+	free(tl->hi);
 	free(tl->iv);
+	free(tl->items);
 	memset(tl, 0, sizeof(*tl));
 }
 
@@ -273,54 +368,131 @@ static uint64_t clip_start(const struct timeline *tl, const struct sht_interval 
 	return iv->start < tl->t1 ? tl->t1 : iv->start;
 }
 
-static int cmp_iv(const void *a, const void *b, void *ctx)
+static int cmp_item(const void *a, const void *b)
 {
-	const struct timeline *tl = ctx;
-	const struct sht_interval *x = a, *y = b;
-	uint64_t sx = clip_start(tl, x), sy = clip_start(tl, y);
-	int32_t tx = tl->track_of[x->attr], ty = tl->track_of[y->attr];
+	const struct tl_item *x = a, *y = b;
 
-	if (sx != sy)
-		return sx < sy ? -1 : 1;
-	return tx < ty ? -1 : tx > ty;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->track < y->track ? -1 : x->track > y->track;
 }
 
-/* Read the next slice of time [a, b): the intervals that start in it (after clipping to the window). */
+static int add_item(struct timeline *tl, size_t *cap, const struct tl_item *it)
+{
+	if (tl->nitems == *cap) {
+		size_t n = *cap ? *cap * 2 : 256;
+		struct tl_item *p = realloc(tl->items, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		tl->items = p;
+		*cap = n;
+	}
+	tl->items[tl->nitems++] = *it;
+	return 0;
+}
+
+/* The track of CPU cpu (derived CPU tracks), or NULL. */
+static const struct tl_track *cpu_track(const struct timeline *tl, int64_t cpu)
+{
+	uint32_t key = (uint32_t)cpu, *c;
+
+	if (cpu < 0 || cpu > UINT32_MAX || !tl->nr_cpus)
+		return NULL;
+	c = bsearch(&key, tl->cpus, tl->nr_cpus, sizeof(key), cmp_u32);
+	return c ? &tl->tracks[tl->cpu_track0 + (size_t)(c - tl->cpus)] : NULL;
+}
+
+/* The stretches of vCPU v on a CPU (in guest code or the hypervisor) that start in [a, b). */
+static int on_cpu_items(struct timeline *tl, const struct tl_vcpu *v, uint64_t a, uint64_t b, size_t *cap)
+{
+	const struct sht_interval *st = tl->iv + tl->lo[v->state], *pc = tl->iv + tl->lo[v->pcpu];
+	size_t ns = tl->hi[v->state] - tl->lo[v->state], np = tl->hi[v->pcpu] - tl->lo[v->pcpu];
+
+	/* both sorted by start, neither overlapping itself: walk them together */
+	for (size_t i = 0, j = 0; i < ns && j < np;) {
+		uint64_t s = st[i].start > pc[j].start ? st[i].start : pc[j].start;
+		uint64_t e = st[i].end < pc[j].end ? st[i].end : pc[j].end;
+		bool on = st[i].value.type == SHT_INT && (st[i].value.i == VCPU_GUEST || st[i].value.i == VCPU_HOST);
+
+		if (s < tl->t1)
+			s = tl->t1;
+		if (e > tl->t2)
+			e = tl->t2;
+		if (on && pc[j].value.type == SHT_INT && e > s && s >= a && s < b) {
+			struct tl_item it = { .track = cpu_track(tl, pc[j].value.i),
+					      .start = s,
+					      .end = e,
+					      .value = st[i].value,
+					      .on_cpu = v };
+
+			if (it.track && add_item(tl, cap, &it))
+				return -ENOMEM;
+		}
+		if (st[i].end < pc[j].end)
+			i++;
+		else
+			j++;
+	}
+	return 0;
+}
+
+/* Read the next slice of time [a, b): the items that start in it (after clipping to the window). */
 static int next_chunk(struct timeline *tl, struct vcpustat_error *err)
 {
 	uint64_t a = tl->next, b = tl->t2 - a > tl->chunk ? a + tl->chunk : tl->t2;
-	size_t n = 0, kept = 0;
+	uint32_t nattrs = sht_nattrs(tl->r);
+	size_t n = 0, cap = 0;
 	int e;
 
 	free(tl->iv);
 	tl->iv = NULL;
-	tl->niv = tl->pos = 0;
+	tl->niv = tl->nitems = tl->pos = 0;
 	tl->next = b;
 	if (!tl->nr_tracks)
 		return 0;
 	e = sht_query_range(tl->r, SHT_NO_ATTR, tl->want, a, b, &tl->iv, &n, err);
 	if (e)
 		return e;
+	tl->niv = n;
 	for (size_t i = 0; i < n; i++) {
 		const struct sht_interval *iv = &tl->iv[i];
 		uint64_t s = clip_start(tl, iv), end = iv->end > tl->t2 ? tl->t2 : iv->end;
+		struct tl_item it;
 
-		if (s < a || s >= b || end <= s || iv->value.type == SHT_NULL || iv->attr >= sht_nattrs(tl->r) ||
+		if (tl->derived_cpus && iv->attr < nattrs) { /* sorted by attribute: each one's range */
+			if (!i || iv->attr != tl->iv[i - 1].attr)
+				tl->lo[iv->attr] = (uint32_t)i;
+			tl->hi[iv->attr] = (uint32_t)i + 1;
+		}
+		if (s < a || s >= b || end <= s || iv->value.type == SHT_NULL || iv->attr >= nattrs ||
 		    tl->track_of[iv->attr] < 0)
 			continue;
 		if (tl->tracks[tl->track_of[iv->attr]].kind == TL_PCPU && iv->value.type == SHT_INT && !iv->value.i)
 			continue; /* an idle CPU: no slice */
-		tl->iv[kept++] = *iv;
+		it = (struct tl_item){
+			.track = &tl->tracks[tl->track_of[iv->attr]], .start = s, .end = end, .value = iv->value
+		};
+		if (add_item(tl, &cap, &it))
+			return verror(err, -ENOMEM, "out of memory");
 	}
-	tl->niv = kept;
-	if (kept > 1)
-		qsort_r(tl->iv, kept, sizeof(*tl->iv), cmp_iv, tl);
+	for (size_t k = 0; tl->derived_cpus && k < tl->nr_vcpus; k++) {
+		const struct tl_vcpu *v = &tl->vcpus[k];
+
+		if (v->state == SHT_NO_ATTR || v->pcpu == SHT_NO_ATTR)
+			continue;
+		if (on_cpu_items(tl, v, a, b, &cap))
+			return verror(err, -ENOMEM, "out of memory");
+		tl->lo[v->state] = tl->hi[v->state] = tl->lo[v->pcpu] = tl->hi[v->pcpu] = 0;
+	}
+	if (tl->nitems > 1)
+		qsort(tl->items, tl->nitems, sizeof(*tl->items), cmp_item);
 	return 0;
 }
 
 int tl_next(struct timeline *tl, struct tl_item *it, struct vcpustat_error *err)
 {
-	while (tl->pos >= tl->niv) {
+	while (tl->pos >= tl->nitems) {
 		int e;
 
 		if (tl->next >= tl->t2)
@@ -329,14 +501,7 @@ int tl_next(struct timeline *tl, struct tl_item *it, struct vcpustat_error *err)
 		if (e)
 			return e;
 	}
-	{
-		const struct sht_interval *iv = &tl->iv[tl->pos++];
-
-		it->track = &tl->tracks[tl->track_of[iv->attr]];
-		it->start = clip_start(tl, iv);
-		it->end = iv->end > tl->t2 ? tl->t2 : iv->end;
-		it->value = iv->value;
-	}
+	*it = tl->items[tl->pos++];
 	return 1;
 }
 
@@ -508,12 +673,18 @@ static void cj_item(struct cj *c, const struct tl_item *it)
 		json_object_set_new(ev, "cat", json_string(t->kind == TL_EXIT ? "exit" : "userspace_exit"));
 		break;
 	case TL_PCPU: {
-		int64_t tid = it->value.type == SHT_INT ? it->value.i : -1;
-		const struct tl_vcpu_tid *vc = tl_vcpu_of_tid(c->tl, tid);
+		int64_t tid = it->on_cpu ? it->on_cpu->tid : it->value.type == SHT_INT ? it->value.i : -1;
+		const struct tl_vcpu_tid *vc = it->on_cpu ? NULL : tl_vcpu_of_tid(c->tl, tid);
 		const char *tn = tl_thread_name(c->tl, tid);
 		json_t *args = json_pack("{s:I}", "tid", (json_int_t)tid);
 
-		if (vc) {
+		if (it->on_cpu) { /* level vcpu: the vCPU's state and pcpu */
+			snprintf(name, sizeof(name), "%s vCPU %u", c->tl->vms[it->on_cpu->vm].name, it->on_cpu->vcpu);
+			json_object_set_new(args, "vm", json_string(c->tl->vms[it->on_cpu->vm].name));
+			json_object_set_new(args, "vcpu", json_integer(it->on_cpu->vcpu));
+			json_object_set_new(args, "state",
+					    json_string(it->value.i == VCPU_GUEST ? "guest" : "hypervisor"));
+		} else if (vc) {
 			snprintf(name, sizeof(name), "%s vCPU %u", c->tl->vms[vc->vm].name, vc->vcpu);
 			json_object_set_new(args, "vm", json_string(c->tl->vms[vc->vm].name));
 			json_object_set_new(args, "vcpu", json_integer(vc->vcpu));
@@ -525,7 +696,7 @@ static void cj_item(struct cj *c, const struct tl_item *it)
 		if (tn)
 			json_object_set_new(args, "comm", json_string(tn));
 		json_object_set_new(ev, "name", json_string(name));
-		json_object_set_new(ev, "cat", json_string(vc ? "vcpu" : "thread"));
+		json_object_set_new(ev, "cat", json_string(vc || it->on_cpu ? "vcpu" : "thread"));
 		json_object_set_new(ev, "args", args);
 		break;
 	}

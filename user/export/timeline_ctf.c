@@ -247,10 +247,14 @@ static const bt_message *event_msg(struct ctf_src *s, bt_self_message_iterator *
 {
 	const struct sht_info *info = sht_get_info(s->tl->r);
 	const struct tl_track *t = item->track;
-	int64_t tid = t->kind == TL_PCPU && item->value.type == SHT_INT ? item->value.i : -1;
-	const struct tl_vcpu_tid *vc = t->kind == TL_PCPU ? tl_vcpu_of_tid(s->tl, tid) : NULL;
+	int64_t tid = item->on_cpu					  ? item->on_cpu->tid
+		      : t->kind == TL_PCPU && item->value.type == SHT_INT ? item->value.i
+									  : -1;
+	const struct tl_vcpu_tid *vc = t->kind == TL_PCPU && !item->on_cpu ? tl_vcpu_of_tid(s->tl, tid) : NULL;
+	int vm = item->on_cpu ? item->on_cpu->vm : vc ? vc->vm : -1;
+	uint32_t vcpu = item->on_cpu ? item->on_cpu->vcpu : vc ? vc->vcpu : 0;
 	bt_message *m = bt_message_event_create_with_default_clock_snapshot(
-	    it, vc ? s->ec_pcpu_vcpu : s->ec[t->kind], s->stream, info->mono_start_ns + item->start);
+	    it, vm >= 0 ? s->ec_pcpu_vcpu : s->ec[t->kind], s->stream, info->mono_start_ns + item->start);
 	const char *comm;
 	bt_field *p;
 	bool ok = true;
@@ -261,15 +265,15 @@ static const bt_message *event_msg(struct ctf_src *s, bt_self_message_iterator *
 	if (t->kind == TL_PCPU) {
 		set_u64(p, 0, t->num);
 		set_s64(p, 1, tid);
-		if (vc) {
-			ok = set_str(p, 2, s->tl->vms[vc->vm].name);
-			set_u64(p, 3, vc->vcpu);
+		if (vm >= 0) {
+			ok = set_str(p, 2, s->tl->vms[vm].name);
+			set_u64(p, 3, vcpu);
 		} else {
 			/* no empty string: babeltrace2 2.0's reader shows the last one again for it */
 			comm = tl_thread_name(s->tl, tid);
 			ok = set_str(p, 2, comm && *comm ? comm : "<...>");
 		}
-		set_u64(p, vc ? 4 : 3, item->end - item->start);
+		set_u64(p, vm >= 0 ? 4 : 3, item->end - item->start);
 	} else {
 		const struct tl_vm *vm = &s->tl->vms[t->vm];
 

@@ -15,7 +15,8 @@ enum tl_kind {
 	TL_STATE = 0, /* /vms/<vm>/vcpus/<n>/state: enum vcpu_fsm_state */
 	TL_EXIT,      /* /vms/<vm>/vcpus/<n>/exit_reason: the exit being handled */
 	TL_UEXIT,     /* /vms/<vm>/vcpus/<n>/userspace_exit: the userspace exit being handled */
-	TL_PCPU,      /* /host/cpus/<cpu>/current_tid: the thread on that CPU */
+	TL_PCPU,      /* /host/cpus/<cpu>/current_tid: the thread on that CPU; without it (level vcpu), the
+		       * vCPUs in guest code or the hypervisor there (their state and pcpu) */
 	TL_NR_KINDS,
 };
 
@@ -37,6 +38,14 @@ struct tl_vcpu_tid {
 	uint32_t vcpu;
 };
 
+/* A vCPU of the file (every VM): what tells the CPU tracks of a recording without /host/cpus. */
+struct tl_vcpu {
+	uint32_t state, pcpu; /* attributes (SHT_NO_ATTR: none) */
+	int vm;
+	uint32_t vcpu;
+	int64_t tid; /* its first thread id, -1 if none */
+};
+
 /* A host thread's name, from /host/threads/<tid>/name. */
 struct tl_thread {
 	int64_t tid;
@@ -48,6 +57,8 @@ struct tl_item {
 	const struct tl_track *track;
 	uint64_t start, end; /* [start, end), within [t1, t2] */
 	struct sht_value value;
+	/* a CPU track without /host/cpus: the vCPU on the CPU (value: its state, guest or host); else NULL */
+	const struct tl_vcpu *on_cpu;
 };
 
 struct timeline {
@@ -66,12 +77,20 @@ struct timeline {
 	size_t nr_vtids;
 	struct tl_thread *threads;
 	size_t nr_threads;
+	struct tl_vcpu *vcpus;
+	size_t nr_vcpus;
+	bool derived_cpus; /* no /host/cpus: CPU tracks from the vCPUs' state and pcpu */
+	uint32_t *cpus;	   /* derived_cpus: the CPUs, ascending; track cpu_track0 + i is cpus[i] */
+	size_t nr_cpus, cpu_track0;
+	uint32_t *lo, *hi; /* [sht_nattrs]: an attribute's intervals in iv, [lo, hi) */
 
 	/* the iteration */
 	uint64_t chunk;		 /* length of a slice of time */
 	uint64_t next;		 /* start of the next slice */
-	struct sht_interval *iv; /* the current slice's intervals, by start */
-	size_t niv, pos;
+	struct sht_interval *iv; /* the current slice's intervals, by attribute */
+	size_t niv;
+	struct tl_item *items; /* the current slice's items, by start */
+	size_t nitems, pos;
 };
 
 /* The tracks of [t1, t2] of r (VMs that filter keeps; pCPUs whatever the filter). 0 or -errno with err. */
