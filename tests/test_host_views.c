@@ -792,3 +792,41 @@ Test(vmm, a_recording_without_the_host_side_has_no_vmm_table)
 	cr_assert_null(strstr(run.out, "vmm_threads"), "%s", run.out);
 	unlink(path);
 }
+
+/*
+ * A recording without /vms (a host with no VM while it recorded): no view
+ * takes its top-level attributes for VMs (sht_attr_first_child() of an
+ * absent /vms is the first top-level attribute).
+ */
+Test(pcpu, a_recording_without_vms_has_none_in_any_view)
+{
+	static const struct set st[] = {
+		{ 0, "/meta/lost", 0 }, { 0, "/host/cpus/0/current_tid", 0 }, { 5 * S, "/host/cpus/0/current_tid", 9 },
+	};
+	char path[] = "/tmp/vcpustat-novm-XXXXXX", svg_path[64];
+	struct placement p;
+	struct run r;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(svg_path, sizeof(svg_path), "%s.svg", path);
+	write_sets(path, st, sizeof(st) / sizeof(st[0]), 10 * S);
+	build(&p, path, 0, 10 * S, NULL, NULL);
+	cr_assert_eq(p.nr_vms, 0);
+	placement_free(&p);
+	RUN(&r, "report", path, "--pcpu", "-j");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "\"vm\":\"meta\""), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "\"idle\":5000000000"), "%s", r.out);
+	RUN(&r, "report", path, "--placement");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "meta"), "%s", r.out);
+	RUN(&r, "plot", path, "--timeline", "-o", svg_path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	RUN(&r, "report", path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "VM meta"), "%s", r.out);
+	unlink(svg_path);
+	unlink(path);
+}

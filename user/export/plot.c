@@ -79,7 +79,7 @@ int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbucke
 	*n = 0;
 	if (!nbuckets || nbuckets > PLOT_MAX_BUCKETS || t2 <= t1)
 		return verror(err, -EINVAL, "bad plot window or bucket count");
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus");
 		struct plot_timeline *t;
 
@@ -100,7 +100,7 @@ int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbucke
 			e = verror(err, -ENOMEM, "out of memory");
 			break;
 		}
-		for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
+		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			uint32_t st = sht_attr_child(r, vc, "state");
 			struct sht_interval *iv = NULL;

@@ -165,13 +165,13 @@ static int vcpu_rows(struct gantt *g, struct sht_reader *r, const struct summary
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
 	int e = 0;
 
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		uint32_t pid = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 		size_t first = g->nr_rows;
 
 		if (!summary_filter_wants(filter, sht_attr_name(r, vm), pid))
 			continue;
-		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			uint32_t st = sht_attr_child(r, vc, "state");
 			struct sht_interval *iv = NULL;
@@ -313,13 +313,13 @@ int plot_gantt(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
 
 	if (t2 <= t1)
 		return verror(err, -EINVAL, "%s: the window is empty", file);
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		g.nvm++;
 	g.vm_names = calloc((size_t)g.nvm + 1, sizeof(*g.vm_names));
 	if (!g.vm_names)
 		return verror(err, -ENOMEM, "out of memory");
 	g.nvm = 0;
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		snprintf(g.vm_names[g.nvm++], sizeof(g.vm_names[0]), "%s", sht_attr_name(r, vm));
 	e = pcpu_walk(r, t1, t2, cpu_visit, &g, err);
 	if (e == -ENOMEM)

@@ -669,7 +669,7 @@ static int host_cpu_of(struct ctx *c, uint32_t tid, uint64_t s, uint64_t e, bool
 {
 	int found_before = -1, found_after = -1;
 
-	for (uint32_t a = sht_attr_first_child(c->r, c->host_cpus); a != SHT_NO_ATTR;
+	for (uint32_t a = report_first_child(c->r, c->host_cpus); a != SHT_NO_ATTR;
 	     a = sht_attr_next_sibling(c->r, a)) {
 		uint32_t n = (uint32_t)strtoul(sht_attr_name(c->r, a), NULL, 10);
 		uint32_t cur = sht_attr_child(c->r, a, "current_tid");
@@ -964,7 +964,7 @@ static int scan(struct ctx *c)
 {
 	uint32_t vms = sht_attr_child(c->r, SHT_NO_ATTR, "vms");
 
-	for (uint32_t vm = sht_attr_first_child(c->r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(c->r, vm)) {
+	for (uint32_t vm = report_first_child(c->r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(c->r, vm)) {
 		struct fvm *a = realloc(c->vms, (c->nvms + 1) * sizeof(*a));
 
 		if (!a)
@@ -977,7 +977,7 @@ static int scan(struct ctx *c)
 		a->modes = -1;
 		if (a->threads != SHT_NO_ATTR)
 			c->f->guest_trace = true;
-		for (uint32_t vc = sht_attr_first_child(c->r, sht_attr_child(c->r, vm, "vcpus")); vc != SHT_NO_ATTR;
+		for (uint32_t vc = report_first_child(c->r, sht_attr_child(c->r, vm, "vcpus")); vc != SHT_NO_ATTR;
 		     vc = sht_attr_next_sibling(c->r, vc)) {
 			struct fvcpu *v = realloc(c->vcpus, (c->nvcpus + 1) * sizeof(*v));
 			size_t idx = c->nvcpus;

@@ -316,6 +316,13 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
 		 bool *has_culprits, struct vcpustat_error *err);
 
+/*
+ * The first child of parent, SHT_NO_ATTR if parent is SHT_NO_ATTR (an
+ * attribute the file does not have: no /vms, a VM without vcpus), where
+ * sht_attr_first_child() would give the first top-level attribute.
+ */
+uint32_t report_first_child(struct sht_reader *r, uint32_t parent);
+
 /* The first non-null integer of attr (a VM's pid, a vCPU's tid), def if none. */
 int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def);
 

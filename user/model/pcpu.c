@@ -49,7 +49,7 @@ static int host_side(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t
 	uint32_t cpus = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus");
 	int e = 0;
 
-	for (uint32_t c = sht_attr_first_child(r, cpus); c != SHT_NO_ATTR && !e; c = sht_attr_next_sibling(r, c)) {
+	for (uint32_t c = report_first_child(r, cpus); c != SHT_NO_ATTR && !e; c = sht_attr_next_sibling(r, c)) {
 		uint32_t cur = sht_attr_child(r, c, "current_tid"), cpu = (uint32_t)atoi(sht_attr_name(r, c));
 		struct sht_interval *iv = NULL;
 		size_t n = 0;
@@ -86,16 +86,16 @@ int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void 
 	if (hashmap_init(&w.vcpu_tids, sizeof(uint32_t), 1, 0))
 		return verror(err, -ENOMEM, "out of memory");
 	/* every vCPU thread first: current_tid's stretches of those are told by the vCPUs' states */
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm))
-		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm))
+		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
 
 			if (tid && hashmap_update(&w.vcpu_tids, &tid, NULL))
 				e = -ENOMEM;
 		}
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			struct vcpu_ctx c = { &w, nvm, atoi(sht_attr_name(r, vc)), 0 };
 
@@ -217,7 +217,7 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 	v->host_recorded = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus") != SHT_NO_ATTR;
 	if (hashmap_init(&b.occ, sizeof(struct occ_key), sizeof(uint64_t), 0))
 		return verror(err, -ENOMEM, "out of memory");
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		nvm++;
 	vm_names = calloc((size_t)nvm + 1, sizeof(*vm_names));
 	vm_pids = calloc((size_t)nvm + 1, sizeof(*vm_pids));
@@ -226,7 +226,7 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 		goto out;
 	}
 	nvm = 0;
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm), nvm++) {
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm), nvm++) {
 		snprintf(vm_names[nvm], sizeof(vm_names[0]), "%s", sht_attr_name(r, vm));
 		vm_pids[nvm] = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 	}

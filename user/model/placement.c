@@ -374,7 +374,7 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 		if (col >= 0)
 			p->node_cpus[col]++;
 	}
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		nvm++;
 	vm_to_row = malloc(((size_t)nvm + 1) * sizeof(int));
 	if (!vm_to_row) {
@@ -382,7 +382,7 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 		goto out;
 	}
 	nvm = 0;
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		uint32_t pidattr = sht_attr_child(r, vm, "pid"), vcpus = sht_attr_child(r, vm, "vcpus");
 		uint32_t pid = (uint32_t)report_first_int(r, pidattr, 0);
 		struct placement_vm *pv = NULL;
@@ -411,7 +411,7 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 			}
 			vm_to_row[nvm] = (int)p->nr_vms++;
 		}
-		for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
+		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			size_t before = all.n;
 

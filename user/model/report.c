@@ -209,6 +209,11 @@ static int64_t int_at(struct sht_reader *r, uint32_t attr, uint64_t t, int64_t d
 	return v;
 }
 
+uint32_t report_first_child(struct sht_reader *r, uint32_t parent)
+{
+	return parent == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_first_child(r, parent);
+}
+
 int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def)
 {
 	const struct sht_info *info = sht_get_info(r);
@@ -426,7 +431,7 @@ static int by_ns_desc(const void *a, const void *b);
 static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint64_t t, struct vcpustat_error *err,
 		  int *e)
 {
-	for (uint32_t c = sht_attr_first_child(r, cr->host_cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c)) {
+	for (uint32_t c = report_first_child(r, cr->host_cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c)) {
 		uint32_t cpu = (uint32_t)atoi(sht_attr_name(r, c));
 		struct runs *runs = cpu_runs_get(r, cr, cpu, err, e);
 		const struct sht_interval *iv;
@@ -505,7 +510,7 @@ static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_r
 	snprintf(vhost, sizeof(vhost), "vhost-%u", vs->tgid);
 	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
 		return -ENOMEM;
-	for (uint32_t th = sht_attr_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
+	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
 		uint32_t tid = (uint32_t)atoi(sht_attr_name(r, th));
 		uint32_t pid = (uint32_t)report_first_int(r, sht_attr_child(r, th, "pid"), 0);
 
@@ -682,7 +687,7 @@ static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *v
 
 	if (threads == SHT_NO_ATTR)
 		return 0;
-	for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e; vc = sht_attr_next_sibling(r, vc)) {
+	for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e; vc = sht_attr_next_sibling(r, vc)) {
 		struct vcpu_lines *a = realloc(vl, (nvl + 1) * sizeof(*a)), *l;
 
 		if (!a) {
@@ -699,7 +704,7 @@ static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *v
 		if (!e)
 			e = range(r, sht_attr_child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu, &l->npcpu, err);
 	}
-	for (uint32_t th = sht_attr_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
+	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
 		struct guest_thread_summary g, *a;
 		bool seen = false;
 
@@ -770,8 +775,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	    hashmap_init(&vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0))
 		return verror(err, -ENOMEM, "out of memory");
 	/* every VM's vCPU threads, also of VMs filtered out: a culprit may be one of them */
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
-		for (uint32_t vc = sht_attr_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
 			struct vcpu_ref who = { .vcpu = atoi(sht_attr_name(r, vc)) };
@@ -781,7 +786,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 				e = -ENOMEM;
 		}
 
-	for (uint32_t vm = sht_attr_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		struct hashmap exits, uexits, runq, culprits;
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 		struct vm_summary *vs, *arr;
@@ -803,7 +808,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&runq, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
-		for (uint32_t vc = sht_attr_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
+		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			struct vcpu_summary v, *va;
 			bool seen = false;
