@@ -830,3 +830,60 @@ Test(pcpu, a_recording_without_vms_has_none_in_any_view)
 	unlink(svg_path);
 	unlink(path);
 }
+
+/*
+ * With a guest trace (an import): web1's vCPU 0 in guest code ran nginx
+ * (guest tid 1234) [0, 2), the guest's idle [2, 3) and cron (777) from 6 s;
+ * before the guest's first switch on the CPU nothing names the guest thread.
+ */
+Test(pcpu, guest_code_names_the_guest_thread_when_a_guest_trace_tells_it)
+{
+	struct set st[sizeof(fused) / sizeof(fused[0]) + 6];
+	static const struct set guest[] = {
+		{ 0, "/vms/web1/threads/1234/name", 0, "nginx" }, { 0, "/vms/web1/threads/777/name", 0, "cron" },
+		{ 1 * S, "/vms/web1/vcpus/0/guest_tid", 1234 },	   { 2 * S, "/vms/web1/vcpus/0/guest_tid", 0 },
+		{ 6 * S, "/vms/web1/vcpus/0/guest_tid", 777 },
+	};
+	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
+	const struct pcpu_row *c0;
+	struct pcpu_view v;
+	struct run r;
+	size_t n = 0, g = 0;
+	int fd = mkstemp(path);
+
+	/* merge by time: the writer wants them in order */
+	for (size_t i = 0; i < sizeof(fused) / sizeof(fused[0]); i++) {
+		while (g < sizeof(guest) / sizeof(guest[0]) && guest[g].t <= fused[i].t)
+			st[n++] = guest[g++];
+		st[n++] = fused[i];
+	}
+	while (g < sizeof(guest) / sizeof(guest[0]))
+		st[n++] = guest[g++];
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, st, n, 10 * S);
+	pcpu_of(&v, path, 0);
+	c0 = &v.cpus[0];
+	cr_assert_eq(c0->ns[PCPU_GUEST], 7 * S, "the guest threads split the vCPU's guest time, no more");
+	cr_assert_eq(c0->nr_occ, 6);
+	cr_assert_eq(c0->occ[0].guest_tid, 777);
+	cr_assert_str_eq(c0->occ[0].guest_comm, "cron");
+	cr_assert_eq(c0->occ[0].ns, 4 * S);
+	for (size_t i = 1; i < c0->nr_occ; i++) {
+		const struct pcpu_occupant *o = &c0->occ[i];
+
+		if (o->kind == PCPU_GUEST && o->guest_tid == 1234)
+			cr_assert(o->ns == 1 * S && !strcmp(o->guest_comm, "nginx"));
+		else if (o->kind == PCPU_GUEST && o->guest_tid == 0)
+			cr_assert_eq(o->ns, 1 * S, "the guest's idle");
+		else if (o->kind == PCPU_GUEST)
+			cr_assert(o->guest_tid == -1 && o->ns == 1 * S, "[0, 1 s): before the guest trace names it");
+	}
+	pcpu_free(&v);
+	RUN(&r, "report", path, "--pcpu", "--top", "0");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "web1/0 guest cron (777) 40.0%"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "web1/0 guest nginx (1234) 10.0%"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "web1/0 guest idle 10.0%"), "%s", r.out);
+	unlink(path);
+}

@@ -404,6 +404,8 @@ struct pcpu_occupant {
 	int vcpu;
 	uint32_t tid, pid;
 	char comm[64];
+	int64_t guest_tid;    /* in guest code: the guest thread (0: the guest CPU idle), -1: not known */
+	char guest_comm[64];  /* its name, from an imported guest trace */
 	uint64_t ns;
 };
 
@@ -434,6 +436,7 @@ struct pcpu_seg {
 	int kind; /* enum pcpu_kind */
 	int vm, vcpu; /* -1 for host threads and idle */
 	uint32_t tid;
+	int64_t guest_tid; /* in guest code, with a guest trace: the guest thread (0: idle); else -1 */
 };
 int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
 	      void *ctx, struct vcpustat_error *err);

@@ -21,6 +21,7 @@ struct occ_key {
 	int vm;	     /* index among the file's VMs, -1 */
 	int vcpu;    /* -1 */
 	uint32_t tid;
+	int64_t guest_tid; /* -1: not known */
 };
 
 struct walk {
@@ -33,14 +34,42 @@ struct vcpu_ctx {
 	struct walk *w;
 	int vm, vcpu;
 	uint32_t tid;
+	struct sht_interval *gtid; /* guest_tid intervals (imports with guest traces), in time order */
+	size_t ngtid, at;
 };
 
+/*
+ * A stretch of the vCPU on a CPU; in guest code, cut where the guest thread
+ * it ran changes (guest_tid), each piece naming it.
+ */
 static int vcpu_visit(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
 {
 	struct vcpu_ctx *c = ctx;
-	struct pcpu_seg s = { cpu, a, b, state == VCPU_GUEST ? PCPU_GUEST : PCPU_HYPERVISOR, c->vm, c->vcpu, c->tid };
+	struct pcpu_seg s = { cpu, a, b, state == VCPU_GUEST ? PCPU_GUEST : PCPU_HYPERVISOR, c->vm, c->vcpu, c->tid, -1 };
+	int e = 0;
 
-	return c->w->visit(c->w->ctx, &s);
+	if (state != VCPU_GUEST || !c->ngtid)
+		return c->w->visit(c->w->ctx, &s);
+	for (uint64_t t = a; t < b && !e; t = s.end) {
+		const struct sht_interval *g;
+
+		while (c->at < c->ngtid && c->gtid[c->at].end <= t)
+			c->at++;
+		g = c->at < c->ngtid ? &c->gtid[c->at] : NULL;
+		s.start = t;
+		if (!g || g->start >= b) { /* before the guest's first switch on it, or after its trace: not known */
+			s.end = b;
+			s.guest_tid = -1;
+		} else if (g->start > t) {
+			s.end = g->start;
+			s.guest_tid = -1;
+		} else {
+			s.end = g->end < b ? g->end : b;
+			s.guest_tid = g->value.type == SHT_INT ? g->value.i : -1;
+		}
+		e = c->w->visit(c->w->ctx, &s);
+	}
+	return e;
 }
 
 /* Host threads and idle from current_tid (level full); vCPU threads are counted from their own states. */
@@ -59,8 +88,8 @@ static int host_side(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t
 		if ((e = sht_query_range(r, cur, NULL, t1, t2, &iv, &n, err)))
 			break;
 		for (size_t i = 0; i < n && !e; i++) {
-			struct pcpu_seg s = { cpu, iv[i].start < t1 ? t1 : iv[i].start, iv[i].end > t2 ? t2 : iv[i].end,
-					      PCPU_IDLE, -1, -1, 0 };
+			struct pcpu_seg s = { cpu,	 iv[i].start < t1 ? t1 : iv[i].start, iv[i].end > t2 ? t2 : iv[i].end,
+					      PCPU_IDLE, -1, -1, 0, -1 };
 
 			if (s.start >= s.end || iv[i].value.type != SHT_INT)
 				continue;
@@ -98,9 +127,14 @@ int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void 
 		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			struct vcpu_ctx c = { &w, nvm, atoi(sht_attr_name(r, vc)), 0 };
+			uint32_t g = sht_attr_child(r, vc, "guest_tid");
 
 			c.tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
-			e = vcpu_on_cpu(r, vc, t1, t2, vcpu_visit, &c, err);
+			if (g != SHT_NO_ATTR)
+				e = sht_query_range(r, g, NULL, t1, t2, &c.gtid, &c.ngtid, err);
+			if (!e)
+				e = vcpu_on_cpu(r, vc, t1, t2, vcpu_visit, &c, err);
+			free(c.gtid);
 		}
 		nvm++;
 	}
@@ -149,6 +183,7 @@ static int add(void *ctx, const struct pcpu_seg *s)
 	k.vm = s->vm;
 	k.vcpu = s->vcpu;
 	k.tid = s->tid;
+	k.guest_tid = s->guest_tid;
 	have = hashmap_lookup(&b->occ, &k);
 	if (have) {
 		*have += ns;
@@ -171,6 +206,29 @@ static int by_ns(const void *a, const void *b)
 	if (x->ns != y->ns)
 		return x->ns > y->ns ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The name of a guest thread (/vms/<vm>/threads/<guest tid>/name), for the occupants shown. */
+static void guest_thread_name(struct sht_reader *r, struct pcpu_occupant *o)
+{
+	uint32_t vm = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "vms"), o->vm), th;
+	char name[24];
+
+	snprintf(name, sizeof(name), "%lld", (long long)o->guest_tid);
+	th = sht_attr_child(r, sht_attr_child(r, vm, "threads"), name);
+	if (th != SHT_NO_ATTR) {
+		struct sht_interval *iv = NULL;
+		size_t n = 0;
+
+		if (!sht_query_range(r, sht_attr_child(r, th, "name"), NULL, sht_get_info(r)->start,
+				     sht_get_info(r)->end, &iv, &n, NULL))
+			for (size_t i = 0; i < n; i++)
+				if (iv[i].value.type == SHT_STR) {
+					snprintf(o->guest_comm, sizeof(o->guest_comm), "%s", iv[i].value.s);
+					break;
+				}
+		free(iv);
+	}
 }
 
 /* The name of a host thread (/host/threads/<tid>/name) and its process, for the occupants shown. */
@@ -249,6 +307,7 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 		o->kind = key->kind;
 		o->vcpu = key->vcpu;
 		o->tid = key->tid;
+		o->guest_tid = key->guest_tid;
 		o->ns = *(uint64_t *)val;
 		if (key->vm >= 0)
 			snprintf(o->vm, sizeof(o->vm), "%s", vm_names[key->vm]);
@@ -269,6 +328,8 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 			rw->nr_occ = top;
 		}
 		for (size_t o = 0; o < rw->nr_occ; o++) {
+			if (rw->occ[o].kind == PCPU_GUEST && rw->occ[o].guest_tid > 0)
+				guest_thread_name(r, &rw->occ[o]);
 			if (rw->occ[o].kind != PCPU_HOST)
 				continue;
 			thread_name(r, &rw->occ[o]);
@@ -327,6 +388,11 @@ void pcpu_print(FILE *f, const struct pcpu_view *v)
 				fprintf(f, "%s VMM %s (%u)", oc->vm, oc->comm[0] ? oc->comm : "?", oc->tid);
 			else if (oc->kind == PCPU_HOST)
 				fprintf(f, "%s (%u)", oc->comm[0] ? oc->comm : "?", oc->tid);
+			else if (oc->kind == PCPU_GUEST && oc->guest_tid > 0)
+				fprintf(f, "%s/%d guest %s (%lld)", oc->vm, oc->vcpu, oc->guest_comm[0] ? oc->guest_comm : "?",
+					(long long)oc->guest_tid);
+			else if (oc->kind == PCPU_GUEST && oc->guest_tid == 0)
+				fprintf(f, "%s/%d guest idle", oc->vm, oc->vcpu);
 			else
 				fprintf(f, "%s/%d %s", oc->vm, oc->vcpu, oc->kind == PCPU_GUEST ? "guest" : "hyperv");
 			fprintf(f, " %.1f%%", pct(oc->ns, v));
@@ -361,6 +427,10 @@ json_t *pcpu_json(const struct pcpu_view *v)
 			json_object_set_new(j, "vm", oc->vm[0] ? json_string(oc->vm) : json_null());
 			if (oc->kind != PCPU_HOST)
 				json_object_set_new(j, "vcpu", json_integer(oc->vcpu));
+			if (oc->kind == PCPU_GUEST && oc->guest_tid >= 0) {
+				json_object_set_new(j, "guest_tid", json_integer(oc->guest_tid));
+				json_object_set_new(j, "guest_comm", oc->guest_tid ? json_string(oc->guest_comm) : json_null());
+			}
 			json_object_set_new(j, "tid", json_integer(oc->tid));
 			if (oc->kind == PCPU_HOST) {
 				json_object_set_new(j, "comm", json_string(oc->comm));

@@ -157,6 +157,22 @@ static struct runs *cpu_runs_get(struct sht_reader *r, struct cpu_runs *cr, uint
 	return hashmap_lookup(&cr->cpus, &cpu);
 }
 
+/* The first of iv[0..n) (one attribute: sorted, not overlapping) that ends after t. */
+static size_t first_after(const struct sht_interval *iv, size_t n, uint64_t t)
+{
+	size_t a = 0, b = n;
+
+	while (a < b) {
+		size_t m = (a + b) / 2;
+
+		if (iv[m].end <= t)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
 struct culprit_acc {
 	struct hashmap by_tid; /* tid -> ns */
 };
@@ -171,7 +187,8 @@ static int charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc
 	runs = cpu_runs_get(r, cr, cpu, err, &e);
 	if (!runs)
 		return e;
-	for (size_t i = 0; i < runs->n; i++) {
+	/* from the first run that ends after a (the runs are sorted and do not overlap), not from the start */
+	for (size_t i = first_after(runs->iv, runs->n, a); i < runs->n && runs->iv[i].start < b; i++) {
 		const struct sht_interval *iv = &runs->iv[i];
 		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
 		uint32_t tid;
@@ -538,22 +555,6 @@ struct vcpu_lines {
 	struct sht_interval *gtid, *state, *pcpu;
 	size_t ngtid, nstate, npcpu;
 };
-
-/* The first of iv[0..n) (one attribute: sorted, not overlapping) that ends after t. */
-static size_t first_after(const struct sht_interval *iv, size_t n, uint64_t t)
-{
-	size_t a = 0, b = n;
-
-	while (a < b) {
-		size_t m = (a + b) / 2;
-
-		if (iv[m].end <= t)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
-}
 
 static int guest_state_of(const char *s)
 {
