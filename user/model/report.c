@@ -287,13 +287,70 @@ static int exits_in_window(const struct sht_interval *iv, size_t n, uint64_t t1,
 }
 
 /* One vCPU's window: states, transitions, exits, waits (and the culprits of its waits). */
+/* Does [iv->start, iv->end) meet [t1, t2] as sht_query_range() means it? */
+static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
+{
+	return iv->start <= t2 && (iv->end > t1 || (iv->start == iv->end && iv->start >= t1));
+}
+
+/*
+ * A vCPU's state and pcpu intervals from the file's start to t2, its exits
+ * and userspace exits meeting [t1, t2], and its tid: what separate range
+ * queries give, from one query over the four attributes and tid (the
+ * intervals come sorted by attribute, then start).
+ */
+static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2, struct sht_interval **st,
+		      size_t *nst, struct sht_interval **ex, size_t *nex, struct sht_interval **ux, size_t *nux,
+		      struct sht_interval **pc, size_t *npc, uint32_t *tid, struct vcpustat_error *err)
+{
+	static const char *const names[] = { "state", "exit_reason", "userspace_exit", "pcpu", "tid" };
+	struct sht_interval **outs[] = { st, ex, ux, pc }, *all = NULL;
+	size_t *counts[] = { nst, nex, nux, npc }, nall = 0;
+	uint32_t attr[5];
+	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
+	bool tid_seen = false;
+	int e;
+
+	if (!want)
+		return verror(err, -ENOMEM, "out of memory");
+	for (int k = 0; k < 5; k++) {
+		attr[k] = sht_attr_child(r, vc, names[k]);
+		if (attr[k] != SHT_NO_ATTR)
+			want[attr[k]] = 1;
+	}
+	e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, t2, &all, &nall, err);
+	free(want);
+	for (int k = 0; k < 4 && !e; k++) {
+		*outs[k] = calloc(nall + 1, sizeof(**outs[k]));
+		if (!*outs[k])
+			e = verror(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nall && !e; i++) {
+		int k = 0;
+
+		while (k < 5 && attr[k] != all[i].attr)
+			k++;
+		if (k == 4) {
+			if (!tid_seen && all[i].value.type == SHT_INT) {
+				*tid = (uint32_t)all[i].value.i;
+				tid_seen = true;
+			}
+		} else if (k < 4 && ((k != 1 && k != 2) || meets(&all[i], t1, t2))) {
+			(*outs[k])[(*counts[k])++] = all[i];
+		}
+	}
+	free(all);
+	/* a tid first set after t2 (a vCPU that had no state by then either) */
+	if (!e && !tid_seen)
+		*tid = (uint32_t)report_first_int(r, attr[4], 0);
+	return e;
+}
+
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
 		       struct cpu_runs *cr, struct hashmap *culprits, struct vcpustat_error *err)
 {
 	const struct sht_info *info = sht_get_info(r);
-	uint32_t a_state = sht_attr_child(r, vc, "state"), a_exit = sht_attr_child(r, vc, "exit_reason");
-	uint32_t a_uexit = sht_attr_child(r, vc, "userspace_exit"), a_pcpu = sht_attr_child(r, vc, "pcpu");
 	struct sht_interval *st = NULL, *ex = NULL, *ux = NULL, *pc = NULL;
 	size_t nst = 0, nex = 0, nux = 0, npc = 0;
 	const struct sht_interval *last = NULL;
@@ -302,14 +359,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	memset(out, 0, sizeof(*out));
 	out->index = index;
 	out->pcpu = VCPU_PCPU_NONE;
-	out->tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
-	e = range(r, a_state, info->start, t2, &st, &nst, err);
-	if (!e)
-		e = range(r, a_exit, t1, t2, &ex, &nex, err);
-	if (!e)
-		e = range(r, a_uexit, t1, t2, &ux, &nux, err);
-	if (!e)
-		e = range(r, a_pcpu, info->start, t2, &pc, &npc, err);
+	/* the vCPU's attributes in one query: each range query reads every leaf the range meets */
+	e = vcpu_attrs(r, vc, t1, t2, &st, &nst, &ex, &nex, &ux, &nux, &pc, &npc, &out->tid, err);
 	if (e)
 		goto out;
 	for (size_t i = 0; i < nst; i++) {
@@ -379,19 +430,29 @@ struct vcpu_ref {
 	int vcpu;
 };
 
-/* The culprits of acc (tid -> ns) as summaries: names from /host/threads, VM and vCPU if a vCPU. */
+/*
+ * The culprits of acc (tid -> ns) as summaries: names from /host/threads (one
+ * query for the name and pid attributes of them all), VM and vCPU if a vCPU.
+ */
 static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, size_t *nout, struct hashmap *acc,
 			 struct hashmap *vcpu_of_tid, __u64 waited)
 {
 	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
-	size_t pos = 0, i = 0;
+	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
+	struct hashmap of_attr; /* a culprit's name or pid attribute -> its index in *out */
+	struct sht_interval *iv = NULL;
+	size_t pos = 0, i = 0, niv = 0;
+	bool any = false;
 	void *k, *v;
+	int e = 0;
 
 	*out = calloc(acc->count ? acc->count : 1, sizeof(**out));
-	if (!*out)
+	if (!*out || !want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(size_t), 0)) {
+		free(want);
 		return -ENOMEM;
-	while (hashmap_next(acc, &pos, &k, &v)) {
-		struct culprit_summary *c = &(*out)[i++];
+	}
+	while (hashmap_next(acc, &pos, &k, &v) && !e) {
+		struct culprit_summary *c = &(*out)[i];
 		uint32_t tid = *(uint32_t *)k, th;
 		char name[16];
 		const struct vcpu_ref *who;
@@ -402,35 +463,47 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 		c->share = waited ? (double)c->ns / (double)waited : 0;
 		c->vcpu = -1;
 		snprintf(name, sizeof(name), "%u", tid);
-		th = sht_attr_child(r, threads, name);
+		th = threads == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, threads, name);
 		if (tid == 0) {
 			snprintf(c->comm, sizeof(c->comm), "(idle)");
 			snprintf(c->process, sizeof(c->process), "idle");
 		} else if (th != SHT_NO_ATTR) {
-			struct sht_interval *iv = NULL;
-			size_t n = 0;
-			uint32_t a = sht_attr_child(r, th, "name");
+			uint32_t na = sht_attr_child(r, th, "name"), pa = sht_attr_child(r, th, "pid");
 
-			if (a != SHT_NO_ATTR &&
-			    !sht_query_range(r, a, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL)) {
-				for (size_t j = 0; j < n; j++)
-					if (iv[j].value.type == SHT_STR) {
-						snprintf(c->comm, sizeof(c->comm), "%s", iv[j].value.s);
-						break;
-					}
-				free(iv);
-			}
-			c->tgid = (uint32_t)report_first_int(r, sht_attr_child(r, th, "pid"), 0);
-			snprintf(c->process, sizeof(c->process), "%s", c->comm);
+			if (na != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &na, &i)))
+				want[na] = any = 1;
+			if (pa != SHT_NO_ATTR && !e && !(e = hashmap_update(&of_attr, &pa, &i)))
+				want[pa] = any = 1;
 		}
 		who = hashmap_lookup(vcpu_of_tid, &tid);
 		if (who && tid) {
 			snprintf(c->vm, sizeof(c->vm), "%s", who->vm);
 			c->vcpu = who->vcpu;
 		}
+		i++;
 	}
+	if (!e && any &&
+	    !sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, NULL)) {
+		/* sorted by attribute, then start: each attribute's first value */
+		for (size_t j = 0; j < niv; j++) {
+			size_t *at = hashmap_lookup(&of_attr, &iv[j].attr);
+			struct culprit_summary *c = at ? &(*out)[*at] : NULL;
+
+			if (!c || (j && iv[j - 1].attr == iv[j].attr && iv[j - 1].value.type == iv[j].value.type))
+				continue;
+			if (iv[j].value.type == SHT_STR && !c->comm[0]) {
+				snprintf(c->comm, sizeof(c->comm), "%s", iv[j].value.s);
+				snprintf(c->process, sizeof(c->process), "%s", c->comm);
+			} else if (iv[j].value.type == SHT_INT && !c->tgid) {
+				c->tgid = (uint32_t)iv[j].value.i;
+			}
+		}
+		free(iv);
+	}
+	free(want);
+	hashmap_free(&of_attr);
 	*nout = i;
-	return 0;
+	return e;
 }
 
 static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct hashmap *acc,
@@ -460,23 +533,6 @@ static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint6
 			return (int)cpu;
 	}
 	return -1;
-}
-
-static const char *first_str(struct sht_reader *r, uint32_t attr, char *buf, size_t len)
-{
-	struct sht_interval *iv = NULL;
-	size_t n = 0;
-
-	buf[0] = 0;
-	if (attr != SHT_NO_ATTR &&
-	    !sht_query_range(r, attr, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL))
-		for (size_t i = 0; i < n; i++)
-			if (iv[i].value.type == SHT_STR) {
-				snprintf(buf, len, "%s", iv[i].value.s);
-				break;
-			}
-	free(iv);
-	return buf;
 }
 
 /*
@@ -515,28 +571,81 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 	return e;
 }
 
-static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_runs *cr, struct hashmap *vcpu_of_tid,
-		       struct vcpustat_error *err)
+/* A host thread of a level-full recording: its attribute, tid, process and first name. */
+struct host_thread {
+	uint32_t th, tid, pid;
+	const char *name; /* the reader's, "" if none */
+};
+
+/* Every host thread's pid and name, from one query over those attributes of all of them. */
+static int host_threads(struct sht_reader *r, struct host_thread **out, size_t *n, struct vcpustat_error *err)
 {
 	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
-	char vhost[32], name[64];
+	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
+	struct sht_interval *iv = NULL;
+	struct hashmap of_attr; /* pid or name attribute -> index in *out */
+	size_t niv = 0;
+	int e = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(size_t), 0)) {
+		free(want);
+		return verror(err, -ENOMEM, "out of memory");
+	}
+	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
+		struct host_thread *a = realloc(*out, (*n + 1) * sizeof(*a));
+		uint32_t pa = sht_attr_child(r, th, "pid"), na = sht_attr_child(r, th, "name");
+
+		if (!a) {
+			e = -ENOMEM;
+			break;
+		}
+		*out = a;
+		a[*n] = (struct host_thread){ th, (uint32_t)atoi(sht_attr_name(r, th)), 0, "" };
+		if (pa != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &pa, n)))
+			want[pa] = 1;
+		if (na != SHT_NO_ATTR && !e && !(e = hashmap_update(&of_attr, &na, n)))
+			want[na] = 1;
+		(*n)++;
+	}
+	if (!e && *n)
+		e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, err);
+	/* sorted by attribute, then start: the first value of each */
+	for (size_t i = 0; i < niv && !e; i++) {
+		size_t *k = hashmap_lookup(&of_attr, &iv[i].attr);
+		struct host_thread *h = k ? &(*out)[*k] : NULL;
+
+		if (!h || (i && iv[i - 1].attr == iv[i].attr))
+			continue;
+		if (iv[i].value.type == SHT_INT)
+			h->pid = (uint32_t)iv[i].value.i;
+		else if (iv[i].value.type == SHT_STR)
+			h->name = iv[i].value.s;
+	}
+	free(iv);
+	free(want);
+	hashmap_free(&of_attr);
+	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
+}
+
+static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_runs *cr, struct hashmap *vcpu_of_tid,
+		       const struct host_thread *ht, size_t nht, struct vcpustat_error *err)
+{
 	struct hashmap acc;
+	char vhost[32];
 	int e = 0;
 
 	vs->vmm.known = true;
 	snprintf(vhost, sizeof(vhost), "vhost-%u", vs->tgid);
 	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
 		return -ENOMEM;
-	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
-		uint32_t tid = (uint32_t)atoi(sht_attr_name(r, th));
-		uint32_t pid = (uint32_t)report_first_int(r, sht_attr_child(r, th, "pid"), 0);
-
-		first_str(r, sht_attr_child(r, th, "name"), name, sizeof(name));
+	for (size_t i = 0; i < nht && !e; i++) {
 		/* vhost workers: kernel threads, or (Linux 6.4+) threads of the VMM process itself */
-		if (!strcmp(name, vhost))
-			e = vmm_thread(r, th, tid, VMM_VHOST, vs, cr, &acc, err);
-		else if (pid == vs->tgid && vs->tgid && !hashmap_lookup(vcpu_of_tid, &tid))
-			e = vmm_thread(r, th, tid, VMM_EMULATOR, vs, cr, &acc, err);
+		if (!strcmp(ht[i].name, vhost))
+			e = vmm_thread(r, ht[i].th, ht[i].tid, VMM_VHOST, vs, cr, &acc, err);
+		else if (ht[i].pid == vs->tgid && vs->tgid && !hashmap_lookup(vcpu_of_tid, &ht[i].tid))
+			e = vmm_thread(r, ht[i].th, ht[i].tid, VMM_EMULATOR, vs, cr, &acc, err);
 	}
 	if (!e)
 		e = culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, &acc, vcpu_of_tid,
@@ -757,8 +866,10 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms"), host = sht_attr_child(r, SHT_NO_ATTR, "host");
 	struct hashmap vcpu_of_tid = { 0 };
+	struct host_thread *ht = NULL; /* the host threads, read at the first VM that needs them */
 	struct cpu_runs cr = { 0 };
 	uint32_t lost_attr;
+	size_t nht = 0;
 	int e = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -860,8 +971,14 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
 		if (!e)
 			e = guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
-		if (!e && *has_culprits && sht_attr_child(r, host, "threads") != SHT_NO_ATTR)
-			e = vmm_threads(r, vs, &cr, &vcpu_of_tid, err);
+		if (!e && *has_culprits && sht_attr_child(r, host, "threads") != SHT_NO_ATTR) {
+			if (!ht && !(e = host_threads(r, &ht, &nht, err)) && !ht)
+				ht = calloc(1, sizeof(*ht)); /* none: do not ask again */
+			if (!e && !ht)
+				e = verror(err, -ENOMEM, "out of memory");
+			if (!e)
+				e = vmm_threads(r, vs, &cr, &vcpu_of_tid, ht, nht, err);
+		}
 		hashmap_free(&exits);
 		hashmap_free(&uexits);
 		hashmap_free(&runq);
@@ -915,6 +1032,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	}
 	hashmap_free(&cr.cpus);
 	hashmap_free(&vcpu_of_tid);
+	free(ht);
 	if (e) {
 		summary_free(s);
 		if (err && !err->code)
