@@ -89,26 +89,10 @@ static uint64_t hi(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-/* The first of iv[0..n) (one attribute: sorted, not overlapping) that ends after t. */
-static size_t first_after(const struct sht_interval *iv, size_t n, uint64_t t)
-{
-	size_t a = 0, b = n;
-
-	while (a < b) {
-		size_t m = (a + b) / 2;
-
-		if (iv[m].end <= t)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
-}
-
 /* The interval with a value covering t, or NULL. */
 static const struct sht_interval *covering(const struct sht_interval *iv, size_t n, uint64_t t)
 {
-	size_t i = first_after(iv, n, t);
+	size_t i = report_first_after(iv, n, t);
 
 	if (i >= n || iv[i].start > t || iv[i].value.type == SHT_NULL)
 		return NULL;
@@ -490,7 +474,7 @@ static int guest_code(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum flow
 
 	if (e)
 		return e;
-	for (size_t i = first_after(vc->gtid.iv, vc->gtid.n, a); i < vc->gtid.n && vc->gtid.iv[i].start < b; i++) {
+	for (size_t i = report_first_after(vc->gtid.iv, vc->gtid.n, a); i < vc->gtid.n && vc->gtid.iv[i].start < b; i++) {
 		const struct sht_interval *iv = &vc->gtid.iv[i];
 		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
 		uint32_t g;
@@ -535,7 +519,7 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 	if (e)
 		return e;
 	c->stack[c->depth++] = v;
-	for (size_t i = first_after(vc->state.iv, vc->state.n, a); !e && i < vc->state.n && vc->state.iv[i].start < b;
+	for (size_t i = report_first_after(vc->state.iv, vc->state.n, a); !e && i < vc->state.n && vc->state.iv[i].start < b;
 	     i++) {
 		const struct sht_interval *iv = &vc->state.iv[i], *p;
 		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
@@ -594,7 +578,7 @@ static int resolve_host_cpu(struct ctx *c, uint32_t cpu, uint64_t a, uint64_t b,
 	l = cpu_lines(c, cpu, &e);
 	if (!l)
 		return e;
-	for (size_t i = first_after(l->iv, l->n, a); i < l->n && l->iv[i].start < b; i++) {
+	for (size_t i = report_first_after(l->iv, l->n, a); i < l->n && l->iv[i].start < b; i++) {
 		const struct sht_interval *iv = &l->iv[i];
 		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
 		const size_t *v;
@@ -765,7 +749,7 @@ static int virt_preempted(struct ctx *c, size_t v, uint64_t a, uint64_t b)
 	if (e)
 		return e;
 	c->stack[c->depth++] = v;
-	for (size_t i = first_after(vc->state.iv, vc->state.n, a); !e && i < vc->state.n && vc->state.iv[i].start < b;
+	for (size_t i = report_first_after(vc->state.iv, vc->state.n, a); !e && i < vc->state.n && vc->state.iv[i].start < b;
 	     i++) {
 		const struct sht_interval *iv = &vc->state.iv[i], *p;
 		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);

@@ -323,6 +323,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
  */
 uint32_t report_first_child(struct sht_reader *r, uint32_t parent);
 
+/* The first of iv[0..n) (one attribute's intervals: sorted, not overlapping) that ends after t; n if none. */
+size_t report_first_after(const struct sht_interval *iv, size_t n, uint64_t t);
+
 /* The first non-null integer of attr (a VM's pid, a vCPU's tid), def if none. */
 int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def);
 

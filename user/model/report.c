@@ -157,8 +157,7 @@ static struct runs *cpu_runs_get(struct sht_reader *r, struct cpu_runs *cr, uint
 	return hashmap_lookup(&cr->cpus, &cpu);
 }
 
-/* The first of iv[0..n) (one attribute: sorted, not overlapping) that ends after t. */
-static size_t first_after(const struct sht_interval *iv, size_t n, uint64_t t)
+size_t report_first_after(const struct sht_interval *iv, size_t n, uint64_t t)
 {
 	size_t a = 0, b = n;
 
@@ -188,7 +187,7 @@ static int charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc
 	if (!runs)
 		return e;
 	/* from the first run that ends after a (the runs are sorted and do not overlap), not from the start */
-	for (size_t i = first_after(runs->iv, runs->n, a); i < runs->n && runs->iv[i].start < b; i++) {
+	for (size_t i = report_first_after(runs->iv, runs->n, a); i < runs->n && runs->iv[i].start < b; i++) {
 		const struct sht_interval *iv = &runs->iv[i];
 		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
 		uint32_t tid;
@@ -678,7 +677,7 @@ static int lost_on_vcpu(struct sht_reader *r, const struct vcpu_lines *v, uint64
 			struct guest_thread_summary *g, struct cpu_runs *cr, struct hashmap *acc,
 			struct vcpustat_error *err)
 {
-	for (size_t i = first_after(v->state, v->nstate, s); i < v->nstate && v->state[i].start < e; i++) {
+	for (size_t i = report_first_after(v->state, v->nstate, s); i < v->nstate && v->state[i].start < e; i++) {
 		const struct sht_interval *iv = &v->state[i];
 		uint64_t a = hi(iv->start, s), b = lo(iv->end, e);
 		const struct sht_interval *p;
@@ -756,7 +755,7 @@ static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lin
 			continue;
 		/* which vCPU it was on: the guest_tid intervals that name it */
 		for (size_t v = 0; !e && v < nvl; v++)
-			for (size_t k = first_after(vl[v].gtid, vl[v].ngtid, s); !e && k < vl[v].ngtid && vl[v].gtid[k].start < t;
+			for (size_t k = report_first_after(vl[v].gtid, vl[v].ngtid, s); !e && k < vl[v].ngtid && vl[v].gtid[k].start < t;
 			     k++) {
 				const struct sht_interval *gi = &vl[v].gtid[k];
 
