@@ -136,6 +136,28 @@ struct {
  */
 struct vcpustat_hotpath hotpath SEC(".data.hotpath");
 
+/*
+ * Exit details (include/vcpustat_abi.h): ports, MMIO addresses and MSRs in
+ * one table, nested page faults by page in another, so that a guest touching
+ * many pages cannot crowd the others out. Sized by user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VCPUSTAT_MAX_DETAILS);
+	__type(key, struct vcpustat_detail_key);
+	__type(value, struct vcpustat_detail);
+} details SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VCPUSTAT_MAX_FAULT_PAGES);
+	__type(key, struct vcpustat_detail_key);
+	__type(value, struct vcpustat_detail);
+} fault_pages SEC(".maps");
+
+/* The initial value of a new exit-detail row (all zero). */
+const struct vcpustat_detail zero_detail = {};
+
 /* Scratch space for a new vCPU record (too big for the 512-byte BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -198,6 +220,17 @@ static __always_inline struct vcpustat_culprit *env_culprit_get(const struct vcp
 		return c;
 	bpf_map_update_elem(&culprits, k, init, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&culprits, k);
+}
+
+static __always_inline struct vcpustat_detail *env_detail_get(const struct vcpustat_detail_key *k, bool create)
+{
+	void *map = k->kind == VCPUSTAT_DETAIL_PAGE_FAULT ? (void *)&fault_pages : (void *)&details;
+	struct vcpustat_detail *d = bpf_map_lookup_elem(map, k);
+
+	if (d || !create)
+		return d;
+	bpf_map_update_elem(map, k, &zero_detail, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, k);
 }
 
 static __always_inline struct vcpustat_cpu *env_cpu(__u32 cpu)
@@ -629,6 +662,54 @@ int BPF_PROG(on_kvm_hypercall, unsigned long nr, unsigned long a0, unsigned long
 	ev.arg1 = a0;
 	ev.arg2 = a1;
 	return run_event(&ev);
+}
+
+/*
+ * Exit details: what the open exit accessed. Each fires inside an exit's
+ * handling, on the vCPU's thread; the handler keeps it for the kvm_entry
+ * (include/vcpustat_handler.h, on_exit_detail). Only tracked vCPUs count:
+ * one hot-page load decides for every other thread.
+ */
+static __always_inline int exit_detail(__u64 type, __u64 arg0, __u64 arg1, __u64 arg2)
+{
+	struct vcpustat_event ev;
+
+	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
+		return 0;
+	event_current(&ev, type);
+	ev.arg0 = arg0;
+	ev.arg1 = arg1;
+	ev.arg2 = arg2;
+	return run_event(&ev);
+}
+
+SEC("tp_btf/kvm_pio")
+int BPF_PROG(on_kvm_pio, unsigned int rw, unsigned int port, unsigned int size, unsigned int count)
+{
+	return exit_detail(VCPUSTAT_EV_PIO, port, rw, size);
+}
+
+SEC("tp_btf/kvm_mmio")
+int BPF_PROG(on_kvm_mmio, int type, int len, __u64 gpa)
+{
+	return exit_detail(VCPUSTAT_EV_MMIO, gpa, (__u32)type, (__u32)len);
+}
+
+SEC("tp_btf/kvm_msr")
+int BPF_PROG(on_kvm_msr, unsigned int write, __u32 ecx, __u64 data, bool exception)
+{
+	return exit_detail(VCPUSTAT_EV_MSR, ecx, write, exception);
+}
+
+/*
+ * kvm_page_fault's arguments changed (a vcpu pointer came first from 6.x on),
+ * its fields did not: a classic tp/ program with CO-RE reads them anywhere.
+ */
+SEC("tp/kvm/kvm_page_fault")
+int on_kvm_page_fault(struct trace_event_raw_kvm_page_fault *ctx)
+{
+	exit_detail(VCPUSTAT_EV_PAGE_FAULT, BPF_CORE_READ(ctx, fault_address), BPF_CORE_READ(ctx, error_code), 0);
+	return TP_PASS;
 }
 
 /*

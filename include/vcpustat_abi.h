@@ -40,6 +40,12 @@ enum vcpustat_event_type {
 	VCPUSTAT_EV_HYPERCALL,	    /* kvm_hypercall: arg0 = nr, arg1 = a0, arg2 = a1 */
 	VCPUSTAT_EV_SEED,	    /* user space adds a vCPU it found (a VM already running):
 				       tid/tgid, arg0 = vCPU index, comm = thread name */
+	VCPUSTAT_EV_PIO,	    /* kvm_pio: arg0 = port, arg1 = rw (1: out), arg2 = size */
+	VCPUSTAT_EV_MMIO,	    /* kvm_mmio: arg0 = guest-physical address, arg1 = type
+				       (KVM_TRACE_MMIO_*: 0 read unsatisfied, 1 read, 2 write), arg2 = len */
+	VCPUSTAT_EV_MSR,	    /* kvm_msr: arg0 = MSR index, arg1 = write, arg2 = exception */
+	VCPUSTAT_EV_PAGE_FAULT,	    /* kvm_page_fault: arg0 = fault address (guest-physical for
+				       nested/EPT faults), arg1 = error code */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -145,6 +151,17 @@ struct vcpustat_vcpu {
 	__u32 wait_cpu;	  /* CPU whose run queue it waits on (VCPU_PCPU_NONE: not waiting) */
 	__u32 wait_slot;  /* its slot in that CPU's cpu.waiting[] */
 	__u32 pad;
+	/*
+	 * The exit details of the open exit (EV_PIO/MMIO/MSR, EV_PAGE_FAULT),
+	 * charged at its kvm_entry: the first access, and the first page fault.
+	 */
+	__u64 detail_addr;
+	__u64 fault_addr;
+	__u8 detail_kind;   /* enum vcpustat_detail_kind, 0: none pending */
+	__u8 detail_access; /* enum vcpustat_detail_access */
+	__u8 fault_pending;
+	__u8 fault_access;
+	__u32 pad2;
 };
 
 /*
@@ -212,6 +229,49 @@ struct vcpustat_hist {
 };
 
 /*
+ * Exit details (details map: port I/O, MMIO, MSRs; fault_pages map: nested
+ * page faults): per VM, what the exits accessed, counted at the exit's
+ * kvm_entry with its handling time (kvm_exit to kvm_entry, the same time
+ * as the exit's latency sample). An exit is in each kind's table at most
+ * once (its first access of that kind); an MMIO exit that began as a nested
+ * page fault is in both tables. Each (tgid, kind, access) has an "other"
+ * row, addr VCPUSTAT_DETAIL_OTHER, made with its first key: when a map is
+ * full, new keys are counted there; only when that row could not be made
+ * either is the sample lost (LOST_DETAIL_FULL).
+ */
+enum vcpustat_detail_kind {
+	VCPUSTAT_DETAIL_NONE = 0,
+	VCPUSTAT_DETAIL_PIO,	    /* addr = port */
+	VCPUSTAT_DETAIL_MMIO,	    /* addr = guest-physical address */
+	VCPUSTAT_DETAIL_MSR,	    /* addr = MSR index */
+	VCPUSTAT_DETAIL_PAGE_FAULT, /* addr = faulting page (address & ~0xfff) */
+	VCPUSTAT_NR_DETAIL_KINDS,
+};
+
+enum vcpustat_detail_access {
+	VCPUSTAT_ACCESS_READ = 0,
+	VCPUSTAT_ACCESS_WRITE,
+	VCPUSTAT_ACCESS_FETCH, /* page faults: an instruction fetch */
+	VCPUSTAT_NR_ACCESSES,
+};
+
+#define VCPUSTAT_DETAIL_OTHER 0xffffffffffffffffULL
+
+struct vcpustat_detail_key {
+	__u32 tgid;
+	__u8 kind;   /* enum vcpustat_detail_kind */
+	__u8 access; /* enum vcpustat_detail_access */
+	__u16 pad;
+	__u64 addr;
+};
+
+struct vcpustat_detail {
+	__u64 count;
+	__u64 sum_ns; /* handling time: kvm_exit to the next kvm_entry */
+	__u64 max_ns;
+};
+
+/*
  * The scheduler handlers' hot page (BPF global data section .data.hotpath,
  * one page-aligned map of its own): all they read before they know that an
  * event concerns no vCPU. maybe_tids: bit (tid % VCPUSTAT_HOT_TID_SLOTS) is
@@ -241,6 +301,7 @@ enum vcpustat_lost {
 	VCPUSTAT_LOST_DEAD_FULL,   /* dead_vcpus map full: final totals dropped */
 	VCPUSTAT_LOST_CULPRIT_FULL, /* culprits map full: culprit time dropped */
 	VCPUSTAT_LOST_WAIT_SLOTS,  /* > VCPUSTAT_WAIT_SLOTS vCPUs waited on one CPU: not attributed */
+	VCPUSTAT_LOST_DETAIL_FULL, /* details/fault_pages map full, even for the "other" row */
 	VCPUSTAT_NR_LOST,
 };
 
@@ -250,6 +311,8 @@ enum vcpustat_lost {
 #define VCPUSTAT_MAX_HISTS 4096
 #define VCPUSTAT_MAX_DEAD 1024
 #define VCPUSTAT_MAX_CULPRITS 16384
+#define VCPUSTAT_MAX_DETAILS 4096     /* port, MMIO and MSR rows of all VMs */
+#define VCPUSTAT_MAX_FAULT_PAGES 4096 /* page-fault rows of all VMs */
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */
 #define VCPUSTAT_RINGBUF_CPU_MIN_BYTES (1u << 20) /* ... but at least this per CPU */
 

@@ -30,6 +30,8 @@
  *   void  env_vcpu_new(struct vcpustat_vcpu *v);                       a vCPU was created
  *   void  env_vcpu_gone(struct vcpustat_vcpu *v);                      ... is about to be deleted
  *   void  env_cpu_waiting(__u32 cpu, bool waiting);                   cpu's nr_waiting became (non)zero
+ *   struct vcpustat_detail *env_detail_get(const struct vcpustat_detail_key *k, bool create);
+ *                                                                      lookup (and create zeroed), NULL if none
  */
 #ifndef VCPUSTAT_HANDLER_H
 #define VCPUSTAT_HANDLER_H
@@ -111,6 +113,105 @@ HANDLER_INLINE void hist_add(__u32 tgid, const struct vcpu_fsm_sample *smp)
 		if (ns <= old || __sync_val_compare_and_swap(&h->max_ns, old, ns) == old)
 			break;
 	}
+}
+
+/* ---- exit details (docs/record-abi.md, "Exit details") ---- */
+
+HANDLER_INLINE void detail_add(__u32 tgid, __u8 kind, __u8 access, __u64 addr, __u64 ns)
+{
+	struct vcpustat_detail_key key = { .tgid = tgid, .kind = kind, .access = access, .pad = 0, .addr = addr };
+	struct vcpustat_detail_key other = key;
+	struct vcpustat_detail *d;
+	__u64 old;
+	int i;
+
+	other.addr = VCPUSTAT_DETAIL_OTHER;
+	d = env_detail_get(&key, false);
+	if (!d) {
+		/*
+		 * A new key: its (VM, kind, access) catch-all row is made first,
+		 * while there is room, so that keys a full table cannot hold
+		 * are counted there rather than lost.
+		 */
+		env_detail_get(&other, true);
+		d = env_detail_get(&key, true);
+		if (!d)
+			d = env_detail_get(&other, false);
+		if (!d) {
+			env_lost(VCPUSTAT_LOST_DETAIL_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&d->count, 1);
+	__sync_fetch_and_add(&d->sum_ns, ns);
+	for (i = 0; i < 4; i++) {
+		old = d->max_ns;
+		if (ns <= old || __sync_val_compare_and_swap(&d->max_ns, old, ns) == old)
+			break;
+	}
+}
+
+/*
+ * An access the open exit made (kvm_pio, kvm_mmio, kvm_msr, kvm_page_fault
+ * between a kvm_exit and its kvm_entry): kept in the vCPU until the entry.
+ * Only the first of each table: an MMIO read that user space completes
+ * traces kvm_mmio twice (unsatisfied, then the value), one exit.
+ */
+HANDLER_INLINE void on_exit_detail(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+
+	if (!v || !(v->fsm.flags & VCPU_F_IN_EXIT))
+		return;
+	switch (ev->type) {
+	case VCPUSTAT_EV_PAGE_FAULT:
+		if (v->fault_pending)
+			return;
+		v->fault_pending = 1;
+		v->fault_addr = ev->arg0 & ~0xfffULL;
+		/* x86 page-fault error code: bit 1 write, bit 4 instruction fetch */
+		v->fault_access = (ev->arg1 & 0x10) ? VCPUSTAT_ACCESS_FETCH :
+				  (ev->arg1 & 0x2)  ? VCPUSTAT_ACCESS_WRITE :
+						      VCPUSTAT_ACCESS_READ;
+		return;
+	case VCPUSTAT_EV_PIO:
+		if (v->detail_kind)
+			return;
+		v->detail_kind = VCPUSTAT_DETAIL_PIO;
+		v->detail_access = ev->arg1 ? VCPUSTAT_ACCESS_WRITE : VCPUSTAT_ACCESS_READ;
+		break;
+	case VCPUSTAT_EV_MMIO:
+		if (v->detail_kind)
+			return;
+		v->detail_kind = VCPUSTAT_DETAIL_MMIO;
+		v->detail_access = ev->arg1 == 2 ? VCPUSTAT_ACCESS_WRITE : VCPUSTAT_ACCESS_READ;
+		break;
+	case VCPUSTAT_EV_MSR:
+		if (v->detail_kind)
+			return;
+		v->detail_kind = VCPUSTAT_DETAIL_MSR;
+		v->detail_access = ev->arg1 ? VCPUSTAT_ACCESS_WRITE : VCPUSTAT_ACCESS_READ;
+		break;
+	default:
+		return;
+	}
+	v->detail_addr = ev->arg0;
+}
+
+/* kvm_entry or the thread's exit (before the state machine closes the exit): charge its details. */
+HANDLER_INLINE void exit_details_close(struct vcpustat_vcpu *v, __u64 now)
+{
+	__u64 ns;
+
+	if (!v->detail_kind && !v->fault_pending)
+		return;
+	ns = vcpu_fsm_elapsed(v->fsm.exit_since, now);
+	if (v->detail_kind)
+		detail_add(v->tgid, v->detail_kind, v->detail_access, v->detail_addr, ns);
+	if (v->fault_pending)
+		detail_add(v->tgid, VCPUSTAT_DETAIL_PAGE_FAULT, v->fault_access, v->fault_addr, ns);
+	v->detail_kind = 0;
+	v->fault_pending = 0;
 }
 
 /* Everything a state-machine step produced: histogram samples and records. */
@@ -395,6 +496,8 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 	v = env_vcpu_lookup(tid);
 	if (v) {
 		wait_end(v);
+		if (v->fsm.flags & VCPU_F_IN_EXIT)
+			exit_details_close(v, ev->ts); /* like its exit's latency sample */
 		vcpu_fsm_process_exit(&v->fsm, ev->ts, &s);
 		if (s.sample[0].kind != VCPU_SAMPLE_NONE)
 			hist_add(v->tgid, &s.sample[0]);
@@ -433,6 +536,8 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 
 	switch (ev->type) {
 	case VCPUSTAT_EV_KVM_ENTRY:
+		if (v->fsm.flags & VCPU_F_IN_EXIT)
+			exit_details_close(v, ev->ts);
 		vcpu_fsm_kvm_entry(&v->fsm, ev->ts, &s);
 		if (v->sync_pending) {
 			v->sync_pending = 0;
@@ -442,6 +547,8 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 		}
 		break;
 	case VCPUSTAT_EV_KVM_EXIT:
+		v->detail_kind = 0; /* an exit whose entry was never seen keeps nothing */
+		v->fault_pending = 0;
 		vcpu_fsm_kvm_exit(&v->fsm, ev->ts, (__u32)ev->arg0, (__u32)ev->arg1, &s);
 		arg0 = (__u32)ev->arg0;
 		arg1 = (__u32)ev->arg1;
@@ -494,6 +601,12 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		break;
 	case VCPUSTAT_EV_SEED:
 		on_seed(ev);
+		break;
+	case VCPUSTAT_EV_PIO:
+	case VCPUSTAT_EV_MMIO:
+	case VCPUSTAT_EV_MSR:
+	case VCPUSTAT_EV_PAGE_FAULT:
+		on_exit_detail(ev);
 		break;
 	}
 	return 0;

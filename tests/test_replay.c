@@ -33,7 +33,7 @@ static void random_event(unsigned int *seed, __u64 *ts, struct vcpustat_event *e
 {
 	static const __u32 tids[] = { 101, 102, 103, 201, 202, 900, 901, 0 };
 	__u32 tid = tids[rand_r(seed) % 8], tid2 = tids[rand_r(seed) % 8];
-	int r = rand_r(seed) % 100;
+	int r = rand_r(seed) % 112;
 
 	memset(ev, 0, sizeof(*ev));
 	*ts += (__u64)(rand_r(seed) % 5000);
@@ -79,9 +79,17 @@ static void random_event(unsigned int *seed, __u64 *ts, struct vcpustat_event *e
 		ev->type = VCPUSTAT_EV_HYPERCALL;
 		ev->arg0 = rand_r(seed) % 2 ? VCPUSTAT_SYNC_HYPERCALL_NR : 3;
 		ev->arg1 = (__u64)rand_r(seed) << 20;
-	} else {
+	} else if (r < 100) {
 		ev->type = VCPUSTAT_EV_PROCESS_EXIT;
 		ev->arg0 = (__u64)(rand_r(seed) % 2);
+	} else {
+		/* exit details: a few ports, addresses, MSRs and pages, so that the small tables overflow */
+		static const __u64 types[] = { VCPUSTAT_EV_PIO, VCPUSTAT_EV_MMIO, VCPUSTAT_EV_MSR, VCPUSTAT_EV_PAGE_FAULT };
+
+		ev->type = types[rand_r(seed) % 4];
+		ev->arg0 = (__u64)(rand_r(seed) % 6) << (ev->type == VCPUSTAT_EV_PAGE_FAULT ? 12 : 4);
+		ev->arg1 = (__u64)(rand_r(seed) % 0x20);
+		ev->arg2 = 4;
 	}
 }
 
@@ -111,6 +119,12 @@ static int cmp_culprit(const void *a, const void *b)
 		      &((const struct vcpustat_culprit_entry *)b)->key, sizeof(struct vcpustat_culprit_key));
 }
 
+static int cmp_detail(const void *a, const void *b)
+{
+	return memcmp(&((const struct vcpustat_detail_entry *)a)->key, &((const struct vcpustat_detail_entry *)b)->key,
+		      sizeof(struct vcpustat_detail_key));
+}
+
 static void assert_same_snapshots(struct vcpustat_snapshot *a, struct vcpustat_snapshot *b, int round)
 {
 	cr_assert_eq(a->nr_vcpus, b->nr_vcpus, "round %d: vcpus", round);
@@ -118,6 +132,11 @@ static void assert_same_snapshots(struct vcpustat_snapshot *a, struct vcpustat_s
 	cr_assert_eq(a->nr_vms, b->nr_vms, "round %d: vms", round);
 	cr_assert_eq(a->nr_hists, b->nr_hists, "round %d: hists", round);
 	cr_assert_eq(a->nr_culprits, b->nr_culprits, "round %d: culprits", round);
+	cr_assert_eq(a->nr_details, b->nr_details, "round %d: exit details", round);
+	qsort(a->details, a->nr_details, sizeof(*a->details), cmp_detail);
+	qsort(b->details, b->nr_details, sizeof(*b->details), cmp_detail);
+	cr_assert_eq(memcmp(a->details, b->details, a->nr_details * sizeof(*a->details)), 0,
+		     "round %d: exit details differ", round);
 	qsort(a->vcpus, a->nr_vcpus, sizeof(*a->vcpus), cmp_vcpu);
 	qsort(b->vcpus, b->nr_vcpus, sizeof(*b->vcpus), cmp_vcpu);
 	qsort(a->dead, a->nr_dead, sizeof(*a->dead), cmp_vcpu);
@@ -144,10 +163,12 @@ static void assert_same_snapshots(struct vcpustat_snapshot *a, struct vcpustat_s
 
 Test(replay, kernel_and_user_space_replay_are_identical, .timeout = 120)
 {
-	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_FULL, .ringbuf_bytes = 64u << 20 };
+	/* small exit-detail tables: the "other" rows and their losses must match too */
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_FULL, .ringbuf_bytes = 64u << 20, .max_details = 24 };
 	struct rec_log live = { calloc(MAX_RECS, sizeof(struct vcpustat_record)), 0 };
 	struct rec_log offline = { calloc(MAX_RECS, sizeof(struct vcpustat_record)), 0 };
-	struct replay_options ro = { .record_level = VCPUSTAT_LEVEL_FULL, .on_record = log_record, .ctx = &offline };
+	struct replay_options ro = { .record_level = VCPUSTAT_LEVEL_FULL, .on_record = log_record, .ctx = &offline,
+				     .max_details = 24 };
 	struct vcpustat_snapshot a, b;
 	struct ring_buffer *rb;
 	struct replay *rp;
@@ -179,6 +200,16 @@ Test(replay, kernel_and_user_space_replay_are_identical, .timeout = 120)
 		cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
 		cr_assert_eq(replay_snapshot(rp, &b), 0);
 		assert_same_snapshots(&a, &b, round);
+		if (round == 19) {
+			size_t other = 0;
+
+			for (size_t i = 0; i < a.nr_details; i++)
+				other += a.details[i].key.addr == VCPUSTAT_DETAIL_OTHER;
+			cr_log_info("%zu exit-detail rows, %zu of them \"other\"; %llu samples lost", a.nr_details, other,
+				    (unsigned long long)a.lost[VCPUSTAT_LOST_DETAIL_FULL]);
+			cr_assert_gt(a.nr_details, 10, "the sequence exercises the exit details");
+			cr_assert_gt(other, 0, "and fills their tables");
+		}
 		vcpustat_snapshot_free(&a);
 		vcpustat_snapshot_free(&b);
 	}

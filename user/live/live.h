@@ -38,6 +38,8 @@ struct vcpustat_options {
 	unsigned int max_vcpus;			 /* 0: VCPUSTAT_MAX_VCPUS */
 	unsigned int max_vms;			 /* 0: VCPUSTAT_MAX_VMS */
 	unsigned int max_hists;			 /* 0: VCPUSTAT_MAX_HISTS */
+	unsigned int max_details;		 /* rows of each exit-detail map (0: VCPUSTAT_MAX_DETAILS,
+						    VCPUSTAT_MAX_FAULT_PAGES) */
 	unsigned int ringbuf_bytes;		 /* the rings' total, split among the online CPUs
 						    (0: VCPUSTAT_RINGBUF_BYTES, and at least
 						    VCPUSTAT_RINGBUF_CPU_MIN_BYTES per CPU) */

@@ -51,6 +51,10 @@ static const struct prog_def prog_defs[] = {
 	{ "on_kvm_userspace_exit", "kvm:kvm_userspace_exit", true, true, false },
 	{ "on_kvm_fpu", "kvm:kvm_fpu", true, true, false },
 	{ "on_kvm_hypercall", "kvm:kvm_hypercall", true, true, false },
+	{ "on_kvm_pio", "kvm:kvm_pio", true, true, false },
+	{ "on_kvm_mmio", "kvm:kvm_mmio", true, true, false },
+	{ "on_kvm_msr", "kvm:kvm_msr", true, true, false },
+	{ "on_kvm_page_fault", "kvm:kvm_page_fault", false, true, false },
 };
 #define NR_PROGS (sizeof(prog_defs) / sizeof(prog_defs[0]))
 
@@ -413,6 +417,10 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		bpf_map__set_max_entries(vs->skel->maps.vms, opts->max_vms);
 	if (opts->max_hists)
 		bpf_map__set_max_entries(vs->skel->maps.hists, opts->max_hists);
+	if (opts->max_details) {
+		bpf_map__set_max_entries(vs->skel->maps.details, opts->max_details);
+		bpf_map__set_max_entries(vs->skel->maps.fault_pages, opts->max_details);
+	}
 	/*
 	 * The rings: ringbuf_bytes (default VCPUSTAT_RINGBUF_BYTES) split among
 	 * the online CPUs, a power of two pages each, and by default no less
@@ -775,6 +783,36 @@ int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
 	return read_lost(vs, lost);
 }
 
+/* The rows of the details and fault_pages maps, one after the other, in snap->details. */
+static int read_details(struct vcpustat *vs, struct vcpustat_snapshot *snap)
+{
+	const struct bpf_map *maps[] = { vs->skel->maps.details, vs->skel->maps.fault_pages };
+	size_t n, i;
+	int err;
+
+	for (int m = 0; m < 2; m++) {
+		struct vcpustat_detail_entry *d;
+
+		err = read_hash_locked(vs, maps[m], false, &n);
+		if (err)
+			return err;
+		d = realloc(snap->details, (snap->nr_details + n + 1) * sizeof(*d));
+		if (d) {
+			snap->details = d;
+			memset(d + snap->nr_details, 0, (n + 1) * sizeof(*d));
+			for (i = 0; i < n; i++) {
+				d[snap->nr_details + i].key = ((struct vcpustat_detail_key *)vs->read_keys)[i];
+				d[snap->nr_details + i].detail = ((struct vcpustat_detail *)vs->read_vals)[i];
+			}
+			snap->nr_details += n;
+		}
+		pthread_mutex_unlock(&vs->read_lock);
+		if (!d)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 {
 	void *keys = NULL, *vals = NULL;
@@ -833,6 +871,9 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 		goto fail;
 	}
 
+	err = read_details(vs, snap);
+	if (err)
+		goto fail;
 	err = read_lost(vs, snap->lost);
 	if (err)
 		goto fail;
@@ -871,6 +912,10 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 	err = delete_by_tgid(vs, vs->skel->maps.hists, tgid);
 	if (!err)
 		err = delete_by_tgid(vs, vs->skel->maps.culprits, tgid);
+	if (!err)
+		err = delete_by_tgid(vs, vs->skel->maps.details, tgid);
+	if (!err)
+		err = delete_by_tgid(vs, vs->skel->maps.fault_pages, tgid);
 	return err;
 }
 

@@ -37,6 +37,12 @@ struct vcpustat_hist_entry {
 };
 
 /* One culprit: who ran (key.tid) while VM key.vm_tgid waited. */
+/* One exit-detail row (details and fault_pages maps). */
+struct vcpustat_detail_entry {
+	struct vcpustat_detail_key key;
+	struct vcpustat_detail detail;
+};
+
 struct vcpustat_culprit_entry {
 	struct vcpustat_culprit_key key;
 	struct vcpustat_culprit culprit;
@@ -55,6 +61,8 @@ struct vcpustat_snapshot {
 	size_t nr_hists;
 	struct vcpustat_culprit_entry *culprits;
 	size_t nr_culprits;
+	struct vcpustat_detail_entry *details; /* both maps' rows */
+	size_t nr_details;
 	__u64 lost[VCPUSTAT_NR_LOST];
 };
 
@@ -99,6 +107,13 @@ int vcpu_state_from_name(const char *s);
 const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len);
 /* "IO", "HLT", ... (KVM_EXIT_<NAME>); unknown as "KVM_EXIT_123". */
 const char *userspace_exit_name(unsigned int reason, char *buf, size_t len);
+/* Exit details: "pio", "mmio", "msr", "page_fault"; "read", "write", "fetch". */
+const char *detail_kind_name(unsigned int kind);
+const char *detail_access_name(unsigned int access);
+/* A row's target as people read it: "0x3f8", "0xc0000080", "other". */
+const char *detail_target(__u64 addr, char *buf, size_t len);
+/* The architectural or KVM name of an MSR ("EFER", "x2APIC_ICR"), NULL if not known. */
+const char *msr_name(__u32 index);
 /*
  * Back from those names (what recordings store) to the code: 0, or -ENOENT.
  * A VMX name gives the basic exit reason (the FAILED_VMENTRY flag is not in the name).
@@ -170,6 +185,21 @@ struct latency_summary {
 	__u64 count_total;		/* since attach */
 };
 
+/*
+ * One row of a VM's exit-detail tables: what its exits accessed (port,
+ * MMIO address, MSR, faulting page) and how long those exits took, kvm_exit
+ * to kvm_entry (include/vcpustat_abi.h, "Exit details").
+ */
+struct detail_summary {
+	__u32 kind;			 /* enum vcpustat_detail_kind */
+	__u32 access;			 /* enum vcpustat_detail_access */
+	__u64 addr;			 /* VCPUSTAT_DETAIL_OTHER: keys a full table could not hold */
+	__u64 count, sum_ns;		 /* in the window */
+	__u64 max_ns;			 /* since attach */
+	__u64 count_total, sum_ns_total; /* since attach */
+	double rate;			 /* per second */
+};
+
 struct culprit_summary {
 	__u32 tid, tgid;
 	__u64 cgroup_id;
@@ -239,6 +269,8 @@ struct vm_summary {
 	struct latency_summary *uexits; /* userspace exits, by rate */
 	size_t nr_uexits;
 	struct latency_summary runq; /* run-queue wait latency */
+	struct detail_summary *details; /* rows counted in the window: by kind, then count, descending */
+	size_t nr_details;
 	struct culprit_summary *culprits; /* by ns, descending */
 	size_t nr_culprits;
 	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */
@@ -250,6 +282,7 @@ struct summary {
 	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach); reports: ns since trace start */
 	__u64 wall_t1;	/* CLOCK_REALTIME ns of t1 for the text header (0: now) */
 	bool no_wall_clock; /* a report of a file without a wall clock: the header shows t1 as +seconds */
+	bool has_details;   /* exit details are known (the BPF maps or a replay; recordings do not keep them) */
 	double seconds; /* t1 - t0 */
 	struct vm_summary *vms; /* sorted by name, then pid */
 	size_t nr_vms;

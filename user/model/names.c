@@ -358,10 +358,89 @@ static const char *const lost_kind_names[VCPUSTAT_NR_LOST] = {
 	[VCPUSTAT_LOST_RINGBUF] = "ringbuf",	      [VCPUSTAT_LOST_VCPU_FULL] = "vcpu_table_full",
 	[VCPUSTAT_LOST_VM_FULL] = "vm_table_full",     [VCPUSTAT_LOST_HIST_FULL] = "hist_table_full",
 	[VCPUSTAT_LOST_DEAD_FULL] = "dead_table_full", [VCPUSTAT_LOST_CULPRIT_FULL] = "culprit_table_full",
-	[VCPUSTAT_LOST_WAIT_SLOTS] = "wait_slots",
+	[VCPUSTAT_LOST_WAIT_SLOTS] = "wait_slots",     [VCPUSTAT_LOST_DETAIL_FULL] = "detail_table_full",
 };
 
 const char *lost_kind_name(unsigned int kind)
 {
 	return kind < VCPUSTAT_NR_LOST ? lost_kind_names[kind] : "invalid";
+}
+
+static const char *const detail_kind_names[VCPUSTAT_NR_DETAIL_KINDS] = {
+	[VCPUSTAT_DETAIL_NONE] = "none", [VCPUSTAT_DETAIL_PIO] = "pio",		      [VCPUSTAT_DETAIL_MMIO] = "mmio",
+	[VCPUSTAT_DETAIL_MSR] = "msr",	 [VCPUSTAT_DETAIL_PAGE_FAULT] = "page_fault",
+};
+
+const char *detail_kind_name(unsigned int kind)
+{
+	return kind < VCPUSTAT_NR_DETAIL_KINDS ? detail_kind_names[kind] : "invalid";
+}
+
+const char *detail_access_name(unsigned int access)
+{
+	static const char *const names[VCPUSTAT_NR_ACCESSES] = { "read", "write", "fetch" };
+
+	return access < VCPUSTAT_NR_ACCESSES ? names[access] : "invalid";
+}
+
+const char *detail_target(__u64 addr, char *buf, size_t len)
+{
+	if (addr == VCPUSTAT_DETAIL_OTHER)
+		snprintf(buf, len, "other");
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
+	return buf;
+}
+
+/* The MSRs guests touch most often through exits (Intel SDM vol. 4, AMD APM vol. 2, KVM's paravirtual ones). */
+static const struct {
+	__u32 index;
+	const char *name;
+} msr_names[] = {
+	{ 0x10, "TSC" },
+	{ 0x1b, "APIC_BASE" },
+	{ 0x3a, "FEATURE_CONTROL" },
+	{ 0x48, "SPEC_CTRL" },
+	{ 0x49, "PRED_CMD" },
+	{ 0x8b, "BIOS_SIGN_ID" },
+	{ 0xe7, "MPERF" },
+	{ 0xe8, "APERF" },
+	{ 0x10a, "ARCH_CAPABILITIES" },
+	{ 0x174, "SYSENTER_CS" },
+	{ 0x1a0, "MISC_ENABLE" },
+	{ 0x277, "PAT" },
+	{ 0x6e0, "TSC_DEADLINE" },
+	{ 0x802, "x2APIC_ID" },
+	{ 0x808, "x2APIC_TPR" },
+	{ 0x80b, "x2APIC_EOI" },
+	{ 0x830, "x2APIC_ICR" },
+	{ 0x832, "x2APIC_LVT_TIMER" },
+	{ 0x838, "x2APIC_TMICT" },
+	{ 0x839, "x2APIC_TMCCT" },
+	{ 0x83e, "x2APIC_TDCR" },
+	{ 0x83f, "x2APIC_SELF_IPI" },
+	{ 0x4b564d00, "KVM_WALL_CLOCK_NEW" },
+	{ 0x4b564d01, "KVM_SYSTEM_TIME_NEW" },
+	{ 0x4b564d02, "KVM_ASYNC_PF_EN" },
+	{ 0x4b564d03, "KVM_STEAL_TIME" },
+	{ 0x4b564d04, "KVM_PV_EOI_EN" },
+	{ 0x4b564d05, "KVM_POLL_CONTROL" },
+	{ 0xc0000080, "EFER" },
+	{ 0xc0000081, "STAR" },
+	{ 0xc0000082, "LSTAR" },
+	{ 0xc0000084, "SFMASK" },
+	{ 0xc0000100, "FS_BASE" },
+	{ 0xc0000101, "GS_BASE" },
+	{ 0xc0000102, "KERNEL_GS_BASE" },
+	{ 0xc0000103, "TSC_AUX" },
+	{ 0xc0010015, "HWCR" },
+	{ 0xc0010117, "VM_HSAVE_PA" },
+};
+
+const char *msr_name(__u32 index)
+{
+	for (size_t i = 0; i < sizeof(msr_names) / sizeof(msr_names[0]); i++)
+		if (msr_names[i].index == index)
+			return msr_names[i].name;
+	return NULL;
 }

@@ -11,5 +11,6 @@ void vcpustat_snapshot_free(struct vcpustat_snapshot *snap)
 	free(snap->vms);
 	free(snap->hists);
 	free(snap->culprits);
+	free(snap->details);
 	memset(snap, 0, sizeof(*snap));
 }

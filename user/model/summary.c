@@ -81,6 +81,7 @@ struct prev_index {
 	struct hashmap vcpus;	 /* tid -> const struct vcpustat_vcpu * (+ dead flag) */
 	struct hashmap hists;	 /* key -> const struct vcpustat_hist * */
 	struct hashmap culprits; /* key -> const struct vcpustat_culprit * */
+	struct hashmap details;	 /* key -> const struct vcpustat_detail * */
 };
 
 struct prev_vcpu {
@@ -93,6 +94,7 @@ static void prev_index_free(struct prev_index *p)
 	hashmap_free(&p->vcpus);
 	hashmap_free(&p->hists);
 	hashmap_free(&p->culprits);
+	hashmap_free(&p->details);
 }
 
 static int prev_index_build(struct prev_index *p, const struct vcpustat_snapshot *prev)
@@ -106,6 +108,8 @@ static int prev_index_build(struct prev_index *p, const struct vcpustat_snapshot
 		err = hashmap_init(&p->hists, sizeof(struct vcpustat_hist_key), sizeof(void *), 0);
 	if (!err)
 		err = hashmap_init(&p->culprits, sizeof(struct vcpustat_culprit_key), sizeof(void *), 0);
+	if (!err)
+		err = hashmap_init(&p->details, sizeof(struct vcpustat_detail_key), sizeof(void *), 0);
 	if (err || !prev)
 		return err;
 	for (i = 0; i < prev->nr_vcpus && !err; i++) {
@@ -122,6 +126,11 @@ static int prev_index_build(struct prev_index *p, const struct vcpustat_snapshot
 		const struct vcpustat_culprit *c = &prev->culprits[i].culprit;
 
 		err = hashmap_update(&p->culprits, &prev->culprits[i].key, &c);
+	}
+	for (i = 0; i < prev->nr_details && !err; i++) {
+		const struct vcpustat_detail *d = &prev->details[i].detail;
+
+		err = hashmap_update(&p->details, &prev->details[i].key, &d);
 	}
 	return err;
 }
@@ -288,6 +297,52 @@ static int by_ns(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* Exit details: by kind, then the window's count (descending), then target. */
+static int by_kind_count(const void *a, const void *b)
+{
+	const struct detail_summary *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->access < y->access ? -1 : x->access > y->access;
+}
+
+/* The window's share of one exit-detail row, appended to its VM's table if it counted anything. */
+static int detail_add(struct summary *s, struct hashmap *by_tgid, const struct prev_index *pi,
+		      const struct vcpustat_detail_entry *e)
+{
+	const struct vcpustat_detail **before = hashmap_lookup(&pi->details, &e->key);
+	size_t *idx = hashmap_lookup(by_tgid, &e->key.tgid);
+	struct detail_summary *d;
+	struct vm_summary *vm;
+	__u64 count;
+
+	count = sub0(e->detail.count, before ? (*before)->count : 0);
+	if (!idx || !count)
+		return 0;
+	vm = &s->vms[*idx];
+	d = grow(vm->details, vm->nr_details, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	vm->details = d;
+	d += vm->nr_details++;
+	memset(d, 0, sizeof(*d));
+	d->kind = e->key.kind;
+	d->access = e->key.access;
+	d->addr = e->key.addr;
+	d->count = count;
+	d->sum_ns = sub0(e->detail.sum_ns, before ? (*before)->sum_ns : 0);
+	d->max_ns = e->detail.max_ns;
+	d->count_total = e->detail.count;
+	d->sum_ns_total = e->detail.sum_ns;
+	d->rate = s->seconds > 0 ? (double)count / s->seconds : 0;
+	return 0;
+}
+
 static int by_index(const void *a, const void *b)
 {
 	const struct vcpu_summary *x = a, *y = b;
@@ -355,6 +410,7 @@ void summary_free_vm(struct vm_summary *vm)
 	free(vm->exits);
 	free(vm->uexits);
 	free(vm->culprits);
+	free(vm->details);
 	free(vm->vmm.culprits);
 	for (size_t i = 0; i < vm->nr_guest_threads; i++)
 		free(vm->guest_threads[i].culprits);
@@ -379,6 +435,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 	int err;
 
 	memset(s, 0, sizeof(*s));
+	s->has_details = true;
 	s->t0 = prev ? prev->ts : 0;
 	s->t1 = cur->ts;
 	s->seconds = (double)(s->t1 - (prev ? prev->ts : 0)) / 1e9;
@@ -446,6 +503,8 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		else if (e->key.kind == VCPU_SAMPLE_RUNQ_WAIT)
 			vm->runq = l;
 	}
+	for (i = 0; i < cur->nr_details && !err; i++)
+		err = detail_add(s, &by_tgid, &pi, &cur->details[i]);
 	/*
 	 * Entries of exited threads are folded into the VM's "exited" entry
 	 * between snapshots (vcpustat_prune): what they had counted before
@@ -497,6 +556,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->exits, vm->nr_exits, sizeof(*vm->exits), by_rate);
 		sort(vm->uexits, vm->nr_uexits, sizeof(*vm->uexits), by_rate);
 		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
+		sort(vm->details, vm->nr_details, sizeof(*vm->details), by_kind_count);
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			vm->culprits[c].share = waited ? (double)vm->culprits[c].ns / (double)waited : 0;
 	}

@@ -53,6 +53,22 @@ static json_t *latency_json(const struct latency_summary *l)
 	return o;
 }
 
+static json_t *detail_json(const struct detail_summary *d)
+{
+	const char *name = d->kind == VCPUSTAT_DETAIL_MSR && d->addr != VCPUSTAT_DETAIL_OTHER ? msr_name((__u32)d->addr) : NULL;
+	char target[32];
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:I}", "kind", detail_kind_name(d->kind), "target",
+		      detail_target(d->addr, target, sizeof(target)), "access", detail_access_name(d->access), "count",
+		      (json_int_t)d->count, "rate", d->rate, "sum_ns", (json_int_t)d->sum_ns, "max_ns",
+		      (json_int_t)d->max_ns, "count_total", (json_int_t)d->count_total, "sum_ns_total",
+		      (json_int_t)d->sum_ns_total);
+	if (name)
+		json_object_set_new(o, "name", json_string(name));
+	return o;
+}
+
 static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, const struct vcpu_summary *v)
 {
 	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid,
@@ -132,6 +148,13 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_object_set_new(o, "userspace_exits", uexits);
 		json_object_set_new(o, "runq_wait", latency_json(&vm->runq));
 		json_object_set_new(o, "culprits", cul);
+		if (s->has_details) {
+			json_t *det = json_array();
+
+			for (size_t d = 0; d < vm->nr_details; d++)
+				json_array_append_new(det, detail_json(&vm->details[d]));
+			json_object_set_new(o, "exit_details", det);
+		}
 		if (vm->vmm.known) {
 			json_t *vmm = json_object(), *vc = json_array();
 			static const char *const kind[VMM_NR_KINDS] = { "emulator", "vhost" };

@@ -37,6 +37,49 @@ static void print_latency_table(FILE *f, const char *title, const struct latency
 			l[i].count ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-", format_ns(l[i].max_ns, c, sizeof(c)));
 }
 
+/*
+ * The exit-detail tables (like `perf kvm stat --event ioport|mmio|msr`, per
+ * VM): one per kind, top `top` rows each; mean and max are the handling time
+ * of the exits that made the access, kvm_exit to kvm_entry.
+ */
+static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top)
+{
+	static const char *const title[VCPUSTAT_NR_DETAIL_KINDS] = {
+		[VCPUSTAT_DETAIL_PIO] = "I/O PORT",
+		[VCPUSTAT_DETAIL_MMIO] = "MMIO ADDRESS",
+		[VCPUSTAT_DETAIL_MSR] = "MSR",
+		[VCPUSTAT_DETAIL_PAGE_FAULT] = "FAULTING PAGE",
+	};
+	unsigned int kind = VCPUSTAT_NR_DETAIL_KINDS, shown = 0;
+	char t[48], a[24], b[24], c[24];
+
+	for (size_t i = 0; i < vm->nr_details; i++) {
+		const struct detail_summary *d = &vm->details[i];
+		const char *name;
+
+		if (d->kind >= VCPUSTAT_NR_DETAIL_KINDS || !title[d->kind])
+			continue;
+		if (d->kind != kind) {
+			kind = d->kind;
+			shown = 0;
+			fprintf(f, "    %-24s %-6s %10s %10s %10s %10s %10s\n", title[kind], "ACCESS", "COUNT", "RATE/s",
+				"MEAN", "TOTAL", "MAX");
+		}
+		if (top && shown++ >= top)
+			continue;
+		detail_target(d->addr, t, sizeof(t));
+		name = d->kind == VCPUSTAT_DETAIL_MSR && d->addr != VCPUSTAT_DETAIL_OTHER ? msr_name((__u32)d->addr) : NULL;
+		if (name) {
+			size_t len = strlen(t);
+
+			snprintf(t + len, sizeof(t) - len, " %s", name);
+		}
+		fprintf(f, "    %-24s %-6s %10llu %10.1f %10s %10s %10s\n", t, detail_access_name(d->access),
+			(unsigned long long)d->count, d->rate, format_ns(d->sum_ns / d->count, a, sizeof(a)),
+			format_ns(d->sum_ns, b, sizeof(b)), format_ns(d->max_ns, c, sizeof(c)));
+	}
+}
+
 static void print_culprit(FILE *f, const char *indent, const struct culprit_summary *cu)
 {
 	char who[96], b[24];
@@ -165,6 +208,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		}
 		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds);
 		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds);
+		print_details(f, vm, top);
 		if (vm->runq.count)
 			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds);
 		if (vm->nr_culprits) {

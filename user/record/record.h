@@ -282,6 +282,7 @@ struct replay_options {
 	unsigned int nr_cpus;	/* 0: 1024 */
 	unsigned int max_vcpus; /* 0: VCPUSTAT_MAX_VCPUS, like the kernel maps */
 	unsigned int max_vms, max_hists, max_culprits;
+	unsigned int max_details; /* 0: VCPUSTAT_MAX_DETAILS and VCPUSTAT_MAX_FAULT_PAGES, else both this */
 };
 
 int replay_new(struct replay **out, const struct replay_options *opts);

@@ -17,7 +17,7 @@ struct vcache {
 struct replay {
 	struct replay_options opts;
 	struct vcache vcache[VCACHE]; /* emptied whenever the vcpus table changes */
-	struct hashmap vcpus, dead, vms, hists, culprits;
+	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages;
 	struct vcpustat_cpu *cpus;
 	struct vcpustat_vcpu scratch;
 	struct vcpustat_record record;
@@ -87,6 +87,17 @@ static inline struct vcpustat_culprit *env_culprit_get(const struct vcpustat_cul
 	return hashmap_lookup(&cur->culprits, k);
 }
 
+/* Two tables as in the kernel: page faults cannot crowd out ports, MMIO and MSRs. */
+static inline struct vcpustat_detail *env_detail_get(const struct vcpustat_detail_key *k, bool create)
+{
+	struct hashmap *m = k->kind == VCPUSTAT_DETAIL_PAGE_FAULT ? &cur->fault_pages : &cur->details;
+	struct vcpustat_detail *d = hashmap_lookup(m, k);
+
+	if (d || !create || hashmap_insert(m, k, NULL))
+		return d;
+	return hashmap_lookup(m, k);
+}
+
 static inline struct vcpustat_cpu *env_cpu(__u32 cpu)
 {
 	return cpu < cur->opts.nr_cpus ? &cur->cpus[cpu] : NULL;
@@ -152,6 +163,8 @@ void replay_free(struct replay *r)
 	hashmap_free(&r->vms);
 	hashmap_free(&r->hists);
 	hashmap_free(&r->culprits);
+	hashmap_free(&r->details);
+	hashmap_free(&r->fault_pages);
 	free(r->cpus);
 	free(r);
 }
@@ -198,6 +211,12 @@ int replay_new(struct replay **out, const struct replay_options *opts)
 	if (!err)
 		err = hashmap_init(&r->culprits, sizeof(struct vcpustat_culprit_key), sizeof(struct vcpustat_culprit),
 				   r->opts.max_culprits);
+	if (!err)
+		err = hashmap_init(&r->details, sizeof(struct vcpustat_detail_key), sizeof(struct vcpustat_detail),
+				   r->opts.max_details ? r->opts.max_details : VCPUSTAT_MAX_DETAILS);
+	if (!err)
+		err = hashmap_init(&r->fault_pages, sizeof(struct vcpustat_detail_key), sizeof(struct vcpustat_detail),
+				   r->opts.max_details ? r->opts.max_details : VCPUSTAT_MAX_FAULT_PAGES);
 	if (err) {
 		replay_free(r);
 		return err;
@@ -265,6 +284,21 @@ int replay_snapshot(struct replay *r, struct vcpustat_snapshot *snap)
 		memcpy(&snap->culprits[i].culprit, v, sizeof(snap->culprits[i].culprit));
 	}
 	snap->nr_culprits = i;
+	snap->details = calloc(r->details.count + r->fault_pages.count + 1, sizeof(*snap->details));
+	if (!snap->details) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	i = 0;
+	for (pos = 0; hashmap_next(&r->details, &pos, &k, &v); i++) {
+		memcpy(&snap->details[i].key, k, sizeof(snap->details[i].key));
+		memcpy(&snap->details[i].detail, v, sizeof(snap->details[i].detail));
+	}
+	for (pos = 0; hashmap_next(&r->fault_pages, &pos, &k, &v); i++) {
+		memcpy(&snap->details[i].key, k, sizeof(snap->details[i].key));
+		memcpy(&snap->details[i].detail, v, sizeof(snap->details[i].detail));
+	}
+	snap->nr_details = i;
 	memcpy(snap->lost, r->lost, sizeof(snap->lost));
 	/* dead vCPUs are reported once, as by the live layer */
 	hashmap_free(&r->dead);
