@@ -14,6 +14,7 @@
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "live/live.h"
+#include "export/export.h"
 #include "model/model.h"
 #include "record/record.h"
 
@@ -302,5 +303,80 @@ Test(details, the_window_shows_what_happened_in_it_as_json_and_text)
 	names_free(&names);
 	vcpustat_snapshot_free(&a);
 	vcpustat_snapshot_free(&b);
+	replay_free(rp);
+}
+
+/*
+ * The exporters: counters since the start, row by row; with top_details 1,
+ * the busiest MSR of the VM keeps its series and the other goes to "other"
+ * (msr, read), whose count carries on from there: every series only grows.
+ */
+Test(details, exporters_publish_the_top_rows_per_kind_and_the_rest_as_other)
+{
+	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS, .top_details = 1 };
+	struct vcpustat_event evs[64];
+	struct vcpustat_snapshot a, b, c;
+	struct metrics *m = metrics_new(&mo);
+	struct summary s;
+	struct names names;
+	struct replay *rp;
+	char *text, *json_text;
+	json_t *doc, *det;
+	size_t n = 0, len;
+
+	cr_assert_not_null(m);
+	cr_assert_eq(names_init(&names, "/nonexistent", "/nonexistent"), 0);
+	evs[n++] = KVM_ENTRY(10);
+	rp = replay_of(evs, n, 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	/* window 1: EFER read twice (10 ns each), MSR 0x1b read once */
+	n = msr_exits(evs, 100, 0xc0000080, 1);
+	n += msr_exits(evs + n, 200, 0xc0000080, 1);
+	n += msr_exits(evs + n, 300, 0x1b, 1);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0);
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	a.ts = 1;
+	b.ts = 1 + 1000000000ull;
+	cr_assert_eq(summary_build(&s, &a, &b, &names, NULL), 0);
+	cr_assert_eq(metrics_add(m, &s), 0);
+	summary_free(&s);
+	/* window 2: 0x1b three times: 4 in all, now the busiest: it takes the one name */
+	n = msr_exits(evs, 1000, 0x1b, 1);
+	n += msr_exits(evs + n, 1100, 0x1b, 1);
+	n += msr_exits(evs + n, 1200, 0x1b, 1);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0);
+	cr_assert_eq(replay_snapshot(rp, &c), 0);
+	c.ts = b.ts + 1000000000ull;
+	cr_assert_eq(summary_build(&s, &b, &c, &names, NULL), 0);
+	cr_assert_eq(metrics_add(m, &s), 0);
+	summary_free(&s);
+
+	cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &text, &len), 0);
+	/* EFER: named in window 1 (2 exits); in window 2 0x1b (4 in all) took the one name */
+	cr_assert_not_null(strstr(text, "vcpustat_exit_detail_total{vm=\"pid 50\",kind=\"msr\",target=\"0xc0000080\","
+					"access=\"read\",msr=\"EFER\"} 2\n"), "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_exit_detail_total{vm=\"pid 50\",kind=\"msr\",target=\"0x1b\","
+					"access=\"read\",msr=\"APIC_BASE\"} 3\n"), "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_exit_detail_total{vm=\"pid 50\",kind=\"msr\",target=\"other\","
+					"access=\"read\"} 1\n"), "0x1b's window-1 exit stays in other: %s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_exit_detail_seconds_total{vm=\"pid 50\",kind=\"msr\",target=\"0x1b\","
+					"access=\"read\",msr=\"APIC_BASE\"} 0.000000030\n"), "%s", text);
+	free(text);
+	cr_assert_eq(metrics_render(m, METRICS_JSON, &json_text, &len), 0);
+	doc = json_loads(json_text, 0, NULL);
+	cr_assert_not_null(doc);
+	det = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "exit_details");
+	cr_assert_eq(json_array_size(det), 3, "two named rows and other: %s", json_text);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(det, 0), "target")), "0x1b", "most first");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(det, 2), "target")), "other", "other last");
+	json_decref(doc);
+	free(json_text);
+	metrics_free(m);
+	names_free(&names);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	vcpustat_snapshot_free(&c);
 	replay_free(rp);
 }

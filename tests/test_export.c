@@ -356,7 +356,7 @@ static void assert_formats_agree(const struct metrics *m)
 	cr_assert(strstr(om, "# TYPE vcpustat_build info\n"));
 	/* CSV: one row per sample (build_info aside), same order, same value text */
 	line = strtok_r(csv, "\n", &save);
-	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,value");
+	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,value");
 	for (i = 0; (line = strtok_r(NULL, "\n", &save)); i++) {
 		const char *comma = strrchr(line, ',');
 
@@ -546,8 +546,8 @@ Test(export, delay_and_wait_seconds_are_preempted_plus_wait_to_the_ns)
 			 "1.975308642");
 	/* CSV: the same rows, same digits */
 	csv = render(m, METRICS_CSV);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,4.444444424\n"), "%.600s", csv);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,0.000000000\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
 	free(csv);
 	/* JSON: per vCPU and per VM */
 	js = render(m, METRICS_JSON);

@@ -425,6 +425,9 @@ Test(microvm, mix_runs_each_op_once_per_chunk_and_counts_it)
 
 		check_vcpu_accounting(vm, vcpu, 500);
 		cr_assert_eq(op_of(vcpu, "mmio"), exits_of(vcpu, "MMIO"), "each MMIO write reached the VMM once");
+		cr_assert(json_is_string(jget(vcpu, "last_exit")), "vCPU %zu: its last exit is named", i);
+		cr_assert_gt(exits_of(vcpu, json_string_value(jget(vcpu, "last_exit"))), 0,
+			     "vCPU %zu: its last exit is one of its exits", i);
 		for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 			/* once per chunk; the stop may cut the last chunk short */
 			cr_assert_leq(op_of(vcpu, ops[k]), chunks, "vCPU %zu: %s %lld, chunks %lld", i, ops[k],

@@ -68,6 +68,7 @@ struct vm;
 struct vcpu_stats {
 	uint64_t exits[NR_EXIT_CODES]; /* by KVM_EXIT_* code */
 	uint64_t kvm_runs;	       /* KVM_RUN calls */
+	int last_exit;		       /* KVM_EXIT_* of the last return from KVM_RUN (-1: none), never resumed */
 	uint64_t kvm_run_ns;	       /* time inside KVM_RUN */
 	uint64_t halts;		       /* KVM_EXIT_HLT exits */
 	uint64_t halted_ns;	       /* time from KVM_EXIT_HLT to the next KVM_RUN (or the stop) */
@@ -378,6 +379,8 @@ static void *vcpu_thread(void *arg)
 	char comm[16];
 	int err;
 
+	st->last_exit = -1;
+
 	v->tid = gettid();
 	snprintf(comm, sizeof(comm), "CPU %u/KVM", v->index);
 	err = pthread_setname_np(pthread_self(), comm);
@@ -417,12 +420,14 @@ static void *vcpu_thread(void *arg)
 		if (err < 0) {
 			if (errno == EINTR || errno == EAGAIN) { /* kicked (KVM_EXIT_INTR) */
 				st->exits[KVM_EXIT_INTR]++;
+				st->last_exit = KVM_EXIT_INTR;
 				continue;
 			}
 			vcpu_fail(v, "vCPU %u: KVM_RUN: %s", v->index, strerror(errno));
 			break;
 		}
 		st->exits[v->run->exit_reason < NR_EXIT_CODES ? v->run->exit_reason : NR_EXIT_CODES - 1]++;
+		st->last_exit = (int)v->run->exit_reason;
 		if (v->run->exit_reason == KVM_EXIT_IO) {
 			if (handle_io(v, t1, &busy, &cal))
 				break;
@@ -657,6 +662,9 @@ static json_t *vcpu_json(const struct vcpu *v)
 		for (unsigned int op = 0; op < MIX_NR_OPS; op++)
 			json_object_set_new(ops, microvm_mix_names[op], json_integer((json_int_t)st->ops[op]));
 		json_object_set_new(o, "ops", ops);
+		json_object_set_new(o, "last_exit",
+				    st->last_exit < 0 ? json_null() :
+							json_string(exit_name((unsigned int)st->last_exit, nb, sizeof(nb))));
 		json_object_set_new(o, "kvm_stats", v->kvm_stats ? json_incref(v->kvm_stats) : json_null());
 		if (!v->kvm_stats)
 			json_object_set_new(o, "kvm_stats_error", json_string(v->kvm_stats_why));

@@ -34,6 +34,7 @@ enum metrics_format {
 };
 
 #define METRICS_TOP_CULPRITS 5			   /* named culprits per VM by default */
+#define METRICS_TOP_DETAILS 10			   /* named exit-detail rows per VM and kind by default */
 #define METRICS_FORGET_NS (300ull * 1000000000ull) /* a VM's series outlive it by 5 min */
 #define METRICS_NR_LE 23			   /* finite histogram buckets published */
 
@@ -43,6 +44,7 @@ extern const unsigned long long metrics_le_ns[METRICS_NR_LE];
 struct metrics_opts {
 	bool no_vcpu_labels;	   /* per-VM series only (no vcpu label) */
 	unsigned int top_culprits; /* named culprits per VM; the rest is "other" */
+	unsigned int top_details;  /* named exit-detail rows per VM and kind (0: METRICS_TOP_DETAILS) */
 };
 
 struct metrics;

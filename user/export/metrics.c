@@ -43,6 +43,8 @@ static void vm_free(struct acc_vm *vm)
 	free(vm->uexits);
 	free(vm->culprits);
 	hashmap_free(&vm->culprit_idx);
+	free(vm->details);
+	hashmap_free(&vm->detail_idx);
 	free(vm);
 }
 
@@ -137,8 +139,9 @@ static struct acc_vm *vm_get(struct metrics *m, const char *name)
 	if (!vm)
 		return NULL;
 	snprintf(vm->name, sizeof(vm->name), "%s", name);
-	if (hashmap_init(&vm->culprit_idx, sizeof(struct culprit_key), sizeof(size_t), 0)) {
-		free(vm);
+	if (hashmap_init(&vm->culprit_idx, sizeof(struct culprit_key), sizeof(size_t), 0) ||
+	    hashmap_init(&vm->detail_idx, sizeof(struct detail_key), sizeof(size_t), 0)) {
+		vm_free(vm);
 		return NULL;
 	}
 	arr = realloc(m->vms, (m->nr_vms + 1) * sizeof(*arr));
@@ -295,6 +298,92 @@ static int culprits_settle(struct acc_vm *vm, unsigned int top)
 	return 0;
 }
 
+static int detail_charge(struct acc_vm *vm, const struct detail_summary *ds)
+{
+	struct detail_key k;
+	struct acc_detail *arr;
+	size_t *idx, i;
+
+	if (ds->kind >= VCPUSTAT_NR_DETAIL_KINDS || ds->access >= VCPUSTAT_NR_ACCESSES)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k.kind = (__u8)ds->kind;
+	k.access = (__u8)ds->access;
+	k.addr = ds->addr;
+	idx = hashmap_lookup(&vm->detail_idx, &k);
+	if (idx) {
+		i = *idx;
+	} else {
+		arr = realloc(vm->details, (vm->nr_details + 1) * sizeof(*arr));
+		if (!arr)
+			return -ENOMEM;
+		vm->details = arr;
+		i = vm->nr_details;
+		if (hashmap_insert(&vm->detail_idx, &k, &i))
+			return -ENOMEM;
+		memset(&arr[i], 0, sizeof(arr[i]));
+		arr[i].key = k;
+		vm->nr_details++;
+	}
+	vm->details[i].total += ds->count;
+	vm->details[i].delta_count += ds->count;
+	vm->details[i].delta_ns += ds->sum_ns;
+	return 0;
+}
+
+/* Ranking within a kind: most exits first; on a tie the one already named stays ahead. */
+static int detail_by_total(const void *a, const void *b)
+{
+	const struct acc_detail *x = *(struct acc_detail *const *)a, *y = *(struct acc_detail *const *)b;
+
+	if (x->key.kind != y->key.kind)
+		return x->key.kind < y->key.kind ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	if (x->named != y->named)
+		return x->named ? -1 : 1;
+	return memcmp(&x->key, &y->key, sizeof(x->key));
+}
+
+/* After a window: the top N of each kind are named; what the others counted goes to their "other". */
+static int details_settle(struct acc_vm *vm, unsigned int top)
+{
+	struct acc_detail **order;
+	unsigned int rank = 0, kind = VCPUSTAT_NR_DETAIL_KINDS;
+
+	if (!vm->nr_details)
+		return 0;
+	order = malloc(vm->nr_details * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < vm->nr_details; i++)
+		order[i] = &vm->details[i];
+	if (vm->nr_details > 1)
+		qsort(order, vm->nr_details, sizeof(*order), detail_by_total);
+	for (size_t i = 0; i < vm->nr_details; i++) {
+		struct acc_detail *d = order[i];
+		unsigned int k = d->key.kind, a = d->key.access;
+
+		if (k != kind) {
+			kind = k;
+			rank = 0;
+		}
+		d->named = d->key.addr != VCPUSTAT_DETAIL_OTHER && rank < top;
+		if (d->named) {
+			rank++;
+			d->named_count += d->delta_count;
+			d->named_ns += d->delta_ns;
+		} else {
+			vm->other_used[k][a] = true;
+			vm->other_count[k][a] += d->delta_count;
+			vm->other_dns[k][a] += d->delta_ns;
+		}
+		d->delta_count = d->delta_ns = 0;
+	}
+	free(order);
+	return 0;
+}
+
 int metrics_add(struct metrics *m, const struct summary *s)
 {
 	int err = 0;
@@ -353,10 +442,15 @@ int metrics_add(struct metrics *m, const struct summary *s)
 		hist_add(&vm->runq, &vs->runq);
 		for (size_t c = 0; c < vs->nr_culprits && !err; c++)
 			err = culprit_charge(vm, &vs->culprits[c]);
+		for (size_t d = 0; d < vs->nr_details && !err; d++)
+			err = detail_charge(vm, &vs->details[d]);
 	}
 	/* after all VMs: two VMs of the same name charge the same culprits */
-	for (size_t i = 0; i < m->nr_vms && !err; i++)
+	for (size_t i = 0; i < m->nr_vms && !err; i++) {
 		err = culprits_settle(m->vms[i], m->o.top_culprits);
+		if (!err)
+			err = details_settle(m->vms[i], m->o.top_details ? m->o.top_details : METRICS_TOP_DETAILS);
+	}
 	return err;
 }
 
@@ -407,6 +501,47 @@ struct acc_culprit **metrics_named_culprits(const struct acc_vm *vm, size_t *n)
 	if (*n > 1)
 		qsort(arr, *n, sizeof(*arr), by_named_ns);
 	return arr;
+}
+
+static int row_by_kind_count(const void *a, const void *b)
+{
+	const struct detail_row *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if ((x->addr == VCPUSTAT_DETAIL_OTHER) != (y->addr == VCPUSTAT_DETAIL_OTHER))
+		return x->addr == VCPUSTAT_DETAIL_OTHER ? 1 : -1; /* "other" last */
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->access < y->access ? -1 : x->access > y->access;
+}
+
+struct detail_row *metrics_detail_rows(const struct acc_vm *vm, size_t *n)
+{
+	struct detail_row *rows;
+	size_t max = vm->nr_details + VCPUSTAT_NR_DETAIL_KINDS * VCPUSTAT_NR_ACCESSES;
+
+	*n = 0;
+	rows = calloc(max, sizeof(*rows));
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < vm->nr_details; i++) {
+		const struct acc_detail *d = &vm->details[i];
+
+		if (d->named || d->named_count)
+			rows[(*n)++] = (struct detail_row){ d->key.kind, d->key.access, d->key.addr, d->named_count,
+							    d->named_ns };
+	}
+	for (unsigned int k = 0; k < VCPUSTAT_NR_DETAIL_KINDS; k++)
+		for (unsigned int a = 0; a < VCPUSTAT_NR_ACCESSES; a++)
+			if (vm->other_used[k][a])
+				rows[(*n)++] = (struct detail_row){ (__u8)k, (__u8)a, VCPUSTAT_DETAIL_OTHER,
+								    vm->other_count[k][a], vm->other_dns[k][a] };
+	if (*n > 1)
+		qsort(rows, *n, sizeof(*rows), row_by_kind_count);
+	return rows;
 }
 
 /* "other" is published once a VM has more culprits than named ones. */

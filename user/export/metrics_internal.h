@@ -43,6 +43,28 @@ struct acc_culprit {
 	bool named;
 };
 
+/* An exit-detail row (port, MMIO address, MSR, page) of a VM, as published. */
+struct detail_key {
+	__u8 kind, access; /* enum vcpustat_detail_kind, enum vcpustat_detail_access */
+	__u8 pad[6];
+	__u64 addr; /* VCPUSTAT_DETAIL_OTHER: the kernel's full-table row, always in "other" */
+};
+
+struct acc_detail {
+	struct detail_key key;
+	__u64 total;		     /* exits counted since the start: the ranking */
+	__u64 named_count, named_ns; /* counted while it was in the top N: its series */
+	__u64 delta_count, delta_ns; /* in the window being added */
+	bool named;
+};
+
+/* One published exit-detail series pair: count and seconds (metrics_detail_rows). */
+struct detail_row {
+	__u8 kind, access;
+	__u64 addr; /* VCPUSTAT_DETAIL_OTHER: "other" */
+	__u64 count, ns;
+};
+
 struct acc_vm {
 	char name[64];
 	__u64 last_alive; /* end of the last window it had a live vCPU in */
@@ -57,6 +79,13 @@ struct acc_vm {
 	size_t nr_culprits;
 	struct hashmap culprit_idx; /* struct culprit_key -> size_t */
 	__u64 other_ns;
+	struct acc_detail *details;
+	size_t nr_details;
+	struct hashmap detail_idx; /* struct detail_key -> size_t */
+	/* what rows outside the top N counted, per kind and access; used: published */
+	__u64 other_count[VCPUSTAT_NR_DETAIL_KINDS][VCPUSTAT_NR_ACCESSES];
+	__u64 other_dns[VCPUSTAT_NR_DETAIL_KINDS][VCPUSTAT_NR_ACCESSES];
+	bool other_used[VCPUSTAT_NR_DETAIL_KINDS][VCPUSTAT_NR_ACCESSES];
 };
 
 struct prog_state {
@@ -88,6 +117,11 @@ double metrics_le_seconds(unsigned int i);
 struct acc_culprit **metrics_named_culprits(const struct acc_vm *vm, size_t *n);
 /* "other" is published once a VM has more culprits than named ones. */
 bool metrics_has_other(const struct metrics *m, const struct acc_vm *vm);
+/*
+ * The exit-detail series of vm: the named rows, then "other" per (kind,
+ * access) once used; by kind, then count (descending). malloc'ed, NULL if none.
+ */
+struct detail_row *metrics_detail_rows(const struct acc_vm *vm, size_t *n);
 /* Seconds the counters cover; their start as Unix time. */
 double metrics_window_seconds(const struct metrics *m);
 double metrics_start_time(const struct metrics *m);

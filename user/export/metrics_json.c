@@ -54,6 +54,32 @@ static json_t *hist_json(const struct acc_hist *h, bool reason)
 	return o;
 }
 
+/* The exit-detail series (metrics_detail_rows), as {kind, target, access, [msr,] count, seconds}. */
+static json_t *details_json(const struct acc_vm *vm)
+{
+	json_t *arr = json_array();
+	struct detail_row *rows;
+	size_t n;
+
+	rows = metrics_detail_rows(vm, &n);
+	for (size_t r = 0; rows && r < n; r++) {
+		const char *msr = rows[r].kind == VCPUSTAT_DETAIL_MSR && rows[r].addr != VCPUSTAT_DETAIL_OTHER ?
+					  msr_name((__u32)rows[r].addr) :
+					  NULL;
+		char target[32];
+		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:f}", "kind", detail_kind_name(rows[r].kind), "target",
+				      detail_target(rows[r].addr, target, sizeof(target)), "access",
+				      detail_access_name(rows[r].access), "count", (json_int_t)rows[r].count, "seconds",
+				      (double)rows[r].ns / 1e9);
+
+		if (msr)
+			json_object_set_new(o, "msr", json_string(msr));
+		json_array_append_new(arr, o);
+	}
+	free(rows);
+	return arr;
+}
+
 static json_t *culprit_json(const char *process, const char *comm, const char *cgroup, const char *vm, __u64 ns)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:f}", "process", process, "comm", comm, "cgroup", cgroup, "culprit_vm",
@@ -117,6 +143,7 @@ json_t *metrics_json(const struct metrics *m)
 		if (metrics_has_other(m, vm))
 			json_array_append_new(cul, culprit_json("other", "other", "", "", vm->other_ns));
 		json_object_set_new(o, "culprits", cul);
+		json_object_set_new(o, "exit_details", details_json(vm));
 		json_array_append_new(vms, o);
 	}
 	json_object_set_new(doc, "vms", vms);

@@ -30,6 +30,7 @@ struct label {
 /* CSV columns: the union of all label names (build_info's are left out). */
 static const char *const csv_columns[] = {
 	"vm", "vcpu", "state", "reason", "le", "process", "comm", "cgroup", "culprit_vm", "kind", "tracepoint",
+	"target", "access", "msr",
 };
 #define NR_CSV_COLUMNS (sizeof(csv_columns) / sizeof(csv_columns[0]))
 
@@ -323,6 +324,12 @@ static const struct family fam_runq = {"vcpustat_runqueue_wait_duration_seconds"
 static const struct family fam_culprit = {
 	"vcpustat_culprit_seconds", F_COUNTER, "seconds",
 	"vCPU-seconds the VM's vCPUs waited for a CPU while this thread ran on it (top N per VM, the rest as other)"};
+static const struct family fam_detail = {
+	"vcpustat_exit_detail", F_COUNTER, NULL,
+	"Exits by what they accessed: I/O port, MMIO address, MSR, faulting page (top N per VM and kind, the rest as other)"};
+static const struct family fam_detail_s = {
+	"vcpustat_exit_detail_seconds", F_COUNTER, "seconds",
+	"Handling time, kvm_exit to kvm_entry, of the exits counted in vcpustat_exit_detail_total"};
 static const struct family fam_vcpus = {"vcpustat_vcpus", F_GAUGE, NULL, "vCPUs of the VM tracked now"};
 static const struct family fam_lost = {"vcpustat_lost_records", F_COUNTER, NULL,
 				       "Records the kernel side could not keep, by kind (docs/json.md)"};
@@ -488,6 +495,35 @@ static void walk_culprits(struct sink *k, const struct metrics *m)
 }
 
 
+static void walk_details(struct sink *k, const struct metrics *m)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		family_begin(k, pass ? &fam_detail_s : &fam_detail);
+		for (size_t i = 0; i < m->nr_vms; i++) {
+			const struct acc_vm *vm = m->vms[i];
+			struct detail_row *rows;
+			size_t n;
+
+			rows = metrics_detail_rows(vm, &n);
+			for (size_t r = 0; rows && r < n; r++) {
+				const char *msr = rows[r].kind == VCPUSTAT_DETAIL_MSR && rows[r].addr != VCPUSTAT_DETAIL_OTHER ?
+							  msr_name((__u32)rows[r].addr) :
+							  NULL;
+				char target[32], val[32];
+				struct label l[] = { { "vm", vm->name },
+						     { "kind", detail_kind_name(rows[r].kind) },
+						     { "target", detail_target(rows[r].addr, target, sizeof(target)) },
+						     { "access", detail_access_name(rows[r].access) },
+						     { "msr", msr } };
+
+				emit(k, "_total", l, 5,
+				     pass ? fmt_seconds(val, sizeof(val), rows[r].ns) : fmt_u64(val, sizeof(val), rows[r].count));
+			}
+			free(rows);
+		}
+	}
+}
+
 static void walk(struct sink *k, const struct metrics *m)
 {
 	char val[64];
@@ -502,6 +538,7 @@ static void walk(struct sink *k, const struct metrics *m)
 	walk_counter(k, m, &fam_vuexits, get_uexits, false);
 	walk_hists(k, m);
 	walk_culprits(k, m);
+	walk_details(k, m);
 	family_begin(k, &fam_vcpus);
 	for (size_t i = 0; i < m->nr_vms; i++) {
 		struct label l[] = {{"vm", m->vms[i]->name}};
