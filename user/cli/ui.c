@@ -184,7 +184,7 @@ static void draw_help_playback(void)
 		"  1 / 2 / 3, + / -          play at 1x / 10x / 100x the recorded pace",
 		"  s / S, r                  sort column, reverse",
 		"  f                         filter VMs by name or pid (empty: all)",
-		"  up / down                 select a VM: its exits and culprits below",
+		"  up / down                 select a VM: its exits, exit details, culprits",
 		"  q                         quit;  h, ?: this help (any key closes it)",
 	};
 
@@ -201,7 +201,7 @@ static void draw_help(void)
 		"  s / S      sort by the next / previous column",
 		"  r          reverse the sort order",
 		"  f          filter VMs by name or pid (empty: all)",
-		"  up / down  select a VM: its exit reasons and culprits are shown below",
+		"  up / down  select a VM: its exits, exit details and culprits below",
 		"  h, ?       this help (any key closes it)",
 		"",
 		"States: guest = in guest code; host = in KVM or the VMM on a CPU;",
@@ -326,11 +326,13 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		attroff(A_BOLD);
 		for (int r = 0; dy + 1 + r < LINES; r++) {
 			const struct latency_summary *l = NULL;
+			size_t nl = vm->nr_exits + vm->nr_uexits, d = (size_t)r - nl - 1;
+			bool left = (size_t)r < nl || (vm->nr_details && d + 1 <= vm->nr_details);
 			char a[16], b[16];
 
 			if ((size_t)r < vm->nr_exits)
 				l = &vm->exits[r];
-			else if ((size_t)r < vm->nr_exits + vm->nr_uexits)
+			else if ((size_t)r < nl)
 				l = &vm->uexits[r - vm->nr_exits];
 			if (l) {
 				char name[48];
@@ -340,6 +342,23 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				snprintf(name, sizeof(name), "%s%s", l->kind == VCPU_SAMPLE_EXIT ? "" : "u:", l->name);
 				mvprintw(dy + 1 + r, 0, "%-16.16s %9.1f %9s %9s", name, l->rate, l->count ? a : "-",
 					 l->count ? b : "-");
+			} else if (vm->nr_details && (size_t)r == nl) {
+				/* the exit details (ports, MMIO, MSRs, faulting pages): their own header */
+				attron(A_BOLD);
+				mvprintw(dy + 1 + r, 0, "%-16.16s %9s %9s %9s", "EXIT DETAIL", "RATE/s", "MEAN", "MAX");
+				attroff(A_BOLD);
+			} else if (vm->nr_details && d < vm->nr_details) {
+				const struct detail_summary *ds = &vm->details[d];
+				const char *msr = ds->kind == VCPUSTAT_DETAIL_MSR && ds->addr != VCPUSTAT_DETAIL_OTHER ?
+							  msr_name((__u32)ds->addr) :
+							  NULL;
+				char target[32], name[48];
+
+				snprintf(name, sizeof(name), "%s %s %c", detail_kind_name(ds->kind),
+					 msr ? msr : detail_target(ds->addr, target, sizeof(target)),
+					 detail_access_name(ds->access)[0]);
+				mvprintw(dy + 1 + r, 0, "%-16.16s %9.1f %9s %9s", name, ds->rate,
+					 format_ns(ds->sum_ns / ds->count, a, sizeof(a)), format_ns(ds->max_ns, b, sizeof(b)));
 			}
 			if ((size_t)r < vm->nr_culprits) {
 				const struct culprit_summary *c = &vm->culprits[r];
@@ -351,7 +370,7 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid, c->cgroup);
 				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8, who);
 			}
-			if (!l && (size_t)r >= vm->nr_culprits)
+			if (!left && (size_t)r >= vm->nr_culprits)
 				break;
 		}
 	}
