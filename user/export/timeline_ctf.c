@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,19 +451,6 @@ static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *
 	return remove(p);
 }
 
-/* "dir/.name.tmp.XXXXXX" next to path */
-static int temp_dir_name(const char *path, char *out, size_t len)
-{
-	char a[PATH_MAX], b[PATH_MAX];
-
-	if (snprintf(a, sizeof(a), "%s", path) >= (int)sizeof(a) ||
-	    snprintf(b, sizeof(b), "%s", path) >= (int)sizeof(b))
-		return -ENAMETOOLONG;
-	if (snprintf(out, len, "%s/.%s.tmp.XXXXXX", dirname(a), basename(b)) >= (int)len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 /* Is dir empty? */
 static bool dir_empty(const char *dir)
 {
@@ -493,7 +479,7 @@ int timeline_ctf_check(const char *dir, struct vcpustat_error *err)
 		return verror(err, -ENOTDIR, "%s: exists and is not a directory (CTF is a directory)", dir);
 	if (!stat(dir, &st) && !dir_empty(dir))
 		return verror(err, -EEXIST, "%s: exists and is not empty (give a new or an empty directory)", dir);
-	e = temp_dir_name(dir, tmp, sizeof(tmp));
+	e = outfile_temp_name(dir, tmp, sizeof(tmp));
 	if (e)
 		return verror(err, e, "%s: path too long", dir);
 	if (!mkdtemp(tmp))
@@ -588,7 +574,7 @@ int timeline_ctf(struct timeline *tl, const char *out, struct vcpustat_error *er
 
 	if (e)
 		return e;
-	e = temp_dir_name(out, tmp, sizeof(tmp));
+	e = outfile_temp_name(out, tmp, sizeof(tmp));
 	if (e)
 		return verror(err, e, "%s: path too long", out);
 	if (!mkdtemp(tmp))

@@ -362,6 +362,22 @@ size_t report_first_after(const struct sht_interval *iv, size_t n, uint64_t t);
 /* The first non-null integer of attr (a VM's pid, a vCPU's tid), def if none. */
 int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def);
 
+/* A thread of a recording and the first value of its name and pid attributes. */
+struct report_thread {
+	uint32_t th;	  /* /host/threads/<tid> or /vms/<vm>/threads/<guest tid>; SHT_NO_ATTR: none */
+	uint32_t tid;	  /* the caller's (report_thread_names() leaves it) */
+	uint32_t pid;	  /* the first integer of th's pid, 0 if none */
+	const char *name; /* the first string of th's name (the reader's), "" if none */
+};
+
+/*
+ * The name and pid of the n threads t[i].th (each at most once) from one
+ * range query over those attributes of them all: a query per thread would
+ * read every leaf of the file again for each. 0, -ENOMEM or the query's
+ * error (with err); t[i].name and pid are set ("", 0) whatever it returns.
+ */
+int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n, struct vcpustat_error *err);
+
 /*
  * A vCPU of a recording (vc: its attribute /vms/<vm>/vcpus/<n>) on CPUs over
  * [t1, t2): visit() for each stretch in state guest or host, with its CPU (the

@@ -208,54 +208,80 @@ static int by_ns(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* The name of a guest thread (/vms/<vm>/threads/<guest tid>/name), for the occupants shown. */
-static void guest_thread_name(struct sht_reader *r, struct pcpu_occupant *o)
+/*
+ * The thread an occupant shown is named after: a guest thread in guest code
+ * (/vms/<vm>/threads/<guest tid>), a host thread (/host/threads/<tid>);
+ * SHT_NO_ATTR if none.
+ */
+static uint32_t occupant_thread(struct sht_reader *r, const struct pcpu_occupant *o)
 {
-	uint32_t vm = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "vms"), o->vm), th;
 	char name[24];
 
-	snprintf(name, sizeof(name), "%lld", (long long)o->guest_tid);
-	th = sht_attr_child(r, sht_attr_child(r, vm, "threads"), name);
-	if (th != SHT_NO_ATTR) {
-		struct sht_interval *iv = NULL;
-		size_t n = 0;
+	if (o->kind == PCPU_GUEST && o->guest_tid > 0) {
+		uint32_t vm = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "vms"), o->vm);
 
-		if (!sht_query_range(r, sht_attr_child(r, th, "name"), NULL, sht_get_info(r)->start,
-				     sht_get_info(r)->end, &iv, &n, NULL))
-			for (size_t i = 0; i < n; i++)
-				if (iv[i].value.type == SHT_STR) {
-					snprintf(o->guest_comm, sizeof(o->guest_comm), "%s", iv[i].value.s);
-					break;
-				}
-		free(iv);
+		snprintf(name, sizeof(name), "%lld", (long long)o->guest_tid);
+		return sht_attr_child(r, sht_attr_child(r, vm, "threads"), name);
 	}
+	if (o->kind == PCPU_HOST) {
+		uint32_t th = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
+
+		snprintf(name, sizeof(name), "%u", o->tid);
+		return th == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, th, name);
+	}
+	return SHT_NO_ATTR;
 }
 
-/* The name of a host thread (/host/threads/<tid>/name) and its process, for the occupants shown. */
-static void thread_name(struct sht_reader *r, struct pcpu_occupant *o)
+/*
+ * The names (and a host thread's pid) of the occupants shown, read for all of
+ * them in one query: a query per occupant would read every leaf of the file
+ * again for each. A name that cannot be read is left empty ("?"); only running out
+ * of memory is an error.
+ */
+static int occupant_names(struct sht_reader *r, struct pcpu_view *v, struct vcpustat_error *err)
 {
-	uint32_t th = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
-	char name[16];
-	uint32_t t, a;
+	struct report_thread *t;
+	struct hashmap at; /* thread attribute -> index in t */
+	size_t n = 0, shown = 0;
+	int e = 0;
 
-	snprintf(name, sizeof(name), "%u", o->tid);
-	t = th == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, th, name);
-	if (t == SHT_NO_ATTR)
-		return;
-	o->pid = (uint32_t)report_first_int(r, sht_attr_child(r, t, "pid"), 0);
-	a = sht_attr_child(r, t, "name");
-	if (a != SHT_NO_ATTR) {
-		struct sht_interval *iv = NULL;
-		size_t n = 0;
-
-		if (!sht_query_range(r, a, NULL, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &n, NULL))
-			for (size_t i = 0; i < n; i++)
-				if (iv[i].value.type == SHT_STR) {
-					snprintf(o->comm, sizeof(o->comm), "%s", iv[i].value.s);
-					break;
-				}
-		free(iv);
+	for (size_t i = 0; i < v->nr_cpus; i++)
+		shown += v->cpus[i].nr_occ;
+	t = calloc(shown ? shown : 1, sizeof(*t));
+	if (!t || hashmap_init(&at, sizeof(uint32_t), sizeof(size_t), 0)) {
+		free(t);
+		return verror(err, -ENOMEM, "out of memory");
 	}
+	/* a host thread is shown on every CPU it is among the top of: its name is read once */
+	for (size_t i = 0; i < v->nr_cpus && !e; i++)
+		for (size_t o = 0; o < v->cpus[i].nr_occ && !e; o++) {
+			uint32_t th = occupant_thread(r, &v->cpus[i].occ[o]);
+
+			if (th == SHT_NO_ATTR || hashmap_lookup(&at, &th))
+				continue;
+			if (!(e = hashmap_insert(&at, &th, &n)))
+				t[n++].th = th;
+		}
+	if (!e && n)
+		e = report_thread_names(r, t, n, NULL);
+	for (size_t i = 0; i < v->nr_cpus && e != -ENOMEM; i++)
+		for (size_t o = 0; o < v->cpus[i].nr_occ; o++) {
+			struct pcpu_occupant *oc = &v->cpus[i].occ[o];
+			uint32_t th = occupant_thread(r, oc);
+			const size_t *k = th == SHT_NO_ATTR ? NULL : hashmap_lookup(&at, &th);
+
+			if (!k)
+				continue;
+			if (oc->kind == PCPU_HOST) {
+				snprintf(oc->comm, sizeof(oc->comm), "%s", t[*k].name);
+				oc->pid = t[*k].pid;
+			} else {
+				snprintf(oc->guest_comm, sizeof(oc->guest_comm), "%s", t[*k].name);
+			}
+		}
+	free(t);
+	hashmap_free(&at);
+	return e == -ENOMEM ? verror(err, e, "out of memory") : 0;
 }
 
 int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
@@ -327,12 +353,16 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 				rw->others_ns += rw->occ[o].ns;
 			rw->nr_occ = top;
 		}
+	}
+	e = occupant_names(r, v, err);
+	if (e)
+		goto out;
+	for (size_t i = 0; i < v->nr_cpus; i++) {
+		struct pcpu_row *rw = &v->cpus[i];
+
 		for (size_t o = 0; o < rw->nr_occ; o++) {
-			if (rw->occ[o].kind == PCPU_GUEST && rw->occ[o].guest_tid > 0)
-				guest_thread_name(r, &rw->occ[o]);
 			if (rw->occ[o].kind != PCPU_HOST)
 				continue;
-			thread_name(r, &rw->occ[o]);
 			for (int m = 0; m < nvm; m++)
 				if (rw->occ[o].pid && rw->occ[o].pid == vm_pids[m]) /* the VMM's own thread */
 					snprintf(rw->occ[o].vm, sizeof(rw->occ[o].vm), "%s", vm_names[m]);

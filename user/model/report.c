@@ -248,6 +248,63 @@ int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def)
 	return v;
 }
 
+/* Which thread of report_thread_names() an attribute is the name or pid of. */
+struct thread_attr {
+	size_t at; /* index in t */
+	bool pid;  /* the pid (an integer), else the name (a string) */
+};
+
+int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n, struct vcpustat_error *err)
+{
+	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
+	struct hashmap of_attr; /* a thread's name or pid attribute -> struct thread_attr */
+	struct sht_interval *iv = NULL;
+	uint32_t taken = SHT_NO_ATTR;
+	size_t niv = 0;
+	bool any = false;
+	int e = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		t[i].pid = 0;
+		t[i].name = "";
+	}
+	if (!want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(struct thread_attr), 0)) {
+		free(want);
+		return verror(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && !e; i++) {
+		struct thread_attr na = { i, false }, pa = { i, true };
+		uint32_t a;
+
+		if (t[i].th == SHT_NO_ATTR)
+			continue;
+		a = sht_attr_child(r, t[i].th, "name");
+		if (a != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &a, &na)))
+			want[a] = any = 1;
+		a = sht_attr_child(r, t[i].th, "pid");
+		if (a != SHT_NO_ATTR && !e && !(e = hashmap_update(&of_attr, &a, &pa)))
+			want[a] = any = 1;
+	}
+	if (!e && any)
+		e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, err);
+	/* sorted by attribute, then start: each attribute's first value of its type */
+	for (size_t i = 0; i < niv && !e; i++) {
+		const struct thread_attr *ta = hashmap_lookup(&of_attr, &iv[i].attr);
+
+		if (!ta || iv[i].attr == taken || iv[i].value.type != (ta->pid ? SHT_INT : SHT_STR))
+			continue;
+		if (ta->pid)
+			t[ta->at].pid = (uint32_t)iv[i].value.i;
+		else
+			t[ta->at].name = iv[i].value.s;
+		taken = iv[i].attr;
+	}
+	free(iv);
+	free(want);
+	hashmap_free(&of_attr);
+	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
+}
+
 bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid)
 {
 	char p[16];
@@ -437,22 +494,20 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 			 struct hashmap *vcpu_of_tid, __u64 waited)
 {
 	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
-	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
-	struct hashmap of_attr; /* a culprit's name or pid attribute -> its index in *out */
-	struct sht_interval *iv = NULL;
-	size_t pos = 0, i = 0, niv = 0;
-	bool any = false;
+	struct report_thread *th;
+	size_t pos = 0, i = 0;
 	void *k, *v;
-	int e = 0;
+	int e;
 
 	*out = calloc(acc->count ? acc->count : 1, sizeof(**out));
-	if (!*out || !want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(size_t), 0)) {
-		free(want);
+	th = calloc(acc->count ? acc->count : 1, sizeof(*th));
+	if (!*out || !th) {
+		free(th);
 		return -ENOMEM;
 	}
-	while (hashmap_next(acc, &pos, &k, &v) && !e) {
+	while (hashmap_next(acc, &pos, &k, &v)) {
 		struct culprit_summary *c = &(*out)[i];
-		uint32_t tid = *(uint32_t *)k, th;
+		uint32_t tid = *(uint32_t *)k;
 		char name[16];
 		const struct vcpu_ref *who;
 
@@ -462,17 +517,10 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 		c->share = waited ? (double)c->ns / (double)waited : 0;
 		c->vcpu = -1;
 		snprintf(name, sizeof(name), "%u", tid);
-		th = threads == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, threads, name);
+		th[i].th = threads == SHT_NO_ATTR || tid == 0 ? SHT_NO_ATTR : sht_attr_child(r, threads, name);
 		if (tid == 0) {
 			snprintf(c->comm, sizeof(c->comm), "(idle)");
 			snprintf(c->process, sizeof(c->process), "idle");
-		} else if (th != SHT_NO_ATTR) {
-			uint32_t na = sht_attr_child(r, th, "name"), pa = sht_attr_child(r, th, "pid");
-
-			if (na != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &na, &i)))
-				want[na] = any = 1;
-			if (pa != SHT_NO_ATTR && !e && !(e = hashmap_update(&of_attr, &pa, &i)))
-				want[pa] = any = 1;
 		}
 		who = hashmap_lookup(vcpu_of_tid, &tid);
 		if (who && tid) {
@@ -481,28 +529,20 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 		}
 		i++;
 	}
-	if (!e && any &&
-	    !sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, NULL)) {
-		/* sorted by attribute, then start: each attribute's first value */
-		for (size_t j = 0; j < niv; j++) {
-			size_t *at = hashmap_lookup(&of_attr, &iv[j].attr);
-			struct culprit_summary *c = at ? &(*out)[*at] : NULL;
-
-			if (!c || (j && iv[j - 1].attr == iv[j].attr && iv[j - 1].value.type == iv[j].value.type))
-				continue;
-			if (iv[j].value.type == SHT_STR && !c->comm[0]) {
-				snprintf(c->comm, sizeof(c->comm), "%s", iv[j].value.s);
-				snprintf(c->process, sizeof(c->process), "%s", c->comm);
-			} else if (iv[j].value.type == SHT_INT && !c->tgid) {
-				c->tgid = (uint32_t)iv[j].value.i;
-			}
-		}
-		free(iv);
-	}
-	free(want);
-	hashmap_free(&of_attr);
 	*nout = i;
-	return e;
+	/* names are for the reader: a file whose names cannot be read still has its culprits (unnamed) */
+	e = report_thread_names(r, th, i, NULL);
+	for (size_t j = 0; j < i; j++) {
+		struct culprit_summary *c = &(*out)[j];
+
+		if (th[j].th == SHT_NO_ATTR)
+			continue;
+		snprintf(c->comm, sizeof(c->comm), "%s", th[j].name);
+		snprintf(c->process, sizeof(c->process), "%s", c->comm);
+		c->tgid = th[j].pid;
+	}
+	free(th);
+	return e == -ENOMEM ? e : 0;
 }
 
 static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct hashmap *acc,
@@ -570,66 +610,26 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 	return e;
 }
 
-/* A host thread of a level-full recording: its attribute, tid, process and first name. */
-struct host_thread {
-	uint32_t th, tid, pid;
-	const char *name; /* the reader's, "" if none */
-};
-
-/* Every host thread's pid and name, from one query over those attributes of all of them. */
-static int host_threads(struct sht_reader *r, struct host_thread **out, size_t *n, struct vcpustat_error *err)
+/* Every host thread with its tid, pid and name (one query for the pids and names of them all). */
+static int host_threads(struct sht_reader *r, struct report_thread **out, size_t *n, struct vcpustat_error *err)
 {
 	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
-	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
-	struct sht_interval *iv = NULL;
-	struct hashmap of_attr; /* pid or name attribute -> index in *out */
-	size_t niv = 0;
-	int e = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (!want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(size_t), 0)) {
-		free(want);
-		return verror(err, -ENOMEM, "out of memory");
-	}
-	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
-		struct host_thread *a = realloc(*out, (*n + 1) * sizeof(*a));
-		uint32_t pa = sht_attr_child(r, th, "pid"), na = sht_attr_child(r, th, "name");
+	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR; th = sht_attr_next_sibling(r, th)) {
+		struct report_thread *a = realloc(*out, (*n + 1) * sizeof(*a));
 
-		if (!a) {
-			e = -ENOMEM;
-			break;
-		}
+		if (!a)
+			return verror(err, -ENOMEM, "out of memory");
 		*out = a;
-		a[*n] = (struct host_thread){ th, (uint32_t)atoi(sht_attr_name(r, th)), 0, "" };
-		if (pa != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &pa, n)))
-			want[pa] = 1;
-		if (na != SHT_NO_ATTR && !e && !(e = hashmap_update(&of_attr, &na, n)))
-			want[na] = 1;
-		(*n)++;
+		a[(*n)++] = (struct report_thread){ .th = th, .tid = (uint32_t)atoi(sht_attr_name(r, th)) };
 	}
-	if (!e && *n)
-		e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, err);
-	/* sorted by attribute, then start: the first value of each */
-	for (size_t i = 0; i < niv && !e; i++) {
-		size_t *k = hashmap_lookup(&of_attr, &iv[i].attr);
-		struct host_thread *h = k ? &(*out)[*k] : NULL;
-
-		if (!h || (i && iv[i - 1].attr == iv[i].attr))
-			continue;
-		if (iv[i].value.type == SHT_INT)
-			h->pid = (uint32_t)iv[i].value.i;
-		else if (iv[i].value.type == SHT_STR)
-			h->name = iv[i].value.s;
-	}
-	free(iv);
-	free(want);
-	hashmap_free(&of_attr);
-	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
+	return *n ? report_thread_names(r, *out, *n, err) : 0;
 }
 
 static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_runs *cr, struct hashmap *vcpu_of_tid,
-		       const struct host_thread *ht, size_t nht, struct vcpustat_error *err)
+		       const struct report_thread *ht, size_t nht, struct vcpustat_error *err)
 {
 	struct hashmap acc;
 	char vhost[32];
@@ -865,7 +865,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms"), host = sht_attr_child(r, SHT_NO_ATTR, "host");
 	struct hashmap vcpu_of_tid = { 0 };
-	struct host_thread *ht = NULL; /* the host threads, read at the first VM that needs them */
+	struct report_thread *ht = NULL; /* the host threads, read at the first VM that needs them */
 	struct cpu_runs cr = { 0 };
 	uint32_t lost_attr;
 	size_t nht = 0;

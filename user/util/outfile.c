@@ -20,8 +20,7 @@ static bool in_place(const char *path)
 	return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
 }
 
-/* "dir/.name.tmp.XXXXXX" next to path */
-static int temp_name(const char *path, char *out, size_t len)
+int outfile_temp_name(const char *path, char *out, size_t len)
 {
 	char a[PATH_MAX], b[PATH_MAX];
 
@@ -103,7 +102,7 @@ int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error 
 
 	if (e)
 		return e;
-	e = temp_name(path, tmp, len);
+	e = outfile_temp_name(path, tmp, len);
 	if (e)
 		return verror(err, e, "%s: path too long", path);
 	fd = mkstemp(tmp);

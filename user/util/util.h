@@ -83,6 +83,13 @@ int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error 
 int outfile_commit(int fd, const char *tmp, const char *path, struct vcpustat_error *err);
 
 /*
+ * The template of a temporary name next to path, "dir/.name.tmp.XXXXXX" (for
+ * mkstemp() or mkdtemp(): a file or a directory renamed over path when
+ * whole), in out (len bytes): 0, or -ENAMETOOLONG. Nothing is created.
+ */
+int outfile_temp_name(const char *path, char *out, size_t len);
+
+/*
  * Refuse an output that is one of the inputs (n paths; NULL and "-" are
  * skipped): the same file (st_dev and st_ino) whatever the path, hard link,
  * symlink or /proc/self/fd/N. Call it before opening anything for writing.
