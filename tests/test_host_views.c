@@ -819,6 +819,10 @@ Test(pcpu, a_recording_without_vms_has_none_in_any_view)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_null(strstr(r.out, "\"vm\":\"meta\""), "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "\"idle\":5000000000"), "%s", r.out);
+	/* a window where no CPU has any time: no CPU rows, and no sort of nothing (UBSan: qsort(NULL)) */
+	RUN(&r, "report", path, "--pcpu", "--from", "10.5s", "--to", "11s");
+	cr_assert_null(strstr(r.err, "runtime error"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "Sanitizer"), "%s", r.err);
 	RUN(&r, "report", path, "--placement");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_null(strstr(r.out, "meta"), "%s", r.out);

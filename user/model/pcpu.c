@@ -338,7 +338,8 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 		if (key->vm >= 0)
 			snprintf(o->vm, sizeof(o->vm), "%s", vm_names[key->vm]);
 	}
-	qsort(v->cpus, v->nr_cpus, sizeof(*v->cpus), by_cpu);
+	if (v->nr_cpus > 1) /* none: a window past the end of the file (qsort of NULL is undefined) */
+		qsort(v->cpus, v->nr_cpus, sizeof(*v->cpus), by_cpu);
 	for (size_t i = 0; i < v->nr_cpus; i++) {
 		struct pcpu_row *rw = &v->cpus[i];
 		uint64_t known = 0;
@@ -346,7 +347,8 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 		for (int s = 0; s < PCPU_NR_KINDS; s++)
 			known += rw->ns[s];
 		rw->ns[PCPU_UNKNOWN] = t2 - t1 > known ? t2 - t1 - known : 0;
-		qsort(rw->occ, rw->nr_occ, sizeof(*rw->occ), by_ns);
+		if (rw->nr_occ > 1)
+			qsort(rw->occ, rw->nr_occ, sizeof(*rw->occ), by_ns);
 		if (top && rw->nr_occ > top) {
 			rw->others = rw->nr_occ - top;
 			for (size_t o = top; o < rw->nr_occ; o++)
