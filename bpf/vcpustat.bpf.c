@@ -624,6 +624,9 @@ int on_kvm_exit(struct trace_event_raw_kvm_exit *ctx)
 		ev.arg2 = BPF_CORE_READ(ctx, vcpu_id);
 	else
 		ev.arg2 = 0xffffffffu;
+	/* guest kernel mode, as perf-prof's %gsys tells it: a 64-bit guest RIP in the upper half */
+	if ((__s64)BPF_CORE_READ(ctx, guest_rip) < 0)
+		ev.arg2 |= VCPUSTAT_EXIT_GSYS;
 	run_event(&ev);
 	return TP_PASS;
 }

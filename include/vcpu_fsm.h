@@ -103,6 +103,7 @@ enum vcpu_fsm_state {
 #define VCPU_F_HALTED 0x1u  /* the guest halted; sleeping now means IDLE */
 #define VCPU_F_IN_EXIT 0x2u /* a kvm_exit is open (exit_since, exit_reason) */
 #define VCPU_F_IN_UEXIT 0x4u /* a userspace exit is open (uexit_since, uexit_reason) */
+#define VCPU_F_EXIT_GSYS 0x8u /* the open kvm_exit left guest kernel mode (its guest RIP in the upper half) */
 
 #define VCPU_PCPU_NONE 0xffffffffu
 
@@ -142,7 +143,7 @@ struct vcpu_fsm_sample {
 	unsigned int kind;   /* enum vcpu_sample_kind */
 	unsigned int reason; /* exit reason (EXIT, USERSPACE_EXIT), else 0 */
 	unsigned int isa;    /* KVM_ISA_* for EXIT, else 0 */
-	unsigned int pad;
+	unsigned int gsys;   /* EXIT: 1 if the guest was in kernel mode when it exited (VCPU_F_EXIT_GSYS) */
 	unsigned long long ns;
 };
 
@@ -189,7 +190,7 @@ VCPU_FSM_INLINE void vcpu_fsm_step_clear(struct vcpu_fsm_step *s, unsigned int s
 		s->sample[i].kind = VCPU_SAMPLE_NONE;
 		s->sample[i].reason = 0;
 		s->sample[i].isa = 0;
-		s->sample[i].pad = 0;
+		s->sample[i].gsys = 0;
 		s->sample[i].ns = 0;
 	}
 }
@@ -223,7 +224,7 @@ VCPU_FSM_INLINE void vcpu_fsm_set_sample(struct vcpu_fsm_step *s, unsigned int s
 	s->sample[slot].kind = kind;
 	s->sample[slot].reason = reason;
 	s->sample[slot].isa = isa;
-	s->sample[slot].pad = 0;
+	s->sample[slot].gsys = 0;
 	s->sample[slot].ns = ns;
 }
 
@@ -296,9 +297,11 @@ VCPU_FSM_INLINE void vcpu_fsm_migrate(struct vcpu_fsm *f, unsigned int dest_cpu,
 VCPU_FSM_INLINE void vcpu_fsm_close_exits(struct vcpu_fsm *f, unsigned long long now,
 					  struct vcpu_fsm_step *s)
 {
-	if (f->flags & VCPU_F_IN_EXIT)
+	if (f->flags & VCPU_F_IN_EXIT) {
 		vcpu_fsm_set_sample(s, 0, VCPU_SAMPLE_EXIT, f->exit_reason, f->exit_isa,
 				    vcpu_fsm_elapsed(f->exit_since, now));
+		s->sample[0].gsys = !!(f->flags & VCPU_F_EXIT_GSYS);
+	}
 	if (f->flags & VCPU_F_IN_UEXIT)
 		vcpu_fsm_set_sample(s, 1, VCPU_SAMPLE_USERSPACE_EXIT, f->uexit_reason, 0,
 				    vcpu_fsm_elapsed(f->uexit_since, now));

@@ -34,7 +34,8 @@ enum vcpustat_event_type {
 				       arg1 = orig cpu */
 	VCPUSTAT_EV_KVM_ENTRY,	    /* kvm_entry: tid/tgid = current, arg0 = vcpu_id */
 	VCPUSTAT_EV_KVM_EXIT,	    /* kvm_exit: arg0 = exit_reason, arg1 = isa,
-				       arg2 = vcpu_id */
+				       arg2 = vcpu_id | VCPUSTAT_EXIT_GSYS if the guest
+				       RIP was in the upper (kernel) half */
 	VCPUSTAT_EV_USERSPACE_EXIT, /* kvm_userspace_exit: arg0 = reason, arg1 = errno */
 	VCPUSTAT_EV_KVM_RUN,	    /* kvm_fpu(1): KVM_RUN entered */
 	VCPUSTAT_EV_HYPERCALL,	    /* kvm_hypercall: arg0 = nr, arg1 = a0, arg2 = a1 */
@@ -71,6 +72,9 @@ struct vcpustat_event {
 	__u64 arg2;
 	char comm[16];
 };
+
+/* kvm_exit's arg2: bit 32 = the exit left guest kernel mode (64-bit guests: RIP bit 63). */
+#define VCPUSTAT_EXIT_GSYS (1ULL << 32)
 
 /* Ring-buffer record types (struct vcpustat_record.type). */
 enum vcpustat_record_type {
@@ -225,6 +229,7 @@ struct vcpustat_hist {
 	__u64 count;
 	__u64 sum_ns;
 	__u64 max_ns;
+	__u64 gsys; /* exits (VCPU_SAMPLE_EXIT) that left guest kernel mode */
 	__u64 bucket[LAT_HIST_BUCKETS];
 };
 

@@ -42,6 +42,15 @@
 #define HANDLER_INLINE static inline __attribute__((always_inline))
 #endif
 
+/*
+ * Make the compiler forget what it knows of x, so that a bounds check that
+ * follows is made, on the register that is then used: when it knew the
+ * bound already (a histogram bucket below 8 is the value itself), clang
+ * dropped the check and indexed with a reloaded copy, whose bound the 6.1
+ * verifier (the KVM lab's) does not know ("unbounded memory access").
+ */
+#define HANDLER_OPAQUE(x) __asm__ volatile("" : "+r"(x))
+
 HANDLER_INLINE void emit_at(const struct vcpustat_event *ev, __u64 ts, __u32 tid, __u32 tgid, __u32 vcpu, __u8 type,
 			    __u8 from, __u8 to, __u32 arg0, __u32 arg1)
 {
@@ -103,11 +112,14 @@ HANDLER_INLINE void hist_add(__u32 tgid, const struct vcpu_fsm_sample *smp)
 		return;
 	}
 	idx = lat_hist_bucket(ns);
+	HANDLER_OPAQUE(idx);
 	if (idx >= LAT_HIST_BUCKETS)
 		return;
 	__sync_fetch_and_add(&h->bucket[idx], 1);
 	__sync_fetch_and_add(&h->sum_ns, ns);
 	__sync_fetch_and_add(&h->count, 1);
+	if (smp->gsys)
+		__sync_fetch_and_add(&h->gsys, 1);
 	for (i = 0; i < 4; i++) { /* max: lock-free, retried a few times under contention */
 		old = h->max_ns;
 		if (ns <= old || __sync_val_compare_and_swap(&h->max_ns, old, ns) == old)
@@ -526,7 +538,7 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 	if (ev->type == VCPUSTAT_EV_KVM_ENTRY)
 		kvm_vcpu_id = (int)ev->arg0;
 	else if (ev->type == VCPUSTAT_EV_KVM_EXIT)
-		kvm_vcpu_id = (int)ev->arg2;
+		kvm_vcpu_id = (int)(__u32)ev->arg2; /* without VCPUSTAT_EXIT_GSYS */
 	if (kvm_vcpu_id > 0xfffe) /* absent (-1) or out of the record's range */
 		kvm_vcpu_id = -1;
 
@@ -550,6 +562,10 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 		v->detail_kind = 0; /* an exit whose entry was never seen keeps nothing */
 		v->fault_pending = 0;
 		vcpu_fsm_kvm_exit(&v->fsm, ev->ts, (__u32)ev->arg0, (__u32)ev->arg1, &s);
+		if (ev->arg2 & VCPUSTAT_EXIT_GSYS)
+			v->fsm.flags |= VCPU_F_EXIT_GSYS;
+		else
+			v->fsm.flags &= ~VCPU_F_EXIT_GSYS;
 		arg0 = (__u32)ev->arg0;
 		arg1 = (__u32)ev->arg1;
 		break;

@@ -380,3 +380,120 @@ Test(details, exporters_publish_the_top_rows_per_kind_and_the_rest_as_other)
 	vcpustat_snapshot_free(&c);
 	replay_free(rp);
 }
+
+/*
+ * The guest's mode at each exit (kvm_exit's guest RIP, 64-bit guests: the
+ * upper half is the kernel's): per exit reason, how many left guest kernel
+ * mode, in the kernel's histograms as in replay's, and in the window's JSON,
+ * text (%GSYS) and the exporters.
+ */
+static size_t gsys_scenario(struct vcpustat_event *out)
+{
+	size_t n = 0;
+
+	out[n++] = KVM_ENTRY(10);
+	for (int i = 0; i < 4; i++) { /* 4 MSR-write exits, 3 from the guest kernel */
+		out[n] = KVM_EXIT(100 + 100 * i, VMX_EXIT_MSR_WRITE);
+		if (i < 3)
+			out[n].arg2 |= VCPUSTAT_EXIT_GSYS;
+		n++;
+		out[n++] = KVM_ENTRY(150 + 100 * i);
+	}
+	out[n++] = KVM_EXIT(1000, VMX_EXIT_HLT); /* from user mode (a real-mode guest, say) */
+	out[n++] = KVM_ENTRY(1100);
+	return n;
+}
+
+static void assert_gsys_hists(const struct vcpustat_snapshot *s, const char *src)
+{
+	size_t found = 0;
+
+	for (size_t i = 0; i < s->nr_hists; i++) {
+		const struct vcpustat_hist_entry *h = &s->hists[i];
+
+		if (h->key.kind != VCPU_SAMPLE_EXIT)
+			continue;
+		found++;
+		if (h->key.reason == VMX_EXIT_MSR_WRITE) {
+			cr_assert_eq(h->hist.count, 4, "%s", src);
+			cr_assert_eq(h->hist.gsys, 3, "%s: 3 of the MSR writes left guest kernel mode", src);
+		} else {
+			cr_assert_eq(h->key.reason, VMX_EXIT_HLT, "%s", src);
+			cr_assert_eq(h->hist.gsys, 0, "%s: the HLT did not", src);
+		}
+	}
+	cr_assert_eq(found, 2, "%s: two exit reasons", src);
+}
+
+Test(details, exits_from_guest_kernel_mode_are_counted_per_reason)
+{
+	struct vcpustat_event evs[32];
+	size_t n = gsys_scenario(evs);
+	struct replay *rp = replay_of(evs, n, 0);
+	struct vcpustat_snapshot a, b;
+	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
+	struct metrics *m = metrics_new(&mo);
+	struct summary s;
+	struct names names;
+	json_t *doc, *exits, *e;
+	char *text = NULL, *prom;
+	size_t len = 0, i;
+	bool msr = false;
+	FILE *f;
+
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	assert_gsys_hists(&b, "replay");
+	memset(&a, 0, sizeof(a));
+	a.ts = 1;
+	b.ts = 1 + 1000000000ull;
+	cr_assert_eq(names_init(&names, "/nonexistent", "/nonexistent"), 0);
+	cr_assert_eq(summary_build(&s, &a, &b, &names, NULL), 0);
+	doc = summary_json(&s, NULL, 0);
+	exits = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "exits");
+	json_array_foreach(exits, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "reason")), "MSR_WRITE"))
+			continue;
+		msr = true;
+		cr_assert_eq(json_integer_value(json_object_get(e, "guest_kernel")), 3);
+	}
+	cr_assert(msr);
+	json_decref(doc);
+	f = open_memstream(&text, &len);
+	summary_print(f, &s, NULL, 0, 0);
+	fclose(f);
+	cr_assert_not_null(strstr(text, "%GSYS"), "%s", text);
+	cr_assert_not_null(strstr(text, "  75.0%"), "3 of 4 MSR writes:\n%s", text);
+	free(text);
+	cr_assert_eq(metrics_add(m, &s), 0);
+	cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &prom, &len), 0);
+	cr_assert_not_null(strstr(prom, "vcpustat_exit_guest_kernel_total{vm=\"pid 50\",reason=\"MSR_WRITE\"} 3\n"),
+			   "%s", prom);
+	cr_assert_not_null(strstr(prom, "vcpustat_exit_guest_kernel_total{vm=\"pid 50\",reason=\"HLT\"} 0\n"), "%s",
+			   prom);
+	free(prom);
+	metrics_free(m);
+	summary_free(&s);
+	names_free(&names);
+	vcpustat_snapshot_free(&b);
+	replay_free(rp);
+}
+
+Test(details, the_kernel_counts_guest_kernel_exits_as_replay_does)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat_event evs[32];
+	struct vcpustat_snapshot snap;
+	struct vcpustat *vs;
+	size_t n = gsys_scenario(evs);
+	int err;
+
+	SKIP_UNLESS(bpf_unavailable());
+	err = vcpustat_open(&vs, &o);
+	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
+	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	assert_gsys_hists(&snap, "kernel");
+	vcpustat_snapshot_free(&snap);
+	vcpustat_close(vs);
+}

@@ -621,6 +621,24 @@ static void check_vm_details(json_t *docs, json_t *vm, json_t *ex, const struct 
 	cr_assert_eq(msr, efer_r + efer_w, "%s: no other MSR", n);
 	cr_assert_eq(mw, t->u_mmio, "%s: mmio 0x10000 writes = KVM's mmio_exits", n);
 	cr_assert_eq(mmio, mw, "%s: no other MMIO", n);
+	{
+		/* microvm's guest runs in real mode: no exit leaves a 64-bit kernel (guest RIP < 0x10000) */
+		json_t *doc, *e;
+		size_t k, r;
+		long long seen = 0;
+
+		json_array_foreach(docs, k, doc) {
+			json_t *lvm = find_by(jget(doc, "vms"), "vm", name);
+
+			json_array_foreach(lvm ? jget(lvm, "exits") : NULL, r, e) {
+				cr_assert(json_is_integer(jget(e, "guest_kernel")), "%s: exits say their guest mode", n);
+				cr_assert_eq(jint(e, "guest_kernel"), 0, "%s %s: no exit from guest kernel mode", n,
+					     json_string_value(jget(e, "reason")));
+				seen++;
+			}
+		}
+		cr_assert_gt(seen, 0);
+	}
 	if (svm) {
 		cr_assert_eq(pf, j, "%s: the faulting pages add up to the npf exits", n);
 		cr_assert_eq(pfm, t->u_mmio, "%s: page 0x10000's write faults = the MMIO writes", n);

@@ -65,6 +65,8 @@ static void random_event(unsigned int *seed, __u64 *ts, struct vcpustat_event *e
 		ev->arg0 = reasons[rand_r(seed) % 5];
 		ev->arg1 = rand_r(seed) % 5 ? KVM_ISA_VMX : KVM_ISA_SVM;
 		ev->arg2 = rand_r(seed) % 4 ? tid % 100 : 0xffffffffu;
+		if (rand_r(seed) % 2)
+			ev->arg2 |= VCPUSTAT_EXIT_GSYS; /* from guest kernel mode */
 	} else if (r < 88) {
 		static const __u32 ureasons[] = { KVM_UEXIT_IO, KVM_UEXIT_HLT, KVM_UEXIT_MMIO, KVM_UEXIT_INTR };
 

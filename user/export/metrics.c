@@ -213,6 +213,7 @@ static void hist_add(struct acc_hist *h, const struct latency_summary *l)
 		h->count += l->bucket[b];
 	}
 	h->sum_ns += l->sum_ns;
+	h->gsys += l->gsys;
 }
 
 static void counts_add(struct acc_counts *c, const struct vcpu_summary *v)
@@ -396,6 +397,7 @@ int metrics_add(struct metrics *m, const struct summary *s)
 	}
 	m->nr_adds++;
 	m->t1 = s->t1;
+	m->gsys_known |= s->has_details;
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		m->lost[i] += s->lost_window[i];
 	for (size_t i = 0; i < m->nr_vms; i++)

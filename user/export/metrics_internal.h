@@ -25,6 +25,7 @@ struct acc_vcpu {
 struct acc_hist {
 	char reason[32];
 	__u64 count, sum_ns; /* count = the sum of the buckets, so +Inf == _count always */
+	__u64 gsys;	     /* exits that left guest kernel mode (exits only) */
 	__u64 bucket[LAT_HIST_BUCKETS];
 };
 
@@ -109,6 +110,7 @@ struct metrics {
 	char file_path[512], from[64], to[64];
 	__u64 from_ns, to_ns;
 	char kernel[128];
+	bool gsys_known; /* the windows came from the BPF maps or a replay (summary.has_details) */
 };
 
 /* Edge i of the published buckets, in seconds. */

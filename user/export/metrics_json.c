@@ -125,8 +125,13 @@ json_t *metrics_json(const struct metrics *m)
 			}
 			json_object_set_new(o, "vcpus", vcpus);
 		}
-		for (size_t e = 0; e < vm->nr_exits; e++)
-			json_array_append_new(exits, hist_json(&vm->exits[e], true));
+		for (size_t e = 0; e < vm->nr_exits; e++) {
+			json_t *h = hist_json(&vm->exits[e], true);
+
+			if (m->gsys_known)
+				json_object_set_new(h, "guest_kernel", json_integer((json_int_t)vm->exits[e].gsys));
+			json_array_append_new(exits, h);
+		}
 		for (size_t e = 0; e < vm->nr_uexits; e++)
 			json_array_append_new(uexits, hist_json(&vm->uexits[e], true));
 		json_object_set_new(o, "exits", exits);

@@ -330,6 +330,10 @@ static const struct family fam_detail = {
 static const struct family fam_detail_s = {
 	"vcpustat_exit_detail_seconds", F_COUNTER, "seconds",
 	"Handling time, kvm_exit to kvm_entry, of the exits counted in vcpustat_exit_detail_total"};
+static const struct family fam_gsys = {
+	"vcpustat_exit_guest_kernel", F_COUNTER, NULL,
+	"VM exits that left guest kernel mode (a 64-bit guest RIP in the upper half), by exit reason; "
+	"divided by vcpustat_exit_duration_seconds_count: perf-prof's %gsys"};
 static const struct family fam_vcpus = {"vcpustat_vcpus", F_GAUGE, NULL, "vCPUs of the VM tracked now"};
 static const struct family fam_lost = {"vcpustat_lost_records", F_COUNTER, NULL,
 				       "Records the kernel side could not keep, by kind (docs/json.md)"};
@@ -461,6 +465,16 @@ static void walk_hists(struct sink *k, const struct metrics *m)
 	family_begin(k, &fam_runq);
 	for (size_t i = 0; i < m->nr_vms; i++)
 		emit_hist(k, &m->vms[i]->runq, m->vms[i]->name, NULL);
+	if (!m->gsys_known)
+		return; /* recordings do not keep the guest's mode */
+	family_begin(k, &fam_gsys);
+	for (size_t i = 0; i < m->nr_vms; i++)
+		for (size_t e = 0; e < m->vms[i]->nr_exits; e++) {
+			struct label l[] = { { "vm", m->vms[i]->name }, { "reason", m->vms[i]->exits[e].reason } };
+			char val[32];
+
+			emit(k, "_total", l, 2, fmt_u64(val, sizeof(val), m->vms[i]->exits[e].gsys));
+		}
 }
 
 

@@ -244,6 +244,7 @@ static void latency_fill(struct latency_summary *l, const struct vcpustat_hist_k
 	l->count = before ? sub0(h->count, before->count) : h->count;
 	l->sum_ns = before ? sub0(h->sum_ns, before->sum_ns) : h->sum_ns;
 	l->max_ns = h->max_ns;
+	l->gsys = before ? sub0(h->gsys, before->gsys) : h->gsys;
 	l->count_total = h->count;
 	for (unsigned int b = 0; b < LAT_HIST_BUCKETS; b++)
 		l->bucket[b] = before ? sub0(h->bucket[b], before->bucket[b]) : h->bucket[b];

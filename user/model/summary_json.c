@@ -36,7 +36,7 @@ static json_t *shares_json(const __u64 ns[VCPU_NR_STATES])
 	return o;
 }
 
-static json_t *latency_json(const struct latency_summary *l)
+static json_t *latency_json(const struct latency_summary *l, bool gsys_known)
 {
 	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "reason", l->name, "count",
 			      (json_int_t)l->count, "rate", l->rate, "sum_ns", (json_int_t)l->sum_ns, "p50_ns",
@@ -47,6 +47,8 @@ static json_t *latency_json(const struct latency_summary *l)
 		json_object_set_new(o, "isa", json_string(l->isa == KVM_ISA_VMX ? "vmx" :
 							  l->isa == KVM_ISA_SVM ? "svm" : "?"));
 		json_object_set_new(o, "code", json_integer(l->reason));
+		if (gsys_known)
+			json_object_set_new(o, "guest_kernel", json_integer((json_int_t)l->gsys));
 	} else if (l->kind == VCPU_SAMPLE_USERSPACE_EXIT) {
 		json_object_set_new(o, "code", json_integer(l->reason));
 	}
@@ -138,15 +140,15 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		for (size_t v = 0; v < vm->nr_vcpus; v++)
 			json_array_append_new(vcpus, vcpu_json(s, vm, &vm->vcpus[v]));
 		for (size_t e = 0; e < vm->nr_exits; e++)
-			json_array_append_new(exits, latency_json(&vm->exits[e]));
+			json_array_append_new(exits, latency_json(&vm->exits[e], s->has_details));
 		for (size_t e = 0; e < vm->nr_uexits; e++)
-			json_array_append_new(uexits, latency_json(&vm->uexits[e]));
+			json_array_append_new(uexits, latency_json(&vm->uexits[e], false));
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			json_array_append_new(cul, culprit_json(&vm->culprits[c]));
 		json_object_set_new(o, "vcpus", vcpus);
 		json_object_set_new(o, "exits", exits);
 		json_object_set_new(o, "userspace_exits", uexits);
-		json_object_set_new(o, "runq_wait", latency_json(&vm->runq));
+		json_object_set_new(o, "runq_wait", latency_json(&vm->runq, false));
 		json_object_set_new(o, "culprits", cul);
 		if (s->has_details) {
 			json_t *det = json_array();

@@ -23,18 +23,26 @@ const char *format_ns(__u64 ns, char *buf, size_t len)
 	return buf;
 }
 
+/* gsys: add the share of exits that left guest kernel mode (%GSYS, as perf-prof shows it). */
 static void print_latency_table(FILE *f, const char *title, const struct latency_summary *l, size_t n,
-				unsigned int top, double seconds)
+				unsigned int top, double seconds, bool gsys)
 {
 	char a[24], b[24], c[24];
 
 	if (!n)
 		return;
-	fprintf(f, "    %-24s %10s %10s %10s %10s %10s\n", title, "COUNT", "RATE/s", "P50", "P99", "MAX");
-	for (size_t i = 0; i < n && (!top || i < top); i++)
-		fprintf(f, "    %-24s %10llu %10.1f %10s %10s %10s\n", l[i].name, (unsigned long long)l[i].count,
+	fprintf(f, "    %-24s %10s %10s %10s %10s %10s%s\n", title, "COUNT", "RATE/s", "P50", "P99", "MAX",
+		gsys ? "  %GSYS" : "");
+	for (size_t i = 0; i < n && (!top || i < top); i++) {
+		fprintf(f, "    %-24s %10llu %10.1f %10s %10s %10s", l[i].name, (unsigned long long)l[i].count,
 			l[i].rate, l[i].count ? format_ns(l[i].p50_ns, a, sizeof(a)) : "-",
 			l[i].count ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-", format_ns(l[i].max_ns, c, sizeof(c)));
+		if (gsys && l[i].count)
+			fprintf(f, " %6.1f%%", 100.0 * (double)l[i].gsys / (double)l[i].count);
+		else if (gsys)
+			fprintf(f, " %7s", "-");
+		fputc('\n', f);
+	}
 }
 
 /*
@@ -206,11 +214,11 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 				100 * vcpu_share(s, c, VCPU_IDLE), 100 * vcpu_share(s, c, VCPU_BLOCKED),
 				summary_per_s(s, c->preemptions), summary_per_s(s, c->wakeups), summary_per_s(s, c->migrations));
 		}
-		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds);
-		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds);
+		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds, s->has_details);
+		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds, false);
 		print_details(f, vm, top);
 		if (vm->runq.count)
-			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds);
+			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds, false);
 		if (vm->nr_culprits) {
 			fprintf(f, "    %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID", "THREAD",
 				"PROCESS / VM", "CGROUP");
