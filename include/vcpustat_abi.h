@@ -98,6 +98,8 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_SYNC_ENTRY, /* first kvm_entry after a sync hypercall: arg0/arg1 = key */
 	VCPUSTAT_REC_UEXIT,	/* kvm_userspace_exit that changed no state: arg0 = reason */
 	VCPUSTAT_REC_RUN,	/* KVM_RUN entered, closing an open userspace exit: arg0 = its reason */
+	VCPUSTAT_REC_DETAIL,	/* the open exit's first access of a table (exit details): from = kind,
+				   to = access, arg0/arg1 = address low/high (page faults: the page) */
 	VCPUSTAT_NR_RECORDS,
 };
 

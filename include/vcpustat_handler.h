@@ -185,6 +185,8 @@ HANDLER_INLINE void on_exit_detail(const struct vcpustat_event *ev)
 		v->fault_access = (ev->arg1 & 0x10) ? VCPUSTAT_ACCESS_FETCH :
 				  (ev->arg1 & 0x2)  ? VCPUSTAT_ACCESS_WRITE :
 						      VCPUSTAT_ACCESS_READ;
+		emit_vcpu(ev, v, VCPUSTAT_REC_DETAIL, VCPUSTAT_DETAIL_PAGE_FAULT, v->fault_access, (__u32)v->fault_addr,
+			  (__u32)(v->fault_addr >> 32));
 		return;
 	case VCPUSTAT_EV_PIO:
 		if (v->detail_kind)
@@ -208,6 +210,8 @@ HANDLER_INLINE void on_exit_detail(const struct vcpustat_event *ev)
 		return;
 	}
 	v->detail_addr = ev->arg0;
+	emit_vcpu(ev, v, VCPUSTAT_REC_DETAIL, v->detail_kind, v->detail_access, (__u32)v->detail_addr,
+		  (__u32)(v->detail_addr >> 32));
 }
 
 /* kvm_entry or the thread's exit (before the state machine closes the exit): charge its details. */

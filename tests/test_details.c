@@ -11,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "cli_run.h"
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "live/live.h"
 #include "export/export.h"
 #include "model/model.h"
 #include "record/record.h"
+#include "sht/sht.h"
 
 #define VM 50
 #define TID 51
@@ -496,4 +499,135 @@ Test(details, the_kernel_counts_guest_kernel_exits_as_replay_does)
 	assert_gsys_hists(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	vcpustat_close(vs);
+}
+
+/*
+ * A recording keeps the exit details (exit_access, exit_fault): the report
+ * of the file gives back the kernel's rows exactly -- each access under its
+ * exit, with that exit's whole handling time -- and JSON and text show them.
+ */
+Test(details, a_recording_keeps_them_and_its_report_gives_the_same_rows)
+{
+	struct vcpustat_event evs[32];
+	struct rec_session_opts so = { 0 };
+	struct replay_options ro = { .record_level = VCPUSTAT_LEVEL_VCPU, .on_record = rec_session_record };
+	struct rec_session_stats st;
+	struct vcpustat_error err = { 0 };
+	struct rec_session *rs;
+	struct sht_reader *rd;
+	struct replay *rp;
+	struct summary s;
+	char path[] = "/tmp/vcpustat-details-XXXXXX";
+	size_t n = scenario(evs);
+	bool culprits;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	so.rec.path = path;
+	so.rec.mono_start_ns = 0;
+	so.rec.real_start_ns = 1700000000ull * 1000000000ull;
+	so.rec.no_sync = true;
+	cr_assert_eq(rec_session_open(&rs, &so, &err), 0, "%s", err.msg);
+	ro.ctx = rs;
+	cr_assert_eq(replay_new(&rp, &ro), 0);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0);
+	replay_free(rp);
+	cr_assert_eq(rec_session_finish(&rs, 2000, &st, &err), 0, "%s", err.msg);
+
+	cr_assert_eq(sht_open(&rd, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(report_build(&s, rd, 0, 2000, NULL, &culprits, &err), 0, "%s", err.msg);
+	cr_assert(s.has_details, "the file has the vCPU's exit_access attribute");
+	cr_assert_not(s.has_gsys, "a recording does not keep the guest's mode");
+	cr_assert_eq(s.nr_vms, 1);
+	cr_assert_eq(s.vms[0].nr_details, NR_SCENARIO_ROWS);
+	for (size_t i = 0; i < NR_SCENARIO_ROWS; i++) {
+		const struct want *w = &scenario_rows[i];
+		const struct detail_summary *d = NULL;
+
+		for (size_t j = 0; j < s.vms[0].nr_details; j++)
+			if (s.vms[0].details[j].kind == w->kind && s.vms[0].details[j].access == w->access &&
+			    s.vms[0].details[j].addr == w->addr)
+				d = &s.vms[0].details[j];
+		cr_assert_not_null(d, "report: %s 0x%llx", detail_kind_name(w->kind), (unsigned long long)w->addr);
+		cr_assert_eq(d->count, w->count, "report: %s 0x%llx count", detail_kind_name(w->kind),
+			     (unsigned long long)w->addr);
+		cr_assert_eq(d->sum_ns, w->sum_ns, "report: %s 0x%llx: the exit's whole handling time",
+			     detail_kind_name(w->kind), (unsigned long long)w->addr);
+		cr_assert_eq(d->max_ns, w->max_ns);
+	}
+	/* a window that holds only the first exit (200 -> 500) */
+	summary_free(&s);
+	cr_assert_eq(report_build(&s, rd, 150, 550, NULL, &culprits, &err), 0, "%s", err.msg);
+	cr_assert_eq(s.vms[0].nr_details, 1);
+	cr_assert_eq(s.vms[0].details[0].addr, 0x3f8);
+	cr_assert_eq(s.vms[0].details[0].sum_ns, 300);
+	summary_free(&s);
+	sht_close(rd);
+	unlink(path);
+}
+
+/*
+ * From a host's ftrace text (what `perf kvm stat` users have) to a report:
+ * `vcpustat import` turns kvm_pio, kvm_mmio and kvm_msr lines into the
+ * exits' accesses, and `report -j` shows them with each exit's time.
+ */
+Test(details, an_imported_ftrace_text_reports_its_exit_details)
+{
+	static const char *const lines[] = {
+		"# tracer: nop",
+		"  CPU 0/KVM-701 [000] 1.000000000: kvm_fpu: load",
+		"  CPU 0/KVM-701 [000] 1.000001000: kvm_entry: vcpu 0, rip 0x1000",
+		"  CPU 0/KVM-701 [000] 1.000010000: kvm_exit: vcpu 0 reason IO_INSTRUCTION rip 0x1000 info 100000 0",
+		"  CPU 0/KVM-701 [000] 1.000011000: kvm_pio: pio_write at 0x3f8 size 1 count 1 val 0x41 ",
+		"  CPU 0/KVM-701 [000] 1.000014000: kvm_entry: vcpu 0, rip 0x1002",
+		"  CPU 0/KVM-701 [000] 1.000020000: kvm_exit: vcpu 0 reason MSR_READ rip 0x1002 info 0 0",
+		"  CPU 0/KVM-701 [000] 1.000020500: kvm_msr: msr_read c0000080 = 0x500",
+		"  CPU 0/KVM-701 [000] 1.000021000: kvm_entry: vcpu 0, rip 0x1004",
+		"  CPU 0/KVM-701 [000] 1.000030000: kvm_exit: vcpu 0 reason MSR_READ rip 0x1004 info 0 0",
+		"  CPU 0/KVM-701 [000] 1.000030500: kvm_msr: msr_read c0000080 = 0x500",
+		"  CPU 0/KVM-701 [000] 1.000033000: kvm_entry: vcpu 0, rip 0x1006",
+		"  CPU 0/KVM-701 [000] 1.000040000: kvm_exit: vcpu 0 reason EPT_MISCONFIG rip 0x1006 info 0 0",
+		"  CPU 0/KVM-701 [000] 1.000041000: kvm_mmio: mmio write len 4 gpa 0xfebf0000 val 0x1",
+		"  CPU 0/KVM-701 [000] 1.000045000: kvm_entry: vcpu 0, rip 0x1008",
+		"  CPU 0/KVM-701 [000] 1.000050000: kvm_exit: vcpu 0 reason HLT rip 0x1008 info 0 0",
+		"  CPU 0/KVM-701 [000] 1.000060000: kvm_entry: vcpu 0, rip 0x1009",
+	};
+	char txt[] = "/tmp/vcpustat-details-txt-XXXXXX", sht[64];
+	json_t *doc, *det;
+	struct run r;
+	int fd = mkstemp(txt);
+	FILE *f = fdopen(fd, "w");
+
+	cr_assert_not_null(f);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		fprintf(f, "%s\n", lines[i]);
+	fclose(f);
+	snprintf(sht, sizeof(sht), "%s.sht", txt);
+	RUN(&r, "import", "--host", txt, "-o", sht);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	RUN(&r, "report", sht, "-j");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	doc = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(doc, "%s", r.out);
+	det = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "exit_details");
+	cr_assert(json_is_array(det), "%s", r.out);
+	cr_assert_eq(json_array_size(det), 3, "%s", r.out);
+	/* by kind: pio, mmio, msr */
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(det, 0), "target")), "0x3f8");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(det, 0), "sum_ns")), 4000, "exit to entry");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(det, 1), "target")), "0xfebf0000");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(det, 1), "access")), "write");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(det, 1), "sum_ns")), 5000);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(det, 2), "name")), "EFER");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(det, 2), "count")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(det, 2), "sum_ns")), 1000 + 3000);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(det, 2), "max_ns")), 3000);
+	json_decref(doc);
+	RUN(&r, "report", sht);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "0xc0000080 EFER"), "%s", r.out);
+	unlink(sht);
+	unlink(txt);
 }

@@ -266,9 +266,54 @@ Test(import_ftrace, other_kvm_events)
 	ftrace_parser_init(&p, 0);
 	cr_assert_eq(parse(&p, " CPU 0/KVM-7 [001] 5.000000: kvm_fpu: unload", &ev), FTRACE_SKIP);
 	cr_assert_eq(parse(&p, " CPU 0/KVM-7 [001] 5.000000: kvm_hypercall: nr 0x9 a0 0x1 a1 0x0", &ev), FTRACE_SKIP);
-	cr_assert_eq(parse(&p, " CPU 0/KVM-7 [001] 5.000000: kvm_pio: pio_write at 0x70 size 1 count 1", &ev),
-		     FTRACE_SKIP);
+	cr_assert_eq(parse(&p, " CPU 0/KVM-7 [001] 5.000000: kvm_cpuid: func 1 idx 0 rax 306a9 rbx 100800", &ev),
+		     FTRACE_SKIP, "a KVM event vcpustat does not use");
 	cr_assert_eq(parse(&p, " bash-7 [001] 5.000000: tracing_mark_write: hello", &ev), FTRACE_SKIP);
+}
+
+/* The exit details, as the kernel prints them (arch/x86/kvm/trace.h, include/trace/events/kvm.h). */
+Test(import_ftrace, exit_detail_events)
+{
+	struct trace_event ev;
+
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_pio: pio_write at 0x3f8 size 1 count 1 val 0x41 ", &ev);
+	cr_assert_eq(ev.ev.type, VCPUSTAT_EV_PIO);
+	cr_assert_eq(ev.ev.tid, 7);
+	cr_assert_eq(ev.ev.arg0, 0x3f8);
+	cr_assert_eq(ev.ev.arg1, 1, "a write");
+	cr_assert_eq(ev.ev.arg2, 1);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_pio: pio_read at 0x10 size 4 count 1 val 0x7d0 ", &ev);
+	cr_assert_eq(ev.ev.arg0, 0x10);
+	cr_assert_eq(ev.ev.arg1, 0);
+	cr_assert_eq(ev.ev.arg2, 4);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_mmio: mmio write len 1 gpa 0x10000 val 0x0", &ev);
+	cr_assert_eq(ev.ev.type, VCPUSTAT_EV_MMIO);
+	cr_assert_eq(ev.ev.arg0, 0x10000);
+	cr_assert_eq(ev.ev.arg1, 2, "KVM_TRACE_MMIO_WRITE");
+	cr_assert_eq(ev.ev.arg2, 1);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_mmio: mmio unsatisfied-read len 4 gpa 0xfee00030 val 0x0", &ev);
+	cr_assert_eq(ev.ev.arg0, 0xfee00030);
+	cr_assert_eq(ev.ev.arg1, 0);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_mmio: mmio read len 4 gpa 0xfee00030 val 0x50014", &ev);
+	cr_assert_eq(ev.ev.arg1, 1);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_msr: msr_read c0000080 = 0x0", &ev);
+	cr_assert_eq(ev.ev.type, VCPUSTAT_EV_MSR);
+	cr_assert_eq(ev.ev.arg0, 0xc0000080);
+	cr_assert_eq(ev.ev.arg1, 0);
+	cr_assert_eq(ev.ev.arg2, 0);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_msr: msr_write 6e0 = 0x1f3a2 (#GP)", &ev);
+	cr_assert_eq(ev.ev.arg0, 0x6e0);
+	cr_assert_eq(ev.ev.arg1, 1);
+	cr_assert_eq(ev.ev.arg2, 1, "it raised #GP");
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_page_fault: vcpu 0 rip 0x1042 address 0x0000000000010000 "
+		 "error_code 0x100000006",
+		 &ev);
+	cr_assert_eq(ev.ev.type, VCPUSTAT_EV_PAGE_FAULT);
+	cr_assert_eq(ev.ev.arg0, 0x10000);
+	cr_assert_eq(ev.ev.arg1, 0x100000006ull);
+	parse_ok(" CPU 0/KVM-7 [001] 5.000000: kvm_page_fault: address 7f123 error_code 14", &ev);
+	cr_assert_eq(ev.ev.arg0, 0x7f123, "before 6.x: bare hexadecimal");
+	cr_assert_eq(ev.ev.arg1, 0x14);
 }
 
 Test(import_ftrace, sync_markers)
@@ -329,6 +374,14 @@ Test(import_ftrace, malformed_lines_say_what_is_wrong)
 		{ "  bash-12 [000] 1.000001: kvm_userspace_exit: reason KVM_EXIT_IO", "kvm_userspace_exit" },
 		{ "  bash-12 [000] 1.000001: kvm_fpu: maybe", "kvm_fpu" },
 		{ "  bash-12 [000] 1.000001: kvm_hypercall: nr 0x56435331", "a0" },
+		{ "  bash-12 [000] 1.000001: kvm_pio: pio_poke at 0x10 size 1", "pio_read" },
+		{ "  bash-12 [000] 1.000001: kvm_pio: pio_read at 0x10000 size 1", "16-bit" },
+		{ "  bash-12 [000] 1.000001: kvm_pio: pio_read at 0x10", "size" },
+		{ "  bash-12 [000] 1.000001: kvm_mmio: mmio peek len 1 gpa 0x0 val 0x0", "type" },
+		{ "  bash-12 [000] 1.000001: kvm_mmio: mmio write len 1 val 0x0", "gpa" },
+		{ "  bash-12 [000] 1.000001: kvm_msr: msr_read = 0x0", "MSR index" },
+		{ "  bash-12 [000] 1.000001: kvm_page_fault: vcpu 0 rip 0x0 error_code 0x6", "address" },
+		{ "  bash-12 [000] 1.000001: kvm_page_fault: address 0x1000", "error_code" },
 		{ "  bash-99999999999 [000] 1.000001: kvm_fpu: load", "no '<comm>-<pid> [<cpu>]'" },
 		{ "  bash-12 [99999999999] 1.000001: kvm_fpu: load", "no '<comm>-<pid> [<cpu>]'" },
 		{ "  bash-12 [000] 99999999999.000001: kvm_fpu: load", "timestamp" },

@@ -397,7 +397,7 @@ int metrics_add(struct metrics *m, const struct summary *s)
 	}
 	m->nr_adds++;
 	m->t1 = s->t1;
-	m->gsys_known |= s->has_details;
+	m->gsys_known |= s->has_gsys;
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		m->lost[i] += s->lost_window[i];
 	for (size_t i = 0; i < m->nr_vms; i++)

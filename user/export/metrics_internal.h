@@ -110,7 +110,7 @@ struct metrics {
 	char file_path[512], from[64], to[64];
 	__u64 from_ns, to_ns;
 	char kernel[128];
-	bool gsys_known; /* the windows came from the BPF maps or a replay (summary.has_details) */
+	bool gsys_known; /* the windows came from the BPF maps or a replay (summary.has_gsys) */
 };
 
 /* Edge i of the published buckets, in seconds. */

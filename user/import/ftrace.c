@@ -355,6 +355,10 @@ enum ev_name {
 	EVN_KVM_UEXIT,
 	EVN_KVM_FPU,
 	EVN_KVM_HYPERCALL,
+	EVN_KVM_PIO,
+	EVN_KVM_MMIO,
+	EVN_KVM_MSR,
+	EVN_KVM_PAGE_FAULT,
 	EVN_MARKER,
 };
 
@@ -363,14 +367,23 @@ static enum ev_name event_name(cp s, size_t n)
 #define IS(lit) (n == sizeof(lit) - 1 && !memcmp(s, lit, n))
 	switch (n) {
 	case 5: return IS("print") ? EVN_MARKER : EVN_NONE;
-	case 7: return IS("kvm_fpu") ? EVN_KVM_FPU : EVN_NONE;
-	case 8: return IS("kvm_exit") ? EVN_KVM_EXIT : EVN_NONE;
+	case 7:
+		if (IS("kvm_pio"))
+			return EVN_KVM_PIO;
+		if (IS("kvm_msr"))
+			return EVN_KVM_MSR;
+		return IS("kvm_fpu") ? EVN_KVM_FPU : EVN_NONE;
+	case 8:
+		if (IS("kvm_mmio"))
+			return EVN_KVM_MMIO;
+		return IS("kvm_exit") ? EVN_KVM_EXIT : EVN_NONE;
 	case 9: return IS("kvm_entry") ? EVN_KVM_ENTRY : EVN_NONE;
 	case 12:
 		if (IS("sched_switch"))
 			return EVN_SWITCH;
 		return IS("sched_wakeup") ? EVN_WAKEUP : EVN_NONE;
 	case 13: return IS("kvm_hypercall") ? EVN_KVM_HYPERCALL : EVN_NONE;
+	case 14: return IS("kvm_page_fault") ? EVN_KVM_PAGE_FAULT : EVN_NONE;
 	case 16: return IS("sched_wakeup_new") ? EVN_WAKEUP_NEW : EVN_NONE;
 	case 18:
 		if (IS("sched_migrate_task"))
@@ -696,6 +709,92 @@ static enum ftrace_line parse_kvm_hypercall(struct ftrace_parser *ps, cp f, cp e
 	return FTRACE_EVENT;
 }
 
+/*
+ * The exit details (docs/import.md): what the open exit accessed, as the
+ * kernel prints it (arch/x86/kvm/trace.h, include/trace/events/kvm.h).
+ *   kvm_pio:        "pio_write at 0x3f8 size 1 count 1 val 0x41"
+ *   kvm_mmio:       "mmio write len 1 gpa 0x10000 val 0x0" (unsatisfied-read, read, write)
+ *   kvm_msr:        "msr_read c0000080 = 0x0", "msr_write 6e0 = 0x1 (#GP)"
+ *   kvm_page_fault: "vcpu 0 rip 0x1000 address 0x0000000000010000 error_code 0x6"
+ *                   (before 6.x: "address 10000 error_code 6")
+ */
+static enum ftrace_line parse_kvm_pio(struct ftrace_parser *ps, cp f, cp e, struct trace_event *t)
+{
+	uint64_t port, size;
+	bool write = STARTS(f, e, "pio_write at ");
+	cp q = f + (write ? 13 : 12);
+
+	if (!write && !STARTS(f, e, "pio_read at "))
+		return bad(ps, "kvm_pio: neither 'pio_read at' nor 'pio_write at'");
+	if (!hexnum(&q, e, &port) || port > 0xffff)
+		return bad(ps, "kvm_pio: the port is not a 16-bit hexadecimal number");
+	if (!STARTS(q, e, " size ") || (q += 6, !num(&q, e, &size)))
+		return bad(ps, "kvm_pio: no 'size <n>' after the port");
+	t->ev.type = VCPUSTAT_EV_PIO;
+	t->ev.arg0 = port;
+	t->ev.arg1 = write;
+	t->ev.arg2 = size;
+	return FTRACE_EVENT;
+}
+
+static enum ftrace_line parse_kvm_mmio(struct ftrace_parser *ps, cp f, cp e, struct trace_event *t)
+{
+	static const char *const types[] = { "unsatisfied-read ", "read ", "write " };
+	uint64_t len, gpa;
+	cp q;
+	int type = -1;
+
+	if (!STARTS(f, e, "mmio "))
+		return bad(ps, "kvm_mmio: no 'mmio <type>'");
+	for (int i = 0; i < 3 && type < 0; i++)
+		if (starts(f + 5, e, types[i], strlen(types[i])))
+			type = i;
+	if (type < 0)
+		return bad(ps, "kvm_mmio: the type is none of unsatisfied-read, read, write");
+	q = f + 5 + strlen(types[type]);
+	if (!STARTS(q, e, "len ") || (q += 4, !num(&q, e, &len)))
+		return bad(ps, "kvm_mmio: no 'len <n>'");
+	if (!STARTS(q, e, " gpa ") || (q += 5, !hexnum(&q, e, &gpa)))
+		return bad(ps, "kvm_mmio: no 'gpa 0x<address>'");
+	t->ev.type = VCPUSTAT_EV_MMIO;
+	t->ev.arg0 = gpa;
+	t->ev.arg1 = (uint64_t)type;
+	t->ev.arg2 = len;
+	return FTRACE_EVENT;
+}
+
+static enum ftrace_line parse_kvm_msr(struct ftrace_parser *ps, cp f, cp e, struct trace_event *t)
+{
+	bool write = STARTS(f, e, "msr_write ");
+	uint64_t index;
+	cp q = f + (write ? 10 : 9);
+
+	if (!write && !STARTS(f, e, "msr_read "))
+		return bad(ps, "kvm_msr: neither 'msr_read' nor 'msr_write'");
+	if (!hexnum(&q, e, &index) || index > UINT32_MAX)
+		return bad(ps, "kvm_msr: the MSR index is not a 32-bit hexadecimal number");
+	t->ev.type = VCPUSTAT_EV_MSR;
+	t->ev.arg0 = index;
+	t->ev.arg1 = write;
+	t->ev.arg2 = FIND(q, e, "(#GP)") != NULL;
+	return FTRACE_EVENT;
+}
+
+static enum ftrace_line parse_kvm_page_fault(struct ftrace_parser *ps, cp f, cp e, struct trace_event *t)
+{
+	uint64_t addr, code;
+	cp q = NEAR(f, e, "address ");
+
+	if (!q || (q += 8, !hexnum(&q, e, &addr)))
+		return bad(ps, "kvm_page_fault: no 'address <hexadecimal>'");
+	if (!STARTS(q, e, " error_code ") || (q += 12, !hexnum(&q, e, &code)))
+		return bad(ps, "kvm_page_fault: no 'error_code <hexadecimal>' after the address");
+	t->ev.type = VCPUSTAT_EV_PAGE_FAULT;
+	t->ev.arg0 = addr;
+	t->ev.arg1 = code;
+	return FTRACE_EVENT;
+}
+
 static enum ftrace_line parse_marker(cp f, cp e, struct trace_event *t)
 {
 	char buf[128];
@@ -941,6 +1040,10 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	case EVN_KVM_UEXIT: return parse_kvm_uexit(ps, f, e, t);
 	case EVN_KVM_FPU: return parse_kvm_fpu(ps, f, e, t);
 	case EVN_KVM_HYPERCALL: return parse_kvm_hypercall(ps, f, e, t);
+	case EVN_KVM_PIO: return parse_kvm_pio(ps, f, e, t);
+	case EVN_KVM_MMIO: return parse_kvm_mmio(ps, f, e, t);
+	case EVN_KVM_MSR: return parse_kvm_msr(ps, f, e, t);
+	case EVN_KVM_PAGE_FAULT: return parse_kvm_page_fault(ps, f, e, t);
 	default: return FTRACE_SKIP;
 	}
 }

@@ -64,6 +64,10 @@ enum kind {
 	K_KVM_UEXIT,
 	K_KVM_FPU,
 	K_KVM_HYPERCALL,
+	K_KVM_PIO,
+	K_KVM_MMIO,
+	K_KVM_MSR,
+	K_KVM_PAGE_FAULT,
 	K_PRINT,
 	K_NR,
 };
@@ -85,6 +89,10 @@ static const struct {
 	[K_KVM_UEXIT] = { "kvm", "kvm_userspace_exit", { "reason", "errno" } },
 	[K_KVM_FPU] = { "kvm", "kvm_fpu", { "load" } },
 	[K_KVM_HYPERCALL] = { "kvm", "kvm_hypercall", { "nr", "a0", "a1" } },
+	[K_KVM_PIO] = { "kvm", "kvm_pio", { "rw", "port", "size" } },
+	[K_KVM_MMIO] = { "kvm", "kvm_mmio", { "type", "gpa", "len" } },
+	[K_KVM_MSR] = { "kvm", "kvm_msr", { "write", "ecx", "exception" } },
+	[K_KVM_PAGE_FAULT] = { "kvm", "kvm_page_fault", { "fault_address", "error_code" } },
 	[K_PRINT] = { "ftrace", "print", { "buf" } },
 };
 
@@ -430,6 +438,34 @@ static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec
 		e->arg0 = (uint64_t)v;
 		e->arg1 = (uint64_t)a0;
 		e->arg2 = (uint64_t)a1;
+		return CONV_EVENT;
+	}
+	case K_KVM_PIO:
+	case K_KVM_MMIO:
+	case K_KVM_MSR: {
+		/* exit details: f[0] = direction/type, f[1] = port/address/index, f[2] = size/length/#GP */
+		static const __u64 types[] = { [K_KVM_PIO] = VCPUSTAT_EV_PIO, [K_KVM_MMIO] = VCPUSTAT_EV_MMIO,
+					       [K_KVM_MSR] = VCPUSTAT_EV_MSR };
+		int64_t what, where, extra = 0;
+
+		if (!get_int(rec, f[0], &what) || !get_int(rec, f[1], &where))
+			return bad(r, rec, name, k == K_KVM_PIO ? "no rw or port" : k == K_KVM_MMIO ? "no type or gpa" :
+										      "no write or ecx");
+		get_int(rec, f[2], &extra);
+		e->type = types[k];
+		e->arg0 = k == K_KVM_MMIO ? (uint64_t)where : (uint32_t)where;
+		e->arg1 = (uint32_t)what;
+		e->arg2 = (uint32_t)extra;
+		return CONV_EVENT;
+	}
+	case K_KVM_PAGE_FAULT: {
+		int64_t addr, code;
+
+		if (!get_int(rec, f[0], &addr) || !get_int(rec, f[1], &code))
+			return bad(r, rec, name, "no fault_address or error_code");
+		e->type = VCPUSTAT_EV_PAGE_FAULT;
+		e->arg0 = (uint64_t)addr;
+		e->arg1 = (uint64_t)code;
 		return CONV_EVENT;
 	}
 	default:

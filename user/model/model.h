@@ -179,7 +179,7 @@ struct latency_summary {
 	__u32 reason; /* exit reason / KVM_EXIT_* code */
 	char name[32];
 	__u64 count, sum_ns, max_ns; /* max since attach (the kernel keeps no per-window max) */
-	__u64 gsys;		     /* EXIT: of count, those that left guest kernel mode (summary.has_details) */
+	__u64 gsys;		     /* EXIT: of count, those that left guest kernel mode (summary.has_gsys) */
 	double rate;		     /* per second */
 	__u64 p50_ns, p90_ns, p99_ns;
 	__u64 bucket[LAT_HIST_BUCKETS]; /* in the window */
@@ -283,8 +283,9 @@ struct summary {
 	__u64 t0, t1;	/* window, CLOCK_MONOTONIC ns (t0 = 0: since attach); reports: ns since trace start */
 	__u64 wall_t1;	/* CLOCK_REALTIME ns of t1 for the text header (0: now) */
 	bool no_wall_clock; /* a report of a file without a wall clock: the header shows t1 as +seconds */
-	bool has_details;   /* exit details and guest kernel-mode exits are known (the BPF maps or a
-			       replay; recordings do not keep them) */
+	bool has_details;   /* exit details are known (the BPF maps, a replay, or a recording that has
+			       the exit_access/exit_fault attributes) */
+	bool has_gsys;	    /* guest kernel-mode exits are known (the BPF maps or a replay only) */
 	double seconds; /* t1 - t0 */
 	struct vm_summary *vms; /* sorted by name, then pid */
 	size_t nr_vms;
@@ -305,6 +306,9 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		  struct names *names, const struct summary_filter *filter);
 void summary_free(struct summary *s);
 void summary_free_vm(struct vm_summary *vm);
+
+/* The order of a VM's exit-detail rows: by kind, then count (descending), then target and access. */
+int detail_summary_cmp(const void *a, const void *b);
 
 /* Latency percentile (0 < q < 1) of a bucket array: interpolated within its bucket. */
 __u64 latency_percentile(const __u64 *bucket, __u64 count, double q);

@@ -350,65 +350,171 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
 }
 
 /*
- * A vCPU's state and pcpu intervals from the file's start to t2, its exits
- * and userspace exits meeting [t1, t2], and its tid: what separate range
- * queries give, from one query over the four attributes and tid (the
- * intervals come sorted by attribute, then start).
+ * A vCPU's state and pcpu intervals from the file's start to t2, its exits,
+ * userspace exits and exit accesses meeting [t1, t2], and its tid: what
+ * separate range queries give, from one query over the attributes (the
+ * intervals come sorted by attribute, then start). out[]: state, exit_reason,
+ * userspace_exit, pcpu, exit_access, exit_fault.
  */
-static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2, struct sht_interval **st,
-		      size_t *nst, struct sht_interval **ex, size_t *nex, struct sht_interval **ux, size_t *nux,
-		      struct sht_interval **pc, size_t *npc, uint32_t *tid, struct vcpustat_error *err)
+enum { VA_STATE, VA_EXIT, VA_UEXIT, VA_PCPU, VA_ACCESS, VA_FAULT, VA_NR, VA_TID = VA_NR };
+
+struct vcpu_ivs {
+	struct sht_interval *iv[VA_NR];
+	size_t n[VA_NR];
+	bool has_access; /* the file records exit accesses (exit_access, exit_fault) */
+};
+
+static void vcpu_ivs_free(struct vcpu_ivs *v)
 {
-	static const char *const names[] = { "state", "exit_reason", "userspace_exit", "pcpu", "tid" };
-	struct sht_interval **outs[] = { st, ex, ux, pc }, *all = NULL;
-	size_t *counts[] = { nst, nex, nux, npc }, nall = 0;
-	uint32_t attr[5];
+	for (int k = 0; k < VA_NR; k++)
+		free(v->iv[k]);
+}
+
+static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2, struct vcpu_ivs *out,
+		      uint32_t *tid, struct vcpustat_error *err)
+{
+	static const char *const names[VA_NR + 1] = { "state",	     "exit_reason", "userspace_exit", "pcpu",
+						      "exit_access", "exit_fault",  "tid" };
+	struct sht_interval *all = NULL;
+	size_t nall = 0;
+	uint32_t attr[VA_NR + 1];
 	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
 	bool tid_seen = false;
 	int e;
 
+	memset(out, 0, sizeof(*out));
 	if (!want)
 		return verror(err, -ENOMEM, "out of memory");
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k <= VA_NR; k++) {
 		attr[k] = sht_attr_child(r, vc, names[k]);
 		if (attr[k] != SHT_NO_ATTR)
 			want[attr[k]] = 1;
 	}
+	out->has_access = attr[VA_ACCESS] != SHT_NO_ATTR;
 	e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, t2, &all, &nall, err);
 	free(want);
-	for (int k = 0; k < 4 && !e; k++) {
-		*outs[k] = calloc(nall + 1, sizeof(**outs[k]));
-		if (!*outs[k])
+	for (int k = 0; k < VA_NR && !e; k++) {
+		out->iv[k] = calloc(nall + 1, sizeof(*out->iv[k]));
+		if (!out->iv[k])
 			e = verror(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < nall && !e; i++) {
 		int k = 0;
 
-		while (k < 5 && attr[k] != all[i].attr)
+		while (k <= VA_NR && attr[k] != all[i].attr)
 			k++;
-		if (k == 4) {
+		if (k == VA_TID) {
 			if (!tid_seen && all[i].value.type == SHT_INT) {
 				*tid = (uint32_t)all[i].value.i;
 				tid_seen = true;
 			}
-		} else if (k < 4 && ((k != 1 && k != 2) || meets(&all[i], t1, t2))) {
-			(*outs[k])[(*counts[k])++] = all[i];
+		} else if (k < VA_NR && (k == VA_STATE || k == VA_PCPU || meets(&all[i], t1, t2))) {
+			out->iv[k][out->n[k]++] = all[i];
 		}
 	}
 	free(all);
 	/* a tid first set after t2 (a vCPU that had no state by then either) */
 	if (!e && !tid_seen)
-		*tid = (uint32_t)report_first_int(r, attr[4], 0);
+		*tid = (uint32_t)report_first_int(r, attr[VA_TID], 0);
 	return e;
+}
+
+/*
+ * The exit accesses (exit_access or exit_fault intervals) of [t1, t2], by the
+ * rule of the exits themselves: each belongs to the window of its exit's
+ * kvm_exit, with that exit's whole handling time (kvm_exit to kvm_entry, as
+ * the kernel's tables count it), and an exit the file ends in is in none.
+ * table: the attribute's string ("msr 0xc0000080 read") -> struct detail_summary.
+ */
+static int details_in_window(const struct sht_interval *iv, size_t n, const struct sht_interval *ex, size_t nex,
+			     uint64_t t1, uint64_t t2, uint64_t file_end, struct hashmap *table)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct sht_interval *x;
+		struct detail_summary *d;
+		char key[64];
+		uint64_t ns;
+
+		if (iv[i].value.type != SHT_STR)
+			continue;
+		x = covering(ex, nex, iv[i].start);
+		if (!x || x->value.type != SHT_STR || x->start < t1 || x->start >= t2 || x->end >= file_end)
+			continue;
+		memset(key, 0, sizeof(key));
+		snprintf(key, sizeof(key), "%s", iv[i].value.s);
+		d = hashmap_lookup(table, key);
+		if (!d) {
+			struct detail_summary fresh = { 0 };
+
+			if (hashmap_insert(table, key, &fresh))
+				return -ENOMEM;
+			d = hashmap_lookup(table, key);
+		}
+		ns = x->end - x->start;
+		d->count++;
+		d->sum_ns += ns;
+		if (ns > d->max_ns)
+			d->max_ns = ns;
+	}
+	return 0;
+}
+
+/* "msr 0xc0000080 read" back into kind, target and access; false for anything else. */
+static bool detail_parse(const char *s, struct detail_summary *d)
+{
+	char kind[16], target[24], access[8], *end;
+
+	if (sscanf(s, "%15s %23s %7s", kind, target, access) != 3)
+		return false;
+	for (d->kind = 1; d->kind < VCPUSTAT_NR_DETAIL_KINDS && strcmp(detail_kind_name(d->kind), kind); d->kind++)
+		;
+	for (d->access = 0; d->access < VCPUSTAT_NR_ACCESSES && strcmp(detail_access_name(d->access), access);
+	     d->access++)
+		;
+	if (d->kind >= VCPUSTAT_NR_DETAIL_KINDS || d->access >= VCPUSTAT_NR_ACCESSES)
+		return false;
+	if (!strcmp(target, "other")) {
+		d->addr = VCPUSTAT_DETAIL_OTHER;
+		return true;
+	}
+	errno = 0;
+	d->addr = strtoull(target, &end, 16);
+	return !errno && *end == '\0' && !strncmp(target, "0x", 2);
+}
+
+/* A VM's exit-detail table (string -> detail_summary) as its rows; in a report, _total is the window's. */
+static int details_collect(struct hashmap *table, struct vm_summary *vs, double seconds)
+{
+	size_t pos = 0;
+	void *k, *v;
+
+	vs->details = calloc(table->count + 1, sizeof(*vs->details));
+	if (!vs->details)
+		return -ENOMEM;
+	while (hashmap_next(table, &pos, &k, &v)) {
+		struct detail_summary d = *(struct detail_summary *)v;
+
+		if (!detail_parse(k, &d))
+			continue; /* not a value vcpustat writes: nothing to show it as */
+		d.count_total = d.count;
+		d.sum_ns_total = d.sum_ns;
+		d.rate = seconds > 0 ? (double)d.count / seconds : 0;
+		vs->details[vs->nr_details++] = d;
+	}
+	if (vs->nr_details > 1)
+		qsort(vs->details, vs->nr_details, sizeof(*vs->details), detail_summary_cmp);
+	return 0;
 }
 
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
-		       struct cpu_runs *cr, struct hashmap *culprits, struct vcpustat_error *err)
+		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, bool *has_details,
+		       struct vcpustat_error *err)
 {
 	const struct sht_info *info = sht_get_info(r);
-	struct sht_interval *st = NULL, *ex = NULL, *ux = NULL, *pc = NULL;
-	size_t nst = 0, nex = 0, nux = 0, npc = 0;
+	struct vcpu_ivs ivs;
+	struct sht_interval *st, *ex, *ux, *pc;
+	size_t nst, nex, nux, npc;
 	const struct sht_interval *last = NULL;
 	int e;
 
@@ -416,9 +522,14 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	out->index = index;
 	out->pcpu = VCPU_PCPU_NONE;
 	/* the vCPU's attributes in one query: each range query reads every leaf the range meets */
-	e = vcpu_attrs(r, vc, t1, t2, &st, &nst, &ex, &nex, &ux, &nux, &pc, &npc, &out->tid, err);
+	e = vcpu_attrs(r, vc, t1, t2, &ivs, &out->tid, err);
+	st = ivs.iv[VA_STATE], nst = ivs.n[VA_STATE];
+	ex = ivs.iv[VA_EXIT], nex = ivs.n[VA_EXIT];
+	ux = ivs.iv[VA_UEXIT], nux = ivs.n[VA_UEXIT];
+	pc = ivs.iv[VA_PCPU], npc = ivs.n[VA_PCPU];
 	if (e)
 		goto out;
+	*has_details |= ivs.has_access;
 	for (size_t i = 0; i < nst; i++) {
 		const struct sht_interval *iv = &st[i];
 		uint64_t s = hi(iv->start, t1), t = lo(iv->end, t2);
@@ -472,11 +583,10 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	e = exits_in_window(ex, nex, t1, t2, info->end, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits);
 	if (!e)
 		e = exits_in_window(ux, nux, t1, t2, info->end, VCPU_SAMPLE_USERSPACE_EXIT, uexits, &out->userspace_exits);
+	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
+		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, details);
 out:
-	free(st);
-	free(ex);
-	free(ux);
-	free(pc);
+	vcpu_ivs_free(&ivs);
 	return e;
 }
 
@@ -898,7 +1008,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		}
 
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		struct hashmap exits, uexits, runq, culprits;
+		struct hashmap exits, uexits, runq, culprits, details;
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 		struct vm_summary *vs, *arr;
 
@@ -919,13 +1029,14 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&runq, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
+		hashmap_init(&details, 64, sizeof(struct detail_summary), 0);
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			struct vcpu_summary v, *va;
 			bool seen = false;
 
 			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
-					*has_culprits ? &cr : NULL, &culprits, err);
+					*has_culprits ? &cr : NULL, &culprits, &details, &s->has_details, err);
 			if (e)
 				break;
 			for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
@@ -958,6 +1069,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			e = latency_collect(&exits, &vs->exits, &vs->nr_exits, s->seconds);
 		if (!e)
 			e = latency_collect(&uexits, &vs->uexits, &vs->nr_uexits, s->seconds);
+		if (!e)
+			e = details_collect(&details, vs, s->seconds);
 		if (!e && runq.count) {
 			size_t pos = 0;
 			void *k, *v;
@@ -982,6 +1095,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_free(&uexits);
 		hashmap_free(&runq);
 		hashmap_free(&culprits);
+		hashmap_free(&details);
 		if (!e) {
 			if (vs->nr_vcpus > 1)
 				qsort(vs->vcpus, vs->nr_vcpus, sizeof(*vs->vcpus), by_index);

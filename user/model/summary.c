@@ -298,8 +298,7 @@ static int by_ns(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* Exit details: by kind, then the window's count (descending), then target. */
-static int by_kind_count(const void *a, const void *b)
+int detail_summary_cmp(const void *a, const void *b)
 {
 	const struct detail_summary *x = a, *y = b;
 
@@ -437,6 +436,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 
 	memset(s, 0, sizeof(*s));
 	s->has_details = true;
+	s->has_gsys = true;
 	s->t0 = prev ? prev->ts : 0;
 	s->t1 = cur->ts;
 	s->seconds = (double)(s->t1 - (prev ? prev->ts : 0)) / 1e9;
@@ -557,7 +557,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->exits, vm->nr_exits, sizeof(*vm->exits), by_rate);
 		sort(vm->uexits, vm->nr_uexits, sizeof(*vm->uexits), by_rate);
 		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
-		sort(vm->details, vm->nr_details, sizeof(*vm->details), by_kind_count);
+		sort(vm->details, vm->nr_details, sizeof(*vm->details), detail_summary_cmp);
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			vm->culprits[c].share = waited ? (double)vm->culprits[c].ns / (double)waited : 0;
 	}

@@ -140,7 +140,7 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		for (size_t v = 0; v < vm->nr_vcpus; v++)
 			json_array_append_new(vcpus, vcpu_json(s, vm, &vm->vcpus[v]));
 		for (size_t e = 0; e < vm->nr_exits; e++)
-			json_array_append_new(exits, latency_json(&vm->exits[e], s->has_details));
+			json_array_append_new(exits, latency_json(&vm->exits[e], s->has_gsys));
 		for (size_t e = 0; e < vm->nr_uexits; e++)
 			json_array_append_new(uexits, latency_json(&vm->uexits[e], false));
 		for (size_t c = 0; c < vm->nr_culprits; c++)

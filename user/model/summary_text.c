@@ -214,7 +214,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 				100 * vcpu_share(s, c, VCPU_IDLE), 100 * vcpu_share(s, c, VCPU_BLOCKED),
 				summary_per_s(s, c->preemptions), summary_per_s(s, c->wakeups), summary_per_s(s, c->migrations));
 		}
-		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds, s->has_details);
+		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds, s->has_gsys);
 		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds, false);
 		print_details(f, vm, top);
 		if (vm->runq.count)

@@ -31,8 +31,9 @@ struct attr {
 
 struct vcpu_attrs {
 	uint32_t tgid, index;
-	size_t state, exit, uexit, pcpu, tid, sync;
+	size_t state, exit, uexit, pcpu, tid, sync, access, fault;
 };
+#define VCPU_NR_ATTRS 8
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -147,11 +148,18 @@ static int attr_id(struct recorder *r, struct attr *a)
  * does). Strings must be interned (intern(), reason_name()): equal strings
  * are the same pointer.
  */
+/* An attribute made only when first set (a vCPU's exit_access, exit_fault): setting it before is nothing. */
+#define ATTR_NONE ((size_t)-1)
+
 static int attr_set(struct recorder *r, size_t idx, uint64_t t, enum sht_type type, int64_t i, const char *s)
 {
-	struct attr *a = &r->attrs[idx];
+	struct attr *a;
 	struct sht_value v = { .type = type, .i = i };
 	int err;
+
+	if (idx == ATTR_NONE)
+		return 0;
+	a = &r->attrs[idx];
 
 	if (type == SHT_STR && !s)
 		return -ENOMEM; /* a failed intern() */
@@ -425,7 +433,7 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 		return -ENOMEM;
 	va->tgid = tgid;
 	va->index = index;
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/%s", vm, index, leaf[i]);
 		e = attr_new(r, path, slots[i]);
 		if (e)
@@ -433,6 +441,8 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	}
 	r->attrs[va->exit].exit = true;
 	r->attrs[va->uexit].exit = true;
+	/* made at the vCPU's first exit detail: a file without them does not say "none" (docs/sht-attributes.md) */
+	va->access = va->fault = ATTR_NONE;
 	return 0;
 }
 
@@ -452,10 +462,10 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
-	size_t all[] = { va->state, va->exit, va->uexit, va->pcpu, va->tid, va->sync };
+	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit, va->uexit, va->pcpu, va->tid, va->sync, va->access, va->fault };
 	int e = 0;
 
-	for (size_t i = 0; i < 6 && !e; i++)
+	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
 		e = set_null(r, all[i], t);
 	return e;
 }
@@ -472,21 +482,25 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		return va;
 	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
 		struct vcpu_attrs old = *va;
-		size_t oldi[] = { old.state, old.exit, old.uexit, old.pcpu, old.tid, old.sync };
-		struct attr saved[6];
+		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit, old.uexit, old.pcpu,
+					       old.tid,	  old.sync, old.access, old.fault };
+		struct attr saved[VCPU_NR_ATTRS];
 
-		for (size_t i = 0; i < 6; i++)
-			saved[i] = r->attrs[oldi[i]];
+		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
+			if (oldi[i] != ATTR_NONE)
+				saved[i] = r->attrs[oldi[i]];
 		*err = vcpu_null_all(r, va, t);
 		if (!*err)
 			*err = vcpu_attrs_make(r, rec->tgid, rec->vcpu, &fresh, t);
 		if (*err)
 			return NULL;
 		{
-			size_t newi[] = { fresh.state, fresh.exit, fresh.uexit, fresh.pcpu, fresh.tid, fresh.sync };
+			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit, fresh.uexit, fresh.pcpu,
+						       fresh.tid,   fresh.sync, fresh.access, fresh.fault };
 
-			for (size_t i = 0; i < 6 && !*err; i++)
-				*err = attr_set(r, newi[i], t, saved[i].type, saved[i].i, saved[i].s);
+			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
+				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
+					*err = attr_set(r, newi[i], t, saved[i].type, saved[i].i, saved[i].s);
 		}
 	} else {
 		*err = vcpu_attrs_make(r, rec->tgid, rec->vcpu, &fresh, t);
@@ -562,6 +576,24 @@ static const char *reason_name(struct recorder *r, bool userspace, uint32_t isa,
 	if (s && hashmap_insert(&r->reason_names, &key, &s))
 		return NULL;
 	return s;
+}
+
+/* An exit detail as the exit_access/exit_fault attributes hold it: "msr 0xc0000080 read" (docs/sht-attributes.md). */
+static const char *detail_value(struct recorder *r, const struct vcpustat_record *rec)
+{
+	char buf[64], target[32];
+
+	snprintf(buf, sizeof(buf), "%s %s %s", detail_kind_name(rec->from),
+		 detail_target(rec->arg0 | (uint64_t)rec->arg1 << 32, target, sizeof(target)), detail_access_name(rec->to));
+	return intern(r, buf);
+}
+
+/* A new exit, or none any more: the accesses of the last one end. */
+static int details_end(struct recorder *r, const struct vcpu_attrs *va, uint64_t t)
+{
+	int e = set_null(r, va->access, t);
+
+	return e ? e : set_null(r, va->fault, t);
 }
 
 /* ---- one record ---- */
@@ -642,13 +674,17 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 	case VCPUSTAT_REC_STATE:
 		e = set_int(r, va->state, t, rec->to);
 		if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
+			e = details_end(r, va, t);
+		if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
 			e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
 		if (!e && rec->cause == VCPUSTAT_EV_USERSPACE_EXIT)
 			e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
-		if (!e && rec->to == VCPU_GUEST) { /* kvm_entry ends both kinds of exit */
+		if (!e && rec->to == VCPU_GUEST) { /* kvm_entry ends both kinds of exit, and their accesses */
 			e = set_null(r, va->exit, t);
 			if (!e)
 				e = set_null(r, va->uexit, t);
+			if (!e)
+				e = details_end(r, va, t);
 		}
 		if (!e && rec->cause == VCPUSTAT_EV_KVM_RUN)
 			e = set_null(r, va->uexit, t);
@@ -656,8 +692,30 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 			e = set_int(r, va->pcpu, t, rec->cpu);
 		break;
 	case VCPUSTAT_REC_EXIT:
-		e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
+		e = details_end(r, va, t);
+		if (!e)
+			e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
 		break;
+	case VCPUSTAT_REC_DETAIL: {
+		bool fault = rec->from == VCPUSTAT_DETAIL_PAGE_FAULT;
+		size_t *slot = fault ? &va->fault : &va->access;
+		const char *v = detail_value(r, rec);
+
+		if (!v)
+			return -ENOMEM;
+		if (*slot == ATTR_NONE) {
+			char path[512];
+
+			snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/%s", vm_path_name(r, va->tgid), va->index,
+				 fault ? "exit_fault" : "exit_access");
+			e = attr_new(r, path, slot);
+			if (e)
+				return e;
+			r->attrs[*slot].exit = true;
+		}
+		e = set_str(r, *slot, t, v);
+		break;
+	}
 	case VCPUSTAT_REC_UEXIT:
 		e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
 		break;

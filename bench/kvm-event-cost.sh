@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# In-kernel cost per event of vcpustat's KVM handlers -- kvm_entry, kvm_exit
+# and the exit details (kvm_pio, kvm_mmio, kvm_msr, kvm_page_fault) -- next to
+# empty programs of the same attach kind on the same tracepoints, in the same
+# run (bpf_stats run_time_ns / run_cnt; phases: empty, vcpustat, empty, each
+# with a fresh `microvm --mix all`: build/bin/kvm-event-cost). These fire only
+# where KVM runs guests: in the KVM lab (docs/kvmlab.md).
+# Target (issue 12): <= 2x the empty program for kvm events.
+#
+# usage: bench/kvm-event-cost.sh [BUILD_DIR] [RUNS] [SEC]   (default build 3 3; root)
+# Under QEMU's TCG every instruction of a program is emulated: absolute times
+# are far above hardware's; the ratio to the empty program is what this measures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+runs=${2:-3}
+secs=${3:-3}
+[ -x "$build/bin/kvm-event-cost" ] || ./build.sh build
+tools/kvmlab/run --check
+scratch=$(mktemp -d /tmp/vcpustat-kvm-event-cost.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+echo "# $(date -u +%FT%TZ); host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs," \
+	"kernel $(uname -r); /dev/kvm: $([ -c /dev/kvm ] && echo yes || echo no); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+tools/kvmlab/run --tcg-threads multi --scratch "$scratch" -- bash -c \
+	'echo "# lab guest: kernel $(uname -r), $(nproc) CPUs"; for r in $(seq "$2"); do echo "## run $r"; "$1/bin/kvm-event-cost" -t "$3"; done' \
+	sh "$PWD/$build" "$runs" "$secs"

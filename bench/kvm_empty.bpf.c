@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * kvm_empty.bpf.c - programs that do nothing, on the KVM tracepoints vcpustat
+ * handles, each of the attach kind vcpustat uses there (classic tp/ for
+ * kvm_entry, kvm_exit and kvm_page_fault, tp_btf/ for the others), so that
+ * bench/kvm-event-cost.sh compares like with like.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* classic tracepoint programs return 1: the event goes on to perf, as vcpustat's do */
+SEC("tp/kvm/kvm_entry")
+int empty_kvm_entry(void *ctx)
+{
+	return 1;
+}
+
+SEC("tp/kvm/kvm_exit")
+int empty_kvm_exit(void *ctx)
+{
+	return 1;
+}
+
+SEC("tp/kvm/kvm_page_fault")
+int empty_kvm_page_fault(void *ctx)
+{
+	return 1;
+}
+
+SEC("tp_btf/kvm_pio")
+int BPF_PROG(empty_kvm_pio, unsigned int rw, unsigned int port)
+{
+	return 0;
+}
+
+SEC("tp_btf/kvm_mmio")
+int BPF_PROG(empty_kvm_mmio, int type, int len)
+{
+	return 0;
+}
+
+SEC("tp_btf/kvm_msr")
+int BPF_PROG(empty_kvm_msr, unsigned int write, __u32 ecx)
+{
+	return 0;
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * kvm-event-cost: the in-kernel cost per event of vcpustat's KVM handlers
+ * (kvm_entry, kvm_exit and the exit details: kvm_pio, kvm_mmio, kvm_msr,
+ * kvm_page_fault) next to empty programs on the same tracepoints, by
+ * bpf_stats (run_time_ns / run_cnt), while tools/microvm runs its --mix
+ * (every kind of exit, bench/kvm_empty.bpf.c). Needs /dev/kvm: the KVM lab.
+ *
+ * Phases of one run, each with a fresh microvm: the empty programs, vcpustat,
+ * the empty programs again (each program alone on its tracepoints, as
+ * bench/handler_cost.c does it; the empty figure is over both its phases).
+ *
+ * usage: kvm-event-cost [-t SEC] [-l none|vcpu]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "live/live.h"
+#include "kvm_empty.skel.h"
+
+struct cost {
+	__u64 run_cnt, run_time_ns;
+};
+
+static void cost_of(int fd, struct cost *c)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	memset(c, 0, sizeof(*c));
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+		c->run_cnt = info.run_cnt;
+		c->run_time_ns = info.run_time_ns;
+	}
+}
+
+#define NR_TP 6
+static const char *const tp_names[NR_TP] = { "kvm_entry", "kvm_exit", "kvm_pio", "kvm_mmio", "kvm_msr", "kvm_page_fault" };
+static const char *const our_progs[NR_TP] = { "on_kvm_entry", "on_kvm_exit", "on_kvm_pio",
+						   "on_kvm_mmio",  "on_kvm_msr",  "on_kvm_page_fault" };
+
+/* What each program did over the phases it was attached in. */
+struct sum {
+	struct cost c[NR_TP];
+};
+
+static void empty_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
+{
+	fd[0] = bpf_program__fd(e->progs.empty_kvm_entry);
+	fd[1] = bpf_program__fd(e->progs.empty_kvm_exit);
+	fd[2] = bpf_program__fd(e->progs.empty_kvm_pio);
+	fd[3] = bpf_program__fd(e->progs.empty_kvm_mmio);
+	fd[4] = bpf_program__fd(e->progs.empty_kvm_msr);
+	fd[5] = bpf_program__fd(e->progs.empty_kvm_page_fault);
+}
+
+/* microvm --mix all for `seconds`: port I/O, MMIO, MSR reads and writes, cpuid, nested page faults, halts. */
+static int run_microvm(int seconds)
+{
+	char self[512], bin[600], dur[16];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int status;
+	pid_t pid;
+
+	self[len > 0 ? len : 0] = '\0';
+	if (strrchr(self, '/'))
+		*strrchr(self, '/') = '\0';
+	snprintf(bin, sizeof(bin), "%s/microvm", self);
+	snprintf(dur, sizeof(dur), "%d", seconds);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, STDOUT_FILENO);
+		execl(bin, bin, "--vms", "1", "--vcpus", "2", "--mix", "all", "--busy-us", "2000", "--idle-us", "1000",
+		      "--duration", dur, "-name", "guest=cost", (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
+}
+
+/* Run microvm with the programs behind fd[] attached (by the caller), adding what they did to s. */
+static int phase(const int fd[NR_TP], int seconds, struct sum *s)
+{
+	struct cost a[NR_TP], b[NR_TP];
+	int err;
+
+	for (int i = 0; i < NR_TP; i++)
+		cost_of(fd[i], &a[i]);
+	err = run_microvm(seconds);
+	for (int i = 0; i < NR_TP; i++) {
+		cost_of(fd[i], &b[i]);
+		s->c[i].run_cnt += b[i].run_cnt - a[i].run_cnt;
+		s->c[i].run_time_ns += b[i].run_time_ns - a[i].run_time_ns;
+	}
+	return err;
+}
+
+static double ns_per(const struct cost *c)
+{
+	return c->run_cnt ? (double)c->run_time_ns / (double)c->run_cnt : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct sum v = { 0 }, e = { 0 };
+	struct kvm_empty_bpf *empty = NULL;
+	struct vcpustat *vs = NULL;
+	int c, seconds = 3, stats_fd = -1, rc = 1, efd[NR_TP], vfd[NR_TP];
+
+	while ((c = getopt(argc, argv, "t:l:h")) != -1) {
+		switch (c) {
+		case 't':
+			seconds = atoi(optarg);
+			break;
+		case 'l':
+			if (!strcmp(optarg, "vcpu"))
+				opts.record_level = VCPUSTAT_LEVEL_VCPU;
+			else if (strcmp(optarg, "none"))
+				goto usage;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (seconds < 1)
+		goto usage;
+	if (access("/dev/kvm", R_OK | W_OK)) {
+		fprintf(stderr, "kvm-event-cost: needs /dev/kvm (run it in the KVM lab: bench/kvm-event-cost.sh)\n");
+		return 1;
+	}
+	empty = kvm_empty_bpf__open_and_load();
+	if (!empty) {
+		fprintf(stderr, "kvm-event-cost: cannot load the empty KVM programs (root? the kvm module?)\n");
+		return 1;
+	}
+	empty_fds(empty, efd);
+	if (vcpustat_open(&vs, &opts)) {
+		fprintf(stderr, "kvm-event-cost: cannot load vcpustat (root needed)\n");
+		goto out;
+	}
+	for (int i = 0; i < NR_TP; i++)
+		vfd[i] = vcpustat_prog_fd(vs, our_progs[i]);
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0) {
+		fprintf(stderr, "kvm-event-cost: bpf_enable_stats: %s\n", strerror(errno));
+		goto out;
+	}
+	if (kvm_empty_bpf__attach(empty) || phase(efd, seconds, &e))
+		goto failed;
+	kvm_empty_bpf__detach(empty);
+	if (vcpustat_attach(vs) <= 0 || phase(vfd, seconds, &v))
+		goto failed;
+	vcpustat_close(vs);
+	vs = NULL;
+	if (kvm_empty_bpf__attach(empty) || phase(efd, seconds, &e))
+		goto failed;
+	kvm_empty_bpf__detach(empty);
+
+	printf("%-16s %12s %12s %12s %12s %7s\n", "tracepoint", "events", "vcpustat", "events", "empty", "ratio");
+	for (int i = 0; i < NR_TP; i++)
+		printf("%-16s %12llu %9.1f ns %12llu %9.1f ns %6.2fx\n", tp_names[i],
+		       (unsigned long long)v.c[i].run_cnt, ns_per(&v.c[i]), (unsigned long long)e.c[i].run_cnt,
+		       ns_per(&e.c[i]), ns_per(&e.c[i]) > 0 ? ns_per(&v.c[i]) / ns_per(&e.c[i]) : 0);
+	rc = 0;
+	goto out;
+failed:
+	fprintf(stderr, "kvm-event-cost: a phase failed (attach, or microvm)\n");
+out:
+	if (stats_fd >= 0)
+		close(stats_fd);
+	vcpustat_close(vs);
+	kvm_empty_bpf__destroy(empty);
+	return rc;
+usage:
+	fprintf(stderr, "usage: %s [-t SEC] [-l none|vcpu]\n", argv[0]);
+	return 2;
+}
