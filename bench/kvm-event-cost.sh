@@ -7,6 +7,11 @@
 # where KVM runs guests: in the KVM lab (docs/kvmlab.md).
 # Target (issue 12): <= 2x the empty program for kvm events.
 #
+# First, on this host (any host with BPF, /dev/kvm or not): the same handlers
+# given injected events (kvm-event-cost -i: exit, one detail, entry per exit)
+# next to an empty raw_tp program given the same events: the cost on a real
+# CPU. Then the lab.
+#
 # usage: bench/kvm-event-cost.sh [BUILD_DIR] [RUNS] [SEC]   (default build 3 3; root)
 # Under QEMU's TCG every instruction of a program is emulated: absolute times
 # are far above hardware's; the ratio to the empty program is what this measures.
@@ -16,6 +21,12 @@ build=${1:-build}
 runs=${2:-3}
 secs=${3:-3}
 [ -x "$build/bin/kvm-event-cost" ] || ./build.sh build
+echo "# $(date -u +%FT%TZ); host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs," \
+	"kernel $(uname -r); injected events (kvm-event-cost -i 40000), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+for r in $(seq "$runs"); do
+	echo "## run $r (injected)"
+	"$build/bin/kvm-event-cost" -i 40000
+done
 tools/kvmlab/run --check
 scratch=$(mktemp -d /tmp/vcpustat-kvm-event-cost.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT

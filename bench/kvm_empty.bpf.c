@@ -47,3 +47,10 @@ int BPF_PROG(empty_kvm_msr, unsigned int write, __u32 ecx)
 {
 	return 0;
 }
+
+/* The injection's baseline: a raw_tp program given the same 96-byte event, doing nothing with it. */
+SEC("raw_tp")
+int empty_inject(__u64 *ctx)
+{
+	return 0;
+}

@@ -11,6 +11,14 @@
  * bench/handler_cost.c does it; the empty figure is over both its phases).
  *
  * usage: kvm-event-cost [-t SEC] [-l none|vcpu]
+ *        kvm-event-cost -i N
+ *
+ * -i N: on any host with BPF (no /dev/kvm needed): N exits of one vCPU, each
+ * kvm_exit, one exit detail (pio, mmio, msr, page fault in turn) and
+ * kvm_entry, injected into vcpustat's handler (the raw_tp injection program:
+ * the same handler code as the tracepoint programs run) and into an empty
+ * raw_tp program given the same event; bpf_stats per event type. What the
+ * handler costs on a real CPU, where the lab's emulation magnifies it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,16 +120,81 @@ static double ns_per(const struct cost *c)
 	return c->run_cnt ? (double)c->run_time_ns / (double)c->run_cnt : 0;
 }
 
+/* One injection's in-kernel time (bpf_stats of the program at fd), or -1. */
+static double injected_ns(int fd, const struct vcpustat_event *ev, struct vcpustat *vs)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ev, .ctx_size_in = sizeof(*ev));
+	struct cost a, b;
+	int err;
+
+	cost_of(fd, &a);
+	err = vs ? vcpustat_inject(vs, ev) : bpf_prog_test_run_opts(fd, &o);
+	cost_of(fd, &b);
+	if (err || b.run_cnt != a.run_cnt + 1)
+		return -1;
+	return (double)(b.run_time_ns - a.run_time_ns);
+}
+
+static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
+{
+	static const char *const names[] = { "kvm_exit",       "kvm_pio",   "kvm_mmio", "kvm_msr",
+					     "kvm_page_fault", "kvm_entry", "kvm_entry, exit without a detail" };
+	static const __u64 details[] = { VCPUSTAT_EV_PIO, VCPUSTAT_EV_MMIO, VCPUSTAT_EV_MSR, VCPUSTAT_EV_PAGE_FAULT };
+	double sum[2][7] = { { 0 } };
+	long cnt[2][7] = { { 0 } };
+	int fds[2] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject) };
+
+	for (int i = 0; i < n; i++) {
+		struct vcpustat_event ev[3] = {
+			{ .type = VCPUSTAT_EV_KVM_EXIT, .arg0 = 30, .arg1 = 1 },
+			{ .type = details[i % 4], .arg0 = 0x3f8 + (__u64)(i % 8), .arg1 = (__u64)(i & 1), .arg2 = 1 },
+			{ .type = VCPUSTAT_EV_KVM_ENTRY },
+		};
+		/* every other exit has no detail (an exit for HLT, CPUID...): its kvm_entry has none to charge */
+		bool plain = (i / 4) & 1;
+		int slot[3] = { 0, 1 + i % 4, plain ? 6 : 5 };
+
+		for (int k = 0; k < 3; k++) {
+			if (k == 1 && plain)
+				continue;
+			ev[k].ts = 1000000 + (__u64)i * 1000 + (__u64)k * 100;
+			ev[k].tid = 999999;
+			ev[k].tgid = 999998;
+			snprintf(ev[k].comm, sizeof(ev[k].comm), "CPU 0/KVM");
+			for (int p = 0; p < 2; p++) {
+				double ns = injected_ns(fds[p], &ev[k], p ? NULL : vs);
+
+				if (ns < 0)
+					return -1;
+				sum[p][slot[k]] += ns;
+				cnt[p][slot[k]]++;
+			}
+		}
+	}
+	printf("%-33s %10s %12s %12s %7s\n", "event", "injected", "vcpustat", "empty", "ratio");
+	for (int s = 0; s < 7; s++) {
+		double v = cnt[0][s] ? sum[0][s] / (double)cnt[0][s] : 0, e = cnt[1][s] ? sum[1][s] / (double)cnt[1][s] : 0;
+
+		printf("%-33s %10ld %9.1f ns %9.1f ns %6.2fx\n", names[s], cnt[0][s], v, e, e > 0 ? v / e : 0);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
 	struct sum v = { 0 }, e = { 0 };
 	struct kvm_empty_bpf *empty = NULL;
 	struct vcpustat *vs = NULL;
-	int c, seconds = 3, stats_fd = -1, rc = 1, efd[NR_TP], vfd[NR_TP];
+	int c, seconds = 3, stats_fd = -1, rc = 1, efd[NR_TP], vfd[NR_TP], n_inject = 0;
 
-	while ((c = getopt(argc, argv, "t:l:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:l:i:h")) != -1) {
 		switch (c) {
+		case 'i':
+			n_inject = atoi(optarg);
+			if (n_inject < 1)
+				goto usage;
+			break;
 		case 't':
 			seconds = atoi(optarg);
 			break;
@@ -137,6 +210,24 @@ int main(int argc, char **argv)
 	}
 	if (seconds < 1)
 		goto usage;
+	if (n_inject) { /* the injection baseline only: no KVM tracepoint is attached */
+		empty = kvm_empty_bpf__open();
+		if (empty) {
+			struct bpf_program *p;
+
+			bpf_object__for_each_program(p, empty->obj)
+				bpf_program__set_autoload(p, p == empty->progs.empty_inject);
+		}
+		if (!empty || kvm_empty_bpf__load(empty) || vcpustat_open(&vs, &opts) ||
+		    (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0) {
+			fprintf(stderr, "kvm-event-cost: cannot load the programs or enable bpf_stats (root needed)\n");
+			goto out;
+		}
+		rc = inject_bench(empty, vs, n_inject) ? 1 : 0;
+		if (rc)
+			fprintf(stderr, "kvm-event-cost: an injection failed\n");
+		goto out;
+	}
 	if (access("/dev/kvm", R_OK | W_OK)) {
 		fprintf(stderr, "kvm-event-cost: needs /dev/kvm (run it in the KVM lab: bench/kvm-event-cost.sh)\n");
 		return 1;
@@ -185,6 +276,6 @@ out:
 	kvm_empty_bpf__destroy(empty);
 	return rc;
 usage:
-	fprintf(stderr, "usage: %s [-t SEC] [-l none|vcpu]\n", argv[0]);
+	fprintf(stderr, "usage: %s [-t SEC] [-l none|vcpu] | -i N\n", argv[0]);
 	return 2;
 }
