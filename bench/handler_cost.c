@@ -36,6 +36,7 @@
 #include "live/live.h"
 #include "empty.skel.h"
 #include "foreign_progs.h"
+#include "prog_cost.h"
 
 #define MAX_TRACKED 64
 
@@ -45,30 +46,6 @@ static __u64 now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
-struct prog_cost {
-	__u64 run_cnt, run_time_ns;
-};
-
-static int prog_cost(int fd, struct prog_cost *c)
-{
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return -errno;
-	c->run_cnt = info.run_cnt;
-	c->run_time_ns = info.run_time_ns;
-	return 0;
-}
-
-static double per_run(const struct prog_cost *a, const struct prog_cost *b)
-{
-	__u64 n = b->run_cnt - a->run_cnt;
-
-	return n ? (double)(b->run_time_ns - a->run_time_ns) / (double)n : 0;
 }
 
 /* What one program did during the phases it was attached in. */

@@ -31,23 +31,7 @@
 #include <bpf/libbpf.h>
 #include "live/live.h"
 #include "kvm_empty.skel.h"
-
-struct cost {
-	__u64 run_cnt, run_time_ns;
-};
-
-static void cost_of(int fd, struct cost *c)
-{
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	memset(c, 0, sizeof(*c));
-	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
-		c->run_cnt = info.run_cnt;
-		c->run_time_ns = info.run_time_ns;
-	}
-}
+#include "prog_cost.h"
 
 #define NR_TP 6
 static const char *const tp_names[NR_TP] = { "kvm_entry", "kvm_exit", "kvm_pio", "kvm_mmio", "kvm_msr", "kvm_page_fault" };
@@ -56,7 +40,7 @@ static const char *const our_progs[NR_TP] = { "on_kvm_entry", "on_kvm_exit", "on
 
 /* What each program did over the phases it was attached in. */
 struct sum {
-	struct cost c[NR_TP];
+	struct prog_cost c[NR_TP];
 };
 
 static void empty_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
@@ -101,35 +85,37 @@ static int run_microvm(int seconds)
 /* Run microvm with the programs behind fd[] attached (by the caller), adding what they did to s. */
 static int phase(const int fd[NR_TP], int seconds, struct sum *s)
 {
-	struct cost a[NR_TP], b[NR_TP];
+	struct prog_cost a[NR_TP], b[NR_TP];
 	int err;
 
 	for (int i = 0; i < NR_TP; i++)
-		cost_of(fd[i], &a[i]);
+		prog_cost(fd[i], &a[i]);
 	err = run_microvm(seconds);
 	for (int i = 0; i < NR_TP; i++) {
-		cost_of(fd[i], &b[i]);
+		prog_cost(fd[i], &b[i]);
 		s->c[i].run_cnt += b[i].run_cnt - a[i].run_cnt;
 		s->c[i].run_time_ns += b[i].run_time_ns - a[i].run_time_ns;
 	}
 	return err;
 }
 
-static double ns_per(const struct cost *c)
+static double ns_per(const struct prog_cost *c)
 {
-	return c->run_cnt ? (double)c->run_time_ns / (double)c->run_cnt : 0;
+	static const struct prog_cost zero;
+
+	return per_run(&zero, c);
 }
 
 /* One injection's in-kernel time (bpf_stats of the program at fd), or -1. */
 static double injected_ns(int fd, const struct vcpustat_event *ev, struct vcpustat *vs)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ev, .ctx_size_in = sizeof(*ev));
-	struct cost a, b;
+	struct prog_cost a, b;
 	int err;
 
-	cost_of(fd, &a);
+	prog_cost(fd, &a);
 	err = vs ? vcpustat_inject(vs, ev) : bpf_prog_test_run_opts(fd, &o);
-	cost_of(fd, &b);
+	prog_cost(fd, &b);
 	if (err || b.run_cnt != a.run_cnt + 1)
 		return -1;
 	return (double)(b.run_time_ns - a.run_time_ns);

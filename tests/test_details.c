@@ -161,6 +161,21 @@ static struct replay *replay_of(const struct vcpustat_event *evs, size_t n, unsi
 	return rp;
 }
 
+/* The same events through the kernel's handler (the injection program), and its maps after them. */
+static struct vcpustat *kernel_of(const struct vcpustat_event *evs, size_t n, struct vcpustat_snapshot *snap)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat *vs;
+	int err;
+
+	err = vcpustat_open(&vs, &o);
+	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
+	cr_assert_eq(vcpustat_snapshot(vs, snap), 0);
+	return vs;
+}
+
 Test(details, each_exit_is_counted_once_per_table_with_its_handling_time)
 {
 	struct vcpustat_event evs[32];
@@ -175,19 +190,12 @@ Test(details, each_exit_is_counted_once_per_table_with_its_handling_time)
 
 Test(details, the_kernel_keeps_the_same_rows_as_replay)
 {
-	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot snap;
 	struct vcpustat *vs;
-	size_t n = scenario(evs);
-	int err;
 
 	SKIP_UNLESS(bpf_unavailable());
-	err = vcpustat_open(&vs, &o);
-	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
-	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	vs = kernel_of(evs, scenario(evs), &snap);
 	assert_scenario_rows(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	/* a reaped VM leaves no rows behind */
@@ -483,19 +491,12 @@ Test(details, exits_from_guest_kernel_mode_are_counted_per_reason)
 
 Test(details, the_kernel_counts_guest_kernel_exits_as_replay_does)
 {
-	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot snap;
 	struct vcpustat *vs;
-	size_t n = gsys_scenario(evs);
-	int err;
 
 	SKIP_UNLESS(bpf_unavailable());
-	err = vcpustat_open(&vs, &o);
-	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
-	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	vs = kernel_of(evs, gsys_scenario(evs), &snap);
 	assert_gsys_hists(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	vcpustat_close(vs);

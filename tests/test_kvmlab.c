@@ -529,40 +529,14 @@ static void add_table(json_t *counts, json_t *table)
 	}
 }
 
-/*
- * One VM's exit-detail rows of kind (and target, access; NULL: any) added up
- * over the live view's documents, each the window since the one before.
- */
-static long long detail_sum(json_t *docs, json_t *vm_name, const char *kind, const char *target, const char *access)
-{
-	long long n = 0;
-	json_t *doc, *row;
-	size_t k, r;
-
-	json_array_foreach(docs, k, doc) {
-		json_t *lvm = find_by(jget(doc, "vms"), "vm", vm_name);
-
-		if (!lvm)
-			continue;
-		json_array_foreach(jget(lvm, "exit_details"), r, row) {
-			if (strcmp(json_string_value(jget(row, "kind")), kind) ||
-			    (target && strcmp(json_string_value(jget(row, "target")), target)) ||
-			    (access && strcmp(json_string_value(jget(row, "access")), access)))
-				continue;
-			n += jint(row, "count");
-		}
-	}
-	return n;
-}
-
-/* The exporter's exit-detail series of one VM of kind (and target, access; NULL: any), added up. */
-static long long export_detail(json_t *xvm, const char *kind, const char *target, const char *access)
+/* The counts of an exit_details array's rows of kind (and target, access; NULL: any), added up. */
+static long long rows_sum(json_t *rows, const char *kind, const char *target, const char *access)
 {
 	long long n = 0;
 	json_t *row;
 	size_t r;
 
-	json_array_foreach(jget(xvm, "exit_details"), r, row) {
+	json_array_foreach(rows, r, row) {
 		if (strcmp(json_string_value(jget(row, "kind")), kind) ||
 		    (target && strcmp(json_string_value(jget(row, "target")), target)) ||
 		    (access && strcmp(json_string_value(jget(row, "access")), access)))
@@ -570,6 +544,28 @@ static long long export_detail(json_t *xvm, const char *kind, const char *target
 		n += jint(row, "count");
 	}
 	return n;
+}
+
+/* One VM's rows over the live view's documents, each the window since the one before. */
+static long long detail_sum(json_t *docs, json_t *vm_name, const char *kind, const char *target, const char *access)
+{
+	long long n = 0;
+	json_t *doc;
+	size_t k;
+
+	json_array_foreach(docs, k, doc) {
+		json_t *lvm = find_by(jget(doc, "vms"), "vm", vm_name);
+
+		if (lvm)
+			n += rows_sum(jget(lvm, "exit_details"), kind, target, access);
+	}
+	return n;
+}
+
+/* The exporter's series of one VM (counters since the start). */
+static long long export_detail(json_t *xvm, const char *kind, const char *target, const char *access)
+{
+	return rows_sum(jget(xvm, "exit_details"), kind, target, access);
 }
 
 /*

@@ -349,9 +349,7 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				attroff(A_BOLD);
 			} else if (vm->nr_details && d < vm->nr_details) {
 				const struct detail_summary *ds = &vm->details[d];
-				const char *msr = ds->kind == VCPUSTAT_DETAIL_MSR && ds->addr != VCPUSTAT_DETAIL_OTHER ?
-							  msr_name((__u32)ds->addr) :
-							  NULL;
+				const char *msr = detail_msr_name(ds->kind, ds->addr);
 				char target[32], name[48];
 
 				snprintf(name, sizeof(name), "%s %s %c", detail_kind_name(ds->kind),

@@ -63,9 +63,7 @@ static json_t *details_json(const struct acc_vm *vm)
 
 	rows = metrics_detail_rows(vm, &n);
 	for (size_t r = 0; rows && r < n; r++) {
-		const char *msr = rows[r].kind == VCPUSTAT_DETAIL_MSR && rows[r].addr != VCPUSTAT_DETAIL_OTHER ?
-					  msr_name((__u32)rows[r].addr) :
-					  NULL;
+		const char *msr = detail_msr_name(rows[r].kind, rows[r].addr);
 		char target[32];
 		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:f}", "kind", detail_kind_name(rows[r].kind), "target",
 				      detail_target(rows[r].addr, target, sizeof(target)), "access",

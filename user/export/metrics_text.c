@@ -520,9 +520,7 @@ static void walk_details(struct sink *k, const struct metrics *m)
 
 			rows = metrics_detail_rows(vm, &n);
 			for (size_t r = 0; rows && r < n; r++) {
-				const char *msr = rows[r].kind == VCPUSTAT_DETAIL_MSR && rows[r].addr != VCPUSTAT_DETAIL_OTHER ?
-							  msr_name((__u32)rows[r].addr) :
-							  NULL;
+				const char *msr = detail_msr_name(rows[r].kind, rows[r].addr);
 				char target[32], val[32];
 				struct label l[] = { { "vm", vm->name },
 						     { "kind", detail_kind_name(rows[r].kind) },

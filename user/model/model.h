@@ -114,6 +114,8 @@ const char *detail_access_name(unsigned int access);
 const char *detail_target(__u64 addr, char *buf, size_t len);
 /* The architectural or KVM name of an MSR ("EFER", "x2APIC_ICR"), NULL if not known. */
 const char *msr_name(__u32 index);
+/* The same for an exit-detail row: NULL unless it is an MSR's (not "other") with a known name. */
+const char *detail_msr_name(unsigned int kind, __u64 addr);
 /*
  * Back from those names (what recordings store) to the code: 0, or -ENOENT.
  * A VMX name gives the basic exit reason (the FAILED_VMENTRY flag is not in the name).

@@ -444,3 +444,8 @@ const char *msr_name(__u32 index)
 			return msr_names[i].name;
 	return NULL;
 }
+
+const char *detail_msr_name(unsigned int kind, __u64 addr)
+{
+	return kind == VCPUSTAT_DETAIL_MSR && addr != VCPUSTAT_DETAIL_OTHER ? msr_name((__u32)addr) : NULL;
+}

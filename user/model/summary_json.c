@@ -57,7 +57,7 @@ static json_t *latency_json(const struct latency_summary *l, bool gsys_known)
 
 static json_t *detail_json(const struct detail_summary *d)
 {
-	const char *name = d->kind == VCPUSTAT_DETAIL_MSR && d->addr != VCPUSTAT_DETAIL_OTHER ? msr_name((__u32)d->addr) : NULL;
+	const char *name = detail_msr_name(d->kind, d->addr);
 	char target[32];
 	json_t *o;
 

@@ -76,7 +76,7 @@ static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top
 		if (top && shown++ >= top)
 			continue;
 		detail_target(d->addr, t, sizeof(t));
-		name = d->kind == VCPUSTAT_DETAIL_MSR && d->addr != VCPUSTAT_DETAIL_OTHER ? msr_name((__u32)d->addr) : NULL;
+		name = detail_msr_name(d->kind, d->addr);
 		if (name) {
 			size_t len = strlen(t);
 

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * prog_cost.h - a BPF program's bpf_stats (BPF_STATS_RUN_TIME on): how many
+ * times it ran and for how long in all, for the benchmarks that compare
+ * vcpustat's handlers with empty programs (handler_cost.c, kvm_event_cost.c).
+ */
+#ifndef VCPUSTAT_BENCH_PROG_COST_H
+#define VCPUSTAT_BENCH_PROG_COST_H
+
+#include <errno.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+struct prog_cost {
+	__u64 run_cnt, run_time_ns;
+};
+
+/* The program at fd's counters now; 0 or -errno (c zeroed then). */
+static inline int prog_cost(int fd, struct prog_cost *c)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	memset(c, 0, sizeof(*c));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return fd < 0 ? -EBADF : -errno;
+	c->run_cnt = info.run_cnt;
+	c->run_time_ns = info.run_time_ns;
+	return 0;
+}
+
+/* ns per run between two readings a and b (0 if it did not run). */
+static inline double per_run(const struct prog_cost *a, const struct prog_cost *b)
+{
+	__u64 n = b->run_cnt - a->run_cnt;
+
+	return n ? (double)(b->run_time_ns - a->run_time_ns) / (double)n : 0;
+}
+
+#endif
