@@ -147,14 +147,10 @@ static int run_workload(char **argv)
 
 static pid_t start_microvm(int seconds)
 {
-	char self[512], bin[600], dur[16];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char bin[600], dur[16];
 	pid_t pid;
 
-	self[len > 0 ? len : 0] = '\0';
-	if (strrchr(self, '/'))
-		*strrchr(self, '/') = '\0';
-	snprintf(bin, sizeof(bin), "%s/microvm", self);
+	sibling_binary(bin, sizeof(bin), "microvm");
 	snprintf(dur, sizeof(dur), "%d", seconds);
 	pid = fork();
 	if (pid == 0) {

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * prog_cost.h - a BPF program's bpf_stats (BPF_STATS_RUN_TIME on): how many
- * times it ran and for how long in all, for the benchmarks that compare
- * vcpustat's handlers with empty programs (handler_cost.c, kvm_event_cost.c).
+ * prog_cost.h - what the benchmarks that compare vcpustat's handlers with
+ * empty programs share (handler_cost.c, kvm_event_cost.c): a BPF program's
+ * bpf_stats (BPF_STATS_RUN_TIME on), how many times it ran and for how long
+ * in all; and where the binaries they start are.
  */
 #ifndef VCPUSTAT_BENCH_PROG_COST_H
 #define VCPUSTAT_BENCH_PROG_COST_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 
 struct prog_cost {
@@ -36,6 +39,18 @@ static inline double per_run(const struct prog_cost *a, const struct prog_cost *
 	__u64 n = b->run_cnt - a->run_cnt;
 
 	return n ? (double)(b->run_time_ns - a->run_time_ns) / (double)n : 0;
+}
+
+/* The path of name beside this program's own binary (build/bin/microvm for build/bin/handler-cost). */
+static inline void sibling_binary(char *buf, size_t len, const char *name)
+{
+	char self[512];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	self[n > 0 ? n : 0] = '\0';
+	if (strrchr(self, '/'))
+		*strrchr(self, '/') = '\0';
+	snprintf(buf, len, "%s/%s", self, name);
 }
 
 #endif

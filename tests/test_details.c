@@ -310,6 +310,18 @@ Test(details, the_window_shows_what_happened_in_it_as_json_and_text)
 	cr_assert_not_null(strstr(text, "0x3f8"), "%s", text);
 	cr_assert_not_null(strstr(text, "500ns"), "the port write's exit took 500 ns:\n%s", text);
 	free(text);
+	{
+		/* plot: a bar per row, its tooltip naming it, the MSR by name */
+		struct plot_doc pd = { .s = &s, .seconds = s.seconds, .window = "test", .source = "replay" };
+		char *svg;
+
+		cr_assert_eq(plot_svg(&pd, &svg, &len), 0);
+		cr_assert_not_null(strstr(svg, "What the exits accessed"), "%s", svg);
+		cr_assert_not_null(strstr(svg, "<title>pio 0x3f8 write: 1 exits, 500 ns in all</title>"), "%s", svg);
+		cr_assert_not_null(strstr(svg, ">EFER read</text>"), "%s", svg);
+		cr_assert_not_null(strstr(svg, ">0x12345678 read</text>"), "%s", svg);
+		free(svg);
+	}
 	summary_free(&s);
 	names_free(&names);
 	vcpustat_snapshot_free(&a);

@@ -16,8 +16,9 @@ static const char synopsis[] = "FILE.sht [--from T] [--to T] [--buckets N] [--vm
 static const char about[] =
 	"Charts as one standalone SVG (opens in any browser), per VM: the share of its vCPU\n"
 	"time in each state over time (stacked bars per time bucket; recordings only), each\n"
-	"vCPU's shares over the window, and the histograms of exit-handling latency,\n"
-	"userspace-exit latency and run-queue wait, with p50 and p99. With --timeline: a Gantt\n"
+	"vCPU's shares over the window, the histograms of exit-handling latency,\n"
+	"userspace-exit latency and run-queue wait, with p50 and p99, and what the exits\n"
+	"accessed (top I/O ports, MMIO addresses, MSRs, faulting pages). With --timeline: a Gantt\n"
 	"chart instead, a row per physical CPU (which VM's vCPU ran guest code or hypervisor\n"
 	"work, a host thread, idle) and per vCPU (its state) over the window.\n";
 

@@ -332,6 +332,83 @@ static double vcpu_bars(FILE *f, double top, const struct vm_summary *vm, bool l
 	return 24 + rows + 12;
 }
 
+/*
+ * What the exits accessed (exit details): per kind, a horizontal bar per row,
+ * the top TOP_DETAILS by handling time, bars scaled to the VM's longest total;
+ * each labelled with its count and total. 0 height without details.
+ */
+#define TOP_DETAILS 8
+
+static double detail_bars(FILE *f, double top, const struct vm_summary *vm)
+{
+	static const char *const kind_title[VCPUSTAT_NR_DETAIL_KINDS] = {
+		[VCPUSTAT_DETAIL_PIO] = "I/O ports",
+		[VCPUSTAT_DETAIL_MMIO] = "MMIO addresses",
+		[VCPUSTAT_DETAIL_MSR] = "MSRs",
+		[VCPUSTAT_DETAIL_PAGE_FAULT] = "Nested page faults (by page)",
+	};
+	const double row = 18, bar = 13;
+	double y = top, longest = 0;
+	char label[96], target[32], a[24], b[24];
+
+	if (!vm->nr_details)
+		return 0;
+	for (size_t i = 0; i < vm->nr_details; i++)
+		if ((double)vm->details[i].sum_ns > longest)
+			longest = (double)vm->details[i].sum_ns;
+	plot_text(f, LEFT, y + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
+		  "What the exits accessed: total handling time (kvm_exit to kvm_entry) and count");
+	y += 24;
+	for (unsigned int k = VCPUSTAT_DETAIL_PIO; k < VCPUSTAT_NR_DETAIL_KINDS; k++) {
+		const struct detail_summary *rows[TOP_DETAILS];
+		size_t n = 0;
+
+		/* vm->details is by kind, then count: the top by time within the kind */
+		for (size_t i = 0; i < vm->nr_details; i++) {
+			const struct detail_summary *d = &vm->details[i];
+			size_t at;
+
+			if (d->kind != k)
+				continue;
+			for (at = n; at > 0 && rows[at - 1]->sum_ns < d->sum_ns; at--)
+				if (at < TOP_DETAILS)
+					rows[at] = rows[at - 1];
+			if (at < TOP_DETAILS) {
+				rows[at] = d;
+				if (n < TOP_DETAILS)
+					n++;
+			}
+		}
+		if (!n)
+			continue;
+		plot_text(f, LEFT, y + 12, "start", "font-size:12px;fill:#222", kind_title[k]);
+		y += 18;
+		for (size_t i = 0; i < n; i++, y += row) {
+			const struct detail_summary *d = rows[i];
+			const char *msr = detail_msr_name(d->kind, d->addr);
+			/* a label column of 150 px (an address is 18 characters), the bar, its figures */
+			double x0 = LEFT + 150, w = longest > 0 ? (PLOT_W - 150 - 170) * (double)d->sum_ns / longest : 0;
+
+			snprintf(label, sizeof(label), "%s %s", msr ? msr : detail_target(d->addr, target, sizeof(target)),
+				 detail_access_name(d->access));
+			plot_text(f, x0 - 6, y + bar - 2, "end", "font-size:11px;fill:#444", label);
+			fprintf(f,
+				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" style=\"fill:%s\"><title>",
+				x0, y, w < 1 ? 1 : w, bar, reason_colors[k % (sizeof(reason_colors) / sizeof(reason_colors[0]))]);
+			snprintf(label, sizeof(label), "%s %s %s: %llu exits, %s in all", detail_kind_name(d->kind),
+				 detail_target(d->addr, target, sizeof(target)), detail_access_name(d->access),
+				 (unsigned long long)d->count, fmt_ns((double)d->sum_ns, a, sizeof(a)));
+			xml_escape(f, label);
+			fputs("</title></rect>\n", f);
+			snprintf(label, sizeof(label), "%llu \xc3\x97, %s (mean %s)", (unsigned long long)d->count,
+				 fmt_ns((double)d->sum_ns, a, sizeof(a)), fmt_ns((double)d->sum_ns / (double)d->count, b, sizeof(b)));
+			plot_text(f, x0 + (w < 1 ? 1 : w) + 6, y + bar - 2, "start", "font-size:11px;fill:#444", label);
+		}
+		y += 6;
+	}
+	return y - top + 12;
+}
+
 /* Histogram bars: 4 per power of two (pairs of the kernel's 8 sub-buckets). */
 #define GROUP 2
 
@@ -511,6 +588,7 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 		y += h;
 		h = hist_chart(f, y, "Run-queue wait (preempted or woken, until on a CPU)", &vm->runq, 1);
 		y += h;
+		y += detail_bars(f, y, vm);
 		if (!vm->nr_exits)
 			plot_text(f, LEFT, y + 4, "start", "font-size:11px;fill:#666",
 			     "No kvm_exit was seen (on hosts where kvm_entry/kvm_exit never fire, guest and "
