@@ -27,14 +27,24 @@ __u64 vcpustat_lost_total(struct vcpustat *vs)
 }
 
 /*
- * The kernel's tables stay bounded: VMs that exited (their final counts are
- * read: in snap) are reaped, culprits that exited folded into one entry per
- * VM (vcpustat_prune).
+ * How long after a VM's exit its tables are reaped. The process's exit is
+ * seen when its last thread's counter drops (group_dead), but its other
+ * threads may reach their own sched_process_exit later on other CPUs, and
+ * close their last exits then: reaped before, those samples went to fresh
+ * entries that no window counted (the exporter was 3 exits short of KVM's in
+ * the lab).
+ */
+#define VM_REAP_GRACE_NS 1000000000ull
+
+/*
+ * The kernel's tables stay bounded: VMs that exited a while ago (their final
+ * counts are read: in snap) are reaped, culprits that exited folded into one
+ * entry per VM (vcpustat_prune).
  */
 static void forget_exited(struct vcpustat *vs, const struct vcpustat_snapshot *snap)
 {
 	for (size_t i = 0; i < snap->nr_vms; i++)
-		if (snap->vms[i].exited_ns)
+		if (snap->vms[i].exited_ns && snap->ts > snap->vms[i].exited_ns + VM_REAP_GRACE_NS)
 			vcpustat_reap_vm(vs, snap->vms[i].tgid);
 	vcpustat_prune(vs, NULL);
 }
