@@ -716,6 +716,61 @@ int on_kvm_page_fault(struct trace_event_raw_kvm_page_fault *ctx)
 }
 
 /*
+ * Halt polling. KVM has no tracepoint where an in-kernel halt begins, and
+ * polls (or not) from there: kvm_vcpu_halt (virt/kvm/kvm_main.c, 5.17 on) is
+ * that point, and reads what decides whether it polls: the vCPU's
+ * halt_poll_ns, and on x86 the guest's MSR_KVM_POLL_CONTROL (bit 0 clear: the
+ * guest polls itself, the host must not: kvm_arch_no_poll()).
+ */
+SEC("fentry/kvm_vcpu_halt")
+int BPF_PROG(on_kvm_vcpu_halt, struct kvm_vcpu *vcpu)
+{
+	struct vcpustat_event ev;
+	__u32 poll_ns;
+	bool poll;
+
+	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
+		return 0;
+	poll_ns = BPF_CORE_READ(vcpu, halt_poll_ns);
+	poll = poll_ns != 0;
+	if (bpf_core_field_exists(vcpu->arch.msr_kvm_poll_control) &&
+	    !(BPF_CORE_READ(vcpu, arch.msr_kvm_poll_control) & 1))
+		poll = false;
+	event_current(&ev, VCPUSTAT_EV_HALT);
+	ev.arg0 = poll_ns;
+	ev.arg1 = poll;
+	return run_event(&ev);
+}
+
+SEC("tp_btf/kvm_vcpu_wakeup")
+int BPF_PROG(on_kvm_vcpu_wakeup, __u64 ns, bool waited, bool valid)
+{
+	struct vcpustat_event ev;
+
+	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
+		return 0;
+	event_current(&ev, VCPUSTAT_EV_HALT_END);
+	ev.arg0 = ns;
+	ev.arg1 = waited;
+	ev.arg2 = valid;
+	return run_event(&ev);
+}
+
+SEC("tp_btf/kvm_halt_poll_ns")
+int BPF_PROG(on_kvm_halt_poll_ns, bool grow, unsigned int vcpu_id, unsigned int new, unsigned int old)
+{
+	struct vcpustat_event ev;
+
+	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
+		return 0;
+	event_current(&ev, VCPUSTAT_EV_HALT_POLL_NS);
+	ev.arg0 = new;
+	ev.arg1 = old;
+	ev.arg2 = vcpu_id | (__u64)grow << 32;
+	return run_event(&ev);
+}
+
+/*
  * Injection: ctx is a struct vcpustat_event given by user space through
  * bpf_prog_test_run_opts (ctx_in, 96 bytes). Never attached.
  */

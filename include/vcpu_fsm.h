@@ -16,6 +16,9 @@
  *   WAIT       woken up, runnable, waiting for a CPU
  *   IDLE       blocked because the guest halted (last exit was HLT)
  *   BLOCKED    blocked for a host-side reason (I/O emulation, a lock, a fault)
+ *   POLL       on a CPU in KVM's halt polling: the guest halted and KVM spins
+ *              for a wake-up before it puts the vCPU to sleep (value 7, after
+ *              BLOCKED, so that the values of the others stay what they were)
  *
  * Transition table (event -> new state; "-" = no state change):
  *
@@ -25,9 +28,12 @@
  *     still runnable (preempt or
  *     prev_state == TASK_RUNNING)
  *   sched_switch, prev = vCPU,    any                      IDLE if halted,
- *     sleeping (prev_state != 0)                           else BLOCKED
- *   sched_switch, next = vCPU     any but GUEST/HOST       HOST
- *                                 GUEST, HOST              -   (duplicate)
+ *     sleeping (prev_state != 0)                           else BLOCKED; a poll
+ *                                                          under way failed
+ *   sched_switch, next = vCPU     any but GUEST/HOST/POLL  POLL if a poll is under
+ *                                                          way (it was preempted),
+ *                                                          else HOST
+ *                                 GUEST, HOST, POLL        -   (duplicate)
  *   sched_wakeup(_new)            IDLE, BLOCKED, UNKNOWN   WAIT
  *                                 others                   -   (running or
  *                                                               already runnable)
@@ -43,6 +49,13 @@
  *                                                          (reason, time the VMM took
  *                                                          before it re-entered KVM_RUN)
  *   sched_migrate_task(dest)      any                      -   (pCPU := dest)
+ *   halt begins (kvm_vcpu_halt)   any                      POLL if KVM polls this
+ *     (poll, halt_poll_ns)                                 halt, else -
+ *   halt ends (kvm_vcpu_wakeup)   POLL                     HOST: the poll succeeded
+ *     (waited)                                             (failed if waited: KVM
+ *                                                          slept without a switch)
+ *                                 others                   -
+ *   halt_poll_ns changed          any                      -   (halt_poll_ns := new)
  *
  * pCPU: the CPU of the last switch, migration, or (at discovery) KVM event;
  * every change after the first is counted as a migration.
@@ -60,6 +73,15 @@
  * except KVM_EXIT_INTR (a signal interrupting a halted vCPU does not end the
  * halt), and by re-entering KVM_RUN after a KVM_EXIT_HLT (the VMM resumes the
  * guest once its halt is over).
+ *
+ * Halt polling: with an in-kernel irqchip KVM handles HLT itself, and before
+ * it puts the vCPU to sleep it may poll, on the CPU, for up to the vCPU's
+ * halt_poll_ns (virt/kvm/kvm_main.c, kvm_vcpu_halt). That time was HOST; it
+ * is POLL, with VCPU_F_POLLING set from the halt's beginning to the poll's
+ * end. A poll succeeds when the wake-up comes while it spins (the halt ends
+ * with the vCPU still on its CPU) and fails when the vCPU goes to sleep; the
+ * CPU time of the failed ones is the capacity they burnt (poll_fail_ns).
+ * Preempted while polling, the vCPU is PREEMPTED, then POLL again.
  *
  * An exit is "open" from kvm_exit (or kvm_userspace_exit) until the event
  * that ends its handling; an open exit whose end was never seen (a missed
@@ -96,6 +118,7 @@ enum vcpu_fsm_state {
 	VCPU_WAIT,
 	VCPU_IDLE,
 	VCPU_BLOCKED,
+	VCPU_POLL,
 	VCPU_NR_STATES,
 };
 
@@ -104,6 +127,7 @@ enum vcpu_fsm_state {
 #define VCPU_F_IN_EXIT 0x2u /* a kvm_exit is open (exit_since, exit_reason) */
 #define VCPU_F_IN_UEXIT 0x4u /* a userspace exit is open (uexit_since, uexit_reason) */
 #define VCPU_F_EXIT_GSYS 0x8u /* the open kvm_exit left guest kernel mode (its guest RIP in the upper half) */
+#define VCPU_F_POLLING 0x10u  /* a halt poll is under way (POLL, or PREEMPTED in it) */
 
 #define VCPU_PCPU_NONE 0xffffffffu
 
@@ -124,6 +148,13 @@ struct vcpu_fsm {
 	unsigned long long migrations;	 /* pCPU changes */
 	unsigned long long kvm_exits;	 /* kvm_exit events */
 	unsigned long long userspace_exits; /* kvm_userspace_exit events */
+	/* halt polling */
+	unsigned long long polls_ok;	 /* polls that saw the wake-up */
+	unsigned long long polls_failed; /* polls that ended in sleep */
+	unsigned long long poll_fail_ns; /* POLL time of the failed ones (CPU burnt for nothing) */
+	unsigned long long poll_from_ns; /* ns[VCPU_POLL] when the poll under way began */
+	unsigned int halt_poll_ns;	 /* the vCPU's halt_poll_ns, as last seen */
+	unsigned int pad;
 };
 
 /* What kind of latency sample a step closed. */
@@ -176,6 +207,12 @@ VCPU_FSM_INLINE void vcpu_fsm_init(struct vcpu_fsm *f, unsigned long long now)
 	f->migrations = 0;
 	f->kvm_exits = 0;
 	f->userspace_exits = 0;
+	f->polls_ok = 0;
+	f->polls_failed = 0;
+	f->poll_fail_ns = 0;
+	f->poll_from_ns = 0;
+	f->halt_poll_ns = 0;
+	f->pad = 0;
 }
 
 VCPU_FSM_INLINE void vcpu_fsm_step_clear(struct vcpu_fsm_step *s, unsigned int state)
@@ -240,6 +277,21 @@ VCPU_FSM_INLINE void vcpu_fsm_on_cpu(struct vcpu_fsm *f, unsigned int cpu, struc
 }
 
 /*
+ * The poll under way ends (after the interval that closed it): counted as
+ * succeeded or failed, the failed one's POLL time in poll_fail_ns.
+ */
+VCPU_FSM_INLINE void vcpu_fsm_poll_end(struct vcpu_fsm *f, int ok)
+{
+	f->flags &= ~VCPU_F_POLLING;
+	if (ok) {
+		f->polls_ok++;
+	} else {
+		f->polls_failed++;
+		f->poll_fail_ns += f->ns[VCPU_POLL] - f->poll_from_ns;
+	}
+}
+
+/*
  * sched_switch with the vCPU as prev, on cpu.
  * runnable: preempt || prev_state == TASK_RUNNING.
  */
@@ -257,6 +309,8 @@ VCPU_FSM_INLINE void vcpu_fsm_switch_out(struct vcpu_fsm *f, unsigned long long 
 		to = (f->flags & VCPU_F_HALTED) ? VCPU_IDLE : VCPU_BLOCKED;
 	}
 	vcpu_fsm_enter(f, now, to, s);
+	if (!runnable && (f->flags & VCPU_F_POLLING))
+		vcpu_fsm_poll_end(f, 0);
 }
 
 /* sched_switch with the vCPU as next, on cpu. */
@@ -267,9 +321,9 @@ VCPU_FSM_INLINE void vcpu_fsm_switch_in(struct vcpu_fsm *f, unsigned long long n
 
 	vcpu_fsm_step_clear(s, from);
 	vcpu_fsm_on_cpu(f, cpu, s);
-	if (from == VCPU_GUEST || from == VCPU_HOST)
+	if (from == VCPU_GUEST || from == VCPU_HOST || from == VCPU_POLL)
 		return;
-	vcpu_fsm_enter(f, now, VCPU_HOST, s);
+	vcpu_fsm_enter(f, now, (f->flags & VCPU_F_POLLING) ? VCPU_POLL : VCPU_HOST, s);
 	if (from == VCPU_PREEMPTED || from == VCPU_WAIT)
 		vcpu_fsm_set_sample(s, 0, VCPU_SAMPLE_RUNQ_WAIT, 0, 0, s->dur);
 }
@@ -313,7 +367,7 @@ VCPU_FSM_INLINE void vcpu_fsm_kvm_entry(struct vcpu_fsm *f, unsigned long long n
 {
 	vcpu_fsm_step_clear(s, f->state);
 	vcpu_fsm_close_exits(f, now, s);
-	f->flags &= ~VCPU_F_HALTED;
+	f->flags &= ~(VCPU_F_HALTED | VCPU_F_POLLING); /* a poll whose end was missed is not counted */
 	if (f->state != VCPU_GUEST)
 		vcpu_fsm_enter(f, now, VCPU_GUEST, s);
 }
@@ -328,6 +382,7 @@ VCPU_FSM_INLINE void vcpu_fsm_kvm_exit(struct vcpu_fsm *f, unsigned long long no
 	f->exit_isa = isa;
 	f->exit_since = now;
 	f->flags |= VCPU_F_IN_EXIT;
+	f->flags &= ~VCPU_F_POLLING; /* the guest ran again: a poll whose end was missed is over */
 	if (vcpustat_exit_is_hlt(reason, isa))
 		f->flags |= VCPU_F_HALTED;
 	else
@@ -369,6 +424,41 @@ VCPU_FSM_INLINE void vcpu_fsm_run_enter(struct vcpu_fsm *f, unsigned long long n
 	}
 	if (f->state != VCPU_HOST)
 		vcpu_fsm_enter(f, now, VCPU_HOST, s);
+}
+
+/*
+ * An in-kernel halt begins (kvm_vcpu_halt), on the vCPU's thread: KVM polls
+ * this halt if `poll` (its halt_poll_ns, as KVM read it, is not 0 and the
+ * guest has not turned host polling off).
+ */
+VCPU_FSM_INLINE void vcpu_fsm_halt_begin(struct vcpu_fsm *f, unsigned long long now, int poll,
+					 unsigned int halt_poll_ns, struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	f->halt_poll_ns = halt_poll_ns;
+	if (!poll)
+		return;
+	f->flags |= VCPU_F_POLLING;
+	if (f->state != VCPU_POLL)
+		vcpu_fsm_enter(f, now, VCPU_POLL, s);
+	f->poll_from_ns = f->ns[VCPU_POLL];
+}
+
+/*
+ * The in-kernel halt ends (kvm_vcpu_wakeup), on the vCPU's thread. A poll
+ * still under way saw the wake-up; but if KVM says it waited, it went to
+ * sleep and came back without a switch (the wake-up raced its schedule()),
+ * and KVM counts that poll as failed, as we do.
+ */
+VCPU_FSM_INLINE void vcpu_fsm_halt_end(struct vcpu_fsm *f, unsigned long long now, int waited,
+				       struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	if (!(f->flags & VCPU_F_POLLING))
+		return;
+	if (f->state == VCPU_POLL)
+		vcpu_fsm_enter(f, now, VCPU_HOST, s);
+	vcpu_fsm_poll_end(f, !waited);
 }
 
 /*

@@ -47,6 +47,14 @@ enum vcpustat_event_type {
 	VCPUSTAT_EV_MSR,	    /* kvm_msr: arg0 = MSR index, arg1 = write, arg2 = exception */
 	VCPUSTAT_EV_PAGE_FAULT,	    /* kvm_page_fault: arg0 = fault address (guest-physical for
 				       nested/EPT faults), arg1 = error code */
+	VCPUSTAT_EV_HALT,	    /* an in-kernel halt begins (kvm_vcpu_halt), on the vCPU's
+				       thread: arg0 = its halt_poll_ns, arg1 = 1 if KVM
+				       polls this halt (halt_poll_ns != 0 and the guest
+				       left host polling on) */
+	VCPUSTAT_EV_HALT_END,	    /* kvm_vcpu_wakeup: the halt ended; arg0 = its ns (poll
+				       and sleep), arg1 = waited (it slept), arg2 = valid */
+	VCPUSTAT_EV_HALT_POLL_NS,   /* kvm_halt_poll_ns: arg0 = new, arg1 = old,
+				       arg2 = vcpu_id | grow << 32 */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -100,6 +108,7 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_RUN,	/* KVM_RUN entered, closing an open userspace exit: arg0 = its reason */
 	VCPUSTAT_REC_DETAIL,	/* the open exit's first access of a table (exit details): from = kind,
 				   to = access, arg0/arg1 = address low/high (page faults: the page) */
+	VCPUSTAT_REC_HALT_POLL_NS, /* the vCPU's halt_poll_ns changed (or was first seen): arg0 = it */
 	VCPUSTAT_NR_RECORDS,
 };
 

@@ -595,6 +595,35 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 	apply_step(ev, v, &s, arg0, arg1);
 }
 
+/*
+ * Halt polling (EV_HALT, EV_HALT_END, EV_HALT_POLL_NS), on the vCPU's thread:
+ * the state machine splits the poll out of HOST (vcpu_fsm.h); a change of
+ * the vCPU's halt_poll_ns is recorded.
+ */
+HANDLER_INLINE void on_halt(const struct vcpustat_event *ev)
+{
+	int kvm_vcpu_id = ev->type == VCPUSTAT_EV_HALT_POLL_NS && (__u32)ev->arg2 <= 0xfffe ? (int)(__u32)ev->arg2 : -1;
+	struct vcpustat_vcpu *v = vcpu_discover(ev, kvm_vcpu_id);
+	struct vcpu_fsm_step s;
+	__u32 old;
+
+	if (!v)
+		return;
+	old = v->fsm.halt_poll_ns;
+	if (ev->type == VCPUSTAT_EV_HALT) {
+		vcpu_fsm_halt_begin(&v->fsm, ev->ts, ev->arg1 != 0, (__u32)ev->arg0, &s);
+	} else if (ev->type == VCPUSTAT_EV_HALT_END) {
+		vcpu_fsm_halt_end(&v->fsm, ev->ts, ev->arg1 != 0, &s);
+	} else {
+		vcpu_fsm_step_clear(&s, v->fsm.state);
+		v->fsm.halt_poll_ns = (__u32)ev->arg0;
+	}
+	apply_step(ev, v, &s, 0, 0);
+	if (v->fsm.halt_poll_ns != old)
+		emit_vcpu(ev, v, VCPUSTAT_REC_HALT_POLL_NS, (__u8)v->fsm.state, (__u8)v->fsm.state,
+			  v->fsm.halt_poll_ns, 0);
+}
+
 /* The one entry point: real tracepoints, injection and replay all end here. */
 HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 {
@@ -627,6 +656,11 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 	case VCPUSTAT_EV_MSR:
 	case VCPUSTAT_EV_PAGE_FAULT:
 		on_exit_detail(ev);
+		break;
+	case VCPUSTAT_EV_HALT:
+	case VCPUSTAT_EV_HALT_END:
+	case VCPUSTAT_EV_HALT_POLL_NS:
+		on_halt(ev);
 		break;
 	}
 	return 0;

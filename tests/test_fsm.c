@@ -427,3 +427,133 @@ Test(fsm_comm, qemu_firecracker_cloud_hypervisor_names)
 		cr_assert_eq(vcpu_index_from_comm(comm), cases[i].index, "%s", cases[i].comm);
 	}
 }
+
+/* ---- halt polling (in-kernel irqchip: KVM handles HLT, may poll first) ---- */
+
+/* A vCPU that exited for HLT at t=1000 (SVM), on cpu 0. */
+static void hlt_exit(void)
+{
+	fresh(0);
+	vcpu_fsm_switch_in(&f, 0, 0, &s);
+	vcpu_fsm_kvm_entry(&f, 0, &s);
+	vcpu_fsm_kvm_exit(&f, 1000, SVM_EXIT_HLT, KVM_ISA_SVM, &s);
+	cr_assert(f.flags & VCPU_F_HALTED);
+}
+
+Test(fsm, halt_without_polling_changes_nothing)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 0, 0, &s);
+	cr_assert_eq(s.from, s.to, "no poll: no state change");
+	cr_assert_eq(f.state, VCPU_HOST);
+	cr_assert_not(f.flags & VCPU_F_POLLING);
+	vcpu_fsm_switch_out(&f, 1200, 0, 0, &s);
+	cr_assert_eq(s.to, VCPU_IDLE);
+	vcpu_fsm_halt_end(&f, 5000, 1, &s);
+	cr_assert_eq(f.polls_ok + f.polls_failed, 0, "a halt KVM did not poll is no poll");
+	cr_assert_eq(f.ns[VCPU_POLL], 0);
+}
+
+Test(fsm, successful_poll_is_poll_then_host)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
+	cr_assert_eq(s.from, VCPU_HOST);
+	cr_assert_eq(s.to, VCPU_POLL);
+	cr_assert_eq(s.dur, 100, "exit handling before the halt stays host");
+	cr_assert_eq(f.halt_poll_ns, 40000);
+	vcpu_fsm_halt_end(&f, 1800, 0, &s);
+	cr_assert_eq(s.from, VCPU_POLL);
+	cr_assert_eq(s.to, VCPU_HOST);
+	cr_assert_eq(s.dur, 700);
+	cr_assert_eq(f.ns[VCPU_POLL], 700);
+	cr_assert_eq(f.polls_ok, 1);
+	cr_assert_eq(f.polls_failed, 0);
+	cr_assert_eq(f.poll_fail_ns, 0);
+	vcpu_fsm_kvm_entry(&f, 1900, &s);
+	cr_assert_eq(f.ns[VCPU_HOST], 200);
+	cr_assert_eq(f.state, VCPU_GUEST);
+}
+
+Test(fsm, failed_poll_ends_in_idle_and_counts_its_cpu_time)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
+	vcpu_fsm_switch_out(&f, 41100, 0, 0, &s);
+	cr_assert_eq(s.from, VCPU_POLL);
+	cr_assert_eq(s.to, VCPU_IDLE);
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.poll_fail_ns, 40000);
+	cr_assert_not(f.flags & VCPU_F_POLLING);
+	vcpu_fsm_wakeup(&f, 90000, &s);
+	cr_assert_eq(s.to, VCPU_WAIT);
+	vcpu_fsm_switch_in(&f, 90500, 0, &s);
+	cr_assert_eq(s.to, VCPU_HOST, "back from sleep: no poll under way");
+	vcpu_fsm_halt_end(&f, 90600, 1, &s);
+	cr_assert_eq(s.from, s.to, "the failed poll was counted at the switch");
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.polls_ok, 0);
+	cr_assert_eq(f.ns[VCPU_POLL], 40000);
+}
+
+Test(fsm, preempted_poll_resumes_as_poll_and_counts_only_cpu_time)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
+	vcpu_fsm_switch_out(&f, 2100, 0, 1, &s); /* preempted while polling */
+	cr_assert_eq(s.to, VCPU_PREEMPTED);
+	cr_assert(f.flags & VCPU_F_POLLING);
+	vcpu_fsm_switch_in(&f, 7100, 1, &s);
+	cr_assert_eq(s.from, VCPU_PREEMPTED);
+	cr_assert_eq(s.to, VCPU_POLL, "the poll goes on");
+	cr_assert_eq(s.sample[0].kind, VCPU_SAMPLE_RUNQ_WAIT);
+	vcpu_fsm_switch_in(&f, 7150, 1, &s);
+	cr_assert_eq(s.from, s.to, "a duplicate switch-in changes nothing");
+	vcpu_fsm_switch_out(&f, 9100, 1, 0, &s);
+	cr_assert_eq(s.to, VCPU_IDLE);
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.poll_fail_ns, 1000 + 2000, "CPU time only: not the 5000 ns preempted");
+	cr_assert_eq(f.ns[VCPU_PREEMPTED], 5000);
+}
+
+Test(fsm, poll_that_waited_without_a_switch_is_failed_as_kvm_counts_it)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
+	vcpu_fsm_halt_end(&f, 41200, 1, &s);
+	cr_assert_eq(s.to, VCPU_HOST);
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.polls_ok, 0);
+	cr_assert_eq(f.poll_fail_ns, 40100);
+}
+
+Test(fsm, poll_whose_end_was_missed_is_not_counted)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
+	vcpu_fsm_kvm_entry(&f, 1500, &s);
+	cr_assert_eq(s.from, VCPU_POLL);
+	cr_assert_eq(s.to, VCPU_GUEST);
+	cr_assert_not(f.flags & VCPU_F_POLLING);
+	cr_assert_eq(f.polls_ok + f.polls_failed, 0);
+	vcpu_fsm_kvm_exit(&f, 2000, SVM_EXIT_HLT, KVM_ISA_SVM, &s);
+	vcpu_fsm_switch_out(&f, 2100, 0, 0, &s);
+	cr_assert_eq(f.polls_failed, 0, "no poll under way any more");
+	cr_assert_eq(f.ns[VCPU_POLL], 400);
+}
+
+Test(fsm, two_polls_count_each_failed_ones_time_once)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 10000, &s);
+	vcpu_fsm_halt_end(&f, 3100, 0, &s); /* ok: 2000 */
+	vcpu_fsm_kvm_entry(&f, 3200, &s);
+	vcpu_fsm_kvm_exit(&f, 4000, SVM_EXIT_HLT, KVM_ISA_SVM, &s);
+	vcpu_fsm_halt_begin(&f, 4100, 1, 20000, &s);
+	vcpu_fsm_switch_out(&f, 24100, 0, 0, &s); /* failed: 20000 */
+	cr_assert_eq(f.polls_ok, 1);
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.ns[VCPU_POLL], 22000);
+	cr_assert_eq(f.poll_fail_ns, 20000);
+	cr_assert_eq(f.halt_poll_ns, 20000);
+}

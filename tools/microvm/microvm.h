@@ -55,6 +55,7 @@ struct microvm_opts {
 	uint64_t chunk_us;	  /* --chunk-us */
 	int pin;		  /* --pin CPU, -1 = no pinning */
 	unsigned int mix;	  /* --mix: bits (1 << enum microvm_mix_op), 0 = none */
+	int irqchip;		  /* --irqchip: in-kernel irqchip, the guest's LAPIC timer ends its halts */
 	double duration_s;	  /* --duration, 0 = until SIGINT/SIGTERM */
 	const char *duration_arg; /* as given, passed on to the VM processes */
 	const char *json_path;	  /* --json, NULL = stdout */
@@ -90,6 +91,9 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define GUEST_MEM_SIZE 0x10000u /* 64 KiB of guest RAM at guest physical 0 */
 #define GUEST_CODE_ADDR 0x1000u	 /* CS = 0, IP = 0x1000, real mode */
 #define GUEST_PORT_WORK 0x10u	 /* `in eax, 0x10`: iterations of work, 0 = halt */
+#define GUEST_PORT_IDLE 0x11u	 /* --irqchip: `in eax, 0x11`: the halt's timer count (ns) */
+#define GUEST_TIMER_VECTOR 0x40u /* --irqchip: the LAPIC timer's vector (real-mode IVT entry) */
+#define GUEST_STACK_SIZE 128u	 /* per vCPU, down from the top of guest RAM */
 #define GUEST_MAILBOX_ADDR 0x800u /* + 32 * vCPU index: that vCPU's mailbox (SI points to it) */
 #define GUEST_MAILBOX_SIZE 32u
 #define GUEST_MMIO_ADDR 0x10000u
@@ -106,12 +110,17 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define MAILBOX_OPS 0
 #define MAILBOX_TOUCH_SEG 2
 #define MAILBOX_COUNT(op) (4 + 4 * (op))
+#define MAILBOX_TIMER_IRQS 24 /* u32: --irqchip timer interrupts taken, counted by the guest */
 
 /* The plain program (no --mix) and the --mix program. */
 extern const unsigned char guest_code[];
 extern const size_t guest_code_size;
 extern const unsigned char guest_code_mix[];
 extern const size_t guest_code_mix_size;
+/* The --irqchip program and the offset of its timer interrupt handler. */
+extern const unsigned char guest_code_irq[];
+extern const size_t guest_code_irq_size;
+extern const unsigned short guest_irq_isr_offset;
 /*
  * In the --mix program, the offset of the `inc` that counts op k, right after
  * op k's instruction: a vCPU stopped with its IP there had the op's exit

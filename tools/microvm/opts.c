@@ -24,6 +24,7 @@ enum {
 	OPT_CHUNK_US,
 	OPT_PIN,
 	OPT_MIX,
+	OPT_IRQCHIP,
 	OPT_DURATION,
 	OPT_NAME,
 	OPT_JSON,
@@ -41,6 +42,7 @@ static const struct option long_options[] = {
 	{ "chunk-us", required_argument, NULL, OPT_CHUNK_US },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "mix", required_argument, NULL, OPT_MIX },
+	{ "irqchip", no_argument, NULL, OPT_IRQCHIP },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "json", required_argument, NULL, OPT_JSON },
@@ -74,6 +76,9 @@ void microvm_usage(FILE *f)
 	      "                    separated, or all): cpuid, rdmsr, wrmsr (of EFER: exits handled\n"
 	      "                    in KVM), mmio (a write to unmapped memory: KVM_EXIT_MMIO), touch\n"
 	      "                    (a write to a page the VMM discarded: a nested page fault)\n"
+	      "  --irqchip         an in-kernel irqchip: HLT stays in KVM (which may poll before\n"
+	      "                    it sleeps, kvm.halt_poll_ns) and the guest's own LAPIC timer,\n"
+	      "                    armed for Y us, wakes it (not with --mix)\n"
 	      "  --duration SEC    stop after SEC seconds (decimals allowed), counted in each VM\n"
 	      "                    from the moment all its vCPUs run (default: until SIGINT or\n"
 	      "                    SIGTERM)\n"
@@ -101,6 +106,7 @@ void microvm_usage(FILE *f)
 	      "  microvm --vms 2 --vcpus 2 --duration 5 --pin 1\n"
 	      "  microvm -name guest=web --idle-us 0 --json report.json      # until Ctrl-C\n"
 	      "  microvm --duration 2 --mix cpuid,rdmsr,wrmsr,mmio,touch\n"
+	      "  microvm --duration 2 --irqchip --busy-us 300 --idle-us 50   # halt polling\n"
 	      "\n"
 	      "Exit status: 0 done, 1 run-time failure (KVM, a VM process, a file), 2 bad options.\n"
 	      "Internal (the supervisor passes them to its VM processes): --vm-index I, --report-fd FD.\n",
@@ -302,6 +308,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		case OPT_MIX:
 			r = parse_mix(optarg, &o->mix, err, errlen);
 			break;
+		case OPT_IRQCHIP:
+			o->irqchip = 1;
+			break;
 		case OPT_DURATION:
 			r = parse_duration(optarg, &o->duration_s, err, errlen);
 			o->duration_arg = optarg;
@@ -339,6 +348,11 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		return fail(err, errlen, "unexpected argument '%s' (options only)", argv[optind]);
 	if (o->vm_index < 0 && strlen(o->name) > MICROVM_NAME_MAX)
 		return fail(err, errlen, "-name: '%s' is longer than %d characters", o->name, MICROVM_NAME_MAX);
+	if (o->irqchip && o->mix)
+		return fail(err, errlen, "--irqchip and --mix: one guest program or the other, not both");
+	if (o->irqchip && o->idle_us > 4000000)
+		return fail(err, errlen, "--idle-us %llu: with --irqchip at most 4000000 (the LAPIC timer's 32-bit count of ns)",
+			    (unsigned long long)o->idle_us);
 	if ((o->vm_index < 0) != (o->report_fd < 0))
 		return fail(err, errlen, "--vm-index and --report-fd are internal and go together");
 	return 0;

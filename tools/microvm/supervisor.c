@@ -162,6 +162,8 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 		argv[n++] = "--mix";
 		argv[n++] = mix_list(o->mix, a_mix, sizeof(a_mix));
 	}
+	if (o->irqchip)
+		argv[n++] = "--irqchip";
 	if (o->duration_arg) {
 		argv[n++] = "--duration";
 		argv[n++] = o->duration_arg;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * One VM process: a KVM VM with no in-kernel irqchip (so HLT exits to user
- * space), 64 KiB of guest RAM holding the guest program (guest.c), and one
+ * space; with --irqchip, one, and HLT stays in KVM until the guest's LAPIC
+ * timer fires), 64 KiB of guest RAM holding the guest program (guest.c), and one
  * thread per vCPU named like QEMU's ("CPU <n>/KVM").
  *
  * Threads and signals:
@@ -70,8 +71,10 @@ struct vcpu_stats {
 	uint64_t kvm_runs;	       /* KVM_RUN calls */
 	int last_exit;		       /* KVM_EXIT_* of the last return from KVM_RUN (-1: none), never resumed */
 	uint64_t kvm_run_ns;	       /* time inside KVM_RUN */
-	uint64_t halts;		       /* KVM_EXIT_HLT exits */
-	uint64_t halted_ns;	       /* time from KVM_EXIT_HLT to the next KVM_RUN (or the stop) */
+	uint64_t halts;		       /* KVM_EXIT_HLT exits (--irqchip: halts the guest was told to time) */
+	uint64_t halted_ns;	       /* time from KVM_EXIT_HLT to the next KVM_RUN (or the stop);
+					  --irqchip: from the timer's answer to the next work request */
+	uint64_t timer_irqs;	       /* --irqchip: timer interrupts the guest took (counted by it) */
 	bool halt_cut_short;	       /* the stop ended the last halt before idle-us */
 	uint64_t busy_periods;	       /* busy periods begun */
 	uint64_t chunks;	       /* chunks of work handed to the guest */
@@ -110,6 +113,7 @@ struct vm {
 	unsigned int nr_ready;	/* atomic: vCPUs back from their first KVM_RUN */
 	int failed;		/* atomic: a vCPU thread failed (its error[] says why) */
 	uint64_t busy_ns, idle_ns, chunk_ns;
+	struct kvm_cpuid2 *cpuid; /* --irqchip: what KVM supports, given to each vCPU */
 	sigset_t sleep_mask;	/* the threads' mask without KICK_SIGNAL */
 };
 
@@ -214,6 +218,7 @@ struct busy_state {
 	uint64_t start;		 /* start of the current busy period */
 	uint64_t chunks;	 /* chunks handed out in it */
 	uint64_t last_answer;	 /* iterations of the chunk the guest is running, 0 = none */
+	uint64_t halt_start;	 /* --irqchip: when the guest was told its halt's time, 0 = not halting */
 };
 
 static unsigned char *mailbox(const struct vcpu *v)
@@ -262,6 +267,20 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 	struct vm *vm = v->vm;
 	uint32_t answer;
 
+	if (vm->o->irqchip && run->io.direction == KVM_EXIT_IO_IN && run->io.port == GUEST_PORT_IDLE &&
+	    run->io.size == 4 && run->io.count == 1) {
+		/* the guest arms its LAPIC timer with this many ns (divide 1, 1 GHz bus) and halts */
+		answer = (uint32_t)vm->idle_ns;
+		memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
+		v->st.halts++;
+		b->halt_start = now;
+		return 0;
+	}
+	if (b->halt_start) { /* back from a halt in KVM: a new busy period */
+		v->st.halted_ns += now - b->halt_start;
+		*b = (struct busy_state){ .start = now };
+		v->st.busy_periods++;
+	}
 	if (run->io.direction != KVM_EXIT_IO_IN || run->io.port != GUEST_PORT_WORK || run->io.size != 4 ||
 	    run->io.count != 1)
 		return vcpu_fail(v, "vCPU %u: unexpected port I/O: %s port 0x%x, size %u, count %u", v->index,
@@ -309,7 +328,8 @@ static int unexpected_exit(struct vcpu *v)
 	char rip[32] = "?", nb[24];
 
 	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0) {
-		size_t size = v->vm->o->mix ? guest_code_mix_size : guest_code_size;
+		size_t size = v->vm->o->mix ? guest_code_mix_size :
+			      v->vm->o->irqchip ? guest_code_irq_size : guest_code_size;
 
 		snprintf(rip, sizeof(rip), "0x%llx", (unsigned long long)regs.rip);
 		/*
@@ -444,11 +464,11 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 	}
-	if (halted) { /* stopped while halted: close the halt at the stop */
-		uint64_t t = now_ns();
+	if (halted || busy.halt_start) { /* stopped while halted: close the halt at the stop */
+		uint64_t t = now_ns(), from = halted ? halt_start : busy.halt_start;
 
-		st->halted_ns += t - halt_start;
-		st->halt_cut_short = t - halt_start < vm->idle_ns;
+		st->halted_ns += t - from;
+		st->halt_cut_short = t - from < vm->idle_ns;
 	}
 	if (cal.active) /* stopped before calibration finished: report what it was at */
 		st->chunk_iters = cal.iters;
@@ -478,7 +498,8 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 		unsigned char bytes[sizeof(struct kvm_signal_mask) + 8]; /* the kernel's sigset_t: 64 signals */
 	} mask;
 	struct kvm_sregs sregs;
-	struct kvm_regs regs = { .rip = GUEST_CODE_ADDR, .rflags = 0x2, .rsp = GUEST_MEM_SIZE - 16,
+	struct kvm_regs regs = { .rip = GUEST_CODE_ADDR, .rflags = 0x2,
+				 .rsp = GUEST_MEM_SIZE - GUEST_STACK_SIZE * v->index - 16,
 				 .rsi = GUEST_MAILBOX_ADDR + GUEST_MAILBOX_SIZE * v->index };
 	uint16_t ops = (uint16_t)vm->o->mix;
 	char what[64];
@@ -503,6 +524,19 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 	if (kvm_ioctl(vm, v->fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS") < 0 ||
 	    kvm_ioctl(vm, v->fd, KVM_SET_REGS, &regs, "KVM_SET_REGS") < 0)
 		return -1;
+	if (vm->o->irqchip) {
+		/*
+		 * The guest turns x2APIC on, which KVM allows only if the vCPU's
+		 * CPUID has it: give it what KVM supports (x2APIC is always
+		 * emulated). With an in-kernel irqchip, vCPUs other than 0 start
+		 * waiting for INIT/SIPI: make each runnable at once.
+		 */
+		struct kvm_mp_state mp = { .mp_state = KVM_MP_STATE_RUNNABLE };
+
+		if (kvm_ioctl(vm, v->fd, KVM_SET_CPUID2, vm->cpuid, "KVM_SET_CPUID2") < 0 ||
+		    kvm_ioctl(vm, v->fd, KVM_SET_MP_STATE, &mp, "KVM_SET_MP_STATE") < 0)
+			return -1;
+	}
 	/* Inside KVM_RUN, the threads' mask without the kick signal. */
 	mask.head.len = 8;
 	memcpy(mask.bytes + offsetof(struct kvm_signal_mask, sigset), &vm->sleep_mask, 8);
@@ -514,6 +548,33 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 	v->touch_pages = GUEST_TOUCH_SIZE / GUEST_PAGE_SIZE / vm->nr_vcpus;
 	v->touch_first = v->index * v->touch_pages;
 	v->touch_next = v->touch_pages; /* the first chunk "discards" them: nothing mapped yet */
+	return 0;
+}
+
+/*
+ * --irqchip: KVM's in-kernel PIC, IOAPIC and LAPICs (before any vCPU), the
+ * CPUID for the vCPUs, and the real-mode IVT entry of the timer's vector.
+ */
+static int vm_setup_irqchip(struct vm *vm)
+{
+	uint16_t ivt[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_irq_isr_offset), 0 }; /* offset, segment */
+	unsigned int n = 256;
+
+	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IRQCHIP) <= 0) {
+		err_msg(vm, "--irqchip: this KVM has no in-kernel irqchip (KVM_CAP_IRQCHIP)");
+		return -1;
+	}
+	if (kvm_ioctl(vm, vm->vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP") < 0)
+		return -1;
+	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + n * sizeof(vm->cpuid->entries[0]));
+	if (!vm->cpuid) {
+		err_msg(vm, "out of memory");
+		return -1;
+	}
+	vm->cpuid->nent = n;
+	if (kvm_ioctl(vm, vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid, "KVM_GET_SUPPORTED_CPUID") < 0)
+		return -1;
+	memcpy((char *)vm->mem + GUEST_TIMER_VECTOR * 4, ivt, sizeof(ivt));
 	return 0;
 }
 
@@ -571,8 +632,12 @@ static int vm_setup(struct vm *vm)
 		err_msg(vm, "guest memory (%u KiB): %s", GUEST_MEM_SIZE / 1024, strerror(errno));
 		return -1;
 	}
+	if (o->irqchip && vm_setup_irqchip(vm))
+		return -1;
 	if (o->mix)
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_mix, guest_code_mix_size);
+	else if (o->irqchip)
+		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_irq, guest_code_irq_size);
 	else
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code, guest_code_size);
 	region = (struct kvm_userspace_memory_region){
@@ -622,6 +687,7 @@ static void vm_teardown(struct vm *vm)
 	for (unsigned int i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
 		json_decref(vm->vcpus[i].kvm_stats);
 	free(vm->vcpus);
+	free(vm->cpuid);
 	if (vm->mem)
 		munmap(vm->mem, GUEST_MEM_SIZE);
 	if (vm->touch_mem)
@@ -662,6 +728,7 @@ static json_t *vcpu_json(const struct vcpu *v)
 		for (unsigned int op = 0; op < MIX_NR_OPS; op++)
 			json_object_set_new(ops, microvm_mix_names[op], json_integer((json_int_t)st->ops[op]));
 		json_object_set_new(o, "ops", ops);
+		json_object_set_new(o, "timer_irqs", json_integer((json_int_t)st->timer_irqs));
 		json_object_set_new(o, "last_exit",
 				    st->last_exit < 0 ? json_null() :
 							json_string(exit_name((unsigned int)st->last_exit, nb, sizeof(nb))));
@@ -803,6 +870,10 @@ static void collect_counts(struct vm *vm)
 					v->st.ops[op]++;
 			}
 			v->st.ops[MIX_MMIO] = v->st.mmio; /* what reached the VMM: KVM's mmio_exits */
+		}
+		if (vm->o->irqchip) {
+			memcpy(&count, mailbox(v) + MAILBOX_TIMER_IRQS, sizeof(count));
+			v->st.timer_irqs = count;
 		}
 		v->kvm_stats = kvm_vcpu_stats(vm->kvm_fd, v->fd, v->kvm_stats_why, sizeof(v->kvm_stats_why));
 	}

@@ -38,6 +38,7 @@ struct prog_def {
 	bool tp_btf;		/* tp_btf/ (else classic tp/) */
 	bool kvm;
 	bool required;
+	bool fentry;		/* fentry/ on the function named after the ':' */
 };
 
 static const struct prog_def prog_defs[] = {
@@ -55,6 +56,9 @@ static const struct prog_def prog_defs[] = {
 	{ "on_kvm_mmio", "kvm:kvm_mmio", true, true, false },
 	{ "on_kvm_msr", "kvm:kvm_msr", true, true, false },
 	{ "on_kvm_page_fault", "kvm:kvm_page_fault", false, true, false },
+	{ "on_kvm_vcpu_halt", "fentry:kvm_vcpu_halt", false, true, false, true },
+	{ "on_kvm_vcpu_wakeup", "kvm:kvm_vcpu_wakeup", true, true, false },
+	{ "on_kvm_halt_poll_ns", "kvm:kvm_halt_poll_ns", true, true, false },
 };
 #define NR_PROGS (sizeof(prog_defs) / sizeof(prog_defs[0]))
 
@@ -213,6 +217,8 @@ static bool tracepoint_exists(const struct kernel_btf *kb, const struct prog_def
 	const char *event = strchr(d->tracepoint, ':') + 1;
 	char name[128];
 
+	if (d->fentry)
+		return kernel_btf_has(kb, event, BTF_KIND_FUNC);
 	if (d->tp_btf)
 		snprintf(name, sizeof(name), "btf_trace_%s", event);
 	else
@@ -297,31 +303,51 @@ static int create_rings(struct vcpustat *vs, __u32 size)
 	return err;
 }
 
-static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, const char *no_per_cpu,
-		       bool *rings_failed);
+/*
+ * One attempt at opening and loading: per-CPU rings unless no_per_cpu says
+ * why not (rings_failed: they failed); fentry programs unless fentry_err (a
+ * kernel that cannot load them: fentry_tried says this attempt had some).
+ */
+struct open_try {
+	const char *no_per_cpu;
+	bool rings_failed;
+	bool fentry_tried;
+	int fentry_err;
+};
+
+static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, struct open_try *t);
 
 int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 {
 	static const struct vcpustat_options defaults;
-	bool rings_failed = false;
 	char why[160];
 	int err;
 
 	if (!opts)
 		opts = &defaults;
-	err = open_object(out, opts, opts->single_ring ? "asked for" : NULL, &rings_failed);
-	if (err && rings_failed) {
+	struct open_try t = { .no_per_cpu = opts->single_ring ? "asked for" : NULL };
+
+	err = open_object(out, opts, &t);
+	if (err && t.fentry_tried) {
+		/* an optional fentry program (halt polling) the kernel refuses: without it */
+		vlog(VCPUSTAT_LOG_WARN, "loading with fentry programs failed (%s); trying without them", strerror(-err));
+		t.fentry_err = err;
+		err = open_object(out, opts, &t);
+	}
+	if (err && t.rings_failed) {
 		snprintf(why, sizeof(why), "per-CPU ring buffers unavailable: %s", strerror(-err));
 		vlog(VCPUSTAT_LOG_WARN, "%s; falling back to one shared ring buffer", why);
-		err = open_object(out, opts, why, &rings_failed);
+		t.no_per_cpu = why;
+		err = open_object(out, opts, &t);
 	}
 	return err;
 }
 
-/* Open and load; per-CPU rings unless no_per_cpu says why not (*rings_failed: they failed). */
-static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, const char *no_per_cpu,
-		       bool *rings_failed)
+static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, struct open_try *t)
 {
+	const char *no_per_cpu = t->no_per_cpu;
+	bool *rings_failed = &t->rings_failed;
+
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	struct kernel_btf kb = {};
 	struct vcpustat *vs;
@@ -376,13 +402,22 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		if (d->kvm && opts->no_kvm) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (--no-kvm)");
+		} else if (d->fentry && t->fentry_err) {
+			p->status = VCPUSTAT_PROG_FAILED;
+			p->err = t->fentry_err;
+			snprintf(p->message, sizeof(p->message),
+				 "this kernel does not load fentry programs on %s (%s): halt polling stays host time",
+				 strchr(d->tracepoint, ':') + 1, strerror(-t->fentry_err));
 		} else if (!tracepoint_exists(&kb, d)) {
 			p->status = VCPUSTAT_PROG_MISSING;
 			p->err = -ENOENT;
-			snprintf(p->message, sizeof(p->message), "tracepoint %s not found in this kernel%s",
-				 d->tracepoint, d->kvm ? " (is the kvm module loaded?)" : "");
+			snprintf(p->message, sizeof(p->message), "%s %s not found in this kernel%s",
+				 d->fentry ? "function" : "tracepoint", d->tracepoint,
+				 d->fentry ? " (KVM before 5.17, or no kvm module: halt polling stays host time)" :
+				 d->kvm ? " (is the kvm module loaded?)" : "");
 		} else {
 			p->status = VCPUSTAT_PROG_LOADED;
+			t->fentry_tried |= d->fentry;
 			continue;
 		}
 		if (d->required) {
@@ -528,7 +563,7 @@ int vcpustat_attach(struct vcpustat *vs)
 
 		if (p->status != VCPUSTAT_PROG_LOADED)
 			continue;
-		if (!prog_defs[i].tp_btf && tracefs_err > 0)
+		if (!prog_defs[i].tp_btf && !prog_defs[i].fentry && tracefs_err > 0)
 			tracefs_err = ensure_tracefs();
 		prog = find_prog(vs, p->name);
 		vs->links[i] = bpf_program__attach(prog);

@@ -15,7 +15,7 @@
 
 static const char *const state_names[VCPU_NR_STATES] = {
 	[VCPU_UNKNOWN] = "unknown", [VCPU_GUEST] = "guest", [VCPU_HOST] = "host",	 [VCPU_PREEMPTED] = "preempted",
-	[VCPU_WAIT] = "wait",	    [VCPU_IDLE] = "idle",   [VCPU_BLOCKED] = "blocked",
+	[VCPU_WAIT] = "wait",	    [VCPU_IDLE] = "idle",   [VCPU_BLOCKED] = "blocked", [VCPU_POLL] = "poll",
 };
 
 const char *vcpu_state_name(unsigned int state)
