@@ -81,7 +81,11 @@
  * end. A poll succeeds when the wake-up comes while it spins (the halt ends
  * with the vCPU still on its CPU) and fails when the vCPU goes to sleep; the
  * CPU time of the failed ones is the capacity they burnt (poll_fail_ns).
- * Preempted while polling, the vCPU is PREEMPTED, then POLL again.
+ * Preempted while polling, the vCPU is PREEMPTED, then POLL again. KVM's
+ * loop gives up at the halt's beginning + halt_poll_ns (wall time): what the
+ * vCPU does after that on its way to sleep (or back to the guest, if the
+ * wake-up came just then) is HOST again, as in KVM's own halt_poll_*_ns:
+ * the first event after that time ends POLL there (vcpu_fsm_poll_expire).
  *
  * An exit is "open" from kvm_exit (or kvm_userspace_exit) until the event
  * that ends its handling; an open exit whose end was never seen (a missed
@@ -153,6 +157,7 @@ struct vcpu_fsm {
 	unsigned long long polls_failed; /* polls that ended in sleep */
 	unsigned long long poll_fail_ns; /* POLL time of the failed ones (CPU burnt for nothing) */
 	unsigned long long poll_from_ns; /* ns[VCPU_POLL] when the poll under way began */
+	unsigned long long poll_stop;	 /* when KVM's poll loop under way gives up: begin + halt_poll_ns */
 	unsigned int halt_poll_ns;	 /* the vCPU's halt_poll_ns, as last seen */
 	unsigned int pad;
 };
@@ -211,6 +216,7 @@ VCPU_FSM_INLINE void vcpu_fsm_init(struct vcpu_fsm *f, unsigned long long now)
 	f->polls_failed = 0;
 	f->poll_fail_ns = 0;
 	f->poll_from_ns = 0;
+	f->poll_stop = 0;
 	f->halt_poll_ns = 0;
 	f->pad = 0;
 }
@@ -323,7 +329,7 @@ VCPU_FSM_INLINE void vcpu_fsm_switch_in(struct vcpu_fsm *f, unsigned long long n
 	vcpu_fsm_on_cpu(f, cpu, s);
 	if (from == VCPU_GUEST || from == VCPU_HOST || from == VCPU_POLL)
 		return;
-	vcpu_fsm_enter(f, now, (f->flags & VCPU_F_POLLING) ? VCPU_POLL : VCPU_HOST, s);
+	vcpu_fsm_enter(f, now, (f->flags & VCPU_F_POLLING) && now < f->poll_stop ? VCPU_POLL : VCPU_HOST, s);
 	if (from == VCPU_PREEMPTED || from == VCPU_WAIT)
 		vcpu_fsm_set_sample(s, 0, VCPU_SAMPLE_RUNQ_WAIT, 0, 0, s->dur);
 }
@@ -442,6 +448,22 @@ VCPU_FSM_INLINE void vcpu_fsm_halt_begin(struct vcpu_fsm *f, unsigned long long 
 	if (f->state != VCPU_POLL)
 		vcpu_fsm_enter(f, now, VCPU_POLL, s);
 	f->poll_from_ns = f->ns[VCPU_POLL];
+	f->poll_stop = now + halt_poll_ns;
+}
+
+/*
+ * Before any event of a vCPU in POLL: if KVM's poll loop gave up before
+ * `now` (poll_stop), POLL ends there and HOST begins (s->at = poll_stop).
+ * Returns 1 if it did. The poll stays under way (VCPU_F_POLLING) until the
+ * vCPU sleeps or the halt ends, which count it.
+ */
+VCPU_FSM_INLINE int vcpu_fsm_poll_expire(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
+{
+	vcpu_fsm_step_clear(s, f->state);
+	if (!(f->flags & VCPU_F_POLLING) || f->state != VCPU_POLL || now <= f->poll_stop || f->poll_stop <= f->since)
+		return 0;
+	vcpu_fsm_enter(f, f->poll_stop, VCPU_HOST, s);
+	return 1;
 }
 
 /*

@@ -250,6 +250,19 @@ HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, const struct vcp
 		emit_vcpu(ev, v, VCPUSTAT_REC_PCPU, (__u8)s->to, (__u8)s->to, v->fsm.pcpu, 0);
 }
 
+/*
+ * A vCPU in POLL whose KVM poll loop gave up before this event: POLL ends
+ * where the loop did (vcpu_fsm_poll_expire), recorded at that time.
+ */
+HANDLER_INLINE void poll_expire(const struct vcpustat_event *ev, struct vcpustat_vcpu *v)
+{
+	struct vcpu_fsm_step s;
+
+	if ((v->fsm.flags & VCPU_F_POLLING) && vcpu_fsm_poll_expire(&v->fsm, ev->ts, &s) &&
+	    env_record_level() >= VCPUSTAT_LEVEL_VCPU)
+		emit_at(ev, s.at, v->tid, v->tgid, v->index, VCPUSTAT_REC_STATE, (__u8)s.from, (__u8)s.to, 0, 0);
+}
+
 /* ---- level full: the host's side of every switch and wakeup ---- */
 
 /* SWITCH record; to = 1: prev is exiting (TASK_DEAD, EXIT_ZOMBIE or EXIT_DEAD). */
@@ -451,6 +464,7 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 
 	v = env_vcpu_lookup(prev);
 	if (v) {
+		poll_expire(ev, v);
 		vcpu_fsm_switch_out(&v->fsm, ev->ts, cpu, runnable, &s);
 		apply_step(ev, v, &s, (__u32)ev->arg0, 0);
 		wait_end(v); /* normally not waiting; be safe */
@@ -514,6 +528,7 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 		wait_end(v);
 		if (v->fsm.flags & VCPU_F_IN_EXIT)
 			exit_details_close(v, ev->ts); /* like its exit's latency sample */
+		poll_expire(ev, v);
 		vcpu_fsm_process_exit(&v->fsm, ev->ts, &s);
 		if (s.sample[0].kind != VCPU_SAMPLE_NONE)
 			hist_add(v->tgid, &s.sample[0]);
@@ -554,6 +569,7 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 	case VCPUSTAT_EV_KVM_ENTRY:
 		if (v->fsm.flags & VCPU_F_IN_EXIT)
 			exit_details_close(v, ev->ts);
+		poll_expire(ev, v);
 		vcpu_fsm_kvm_entry(&v->fsm, ev->ts, &s);
 		if (v->sync_pending) {
 			v->sync_pending = 0;
@@ -613,6 +629,7 @@ HANDLER_INLINE void on_halt(const struct vcpustat_event *ev)
 	if (ev->type == VCPUSTAT_EV_HALT) {
 		vcpu_fsm_halt_begin(&v->fsm, ev->ts, ev->arg1 != 0, (__u32)ev->arg0, &s);
 	} else if (ev->type == VCPUSTAT_EV_HALT_END) {
+		poll_expire(ev, v);
 		vcpu_fsm_halt_end(&v->fsm, ev->ts, ev->arg1 != 0, &s);
 	} else {
 		vcpu_fsm_step_clear(&s, v->fsm.state);

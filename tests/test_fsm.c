@@ -557,3 +557,37 @@ Test(fsm, two_polls_count_each_failed_ones_time_once)
 	cr_assert_eq(f.poll_fail_ns, 20000);
 	cr_assert_eq(f.halt_poll_ns, 20000);
 }
+
+Test(fsm, poll_loop_giving_up_ends_poll_at_its_stop_time)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
+	cr_assert_eq(f.poll_stop, 41100);
+	cr_assert_eq(vcpu_fsm_poll_expire(&f, 41100, &s), 0, "not after the stop yet");
+	cr_assert_eq(vcpu_fsm_poll_expire(&f, 41500, &s), 1);
+	cr_assert_eq(s.from, VCPU_POLL);
+	cr_assert_eq(s.to, VCPU_HOST);
+	cr_assert_eq(s.at, 41100, "POLL ends where KVM's loop gave up");
+	cr_assert_eq(s.dur, 40000);
+	cr_assert(f.flags & VCPU_F_POLLING, "the poll is counted when the vCPU sleeps");
+	vcpu_fsm_switch_out(&f, 41500, 0, 0, &s);
+	cr_assert_eq(s.from, VCPU_HOST);
+	cr_assert_eq(s.to, VCPU_IDLE);
+	cr_assert_eq(s.dur, 400, "the way into sleep is host time");
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.poll_fail_ns, 40000);
+}
+
+Test(fsm, preempted_past_the_stop_resumes_as_host)
+{
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 1100, 1, 10000, &s);
+	vcpu_fsm_switch_out(&f, 5100, 0, 1, &s);
+	vcpu_fsm_switch_in(&f, 20000, 0, &s);
+	cr_assert_eq(s.to, VCPU_HOST, "KVM's loop is over: it only goes to sleep now");
+	cr_assert_eq(vcpu_fsm_poll_expire(&f, 20100, &s), 0, "nothing left to end");
+	vcpu_fsm_switch_out(&f, 20100, 0, 0, &s);
+	cr_assert_eq(f.polls_failed, 1);
+	cr_assert_eq(f.poll_fail_ns, 4000);
+	cr_assert_eq(f.ns[VCPU_HOST], 100 + 100);
+}

@@ -26,6 +26,7 @@
 
 #include "live/live.h"
 #include "vcpustat.skel.h"
+#include "probe_fentry.skel.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #ifndef ENOTSUPP
@@ -226,6 +227,28 @@ static bool tracepoint_exists(const struct kernel_btf *kb, const struct prog_def
 	return kernel_btf_has(kb, name, d->tp_btf ? BTF_KIND_TYPEDEF : BTF_KIND_STRUCT);
 }
 
+/*
+ * Can the kernel load an fentry program on kvm_vcpu_halt? 0 or -errno, asked
+ * once per process (bpf/probe_fentry.bpf.c).
+ */
+static int probe_fentry(void)
+{
+	static int result = 1; /* 1: not asked yet */
+	struct probe_fentry_bpf *skel;
+	libbpf_print_fn_t old;
+	int err;
+
+	if (__atomic_load_n(&result, __ATOMIC_ACQUIRE) <= 0)
+		return result;
+	old = libbpf_set_print(NULL); /* a refusal is an answer here, not a warning */
+	skel = probe_fentry_bpf__open_and_load();
+	err = skel ? 0 : errno > 0 ? -errno : -EINVAL;
+	libbpf_set_print(old);
+	probe_fentry_bpf__destroy(skel);
+	__atomic_store_n(&result, err, __ATOMIC_RELEASE);
+	return err;
+}
+
 static struct bpf_program *find_prog(const struct vcpustat *vs, const char *name)
 {
 	return bpf_object__find_program_by_name(vs->skel->obj, name);
@@ -394,11 +417,14 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		p->name = d->name;
 		p->tracepoint = d->tracepoint;
 		p->required = d->required;
+		p->kvm = d->kvm;
 		if (!prog) {
 			err = -ENOENT;
 			vlog(VCPUSTAT_LOG_WARN, "BPF object lacks program %s", d->name);
 			goto fail;
 		}
+		if (d->fentry && !(d->kvm && opts->no_kvm) && !t->fentry_err && tracepoint_exists(&kb, d))
+			t->fentry_err = probe_fentry();
 		if (d->kvm && opts->no_kvm) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (--no-kvm)");

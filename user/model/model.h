@@ -82,6 +82,7 @@ struct vcpustat_prog {
 	const char *name;	/* program name, e.g. "on_kvm_exit" */
 	const char *tracepoint; /* "sched:sched_switch", "kvm:kvm_exit", ... */
 	bool required;		/* vcpustat cannot work without it */
+	bool kvm;		/* on KVM (off with --no-kvm) */
 	enum vcpustat_prog_status status;
 	int err;		/* negative errno for MISSING/FAILED */
 	char message[160];	/* what went wrong, for the user */
