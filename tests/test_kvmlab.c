@@ -808,6 +808,118 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
 	json_decref(report);
 }
 
+/* ---- halt polling ---- */
+
+/*
+ * microvm --irqchip: HLT stays in KVM, which polls before it sleeps
+ * (kvm.halt_poll_ns, 200 us by default; each vCPU's own budget grows from
+ * 10 us while its halts, 60 us of LAPIC timer, are short enough), and the
+ * guest's own timer wakes it. Per vCPU, against KVM's counters:
+ * - every halt KVM counted (halt_exits) is an `hlt` exit in vcpustat -j, and
+ *   the guest took one timer interrupt per halt;
+ * - vcpustat's POLL time is there when KVM polled, and is no more than KVM's
+ *   halt_poll_success_ns + halt_poll_fail_ns: POLL ends where KVM's loop
+ *   gives up (begin + halt_poll_ns) and leaves out the time the vCPU was
+ *   preempted while polling, both of which KVM's wall-clock sums count
+ *   (plus 5 us per poll for the two clocks' reads around the loop).
+ */
+Test(kvmlab, halt_polling_is_split_out_of_host_time)
+{
+	const char *live, *mjson;
+	char bin[512], args[512];
+	json_t *report, *docs, *doc, *vm, *vcpu, *p;
+	unsigned long long done, kvm_polls = 0;
+	long long halt_poll_ns = 0;
+	bool fentry = false;
+	int slot;
+	size_t i, j;
+	FILE *f;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	f = fopen("/sys/module/kvm/parameters/halt_poll_ns", "r");
+	if (!f || fscanf(f, "%lld", &halt_poll_ns) != 1 || halt_poll_ns <= 0) {
+		if (f)
+			fclose(f);
+		cr_skip_test("kvm.halt_poll_ns is 0 (or unreadable) here: KVM does not poll");
+	}
+	fclose(f);
+	lab_mkdir();
+	live = in_dir("live.json");
+	mjson = in_dir("microvm.json");
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	{
+		char *argl[] = { bin, "-j", "-d", "1", NULL };
+
+		slot = start_tool(live, argl);
+	}
+	wait_live_doc(slot, live, 0);
+	snprintf(args, sizeof(args),
+		 "--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp --json '%s'", mjson);
+	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
+	done = mono_ns();
+	wait_live_doc(slot, live, done);
+	stop_tool(slot, "vcpustat -j");
+
+	report = load(mjson);
+	docs = live_docs(live);
+	doc = json_array_get(docs, json_array_size(docs) - 1);
+	json_array_foreach(jget(doc, "programs"), i, p)
+		if (!strcmp(json_string_value(jget(p, "name")), "on_kvm_vcpu_halt"))
+			fentry = !strcmp(json_string_value(jget(p, "status")), "attached");
+	cr_assert(fentry, "the lab's kernel (6.1) loads the fentry program on kvm_vcpu_halt");
+	fprintf(stderr, "kvmlab: microvm %s, kvm.halt_poll_ns %lld; vcpustat -j vs KVM\n", args, halt_poll_ns);
+	vm = json_array_get(jget(report, "vms"), 0);
+	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+		json_t *ks = jget(vcpu, "kvm_stats");
+		long long idx = jint(vcpu, "index"), poll = 0, host = 0, hlt = 0;
+		long long kvm_ns = jint(ks, "halt_poll_success_ns") + jint(ks, "halt_poll_fail_ns");
+		long long attempted = jint(ks, "halt_attempted_poll");
+		size_t k;
+
+		json_array_foreach(docs, k, doc) {
+			json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name")), *lv;
+
+			lv = lvm ? find_by(jget(lvm, "vcpus"), "vcpu", jget(vcpu, "index")) : NULL;
+			if (!lv)
+				continue;
+			poll += jint(jget(lv, "ns"), "poll");
+			host += jint(jget(lv, "ns"), "host");
+		}
+		json_array_foreach(docs, k, doc) {
+			json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name"));
+
+			if (lvm && idx == 0) /* the VM's table, once */
+				hlt += table_count(lvm, "exits", "hlt");
+		}
+		fprintf(stderr,
+			"kvmlab:   vCPU %lld: halts %lld (KVM) = timer interrupts %lld (guest); polls %lld (%lld ok), "
+			"KVM's poll time %lld ns, vcpustat's POLL %lld ns (host %lld ns)\n",
+			idx, jint(ks, "halt_exits"), jint(vcpu, "timer_irqs"), attempted, jint(ks, "halt_successful_poll"),
+			kvm_ns, poll, host);
+		cr_assert_gt(jint(ks, "halt_exits"), 0, "vCPU %lld halted in KVM", idx);
+		cr_assert_leq(llabs(jint(ks, "halt_exits") - jint(vcpu, "timer_irqs")), 1,
+			      "vCPU %lld: one timer interrupt per halt (the last may be cut by the stop)", idx);
+		if (idx == 0) {
+			long long halts = 0;
+			json_t *v2;
+			size_t m;
+
+			json_array_foreach(jget(vm, "vcpus"), m, v2)
+				halts += jint(jget(v2, "kvm_stats"), "halt_exits");
+			cr_assert_eq(hlt, halts, "vcpustat -j's hlt exits = KVM's halt_exits");
+		}
+		kvm_polls += (unsigned long long)attempted;
+		if (attempted)
+			cr_assert_gt(poll, 0, "vCPU %lld: KVM polled %lld times, vcpustat shows POLL time", idx, attempted);
+		cr_assert_leq(poll, kvm_ns + attempted * 5000, "vCPU %lld: POLL %lld ns, KVM's poll time %lld ns", idx,
+			      poll, kvm_ns);
+	}
+	cr_assert_gt(kvm_polls, 0, "KVM polled: 60 us halts are within halt_poll_ns %lld", halt_poll_ns);
+	json_decref(docs);
+	json_decref(report);
+}
+
 /* ---- the guest/host split ---- */
 
 static pid_t spawn_microvm(const char *args)
