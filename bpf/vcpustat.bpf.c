@@ -532,8 +532,10 @@ static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 		return 0;
 	event_task(&ev, type, p);
 	ev.arg0 = get_task_cpu(p);
-	if (vcpu)
+	if (vcpu) {
+		ev.tid2 = (__u32)bpf_get_current_pid_tgid(); /* the waker: was it an interrupt's kick? */
 		return run_event(&ev);
+	}
 	capture_event(&ev);
 	emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
 	return 0;
@@ -712,6 +714,24 @@ SEC("tp/kvm/kvm_page_fault")
 int on_kvm_page_fault(struct trace_event_raw_kvm_page_fault *ctx)
 {
 	exit_detail(VCPUSTAT_EV_PAGE_FAULT, BPF_CORE_READ(ctx, fault_address), BPF_CORE_READ(ctx, error_code), 0);
+	return TP_PASS;
+}
+
+/*
+ * Wake reasons: a LAPIC accepted an interrupt (any VM's, any vector). In the
+ * sender's thread, just before the kick that wakes a sleeping target; in the
+ * target's own thread, once it woke, for its own LAPIC timer. Classic tp/
+ * with CO-RE reads: the fields are stable, the arguments' types were not.
+ */
+SEC("tp/kvm/kvm_apic_accept_irq")
+int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
+{
+	struct vcpustat_event ev;
+
+	event_current(&ev, VCPUSTAT_EV_APIC_ACCEPT);
+	ev.arg0 = BPF_CORE_READ(ctx, apicid);
+	ev.arg1 = BPF_CORE_READ(ctx, vec);
+	run_event(&ev);
 	return TP_PASS;
 }
 

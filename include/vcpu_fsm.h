@@ -168,7 +168,18 @@ enum vcpu_sample_kind {
 	VCPU_SAMPLE_EXIT,	    /* kvm_exit -> kvm_entry, by exit reason */
 	VCPU_SAMPLE_USERSPACE_EXIT, /* kvm_userspace_exit -> kvm_entry, by reason */
 	VCPU_SAMPLE_RUNQ_WAIT,	    /* PREEMPTED/WAIT -> on a CPU (run-queue latency) */
+	VCPU_SAMPLE_WAKE,	    /* a sleeping vCPU's wake-up -> its next kvm_entry, by
+				       enum vcpu_wake_reason (vcpustat_handler.h) */
 	VCPU_NR_SAMPLE_KINDS,
+};
+
+/* Why a sleeping (IDLE or BLOCKED) vCPU woke (VCPU_SAMPLE_WAKE's reason). */
+enum vcpu_wake_reason {
+	VCPU_WAKE_OTHER = 0, /* none of the below seen (a signal, a KVM request, a VMM's own sleep) */
+	VCPU_WAKE_TIMER,     /* an interrupt the vCPU raised for itself after it woke: its LAPIC timer */
+	VCPU_WAKE_IPI,	     /* an interrupt another vCPU sent it, which woke it */
+	VCPU_WAKE_DEVICE,    /* an interrupt from outside the vCPUs (irqfd, vhost, the VMM, the IOAPIC) */
+	VCPU_NR_WAKE_REASONS,
 };
 
 /*

@@ -26,7 +26,8 @@ enum vcpustat_event_type {
 				       arg1 = preempt (1: involuntary),
 				       arg2 = prev's cgroup id, comm = prev's name
 				       (0 / empty: the handler reads them from current) */
-	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu */
+	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu,
+				       tid2 = the waker (current; 0: not known) */
 	VCPUSTAT_EV_WAKEUP_NEW,	    /* sched_wakeup_new: same */
 	VCPUSTAT_EV_PROCESS_EXIT,   /* sched_process_exit: tid/tgid = exiting thread,
 				       arg0 = group_dead (last thread of the process) */
@@ -55,6 +56,8 @@ enum vcpustat_event_type {
 				       and sleep), arg1 = waited (it slept), arg2 = valid */
 	VCPUSTAT_EV_HALT_POLL_NS,   /* kvm_halt_poll_ns: arg0 = new, arg1 = old,
 				       arg2 = vcpu_id | grow << 32 */
+	VCPUSTAT_EV_APIC_ACCEPT,    /* kvm_apic_accept_irq: a LAPIC accepted an interrupt;
+				       tid = current, arg0 = the target's APIC id, arg1 = vector */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -176,7 +179,10 @@ struct vcpustat_vcpu {
 	__u8 detail_access; /* enum vcpustat_detail_access */
 	__u8 fault_pending;
 	__u8 fault_access;
-	__u32 pad2;
+	__u8 wake_pending;  /* woken from IDLE/BLOCKED, its next kvm_entry not yet seen */
+	__u8 wake_reason;   /* enum vcpu_wake_reason (OTHER until known) */
+	__u16 pad2;
+	__u64 wake_ts;	    /* when it was woken */
 };
 
 /*
@@ -201,7 +207,20 @@ struct vcpustat_cpu {
 	__u32 nr_waiting; /* occupied slots */
 	__u32 pad;
 	struct vcpustat_wait_slot waiting[VCPUSTAT_WAIT_SLOTS];
+	/*
+	 * The last interrupt a LAPIC accepted on this CPU outside its target's
+	 * own thread (EV_APIC_ACCEPT): by whom, when, and what kind of wake-up
+	 * it makes (enum vcpu_wake_reason). A wake-up of a sleeping vCPU by the
+	 * same thread soon after (VCPUSTAT_WAKE_CAUSE_NS) was that interrupt's
+	 * kick. Written by this CPU's own events.
+	 */
+	__u64 irq_ts;
+	__u32 irq_tid;
+	__u32 irq_reason;
 };
+
+/* An interrupt accepted this long (or less) before a wake-up by the same thread caused it. */
+#define VCPUSTAT_WAKE_CAUSE_NS 1000000ull
 
 /* culprits map: who ran while a VM's vCPUs waited for their CPU. */
 struct vcpustat_culprit_key {

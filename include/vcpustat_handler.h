@@ -482,6 +482,63 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	emit_host_switch(ev);
 }
 
+/*
+ * A sleeping vCPU was woken: why (enum vcpu_wake_reason)? If the waker
+ * (ev->tid2) had just had a LAPIC accept an interrupt on this CPU, its kick
+ * did it; else OTHER, until the vCPU's own thread raises an interrupt for
+ * itself before its next kvm_entry (on_apic_accept: its timer).
+ */
+HANDLER_INLINE void wake_begin(const struct vcpustat_event *ev, struct vcpustat_vcpu *v)
+{
+	struct vcpustat_cpu *c = env_cpu((__u32)ev->cpu);
+
+	v->wake_pending = 1;
+	v->wake_ts = ev->ts;
+	v->wake_reason = VCPU_WAKE_OTHER;
+	if (c && ev->tid2 && c->irq_tid == (__u32)ev->tid2 && ev->ts >= c->irq_ts &&
+	    ev->ts - c->irq_ts <= VCPUSTAT_WAKE_CAUSE_NS)
+		v->wake_reason = (__u8)c->irq_reason;
+}
+
+/* The woken vCPU enters the guest: the delivery delay it felt, by reason. */
+HANDLER_INLINE void wake_end(const struct vcpustat_event *ev, struct vcpustat_vcpu *v)
+{
+	struct vcpu_fsm_sample ws = {
+		.kind = VCPU_SAMPLE_WAKE,
+		.reason = v->wake_reason,
+		.ns = ev->ts > v->wake_ts ? ev->ts - v->wake_ts : 0,
+	};
+
+	v->wake_pending = 0;
+	hist_add(v->tgid, &ws);
+}
+
+/*
+ * kvm_apic_accept_irq (EV_APIC_ACCEPT): in the thread of a woken vCPU, for
+ * itself, it is that vCPU's own interrupt (its LAPIC timer): the reason of a
+ * wake-up not yet explained. Anywhere else it may be about to wake its
+ * target: note it on this CPU, as from a vCPU (an IPI) or not (a device).
+ */
+HANDLER_INLINE void on_apic_accept(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+	struct vcpustat_cpu *c;
+
+	if (v && v->wake_pending) {
+		if (v->wake_reason == VCPU_WAKE_OTHER)
+			v->wake_reason = VCPU_WAKE_TIMER;
+		return;
+	}
+	if (v && v->index_src == VCPUSTAT_INDEX_KVM && (__u32)ev->arg0 == v->index)
+		return; /* a running vCPU's own interrupt: it wakes nobody */
+	c = env_cpu((__u32)ev->cpu);
+	if (!c)
+		return;
+	c->irq_ts = ev->ts;
+	c->irq_tid = (__u32)ev->tid;
+	c->irq_reason = v ? VCPU_WAKE_IPI : VCPU_WAKE_DEVICE;
+}
+
 HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 {
 	__u32 tid = (__u32)ev->tid;
@@ -492,6 +549,8 @@ HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 	if (v) {
 		vcpu_fsm_wakeup(&v->fsm, ev->ts, &s);
 		apply_step(ev, v, &s, (__u32)ev->arg0, 0);
+		if (s.from != s.to)
+			wake_begin(ev, v);
 		if (v->fsm.state == VCPU_WAIT && v->wait_cpu == VCPU_PCPU_NONE)
 			wait_begin(v, (__u32)ev->arg0, ev->ts);
 	}
@@ -570,6 +629,8 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 		if (v->fsm.flags & VCPU_F_IN_EXIT)
 			exit_details_close(v, ev->ts);
 		poll_expire(ev, v);
+		if (v->wake_pending)
+			wake_end(ev, v);
 		vcpu_fsm_kvm_entry(&v->fsm, ev->ts, &s);
 		if (v->sync_pending) {
 			v->sync_pending = 0;
@@ -678,6 +739,9 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 	case VCPUSTAT_EV_HALT_END:
 	case VCPUSTAT_EV_HALT_POLL_NS:
 		on_halt(ev);
+		break;
+	case VCPUSTAT_EV_APIC_ACCEPT:
+		on_apic_accept(ev);
 		break;
 	}
 	return 0;

@@ -145,11 +145,13 @@ const size_t guest_code_mix_size = sizeof(guest_code_mix);
 /*
  * The --irqchip program: KVM has an in-kernel irqchip, so HLT stays in KVM
  * (it may poll, then sleeps) until an interrupt: the vCPU's own LAPIC timer,
- * armed by the guest before each halt for the time the VMM says. The LAPIC
- * is driven in x2APIC mode, through MSRs, which real mode reaches (the VMM
- * gives the vCPU x2APIC in its CPUID). Same protocol on port 0x10; the
- * interrupt handler (IVT entry GUEST_TIMER_VECTOR) acknowledges (EOI) and
- * counts the interrupt in the mailbox. Each vCPU has its own stack.
+ * armed by the guest before each halt for the time the VMM says, or (with
+ * --ipi) an IPI from vCPU 0. The LAPIC is driven in x2APIC mode, through
+ * MSRs, which real mode reaches (the VMM gives the vCPU x2APIC in its
+ * CPUID). Same protocol on port 0x10; after each halt the guest asks port
+ * 0x12 whom to send an IPI to, until the answer is 0. The interrupt handlers
+ * (IVT entries GUEST_TIMER_VECTOR and GUEST_IPI_VECTOR) acknowledge (EOI) and
+ * count the interrupt in the vCPU's mailbox. Each vCPU has its own stack.
  *
  *   1000: 66 b9 1b 00 00 00        mov   ecx, 0x1b      ; IA32_APIC_BASE
  *   1006: 0f 32                    rdmsr
@@ -167,33 +169,45 @@ const size_t guest_code_mix_size = sizeof(guest_code_mix);
  *   1038: 0f 30                    wrmsr
  *   103a: 66 e5 10           top:  in    eax, 0x10      ; iterations, 0 = halt
  *   103d: 66 85 c0                 test  eax, eax
- *   1040: 75 13                    jnz   busy
- *   1042: 66 e5 11                 in    eax, 0x11      ; the timer count (ns)
- *   1045: 66 b9 38 08 00 00        mov   ecx, 0x838     ; TMICT: arms the timer
+ *   1040: 75 2e                    jnz   busy
+ *   1042: 66 e5 11                 in    eax, 0x11      ; the timer count (ns), 0 = none
+ *   1045: 66 b9 38 08 00 00        mov   ecx, 0x838     ; TMICT: arms (or stops) the timer
  *   104b: 66 31 d2                 xor   edx, edx
  *   104e: 0f 30                    wrmsr
  *   1050: fb                       sti
- *   1051: f4                       hlt                  ; in KVM until the interrupt
+ *   1051: f4                       hlt                  ; in KVM until an interrupt
  *   1052: fa                       cli
- *   1053: eb e5                    jmp   top
- *   1055: 66 89 c1           busy: mov   ecx, eax
- *   1058: 66 01 cb           work: add   ebx, ecx
- *   105b: 66 d1 c3                 rol   ebx, 1
- *   105e: 66 49                    dec   ecx
- *   1060: 75 f6                    jnz   work
- *   1062: eb d6                    jmp   top
- *   1064: 66 50              isr:  push  eax
- *   1066: 66 51                    push  ecx
- *   1068: 66 52                    push  edx
- *   106a: 66 b9 0b 08 00 00        mov   ecx, 0x80b     ; EOI
- *   1070: 66 31 c0                 xor   eax, eax
- *   1073: 66 31 d2                 xor   edx, edx
- *   1076: 0f 30                    wrmsr
- *   1078: 66 ff 44 18              inc   dword [si+24]  ; MAILBOX_TIMER_IRQS
- *   107c: 66 5a                    pop   edx
- *   107e: 66 59                    pop   ecx
- *   1080: 66 58                    pop   eax
- *   1082: cf                       iret
+ *   1053: 66 e5 12           kick: in    eax, 0x12      ; APIC id + 1 to send an IPI to, 0 = none
+ *   1056: 66 85 c0                 test  eax, eax
+ *   1059: 74 df                    jz    top
+ *   105b: 66 48                    dec   eax
+ *   105d: 66 89 c2                 mov   edx, eax       ; ICR high: the destination
+ *   1060: 66 b8 41 00 00 00        mov   eax, 0x41      ; ICR low: vector 0x41, fixed
+ *   1066: 66 b9 30 08 00 00        mov   ecx, 0x830     ; ICR: sends the IPI
+ *   106c: 0f 30                    wrmsr
+ *   106e: eb e3                    jmp   kick
+ *   1070: 66 89 c1           busy: mov   ecx, eax
+ *   1073: 66 01 cb           work: add   ebx, ecx
+ *   1076: 66 d1 c3                 rol   ebx, 1
+ *   1079: 66 49                    dec   ecx
+ *   107b: 75 f6                    jnz   work
+ *   107d: eb bb                    jmp   top
+ *   107f: 66 50              isr:  push  eax           ; the timer's (0x40)
+ *   1081: 66 51                    push  ecx
+ *   1083: 66 52                    push  edx
+ *   1085: 66 b9 0b 08 00 00        mov   ecx, 0x80b     ; EOI
+ *   108b: 66 31 c0                 xor   eax, eax
+ *   108e: 66 31 d2                 xor   edx, edx
+ *   1091: 0f 30                    wrmsr
+ *   1093: 66 ff 44 18              inc   dword [si+24]  ; MAILBOX_TIMER_IRQS
+ *   1097: 66 5a                    pop   edx
+ *   1099: 66 59                    pop   ecx
+ *   109b: 66 58                    pop   eax
+ *   109d: cf                       iret
+ *   109e: 66 50              ipi:  push  eax           ; the IPI's (0x41): the same,
+ *   ...                                                 ; counting at [si+28]
+ *   10b2: 66 ff 44 1c              inc   dword [si+28]  ; MAILBOX_IPIS
+ *   10bc: cf                       iret
  *
  * (Assembled with `as --32` from .code16 source; check: objdump -D -b binary
  * -m i8086 --adjust-vma=0x1000 on these bytes.)
@@ -203,15 +217,20 @@ const unsigned char guest_code_irq[] = {
 	0x66, 0xb9, 0x0f, 0x08, 0x00, 0x00, 0x66, 0xb8, 0xff, 0x01, 0x00, 0x00, 0x66, 0x31, 0xd2, 0x0f, 0x30,
 	0x66, 0xb9, 0x32, 0x08, 0x00, 0x00, 0x66, 0xb8, GUEST_TIMER_VECTOR, 0x00, 0x00, 0x00, 0x0f, 0x30,
 	0x66, 0xb9, 0x3e, 0x08, 0x00, 0x00, 0x66, 0xb8, 0x0b, 0x00, 0x00, 0x00, 0x0f, 0x30,
-	0x66, 0xe5, GUEST_PORT_WORK, 0x66, 0x85, 0xc0, 0x75, 0x13,
+	0x66, 0xe5, GUEST_PORT_WORK, 0x66, 0x85, 0xc0, 0x75, 0x2e,
 	0x66, 0xe5, GUEST_PORT_IDLE, 0x66, 0xb9, 0x38, 0x08, 0x00, 0x00, 0x66, 0x31, 0xd2, 0x0f, 0x30,
-	0xfb, 0xf4, 0xfa, 0xeb, 0xe5,
-	0x66, 0x89, 0xc1, 0x66, 0x01, 0xcb, 0x66, 0xd1, 0xc3, 0x66, 0x49, 0x75, 0xf6, 0xeb, 0xd6,
+	0xfb, 0xf4, 0xfa,
+	0x66, 0xe5, GUEST_PORT_KICK, 0x66, 0x85, 0xc0, 0x74, 0xdf, 0x66, 0x48, 0x66, 0x89, 0xc2,
+	0x66, 0xb8, GUEST_IPI_VECTOR, 0x00, 0x00, 0x00, 0x66, 0xb9, 0x30, 0x08, 0x00, 0x00, 0x0f, 0x30, 0xeb, 0xe3,
+	0x66, 0x89, 0xc1, 0x66, 0x01, 0xcb, 0x66, 0xd1, 0xc3, 0x66, 0x49, 0x75, 0xf6, 0xeb, 0xbb,
 	0x66, 0x50, 0x66, 0x51, 0x66, 0x52, 0x66, 0xb9, 0x0b, 0x08, 0x00, 0x00, 0x66, 0x31, 0xc0, 0x66, 0x31, 0xd2,
 	0x0f, 0x30, 0x66, 0xff, 0x44, MAILBOX_TIMER_IRQS, 0x66, 0x5a, 0x66, 0x59, 0x66, 0x58, 0xcf,
+	0x66, 0x50, 0x66, 0x51, 0x66, 0x52, 0x66, 0xb9, 0x0b, 0x08, 0x00, 0x00, 0x66, 0x31, 0xc0, 0x66, 0x31, 0xd2,
+	0x0f, 0x30, 0x66, 0xff, 0x44, MAILBOX_IPIS, 0x66, 0x5a, 0x66, 0x59, 0x66, 0x58, 0xcf,
 };
 const size_t guest_code_irq_size = sizeof(guest_code_irq);
-const unsigned short guest_irq_isr_offset = 0x64;
+const unsigned short guest_irq_isr_offset = 0x7f;
+const unsigned short guest_ipi_isr_offset = 0x9e;
 
 const unsigned short guest_mix_count_offset[MIX_NR_OPS] = {
 	[MIX_CPUID] = 0x1e,

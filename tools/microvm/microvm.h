@@ -56,6 +56,7 @@ struct microvm_opts {
 	int pin;		  /* --pin CPU, -1 = no pinning */
 	unsigned int mix;	  /* --mix: bits (1 << enum microvm_mix_op), 0 = none */
 	int irqchip;		  /* --irqchip: in-kernel irqchip, the guest's LAPIC timer ends its halts */
+	int ipi;		  /* --ipi: vCPUs but 0 halt until vCPU 0 sends them an IPI */
 	double duration_s;	  /* --duration, 0 = until SIGINT/SIGTERM */
 	const char *duration_arg; /* as given, passed on to the VM processes */
 	const char *json_path;	  /* --json, NULL = stdout */
@@ -92,7 +93,9 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define GUEST_CODE_ADDR 0x1000u	 /* CS = 0, IP = 0x1000, real mode */
 #define GUEST_PORT_WORK 0x10u	 /* `in eax, 0x10`: iterations of work, 0 = halt */
 #define GUEST_PORT_IDLE 0x11u	 /* --irqchip: `in eax, 0x11`: the halt's timer count (ns) */
+#define GUEST_PORT_KICK 0x12u	 /* --irqchip: `in eax, 0x12`: APIC id + 1 to send an IPI to, 0 = none */
 #define GUEST_TIMER_VECTOR 0x40u /* --irqchip: the LAPIC timer's vector (real-mode IVT entry) */
+#define GUEST_IPI_VECTOR 0x41u	 /* --ipi: the IPI's vector */
 #define GUEST_STACK_SIZE 128u	 /* per vCPU, down from the top of guest RAM */
 #define GUEST_MAILBOX_ADDR 0x800u /* + 32 * vCPU index: that vCPU's mailbox (SI points to it) */
 #define GUEST_MAILBOX_SIZE 32u
@@ -111,6 +114,7 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define MAILBOX_TOUCH_SEG 2
 #define MAILBOX_COUNT(op) (4 + 4 * (op))
 #define MAILBOX_TIMER_IRQS 24 /* u32: --irqchip timer interrupts taken, counted by the guest */
+#define MAILBOX_IPIS 28	      /* u32: --ipi IPIs taken, counted by the guest */
 
 /* The plain program (no --mix) and the --mix program. */
 extern const unsigned char guest_code[];
@@ -121,6 +125,7 @@ extern const size_t guest_code_mix_size;
 extern const unsigned char guest_code_irq[];
 extern const size_t guest_code_irq_size;
 extern const unsigned short guest_irq_isr_offset;
+extern const unsigned short guest_ipi_isr_offset;
 /*
  * In the --mix program, the offset of the `inc` that counts op k, right after
  * op k's instruction: a vCPU stopped with its IP there had the op's exit

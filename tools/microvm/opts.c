@@ -25,6 +25,7 @@ enum {
 	OPT_PIN,
 	OPT_MIX,
 	OPT_IRQCHIP,
+	OPT_IPI,
 	OPT_DURATION,
 	OPT_NAME,
 	OPT_JSON,
@@ -43,6 +44,7 @@ static const struct option long_options[] = {
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "irqchip", no_argument, NULL, OPT_IRQCHIP },
+	{ "ipi", no_argument, NULL, OPT_IPI },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "json", required_argument, NULL, OPT_JSON },
@@ -79,6 +81,8 @@ void microvm_usage(FILE *f)
 	      "  --irqchip         an in-kernel irqchip: HLT stays in KVM (which may poll before\n"
 	      "                    it sleeps, kvm.halt_poll_ns) and the guest's own LAPIC timer,\n"
 	      "                    armed for Y us, wakes it (not with --mix)\n"
+	      "  --ipi             with --irqchip: only vCPU 0 arms its timer; the others halt\n"
+	      "                    until vCPU 0, after each of its halts, sends each an IPI\n"
 	      "  --duration SEC    stop after SEC seconds (decimals allowed), counted in each VM\n"
 	      "                    from the moment all its vCPUs run (default: until SIGINT or\n"
 	      "                    SIGTERM)\n"
@@ -311,6 +315,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		case OPT_IRQCHIP:
 			o->irqchip = 1;
 			break;
+		case OPT_IPI:
+			o->ipi = 1;
+			break;
 		case OPT_DURATION:
 			r = parse_duration(optarg, &o->duration_s, err, errlen);
 			o->duration_arg = optarg;
@@ -348,6 +355,8 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		return fail(err, errlen, "unexpected argument '%s' (options only)", argv[optind]);
 	if (o->vm_index < 0 && strlen(o->name) > MICROVM_NAME_MAX)
 		return fail(err, errlen, "-name: '%s' is longer than %d characters", o->name, MICROVM_NAME_MAX);
+	if (o->ipi && (!o->irqchip || o->vcpus < 2))
+		return fail(err, errlen, "--ipi: needs --irqchip and --vcpus 2 or more (vCPU 0 sends, the others receive)");
 	if (o->irqchip && o->mix)
 		return fail(err, errlen, "--irqchip and --mix: one guest program or the other, not both");
 	if (o->irqchip && o->idle_us > 4000000)

@@ -164,6 +164,8 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 	}
 	if (o->irqchip)
 		argv[n++] = "--irqchip";
+	if (o->ipi)
+		argv[n++] = "--ipi";
 	if (o->duration_arg) {
 		argv[n++] = "--duration";
 		argv[n++] = o->duration_arg;

@@ -75,6 +75,8 @@ struct vcpu_stats {
 	uint64_t halted_ns;	       /* time from KVM_EXIT_HLT to the next KVM_RUN (or the stop);
 					  --irqchip: from the timer's answer to the next work request */
 	uint64_t timer_irqs;	       /* --irqchip: timer interrupts the guest took (counted by it) */
+	uint64_t ipis;		       /* --ipi: IPIs the guest took (counted by it) */
+	uint64_t ipis_sent;	       /* --ipi: IPIs the VMM had vCPU 0 send */
 	bool halt_cut_short;	       /* the stop ended the last halt before idle-us */
 	uint64_t busy_periods;	       /* busy periods begun */
 	uint64_t chunks;	       /* chunks of work handed to the guest */
@@ -114,6 +116,7 @@ struct vm {
 	int failed;		/* atomic: a vCPU thread failed (its error[] says why) */
 	uint64_t busy_ns, idle_ns, chunk_ns;
 	struct kvm_cpuid2 *cpuid; /* --irqchip: what KVM supports, given to each vCPU */
+	int ipi_waiting[MICROVM_MAX_VCPUS]; /* --ipi: atomic: vCPU halted without a timer, waiting for an IPI */
 	sigset_t sleep_mask;	/* the threads' mask without KICK_SIGNAL */
 };
 
@@ -269,9 +272,14 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 
 	if (vm->o->irqchip && run->io.direction == KVM_EXIT_IO_IN && run->io.port == GUEST_PORT_IDLE &&
 	    run->io.size == 4 && run->io.count == 1) {
-		/* the guest arms its LAPIC timer with this many ns (divide 1, 1 GHz bus) and halts */
-		answer = (uint32_t)vm->idle_ns;
+		/*
+		 * the guest arms its LAPIC timer with this many ns (divide 1, 1 GHz
+		 * bus) and halts; with --ipi, vCPUs but 0 wait for vCPU 0's IPI
+		 */
+		answer = vm->o->ipi && v->index ? 0 : (uint32_t)vm->idle_ns;
 		memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
+		if (!answer)
+			__atomic_store_n(&vm->ipi_waiting[v->index], 1, __ATOMIC_RELEASE);
 		v->st.halts++;
 		b->halt_start = now;
 		return 0;
@@ -280,6 +288,18 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 		v->st.halted_ns += now - b->halt_start;
 		*b = (struct busy_state){ .start = now };
 		v->st.busy_periods++;
+	}
+	if (vm->o->irqchip && run->io.direction == KVM_EXIT_IO_IN && run->io.port == GUEST_PORT_KICK &&
+	    run->io.size == 4 && run->io.count == 1) {
+		/* --ipi: vCPU 0 sends an IPI to each vCPU halted waiting for one (APIC id = index) */
+		answer = 0;
+		for (unsigned int k = 1; vm->o->ipi && !v->index && k < vm->nr_vcpus && !answer; k++)
+			if (__atomic_exchange_n(&vm->ipi_waiting[k], 0, __ATOMIC_ACQ_REL))
+				answer = k + 1;
+		if (answer)
+			v->st.ipis_sent++;
+		memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
+		return 0;
 	}
 	if (run->io.direction != KVM_EXIT_IO_IN || run->io.port != GUEST_PORT_WORK || run->io.size != 4 ||
 	    run->io.count != 1)
@@ -558,6 +578,7 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 static int vm_setup_irqchip(struct vm *vm)
 {
 	uint16_t ivt[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_irq_isr_offset), 0 }; /* offset, segment */
+	uint16_t ivt_ipi[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_ipi_isr_offset), 0 };
 	unsigned int n = 256;
 
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IRQCHIP) <= 0) {
@@ -575,6 +596,7 @@ static int vm_setup_irqchip(struct vm *vm)
 	if (kvm_ioctl(vm, vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid, "KVM_GET_SUPPORTED_CPUID") < 0)
 		return -1;
 	memcpy((char *)vm->mem + GUEST_TIMER_VECTOR * 4, ivt, sizeof(ivt));
+	memcpy((char *)vm->mem + GUEST_IPI_VECTOR * 4, ivt_ipi, sizeof(ivt_ipi));
 	return 0;
 }
 
@@ -729,6 +751,8 @@ static json_t *vcpu_json(const struct vcpu *v)
 			json_object_set_new(ops, microvm_mix_names[op], json_integer((json_int_t)st->ops[op]));
 		json_object_set_new(o, "ops", ops);
 		json_object_set_new(o, "timer_irqs", json_integer((json_int_t)st->timer_irqs));
+		json_object_set_new(o, "ipis", json_integer((json_int_t)st->ipis));
+		json_object_set_new(o, "ipis_sent", json_integer((json_int_t)st->ipis_sent));
 		json_object_set_new(o, "last_exit",
 				    st->last_exit < 0 ? json_null() :
 							json_string(exit_name((unsigned int)st->last_exit, nb, sizeof(nb))));
@@ -874,6 +898,8 @@ static void collect_counts(struct vm *vm)
 		if (vm->o->irqchip) {
 			memcpy(&count, mailbox(v) + MAILBOX_TIMER_IRQS, sizeof(count));
 			v->st.timer_irqs = count;
+			memcpy(&count, mailbox(v) + MAILBOX_IPIS, sizeof(count));
+			v->st.ipis = count;
 		}
 		v->kvm_stats = kvm_vcpu_stats(vm->kvm_fd, v->fd, v->kvm_stats_why, sizeof(v->kvm_stats_why));
 	}

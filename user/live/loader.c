@@ -60,6 +60,7 @@ static const struct prog_def prog_defs[] = {
 	{ "on_kvm_vcpu_halt", "fentry:kvm_vcpu_halt", false, true, false, true },
 	{ "on_kvm_vcpu_wakeup", "kvm:kvm_vcpu_wakeup", true, true, false },
 	{ "on_kvm_halt_poll_ns", "kvm:kvm_halt_poll_ns", true, true, false },
+	{ "on_kvm_apic_accept_irq", "kvm:kvm_apic_accept_irq", false, true, false },
 };
 #define NR_PROGS (sizeof(prog_defs) / sizeof(prog_defs[0]))
 

@@ -103,6 +103,10 @@ typedef int (*vcpustat_event_fn)(void *ctx, const struct vcpustat_event *ev);
 const char *vcpu_state_name(unsigned int state);
 /* The state whose name is s, or -1. */
 int vcpu_state_from_name(const char *s);
+/* Why a sleeping vCPU woke (enum vcpu_wake_reason): "other", "timer", "ipi", "device"; "invalid" */
+const char *wake_reason_name(unsigned int reason);
+/* The wake reason whose name is s, or -1. */
+int wake_reason_from_name(const char *s);
 
 /* "MSR_WRITE" (VMX), "hlt" (SVM); unknown codes as "VMX_123" / "SVM_0x7b". buf >= 24 bytes. */
 const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len);

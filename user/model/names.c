@@ -31,6 +31,26 @@ int vcpu_state_from_name(const char *s)
 	return -1;
 }
 
+static const char *const wake_names[VCPU_NR_WAKE_REASONS] = {
+	[VCPU_WAKE_OTHER] = "other",
+	[VCPU_WAKE_TIMER] = "timer",
+	[VCPU_WAKE_IPI] = "ipi",
+	[VCPU_WAKE_DEVICE] = "device",
+};
+
+const char *wake_reason_name(unsigned int reason)
+{
+	return reason < VCPU_NR_WAKE_REASONS ? wake_names[reason] : "invalid";
+}
+
+int wake_reason_from_name(const char *s)
+{
+	for (int i = 0; i < VCPU_NR_WAKE_REASONS; i++)
+		if (!strcmp(s, wake_names[i]))
+			return i;
+	return -1;
+}
+
 const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len)
 {
 #define X(code, name)                                                                                              \

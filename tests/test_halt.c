@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Halts handled in KVM (an in-kernel irqchip): halt polling split out of
+ * host time (EV_HALT, EV_HALT_END, EV_HALT_POLL_NS), and why a sleeping vCPU
+ * woke and how long until it ran guest code (EV_APIC_ACCEPT, the waker of
+ * sched_wakeup), exact, through user-space replay and through the kernel's
+ * injection program: both run include/vcpustat_handler.h.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include "exit_reasons.h"
+#include "helpers.h"
+#include "live/live.h"
+#include "model/model.h"
+#include "record/record.h"
+
+#define VM 60
+#define TID0 61	   /* vCPU 0 */
+#define TID1 62	   /* vCPU 1 */
+#define DEVICE 999 /* a thread of no vCPU: a vhost worker, say */
+
+static struct vcpustat_event kvm(__u64 type, __u64 ts, __u32 tid, __u64 a0, __u64 a1, __u64 a2)
+{
+	struct vcpustat_event e = { .type = type, .ts = ts, .tid = tid, .tgid = tid == DEVICE ? 900 : VM,
+				    .cpu = tid == TID0 ? 0 : 1, .arg0 = a0, .arg1 = a1, .arg2 = a2 };
+
+	if (tid != DEVICE)
+		snprintf(e.comm, sizeof(e.comm), "CPU %d/KVM", tid - TID0);
+	return e;
+}
+
+/* tid goes to sleep on cpu (the idle task comes in). */
+static struct vcpustat_event sleep_ev(__u64 ts, __u32 tid, __u32 cpu)
+{
+	struct vcpustat_event e = { .type = VCPUSTAT_EV_SWITCH, .ts = ts, .cpu = cpu, .tid = tid, .tgid = VM,
+				    .arg0 = 1 /* TASK_INTERRUPTIBLE */ };
+
+	snprintf(e.comm, sizeof(e.comm), "CPU %d/KVM", tid - TID0);
+	return e;
+}
+
+/* tid comes in on cpu (after the idle task). */
+static struct vcpustat_event run_ev(__u64 ts, __u32 tid, __u32 cpu)
+{
+	struct vcpustat_event e = { .type = VCPUSTAT_EV_SWITCH, .ts = ts, .cpu = cpu, .tid2 = tid, .tgid2 = VM };
+
+	snprintf(e.comm, sizeof(e.comm), "swapper/%u", cpu);
+	return e;
+}
+
+/* waker (0: an interrupt on an idle CPU) wakes tid, on cpu. */
+static struct vcpustat_event wake_ev(__u64 ts, __u32 tid, __u32 waker, __u32 cpu)
+{
+	return (struct vcpustat_event){ .type = VCPUSTAT_EV_WAKEUP, .ts = ts, .cpu = cpu, .tid = tid, .tgid = VM,
+					.tid2 = waker, .arg0 = cpu };
+}
+
+#define ENTRY(ts, tid) kvm(VCPUSTAT_EV_KVM_ENTRY, ts, tid, (tid) - TID0, 0, 0)
+#define HLT(ts, tid) kvm(VCPUSTAT_EV_KVM_EXIT, ts, tid, SVM_EXIT_HLT, KVM_ISA_SVM, (tid) - TID0)
+#define HALT(ts, tid, poll_ns) kvm(VCPUSTAT_EV_HALT, ts, tid, poll_ns, (poll_ns) != 0, 0)
+#define HALT_END(ts, tid, waited) kvm(VCPUSTAT_EV_HALT_END, ts, tid, 0, waited, 1)
+#define ACCEPT(ts, tid, apicid, vec) kvm(VCPUSTAT_EV_APIC_ACCEPT, ts, tid, apicid, vec, 0)
+
+/*
+ * The scenario (ns), SVM, vCPU 0 on CPU 0, vCPU 1 on CPU 1:
+ *   vCPU 0   1000 hlt, 1100 halt (poll 40 us), 1700 halt ends, not slept: a poll that worked, 600 ns
+ *            2000 hlt, 2100 halt (poll 40 us), 45000 sleeps: KVM's loop gave up at 42100, a failed
+ *                 poll of 40000 ns, then 2900 ns on its way to sleep (host)
+ *            50000 woken by an interrupt on an idle CPU (waker 0), 50100 runs, 50200 halt ends,
+ *                 50300 its own LAPIC accepts its timer's interrupt: a timer wake-up, 400 ns to 50400
+ *   vCPU 1   3000 hlt, 3050 halt (no poll: budget 0), 3100 sleeps
+ *            60000 vCPU 0's LAPIC write: vCPU 1's LAPIC accepts 0x41, 60010 vCPU 0 wakes it: an IPI,
+ *                 990 ns to 61000
+ *            62000 hlt, 62100 sleeps; 70000 a device thread's interrupt (on CPU 1), 70005 it wakes
+ *                 vCPU 1: a device wake-up, 195 ns to 70200
+ *            71000 hlt, 71100 sleeps; 80000 woken on CPU 0 by no interrupt's thread (0): other, 300 ns
+ *            81000 hlt, 81100 sleeps; 90000 the device's interrupt on CPU 1, but vCPU 1 is woken at
+ *                 2090000 (2 ms later: not that interrupt's kick): other, 100 ns
+ */
+static size_t scenario(struct vcpustat_event *out)
+{
+	const struct vcpustat_event s[] = {
+		ENTRY(100, TID0),
+		ENTRY(100, TID1),
+		kvm(VCPUSTAT_EV_HALT_POLL_NS, 900, TID0, 40000, 20000, 0 | 1ull << 32),
+		HLT(1000, TID0),
+		HALT(1100, TID0, 40000),
+		HALT_END(1700, TID0, 0),
+		ENTRY(1800, TID0),
+		HLT(2000, TID0),
+		HALT(2100, TID0, 40000),
+		HLT(3000, TID1),
+		HALT(3050, TID1, 0),
+		sleep_ev(3100, TID1, 1),
+		sleep_ev(45000, TID0, 0),
+		wake_ev(50000, TID0, 0, 0),
+		run_ev(50100, TID0, 0),
+		HALT_END(50200, TID0, 1),
+		ACCEPT(50300, TID0, 0, 0x40),
+		ENTRY(50400, TID0),
+		ACCEPT(60000, TID0, 1, 0x41),
+		wake_ev(60010, TID1, TID0, 0),
+		run_ev(60500, TID1, 1),
+		ENTRY(61000, TID1),
+		HLT(62000, TID1),
+		sleep_ev(62100, TID1, 1),
+		ACCEPT(70000, DEVICE, 1, 0x22),
+		wake_ev(70005, TID1, DEVICE, 1),
+		run_ev(70100, TID1, 1),
+		ENTRY(70200, TID1),
+		HLT(71000, TID1),
+		sleep_ev(71100, TID1, 1),
+		wake_ev(80000, TID1, 0, 0),
+		run_ev(80100, TID1, 1),
+		ENTRY(80300, TID1),
+		HLT(81000, TID1),
+		sleep_ev(81100, TID1, 1),
+		ACCEPT(90000, DEVICE, 1, 0x22),
+		wake_ev(2090000, TID1, DEVICE, 1),
+		run_ev(2090050, TID1, 1),
+		ENTRY(2090100, TID1),
+	};
+
+	memcpy(out, s, sizeof(s));
+	return sizeof(s) / sizeof(s[0]);
+}
+
+static const struct vcpustat_vcpu *find_vcpu(const struct vcpustat_snapshot *s, __u32 tid)
+{
+	for (size_t i = 0; i < s->nr_vcpus; i++)
+		if (s->vcpus[i].tid == tid)
+			return &s->vcpus[i];
+	return NULL;
+}
+
+static const struct vcpustat_hist *find_wake(const struct vcpustat_snapshot *s, __u32 reason)
+{
+	for (size_t i = 0; i < s->nr_hists; i++)
+		if (s->hists[i].key.tgid == VM && s->hists[i].key.kind == VCPU_SAMPLE_WAKE &&
+		    s->hists[i].key.reason == reason)
+			return &s->hists[i].hist;
+	return NULL;
+}
+
+static void assert_scenario(const struct vcpustat_snapshot *s, const char *src)
+{
+	const struct vcpustat_vcpu *v0 = find_vcpu(s, TID0), *v1 = find_vcpu(s, TID1);
+	static const struct {
+		__u32 reason;
+		__u64 count, sum_ns;
+	} wakes[] = {
+		{ VCPU_WAKE_TIMER, 1, 400 },
+		{ VCPU_WAKE_IPI, 1, 990 },
+		{ VCPU_WAKE_DEVICE, 1, 195 },
+		{ VCPU_WAKE_OTHER, 2, 300 + 100 },
+	};
+
+	cr_assert_not_null(v0, "%s: vCPU 0", src);
+	cr_assert_not_null(v1, "%s: vCPU 1", src);
+	cr_assert_eq(v0->fsm.polls_ok, 1, "%s", src);
+	cr_assert_eq(v0->fsm.polls_failed, 1, "%s", src);
+	cr_assert_eq(v0->fsm.ns[VCPU_POLL], 600 + 40000, "%s: POLL %llu", src, v0->fsm.ns[VCPU_POLL]);
+	cr_assert_eq(v0->fsm.poll_fail_ns, 40000, "%s", src);
+	cr_assert_eq(v0->fsm.ns[VCPU_HOST], 100 + 100 + 100 + 2900 + 300, "%s: host %llu", src,
+		     v0->fsm.ns[VCPU_HOST]);
+	cr_assert_eq(v0->fsm.halt_poll_ns, 40000, "%s", src);
+	cr_assert_eq(v1->fsm.polls_ok + v1->fsm.polls_failed, 0, "%s: a halt without a budget is no poll", src);
+	cr_assert_eq(v1->fsm.ns[VCPU_POLL], 0, "%s", src);
+	for (size_t i = 0; i < sizeof(wakes) / sizeof(wakes[0]); i++) {
+		const struct vcpustat_hist *h = find_wake(s, wakes[i].reason);
+
+		cr_assert_not_null(h, "%s: wake-ups by %s", src, wake_reason_name(wakes[i].reason));
+		cr_assert_eq(h->count, wakes[i].count, "%s: %s count %llu", src, wake_reason_name(wakes[i].reason),
+			     h->count);
+		cr_assert_eq(h->sum_ns, wakes[i].sum_ns, "%s: %s sum %llu", src, wake_reason_name(wakes[i].reason),
+			     h->sum_ns);
+	}
+}
+
+Test(halt, polls_and_wake_reasons_through_replay)
+{
+	struct replay_options o = { .record_level = VCPUSTAT_LEVEL_VCPU };
+	struct vcpustat_event evs[64];
+	struct vcpustat_snapshot snap;
+	struct replay *rp;
+	size_t n = scenario(evs);
+
+	cr_assert_eq(replay_new(&rp, &o), 0);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0);
+	cr_assert_eq(replay_snapshot(rp, &snap), 0);
+	assert_scenario(&snap, "replay");
+	vcpustat_snapshot_free(&snap);
+	replay_free(rp);
+}
+
+Test(halt, the_kernel_counts_polls_and_wake_reasons_as_replay_does)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat_event evs[64];
+	struct vcpustat_snapshot snap;
+	struct vcpustat *vs;
+	size_t n = scenario(evs);
+	int err;
+
+	SKIP_UNLESS(bpf_unavailable());
+	err = vcpustat_open(&vs, &o);
+	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
+	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	assert_scenario(&snap, "kernel");
+	vcpustat_snapshot_free(&snap);
+	vcpustat_close(vs);
+}
+
+Test(halt, wake_reasons_have_names_and_back)
+{
+	for (unsigned int r = 0; r < VCPU_NR_WAKE_REASONS; r++) {
+		int back = wake_reason_from_name(wake_reason_name(r));
+
+		cr_assert_eq(back, (int)r, "%s", wake_reason_name(r));
+	}
+	cr_assert_str_eq(wake_reason_name(VCPU_WAKE_IPI), "ipi");
+	cr_assert_eq(wake_reason_from_name("nonsense"), -1);
+}
