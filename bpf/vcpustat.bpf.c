@@ -532,10 +532,8 @@ static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 		return 0;
 	event_task(&ev, type, p);
 	ev.arg0 = get_task_cpu(p);
-	if (vcpu) {
-		ev.tid2 = (__u32)bpf_get_current_pid_tgid(); /* the waker: was it an interrupt's kick? */
+	if (vcpu)
 		return run_event(&ev);
-	}
 	capture_event(&ev);
 	emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
 	return 0;
@@ -557,6 +555,30 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 {
 	return sched_wakeup_common(p, VCPUSTAT_EV_WAKEUP);
+}
+
+/*
+ * sched_waking: in the waker's context (try_to_wake_up, under p->pi_lock),
+ * where sched_wakeup may not be (a wakeup queued to an idle CPU fires there).
+ * Only a vCPU's wake-up matters: the waker tells why it woke.
+ */
+static __noinline int waking_slow(struct task_struct *p)
+{
+	struct vcpustat_event ev;
+
+	if (!is_vcpu_task(p))
+		return 0;
+	event_task(&ev, VCPUSTAT_EV_WAKING, p);
+	ev.tid2 = (__u32)bpf_get_current_pid_tgid();
+	return run_event(&ev);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking, struct task_struct *p)
+{
+	if (!hot_maybe_vcpu(p->pid))
+		return 0;
+	return waking_slow(p);
 }
 
 SEC("tp_btf/sched_wakeup_new")

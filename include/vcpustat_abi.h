@@ -26,8 +26,7 @@ enum vcpustat_event_type {
 				       arg1 = preempt (1: involuntary),
 				       arg2 = prev's cgroup id, comm = prev's name
 				       (0 / empty: the handler reads them from current) */
-	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu,
-				       tid2 = the waker (current; 0: not known) */
+	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu */
 	VCPUSTAT_EV_WAKEUP_NEW,	    /* sched_wakeup_new: same */
 	VCPUSTAT_EV_PROCESS_EXIT,   /* sched_process_exit: tid/tgid = exiting thread,
 				       arg0 = group_dead (last thread of the process) */
@@ -58,6 +57,9 @@ enum vcpustat_event_type {
 				       arg2 = vcpu_id | grow << 32 */
 	VCPUSTAT_EV_APIC_ACCEPT,    /* kvm_apic_accept_irq: a LAPIC accepted an interrupt;
 				       tid = current, arg0 = the target's APIC id, arg1 = vector */
+	VCPUSTAT_EV_WAKING,	    /* sched_waking, in the waker's context (sched_wakeup may
+				       fire on the target's CPU): tid/tgid = the woken,
+				       tid2 = the waker (current) */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -181,7 +183,8 @@ struct vcpustat_vcpu {
 	__u8 fault_access;
 	__u8 wake_pending;  /* woken from IDLE/BLOCKED, its next kvm_entry not yet seen */
 	__u8 wake_reason;   /* enum vcpu_wake_reason (OTHER until known) */
-	__u16 pad2;
+	__u8 wake_hint;	    /* what its waker's context said (EV_WAKING), for the coming wakeup */
+	__u8 pad2;
 	__u64 wake_ts;	    /* when it was woken */
 };
 

@@ -483,21 +483,41 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 }
 
 /*
- * A sleeping vCPU was woken: why (enum vcpu_wake_reason)? If the waker
- * (ev->tid2) had just had a LAPIC accept an interrupt on this CPU, its kick
- * did it; else OTHER, until the vCPU's own thread raises an interrupt for
- * itself before its next kvm_entry (on_apic_accept: its timer).
+ * sched_waking of a sleeping vCPU, in its waker's context: if the waker had
+ * just had a LAPIC accept an interrupt on this CPU, that interrupt's kick is
+ * waking the vCPU. (sched_wakeup, which changes the state, may fire later on
+ * the vCPU's own CPU, where the waker is not current.)
+ */
+HANDLER_INLINE void on_waking(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+	struct vcpustat_cpu *c;
+	__u32 st;
+
+	if (!v)
+		return;
+	st = v->fsm.state;
+	if (st != VCPU_IDLE && st != VCPU_BLOCKED && st != VCPU_UNKNOWN)
+		return; /* running or runnable: no wake-up */
+	c = env_cpu((__u32)ev->cpu);
+	v->wake_hint = VCPU_WAKE_OTHER;
+	if (c && ev->tid2 && c->irq_tid == (__u32)ev->tid2 && ev->ts >= c->irq_ts &&
+	    ev->ts - c->irq_ts <= VCPUSTAT_WAKE_CAUSE_NS)
+		v->wake_hint = (__u8)c->irq_reason;
+}
+
+/*
+ * A sleeping vCPU was woken: why (enum vcpu_wake_reason)? What its waker's
+ * context said (on_waking); else OTHER, until the vCPU's own thread raises
+ * an interrupt for itself before its next kvm_entry (on_apic_accept: its
+ * timer).
  */
 HANDLER_INLINE void wake_begin(const struct vcpustat_event *ev, struct vcpustat_vcpu *v)
 {
-	struct vcpustat_cpu *c = env_cpu((__u32)ev->cpu);
-
 	v->wake_pending = 1;
 	v->wake_ts = ev->ts;
-	v->wake_reason = VCPU_WAKE_OTHER;
-	if (c && ev->tid2 && c->irq_tid == (__u32)ev->tid2 && ev->ts >= c->irq_ts &&
-	    ev->ts - c->irq_ts <= VCPUSTAT_WAKE_CAUSE_NS)
-		v->wake_reason = (__u8)c->irq_reason;
+	v->wake_reason = v->wake_hint;
+	v->wake_hint = VCPU_WAKE_OTHER;
 }
 
 /* The woken vCPU enters the guest: the delivery delay it felt, by reason. */
@@ -742,6 +762,9 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		break;
 	case VCPUSTAT_EV_APIC_ACCEPT:
 		on_apic_accept(ev);
+		break;
+	case VCPUSTAT_EV_WAKING:
+		on_waking(ev);
 		break;
 	}
 	return 0;

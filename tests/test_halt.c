@@ -2,8 +2,8 @@
 /*
  * Halts handled in KVM (an in-kernel irqchip): halt polling split out of
  * host time (EV_HALT, EV_HALT_END, EV_HALT_POLL_NS), and why a sleeping vCPU
- * woke and how long until it ran guest code (EV_APIC_ACCEPT, the waker of
- * sched_wakeup), exact, through user-space replay and through the kernel's
+ * woke and how long until it ran guest code (EV_APIC_ACCEPT, the waker at
+ * sched_waking), exact, through user-space replay and through the kernel's
  * injection program: both run include/vcpustat_handler.h.
  */
 #include <criterion/criterion.h>
@@ -49,11 +49,18 @@ static struct vcpustat_event run_ev(__u64 ts, __u32 tid, __u32 cpu)
 	return e;
 }
 
-/* waker (0: an interrupt on an idle CPU) wakes tid, on cpu. */
-static struct vcpustat_event wake_ev(__u64 ts, __u32 tid, __u32 waker, __u32 cpu)
+/* waker (0: an interrupt on an idle CPU) starts waking tid (sched_waking), on its CPU cpu. */
+static struct vcpustat_event waking_ev(__u64 ts, __u32 tid, __u32 waker, __u32 cpu)
+{
+	return (struct vcpustat_event){ .type = VCPUSTAT_EV_WAKING, .ts = ts, .cpu = cpu, .tid = tid, .tgid = VM,
+					.tid2 = waker };
+}
+
+/* tid is woken (sched_wakeup), reported on CPU cpu (the waker's, or the target's for a queued wakeup). */
+static struct vcpustat_event wake_ev(__u64 ts, __u32 tid, __u32 cpu)
 {
 	return (struct vcpustat_event){ .type = VCPUSTAT_EV_WAKEUP, .ts = ts, .cpu = cpu, .tid = tid, .tgid = VM,
-					.tid2 = waker, .arg0 = cpu };
+					.arg0 = cpu };
 }
 
 #define ENTRY(ts, tid) kvm(VCPUSTAT_EV_KVM_ENTRY, ts, tid, (tid) - TID0, 0, 0)
@@ -70,8 +77,8 @@ static struct vcpustat_event wake_ev(__u64 ts, __u32 tid, __u32 waker, __u32 cpu
  *            50000 woken by an interrupt on an idle CPU (waker 0), 50100 runs, 50200 halt ends,
  *                 50300 its own LAPIC accepts its timer's interrupt: a timer wake-up, 400 ns to 50400
  *   vCPU 1   3000 hlt, 3050 halt (no poll: budget 0), 3100 sleeps
- *            60000 vCPU 0's LAPIC write: vCPU 1's LAPIC accepts 0x41, 60010 vCPU 0 wakes it: an IPI,
- *                 990 ns to 61000
+ *            60000 vCPU 0's LAPIC write: vCPU 1's LAPIC accepts 0x41, 60005 vCPU 0 starts waking it
+ *                 (sched_waking), 60010 it is woken, reported on its own CPU 1: an IPI, 990 ns to 61000
  *            62000 hlt, 62100 sleeps; 70000 a device thread's interrupt (on CPU 1), 70005 it wakes
  *                 vCPU 1: a device wake-up, 195 ns to 70200
  *            71000 hlt, 71100 sleeps; 80000 woken on CPU 0 by no interrupt's thread (0): other, 300 ns
@@ -94,30 +101,35 @@ static size_t scenario(struct vcpustat_event *out)
 		HALT(3050, TID1, 0),
 		sleep_ev(3100, TID1, 1),
 		sleep_ev(45000, TID0, 0),
-		wake_ev(50000, TID0, 0, 0),
+		waking_ev(49990, TID0, 0, 0),
+		wake_ev(50000, TID0, 0),
 		run_ev(50100, TID0, 0),
 		HALT_END(50200, TID0, 1),
 		ACCEPT(50300, TID0, 0, 0x40),
 		ENTRY(50400, TID0),
 		ACCEPT(60000, TID0, 1, 0x41),
-		wake_ev(60010, TID1, TID0, 0),
+		waking_ev(60005, TID1, TID0, 0),
+		wake_ev(60010, TID1, 1), /* queued to vCPU 1's idle CPU: reported there */
 		run_ev(60500, TID1, 1),
 		ENTRY(61000, TID1),
 		HLT(62000, TID1),
 		sleep_ev(62100, TID1, 1),
 		ACCEPT(70000, DEVICE, 1, 0x22),
-		wake_ev(70005, TID1, DEVICE, 1),
+		waking_ev(70003, TID1, DEVICE, 1),
+		wake_ev(70005, TID1, 1),
 		run_ev(70100, TID1, 1),
 		ENTRY(70200, TID1),
 		HLT(71000, TID1),
 		sleep_ev(71100, TID1, 1),
-		wake_ev(80000, TID1, 0, 0),
+		waking_ev(79990, TID1, 0, 0),
+		wake_ev(80000, TID1, 0),
 		run_ev(80100, TID1, 1),
 		ENTRY(80300, TID1),
 		HLT(81000, TID1),
 		sleep_ev(81100, TID1, 1),
 		ACCEPT(90000, DEVICE, 1, 0x22),
-		wake_ev(2090000, TID1, DEVICE, 1),
+		waking_ev(2089990, TID1, DEVICE, 1),
+		wake_ev(2090000, TID1, 1),
 		run_ev(2090050, TID1, 1),
 		ENTRY(2090100, TID1),
 	};

@@ -920,6 +920,95 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 	json_decref(report);
 }
 
+/*
+ * microvm --irqchip --ipi, 3 vCPUs: vCPU 0's halts end by its own LAPIC
+ * timer, after each of them it sends vCPUs 1 and 2 an IPI, which ends
+ * theirs. Per vCPU, vcpustat's wake-ups of the sleeping vCPU are at least
+ * 97 % of KVM's halt_wakeup, which also counts kicks of a vCPU that was
+ * about to sleep and never did, and at most 2 more (its first, the stop's);
+ * per VM, the wake-ups it
+ * explains as "timer" are vCPU 0's (at least 95 % of them, and no more than
+ * them), as "ipi" those of vCPUs 1 and 2 (at least 90 %, no more), none as
+ * "device" (microvm has none), and at most 5 % as "other".
+ */
+Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
+{
+	const char *live, *mjson;
+	char bin[512], args[512];
+	json_t *report, *docs, *doc, *vm, *vcpu, *r;
+	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, total = 0;
+	unsigned long long done;
+	int slot;
+	size_t i, j, k;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	lab_mkdir();
+	live = in_dir("live.json");
+	mjson = in_dir("microvm.json");
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	{
+		char *argl[] = { bin, "-j", "-d", "1", NULL };
+
+		slot = start_tool(live, argl);
+	}
+	wait_live_doc(slot, live, 0);
+	snprintf(args, sizeof(args),
+		 "--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr --json '%s'", mjson);
+	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
+	done = mono_ns();
+	wait_live_doc(slot, live, done);
+	stop_tool(slot, "vcpustat -j");
+
+	report = load(mjson);
+	docs = live_docs(live);
+	vm = json_array_get(jget(report, "vms"), 0);
+	json_array_foreach(docs, i, doc) {
+		json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name"));
+
+		if (!lvm)
+			continue;
+		json_array_foreach(jget(lvm, "wake_reasons"), j, r) {
+			int reason = wake_reason_from_name(json_string_value(jget(r, "reason")));
+
+			cr_assert_geq(reason, 0, "a wake reason vcpustat names: %s", json_string_value(jget(r, "reason")));
+			by[reason] += jint(r, "count");
+			total += jint(r, "count");
+		}
+		json_array_foreach(jget(lvm, "vcpus"), j, vcpu) {
+			long long idx = jint(vcpu, "vcpu");
+
+			cr_assert(idx >= 0 && idx < 3);
+			woke[idx] += jint(vcpu, "wakeups");
+		}
+	}
+	fprintf(stderr, "kvmlab: microvm %s; vcpustat -j vs KVM\n", args);
+	json_array_foreach(jget(vm, "vcpus"), k, vcpu) {
+		long long idx = jint(vcpu, "index"), kw = jint(jget(vcpu, "kvm_stats"), "halt_wakeup");
+
+		fprintf(stderr, "kvmlab:   vCPU %lld: woken %lld times, KVM's halt_wakeup %lld; timer interrupts %lld, "
+				"IPIs %lld (vCPU 0 sent %lld)\n",
+			idx, woke[idx], kw, jint(vcpu, "timer_irqs"), jint(vcpu, "ipis"), jint(vcpu, "ipis_sent"));
+		/* KVM also counts a kick of a vCPU that was about to sleep and never did */
+		cr_assert_leq(woke[idx], kw + 2, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx, woke[idx], kw);
+		cr_assert_geq(woke[idx] * 100, kw * 97, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx,
+			      woke[idx], kw);
+		cr_assert_gt(kw, 0, "vCPU %lld slept and was woken", idx);
+	}
+	fprintf(stderr, "kvmlab:   wake reasons: timer %lld, ipi %lld, device %lld, other %lld\n", by[VCPU_WAKE_TIMER],
+		by[VCPU_WAKE_IPI], by[VCPU_WAKE_DEVICE], by[VCPU_WAKE_OTHER]);
+	cr_assert_geq(by[VCPU_WAKE_TIMER] * 100, woke[0] * 95, "timer: %lld of vCPU 0's %lld", by[VCPU_WAKE_TIMER],
+		      woke[0]);
+	cr_assert_leq(by[VCPU_WAKE_TIMER], woke[0], "only vCPU 0 has a timer");
+	cr_assert_geq(by[VCPU_WAKE_IPI] * 100, (woke[1] + woke[2]) * 90, "ipi: %lld of vCPUs 1 and 2's %lld",
+		      by[VCPU_WAKE_IPI], woke[1] + woke[2]);
+	cr_assert_leq(by[VCPU_WAKE_IPI], woke[1] + woke[2], "only vCPUs 1 and 2 get IPIs");
+	cr_assert_eq(by[VCPU_WAKE_DEVICE], 0, "microvm has no devices");
+	cr_assert_leq(by[VCPU_WAKE_OTHER] * 100, total * 5, "other: %lld of %lld", by[VCPU_WAKE_OTHER], total);
+	json_decref(docs);
+	json_decref(report);
+}
+
 /* ---- the guest/host split ---- */
 
 static pid_t spawn_microvm(const char *args)

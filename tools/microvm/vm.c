@@ -76,7 +76,7 @@ struct vcpu_stats {
 					  --irqchip: from the timer's answer to the next work request */
 	uint64_t timer_irqs;	       /* --irqchip: timer interrupts the guest took (counted by it) */
 	uint64_t ipis;		       /* --ipi: IPIs the guest took (counted by it) */
-	uint64_t ipis_sent;	       /* --ipi: IPIs the VMM had vCPU 0 send */
+	uint64_t ipis_sent;	       /* --ipi: IPIs vCPU 0 was told to send */
 	bool halt_cut_short;	       /* the stop ended the last halt before idle-us */
 	uint64_t busy_periods;	       /* busy periods begun */
 	uint64_t chunks;	       /* chunks of work handed to the guest */
@@ -116,7 +116,6 @@ struct vm {
 	int failed;		/* atomic: a vCPU thread failed (its error[] says why) */
 	uint64_t busy_ns, idle_ns, chunk_ns;
 	struct kvm_cpuid2 *cpuid; /* --irqchip: what KVM supports, given to each vCPU */
-	int ipi_waiting[MICROVM_MAX_VCPUS]; /* --ipi: atomic: vCPU halted without a timer, waiting for an IPI */
 	sigset_t sleep_mask;	/* the threads' mask without KICK_SIGNAL */
 };
 
@@ -222,6 +221,7 @@ struct busy_state {
 	uint64_t chunks;	 /* chunks handed out in it */
 	uint64_t last_answer;	 /* iterations of the chunk the guest is running, 0 = none */
 	uint64_t halt_start;	 /* --irqchip: when the guest was told its halt's time, 0 = not halting */
+	unsigned int kick;	 /* --ipi, vCPU 0: the next vCPU to send an IPI to after this halt */
 };
 
 static unsigned char *mailbox(const struct vcpu *v)
@@ -278,26 +278,28 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 		 */
 		answer = vm->o->ipi && v->index ? 0 : (uint32_t)vm->idle_ns;
 		memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
-		if (!answer)
-			__atomic_store_n(&vm->ipi_waiting[v->index], 1, __ATOMIC_RELEASE);
 		v->st.halts++;
 		b->halt_start = now;
 		return 0;
 	}
 	if (b->halt_start) { /* back from a halt in KVM: a new busy period */
 		v->st.halted_ns += now - b->halt_start;
-		*b = (struct busy_state){ .start = now };
+		*b = (struct busy_state){ .start = now, .kick = 1 };
 		v->st.busy_periods++;
 	}
 	if (vm->o->irqchip && run->io.direction == KVM_EXIT_IO_IN && run->io.port == GUEST_PORT_KICK &&
 	    run->io.size == 4 && run->io.count == 1) {
-		/* --ipi: vCPU 0 sends an IPI to each vCPU halted waiting for one (APIC id = index) */
+		/*
+		 * --ipi: after each of its halts vCPU 0 sends an IPI to every other
+		 * vCPU (APIC id = index), halted or not: one that is still busy takes
+		 * it at its next `sti` and halts until the next round.
+		 */
 		answer = 0;
-		for (unsigned int k = 1; vm->o->ipi && !v->index && k < vm->nr_vcpus && !answer; k++)
-			if (__atomic_exchange_n(&vm->ipi_waiting[k], 0, __ATOMIC_ACQ_REL))
-				answer = k + 1;
-		if (answer)
+		if (vm->o->ipi && !v->index && b->kick < vm->nr_vcpus) {
+			answer = b->kick + 1;
+			b->kick++;
 			v->st.ipis_sent++;
+		}
 		memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
 		return 0;
 	}

@@ -46,6 +46,7 @@ static const struct prog_def prog_defs[] = {
 	{ "on_sched_switch", "sched:sched_switch", true, false, true },
 	{ "on_sched_wakeup", "sched:sched_wakeup", true, false, true },
 	{ "on_sched_wakeup_new", "sched:sched_wakeup_new", true, false, true },
+	{ "on_sched_waking", "sched:sched_waking", true, false, false },
 	{ "on_sched_migrate_task", "sched:sched_migrate_task", true, false, false },
 	{ "on_sched_process_exit", "sched:sched_process_exit", true, false, true },
 	{ "on_kvm_entry", "kvm:kvm_entry", false, true, false },

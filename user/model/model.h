@@ -277,6 +277,9 @@ struct vm_summary {
 	struct latency_summary *uexits; /* userspace exits, by rate */
 	size_t nr_uexits;
 	struct latency_summary runq; /* run-queue wait latency */
+	struct latency_summary *wakes; /* wake-ups of its sleeping vCPUs by reason (VCPU_SAMPLE_WAKE):
+					  from the wake-up to the next kvm_entry; by count, descending */
+	size_t nr_wakes;
 	struct detail_summary *details; /* rows counted in the window: by kind, then count, descending */
 	size_t nr_details;
 	struct culprit_summary *culprits; /* by ns, descending */

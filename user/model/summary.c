@@ -239,6 +239,8 @@ static void latency_fill(struct latency_summary *l, const struct vcpustat_hist_k
 		snprintf(l->name, sizeof(l->name), "%s", exit_reason_name(k->isa, k->reason, buf, sizeof(buf)));
 	else if (k->kind == VCPU_SAMPLE_USERSPACE_EXIT)
 		snprintf(l->name, sizeof(l->name), "%s", userspace_exit_name(k->reason, buf, sizeof(buf)));
+	else if (k->kind == VCPU_SAMPLE_WAKE)
+		snprintf(l->name, sizeof(l->name), "%s", wake_reason_name(k->reason));
 	else
 		snprintf(l->name, sizeof(l->name), "runq_wait");
 	l->count = before ? sub0(h->count, before->count) : h->count;
@@ -409,6 +411,7 @@ void summary_free_vm(struct vm_summary *vm)
 	free(vm->vcpus);
 	free(vm->exits);
 	free(vm->uexits);
+	free(vm->wakes);
 	free(vm->culprits);
 	free(vm->details);
 	free(vm->vmm.culprits);
@@ -503,6 +506,8 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 			err = latency_append(&vm->uexits, &vm->nr_uexits, &l);
 		else if (e->key.kind == VCPU_SAMPLE_RUNQ_WAIT)
 			vm->runq = l;
+		else if (e->key.kind == VCPU_SAMPLE_WAKE)
+			err = latency_append(&vm->wakes, &vm->nr_wakes, &l);
 	}
 	for (i = 0; i < cur->nr_details && !err; i++)
 		err = detail_add(s, &by_tgid, &pi, &cur->details[i]);
@@ -556,6 +561,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->vcpus, vm->nr_vcpus, sizeof(*vm->vcpus), by_index);
 		sort(vm->exits, vm->nr_exits, sizeof(*vm->exits), by_rate);
 		sort(vm->uexits, vm->nr_uexits, sizeof(*vm->uexits), by_rate);
+		sort(vm->wakes, vm->nr_wakes, sizeof(*vm->wakes), by_rate);
 		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
 		sort(vm->details, vm->nr_details, sizeof(*vm->details), detail_summary_cmp);
 		for (size_t c = 0; c < vm->nr_culprits; c++)

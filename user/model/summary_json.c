@@ -149,6 +149,13 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_object_set_new(o, "exits", exits);
 		json_object_set_new(o, "userspace_exits", uexits);
 		json_object_set_new(o, "runq_wait", latency_json(&vm->runq, false));
+		{
+			json_t *wakes = json_array();
+
+			for (size_t w = 0; w < vm->nr_wakes; w++)
+				json_array_append_new(wakes, latency_json(&vm->wakes[w], false));
+			json_object_set_new(o, "wake_reasons", wakes);
+		}
 		json_object_set_new(o, "culprits", cul);
 		if (s->has_details) {
 			json_t *det = json_array();
