@@ -218,7 +218,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			summary_per_s(s, vm->preemptions), summary_per_s(s, vm->wakeups),
 			summary_per_s(s, vm->migrations));
 		print_halt_polling(f, s, vm);
-		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %7s %8s %8s %7s\n", "VCPU", "TID", "STATE",
+		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %7s %9s %8s %7s\n", "VCPU", "TID", "STATE",
 			"PCPU", "GUEST", "HOST", "POLL", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s",
 			"MIGR/s");
 		for (size_t v = 0; v < vm->nr_vcpus; v++) {
@@ -228,7 +228,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			snprintf(pcpu, sizeof(pcpu), c->pcpu == VCPU_PCPU_NONE ? "-" : "%u", c->pcpu);
 			fprintf(f,
 				"    %-5u %-8u %-10s %4s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% "
-				"%8.0f %8.0f %7.0f\n",
+				"%9.0f %8.0f %7.0f\n",
 				c->index, c->tid, c->gone ? "exited" : vcpu_state_name(c->state), pcpu,
 				100 * vcpu_share(s, c, VCPU_GUEST), 100 * vcpu_share(s, c, VCPU_HOST),
 				100 * vcpu_share(s, c, VCPU_POLL), 100 * vcpu_share(s, c, VCPU_PREEMPTED),
