@@ -341,9 +341,9 @@ static const struct family fam_polls = {
 static const struct family fam_poll_fail = {
 	"vcpustat_halt_poll_failed_seconds", F_COUNTER, "seconds",
 	"CPU-seconds the VM's vCPUs spent in halt polls that failed (state poll, then asleep all the same)"};
-static const struct family fam_halt_poll_ns = {
-	"vcpustat_vcpu_halt_poll_ns", F_GAUGE, NULL,
-	"The vCPU's halt_poll_ns (KVM's current polling limit, ns) as last seen; 0: polling off or never seen"};
+static const struct family fam_halt_poll = {
+	"vcpustat_vcpu_halt_poll_seconds", F_GAUGE, "seconds",
+	"The vCPU's halt_poll_ns (how long KVM polls at its next halt) as last seen; 0: polling off or never seen"};
 static const struct family fam_vcpus = {"vcpustat_vcpus", F_GAUGE, NULL, "vCPUs of the VM tracked now"};
 static const struct family fam_lost = {"vcpustat_lost_records", F_COUNTER, NULL,
 				       "Records the kernel side could not keep, by kind (docs/json.md)"};
@@ -566,21 +566,21 @@ static void walk_halt_polls(struct sink *k, const struct metrics *m)
 
 		emit(k, "_total", l, 1, fmt_seconds(val, sizeof(val), m->vms[i]->c.poll_fail_ns));
 	}
-	family_begin(k, &fam_halt_poll_ns);
+	family_begin(k, &fam_halt_poll);
 	for (size_t i = 0; i < m->nr_vms; i++) {
 		const struct acc_vm *vm = m->vms[i];
 
 		if (m->o.no_vcpu_labels) {
 			struct label l[] = { { "vm", vm->name } };
 
-			emit(k, "", l, 1, fmt_u64(val, sizeof(val), vm->halt_poll_ns));
+			emit(k, "", l, 1, fmt_seconds(val, sizeof(val), vm->halt_poll_ns));
 			continue;
 		}
 		for (size_t v = 0; v < vm->nr_vcpus; v++) {
 			struct label l[] = { { "vm", vm->name }, { "vcpu", idx } };
 
 			snprintf(idx, sizeof(idx), "%u", vm->vcpus[v].index);
-			emit(k, "", l, 2, fmt_u64(val, sizeof(val), vm->vcpus[v].halt_poll_ns));
+			emit(k, "", l, 2, fmt_seconds(val, sizeof(val), vm->vcpus[v].halt_poll_ns));
 		}
 	}
 }
