@@ -356,7 +356,8 @@ static void assert_formats_agree(const struct metrics *m)
 	cr_assert(strstr(om, "# TYPE vcpustat_build info\n"));
 	/* CSV: one row per sample (build_info aside), same order, same value text */
 	line = strtok_r(csv, "\n", &save);
-	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,value");
+	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,"
+			       "result,value");
 	for (i = 0; (line = strtok_r(NULL, "\n", &save)); i++) {
 		const char *comma = strrchr(line, ',');
 
@@ -546,8 +547,8 @@ Test(export, delay_and_wait_seconds_are_preempted_plus_wait_to_the_ns)
 			 "1.975308642");
 	/* CSV: the same rows, same digits */
 	csv = render(m, METRICS_CSV);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
 	free(csv);
 	/* JSON: per vCPU and per VM */
 	js = render(m, METRICS_JSON);
@@ -575,6 +576,99 @@ Test(export, delay_and_wait_seconds_are_preempted_plus_wait_to_the_ns)
 		cr_assert_null(prom_find(&d, metric[f], "vm=\"web\",vcpu=\"0\""), "no vcpu label: %s", metric[f]);
 	}
 	prom_free(&d);
+	free(text);
+	metrics_free(m);
+	metrics_free(agg);
+}
+
+/*
+ * Halt polling: polls by result and the time of the failed ones per VM,
+ * counted across windows; halt_poll_ns per vCPU as of its last window (per
+ * VM the largest, without vCPU labels); the state poll among the seconds.
+ * The exact lines of each format.
+ */
+Test(export, halt_poll_families_exact_in_every_format)
+{
+	struct metrics_opts with = { .top_culprits = 5 }, without = { .top_culprits = 5, .no_vcpu_labels = true };
+	struct metrics *m = metrics_new(&with), *agg = metrics_new(&without);
+	static const __u64 ok[2][2] = { { 3, 2 }, { 1, 0 } }, failed[2][2] = { { 1, 0 }, { 2, 0 } };
+	static const __u64 fail_ns[2][2] = { { 1500000000ull, 0 }, { 250000001ull, 0 } };
+	static const __u32 hpns[2][2] = { { 200000, 0 }, { 100000, 0 } };
+	static const char *const prom_lines[] = {
+		"# TYPE vcpustat_halt_polls_total counter\n",
+		"\nvcpustat_halt_polls_total{vm=\"web\",result=\"ok\"} 6\n",
+		"\nvcpustat_halt_polls_total{vm=\"web\",result=\"failed\"} 3\n",
+		"# TYPE vcpustat_halt_poll_failed_seconds_total counter\n",
+		"\nvcpustat_halt_poll_failed_seconds_total{vm=\"web\"} 1.750000001\n",
+		"# TYPE vcpustat_vcpu_halt_poll_seconds gauge\n",
+		"\nvcpustat_vcpu_halt_poll_seconds{vm=\"web\",vcpu=\"0\"} 0.000100000\n",
+		"\nvcpustat_vcpu_halt_poll_seconds{vm=\"web\",vcpu=\"3\"} 0.000000000\n",
+		"\nvcpustat_vcpu_seconds_total{vm=\"web\",vcpu=\"0\",state=\"poll\"} 0.000000016\n",
+	};
+	static const char *const om_lines[] = {
+		"# TYPE vcpustat_halt_polls counter\n",
+		"\nvcpustat_halt_polls_total{vm=\"web\",result=\"ok\"} 6\n",
+		"# TYPE vcpustat_halt_poll_failed_seconds counter\n# UNIT vcpustat_halt_poll_failed_seconds seconds\n",
+		"# TYPE vcpustat_vcpu_halt_poll_seconds gauge\n# UNIT vcpustat_vcpu_halt_poll_seconds seconds\n",
+	};
+	static const char *const csv_lines[] = {
+		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,ok,6\n",
+		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,failed,3\n",
+		"\nvcpustat_halt_poll_failed_seconds_total,web,,,,,,,,,,,,,,,1.750000001\n",
+		"\nvcpustat_vcpu_halt_poll_seconds,web,0,,,,,,,,,,,,,,0.000100000\n",
+	};
+	char *text, *om, *csv, *js;
+	json_t *doc, *vm;
+
+	for (int w = 0; w < 2; w++) {
+		struct summary s = { .t0 = (__u64)w * 60000000000ull, .t1 = (__u64)(w + 1) * 60000000000ull };
+		struct vm_summary *vmw = add_vm(&s, "web", 100);
+
+		for (int c = 0; c < 2; c++) {
+			struct vcpu_summary *vc = add_vcpu(vmw, c ? 3 : 0, 1);
+
+			vc->polls_ok = ok[w][c];
+			vc->polls_failed = failed[w][c];
+			vc->poll_fail_ns = fail_ns[w][c];
+			vc->halt_poll_ns = hpns[w][c];
+			summary_add_polls(vmw, vc);
+		}
+		cr_assert_eq(metrics_add(m, &s), 0);
+		cr_assert_eq(metrics_add(agg, &s), 0);
+		summary_free(&s);
+	}
+	text = render(m, METRICS_PROMETHEUS);
+	om = render(m, METRICS_OPENMETRICS);
+	csv = render(m, METRICS_CSV);
+	for (size_t i = 0; i < sizeof(prom_lines) / sizeof(prom_lines[0]); i++)
+		cr_assert(strstr(text, prom_lines[i]), "Prometheus text has %s", prom_lines[i]);
+	cr_assert(strstr(text, "# HELP vcpustat_halt_polls_total Halt polls of the VM's vCPUs that ended, by result"));
+	for (size_t i = 0; i < sizeof(om_lines) / sizeof(om_lines[0]); i++)
+		cr_assert(strstr(om, om_lines[i]), "OpenMetrics has %s", om_lines[i]);
+	for (size_t i = 0; i < sizeof(csv_lines) / sizeof(csv_lines[0]); i++)
+		cr_assert(strstr(csv, csv_lines[i]), "CSV has %s", csv_lines[i]);
+	js = render(m, METRICS_JSON);
+	doc = json_loads(js, 0, NULL);
+	cr_assert_not_null(doc);
+	vm = json_array_get(json_object_get(doc, "vms"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(vm, "halt_polls"), "ok")), 6);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(vm, "halt_polls"), "failed")), 3);
+	cr_assert_float_eq(json_real_value(json_object_get(vm, "halt_poll_failed_seconds")), 1.750000001, 1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(vm, "halt_poll_seconds")), 0.0001, 1e-15);
+	cr_assert_float_eq(
+		json_real_value(json_object_get(json_array_get(json_object_get(vm, "vcpus"), 0), "halt_poll_seconds")),
+		0.0001, 1e-15);
+	json_decref(doc);
+	free(js);
+	free(text);
+	free(om);
+	free(csv);
+	assert_formats_agree(m);
+	/* --no-vcpu-labels: the largest halt_poll_ns of the VM's vCPUs, the same per-VM counters */
+	text = render(agg, METRICS_PROMETHEUS);
+	cr_assert(strstr(text, "\nvcpustat_vcpu_halt_poll_seconds{vm=\"web\"} 0.000100000\n"), "%s", text);
+	cr_assert(strstr(text, "\nvcpustat_halt_polls_total{vm=\"web\",result=\"ok\"} 6\n"));
+	cr_assert_null(strstr(text, "vcpustat_vcpu_halt_poll_seconds{vm=\"web\",vcpu="));
 	free(text);
 	metrics_free(m);
 	metrics_free(agg);

@@ -302,7 +302,7 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
 
 		for (int st = 0; st < VCPU_NR_STATES; st++) {
 			const char *name = (const char *[]){ "unknown", "guest", "host", "preempted", "wait", "idle",
-							     "blocked" }[st];
+							     "blocked", "poll" }[st];
 			double js = json_real_value(json_object_get(sec, name));
 
 			snprintf(labels, sizeof(labels), "vm=\"%s\",vcpu=\"%lld\",state=\"%s\"", vm.name,
@@ -767,7 +767,7 @@ Test(export_live, plot_renders_a_recording_as_svg, .timeout = 120, .fini = clean
 {
 	const char *sht = tmp("plot.sht"), *svg = tmp("plot.svg");
 	char cmd[1024], artifacts[512], *text;
-	static const char *const states[] = { "guest", "host", "preempted", "wait", "idle", "blocked", "unknown" };
+	static const char *const states[] = { "guest", "host", "poll", "preempted", "wait", "idle", "blocked", "unknown" };
 	struct vm vm;
 	int height;
 

@@ -671,3 +671,144 @@ Test(report, a_recording_still_shows_wall_clock_times)
 	cr_assert_not_null(strstr(all, "vcpustat_start_time_seconds 1795356187.000"), "%s", all);
 	unlink(sht);
 }
+
+/*
+ * Halt polling, in-kernel halts of one SVM vCPU (hlt = 0x78): a poll that
+ * sees the wake-up (ok), then one preempted in the middle that polls again
+ * and goes to sleep (failed, its two POLL stretches its burnt time), then a
+ * change of halt_poll_ns. A recording counts them from the state's
+ * transitions, the maps from the state machine: the same numbers.
+ */
+static size_t halt_poll_events(struct vcpustat_event *ev)
+{
+	size_t n = 0;
+
+	ev[n++] = ENTRY(1000);
+	ev[n++] = EXIT(2000, 0x078);
+	ev[n++] = at(2100, 1001, VCPUSTAT_EV_HALT, 200000, 1); /* POLL, halt_poll_ns 200000 */
+	ev[n++] = at(2400, 1001, VCPUSTAT_EV_HALT_END, 300, 0); /* ok: 300 ns polled */
+	ev[n++] = ENTRY(2500);
+	ev[n++] = EXIT(3000, 0x078);
+	ev[n++] = at(3100, 1001, VCPUSTAT_EV_HALT, 200000, 1);
+	ev[n++] = switch_at(3300, 1001, 500, true);  /* preempted while polling: 200 ns */
+	ev[n++] = switch_at(3500, 500, 1001, false); /* POLL again */
+	ev[n] = switch_at(3800, 1001, 0, false);     /* asleep: failed, 300 ns more */
+	ev[n++].arg0 = 1;			     /* TASK_INTERRUPTIBLE */
+	ev[n++] = at(4500, 1001, VCPUSTAT_EV_WAKEUP, 0, 0);
+	ev[n++] = switch_at(4600, 0, 1001, false);
+	ev[n++] = at(4700, 1001, VCPUSTAT_EV_HALT_END, 1600, 1); /* the halt ends: no poll under way */
+	ev[n++] = ENTRY(5000);
+	ev[n] = at(5100, 1001, VCPUSTAT_EV_HALT_POLL_NS, 100000, 200000);
+	ev[n++].arg2 = 0; /* vcpu_id 0, shrunk */
+	return n;
+}
+
+static void assert_polls(const struct vcpu_summary *v, __u64 ok, __u64 failed, __u64 fail_ns, __u32 hpns,
+			 const char *what)
+{
+	cr_assert_eq(v->polls_ok, ok, "%s: polls_ok %llu", what, (unsigned long long)v->polls_ok);
+	cr_assert_eq(v->polls_failed, failed, "%s: polls_failed %llu", what, (unsigned long long)v->polls_failed);
+	cr_assert_eq(v->poll_fail_ns, fail_ns, "%s: poll_fail_ns %llu", what, (unsigned long long)v->poll_fail_ns);
+	cr_assert_eq(v->halt_poll_ns, hpns, "%s: halt_poll_ns %u", what, v->halt_poll_ns);
+}
+
+Test(report, recording_counts_halt_polls_from_the_state_as_the_maps_do)
+{
+	struct vcpustat_event ev[32];
+	size_t n = halt_poll_events(ev);
+	char *sht = replay(ev, n, 10000);
+	struct summary s;
+	json_t *j, *vm, *v;
+
+	build(sht, 0, 10000, &s);
+	cr_assert_eq(s.nr_vms, 1);
+	cr_assert_eq(s.vms[0].nr_vcpus, 1);
+	assert_polls(&s.vms[0].vcpus[0], 1, 1, 500, 100000, "whole file");
+	cr_assert_eq(s.vms[0].vcpus[0].ns[VCPU_POLL], 300 + 200 + 300);
+	cr_assert_eq(s.vms[0].vcpus[0].ns[VCPU_PREEMPTED], 200);
+	cr_assert_eq(s.vms[0].polls_ok, 1);
+	cr_assert_eq(s.vms[0].polls_failed, 1);
+	cr_assert_eq(s.vms[0].poll_fail_ns, 500);
+	cr_assert_eq(s.vms[0].halt_poll_ns, 100000);
+	cr_assert_eq(s.vms[0].runq.count, 2, "the preempted poll's wait ended into POLL, the wakeup's into HOST");
+	summary_free(&s);
+	/* each poll in the window of its end, a failed one with all its POLL time */
+	build(sht, 0, 3000, &s);
+	assert_polls(&s.vms[0].vcpus[0], 1, 0, 0, 200000, "[0, 3000)");
+	summary_free(&s);
+	build(sht, 3000, 3700, &s);
+	assert_polls(&s.vms[0].vcpus[0], 0, 0, 0, 200000, "[3000, 3700): the poll is under way");
+	cr_assert_eq(s.vms[0].vcpus[0].ns[VCPU_POLL], 200 + 200);
+	summary_free(&s);
+	build(sht, 3700, 10000, &s);
+	assert_polls(&s.vms[0].vcpus[0], 0, 1, 500, 100000, "[3700, 10000)");
+	summary_free(&s);
+	/* report -j: "halt_poll" per vCPU and per VM */
+	j = report_json(sht, "");
+	vm = json_array_get(json_object_get(j, "vms"), 0);
+	v = json_array_get(json_object_get(vm, "vcpus"), 0);
+	for (int k = 0; k < 2; k++) {
+		json_t *hp = json_object_get(k ? vm : v, "halt_poll");
+
+		cr_assert_eq(json_integer_value(json_object_get(hp, "ok")), 1);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "failed")), 1);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "failed_ns")), 500);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "halt_poll_ns")), 100000);
+		cr_assert_eq(json_integer_value(json_object_get(json_object_get(k ? vm : v, "ns"), "poll")), 800);
+	}
+	json_decref(j);
+	/* the file: halt_poll_ns from its first value on, state 7 while polling */
+	{
+		struct sht_interval *iv;
+		struct sht_reader *r;
+		size_t niv = imp_intervals(sht, "/vms/pid1000/vcpus/0/halt_poll_ns", &iv, &r);
+
+		cr_assert_eq(niv, 2);
+		cr_assert_eq(iv[0].start, 2100);
+		cr_assert_eq(iv[0].value.i, 200000);
+		cr_assert_eq(iv[1].start, 5100);
+		cr_assert_eq(iv[1].value.i, 100000);
+		free(iv);
+		sht_close(r);
+	}
+	/* the maps, through the same handler: the same counts */
+	{
+		struct replay *rp;
+		struct vcpustat_snapshot snap;
+		struct names names;
+
+		cr_assert_eq(replay_new(&rp, NULL), 0);
+		for (size_t i = 0; i < n; i++)
+			cr_assert_eq(replay_event(rp, &ev[i]), 0);
+		cr_assert_eq(replay_snapshot(rp, &snap), 0);
+		cr_assert_eq(names_init(&names, "/nonexistent", "/nonexistent"), 0);
+		snap.ts = MONO0 + 10000;
+		cr_assert_eq(summary_build(&s, NULL, &snap, &names, NULL), 0);
+		cr_assert_eq(s.nr_vms, 1);
+		assert_polls(&s.vms[0].vcpus[0], 1, 1, 500, 100000, "maps");
+		cr_assert_eq(s.vms[0].vcpus[0].ns[VCPU_POLL], 800);
+		summary_free(&s);
+		vcpustat_snapshot_free(&snap);
+		names_free(&names);
+		replay_free(rp);
+	}
+	unlink(sht);
+}
+
+/* A recording without halt_poll_ns (no in-kernel halt, or an older vcpustat) does not say 0: no attribute. */
+Test(report, recording_without_halts_has_no_halt_poll_ns_attribute)
+{
+	struct vcpustat_event ev[16];
+	size_t n = svm_recording(ev);
+	char *sht = replay(ev, n, 10000);
+	struct sht_reader *r;
+	struct vcpustat_error err = { 0 };
+
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_attr_child(r, sht_attr_child(r, sht_attr_child(r, sht_attr_child(r, sht_attr_child(r,
+			SHT_NO_ATTR, "vms"), "pid1000"), "vcpus"), "0"), "halt_poll_ns"), SHT_NO_ATTR);
+	cr_assert_neq(sht_attr_child(r, sht_attr_child(r, sht_attr_child(r, sht_attr_child(r, sht_attr_child(r,
+			SHT_NO_ATTR, "vms"), "pid1000"), "vcpus"), "0"), "state"), SHT_NO_ATTR);
+	sht_close(r);
+	unlink(sht);
+}

@@ -354,3 +354,146 @@ Test(summary, vm_filter_by_name_or_pid)
 	names_free(&n);
 	replay_free(rp);
 }
+
+/* The right edge (column after the last character) of the n-th whitespace-separated field of line. */
+static int field_end(const char *line, int n)
+{
+	int i = 0;
+
+	for (int f = 0;; f++) {
+		while (line[i] == ' ')
+			i++;
+		if (!line[i] || line[i] == '\n')
+			return -1;
+		while (line[i] && line[i] != ' ' && line[i] != '\n')
+			i++;
+		if (f == n)
+			return i;
+	}
+}
+
+/*
+ * Halt polling in a window: vCPU 0 (tid 11) of VM 10 halts twice in guest
+ * mode (VMX HLT = 12); KVM polls 100 ms and sees the wake-up, then polls
+ * 50 ms and the vCPU goes to sleep for 150 ms. vCPU 1 (tid 12) stays in
+ * guest mode. The window's counts, shares, JSON and text.
+ */
+Test(summary, halt_polls_in_the_window_json_and_text)
+{
+	struct vcpustat_snapshot a, b;
+	const struct vcpu_summary *v0 = NULL;
+	const struct vm_summary *vm;
+	struct summary s;
+	struct names n;
+	char *text = NULL, *hdr, *row, *line;
+	size_t len = 0;
+	FILE *f;
+	json_t *doc, *vmj, *v0j = NULL, *vj;
+	size_t i;
+
+	cr_assert_eq(replay_new(&rp, NULL), 0);
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 1, 12, 10, 0, 0, 1, 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 1100000000, 0, 11, 10, 0, 0, 12, KVM_ISA_VMX);
+	ev(VCPUSTAT_EV_HALT, 1100000000, 0, 11, 10, 0, 0, 50000, 1);	    /* POLL, halt_poll_ns 50000 */
+	ev(VCPUSTAT_EV_HALT_END, 1200000000, 0, 11, 10, 0, 0, 100000000, 0); /* ok */
+	ev(VCPUSTAT_EV_KVM_ENTRY, 1200000000, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 1300000000, 0, 11, 10, 0, 0, 12, KVM_ISA_VMX);
+	ev(VCPUSTAT_EV_HALT, 1300000000, 0, 11, 10, 0, 0, 50000, 1);
+	ev(VCPUSTAT_EV_SWITCH, 1350000000, 0, 11, 10, 0, 0, 1, 0); /* asleep (TASK_INTERRUPTIBLE): failed */
+	ev(VCPUSTAT_EV_WAKEUP, 1500000000, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_SWITCH, 1500000000, 0, 0, 0, 11, 10, 0, 0);
+	ev(VCPUSTAT_EV_HALT_END, 1500000000, 0, 11, 10, 0, 0, 400000000, 1); /* no poll under way: nothing */
+	ev(VCPUSTAT_EV_KVM_ENTRY, 1500000000, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 2000000000, 1, 12, 10, 0, 0, 30, KVM_ISA_VMX);
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	a.ts = 1000000000;
+	b.ts = 2000000000;
+
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	cr_assert_eq(s.nr_vms, 1);
+	vm = &s.vms[0];
+	for (i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].tid == 11)
+			v0 = &vm->vcpus[i];
+	cr_assert_not_null(v0);
+	cr_assert_eq(v0->ns[VCPU_POLL], 150000000);
+	cr_assert_eq(v0->ns[VCPU_IDLE], 150000000);
+	cr_assert_eq(v0->ns[VCPU_GUEST], 700000000);
+	cr_assert_eq(v0->ns[VCPU_HOST], 0, "the halt polls were HOST before: not any more");
+	cr_assert_eq(v0->polls_ok, 1);
+	cr_assert_eq(v0->polls_failed, 1);
+	cr_assert_eq(v0->poll_fail_ns, 50000000);
+	cr_assert_eq(v0->halt_poll_ns, 50000);
+	cr_assert_eq(vm->polls_ok, 1);
+	cr_assert_eq(vm->polls_failed, 1);
+	cr_assert_eq(vm->poll_fail_ns, 50000000);
+	cr_assert_eq(vm->halt_poll_ns, 50000, "the largest of its vCPUs' (vCPU 1 never halted: 0)");
+	cr_assert_float_eq(vcpu_share(&s, v0, VCPU_POLL), 0.15, 1e-9);
+	cr_assert_float_eq(vm_share(&s, vm, VCPU_POLL), 0.075, 1e-9);
+
+	/* JSON: "halt_poll" per vCPU and per VM, "poll" among the states and shares */
+	doc = summary_json(&s, NULL, 0);
+	vmj = json_array_get(json_object_get(doc, "vms"), 0);
+	json_array_foreach(json_object_get(vmj, "vcpus"), i, vj)
+		if (json_integer_value(json_object_get(vj, "tid")) == 11)
+			v0j = vj;
+	cr_assert_not_null(v0j);
+	for (int k = 0; k < 2; k++) {
+		json_t *hp = json_object_get(k ? vmj : v0j, "halt_poll");
+
+		cr_assert_eq(json_object_size(hp), 4);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "ok")), 1);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "failed")), 1);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "failed_ns")), 50000000);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "halt_poll_ns")), 50000);
+		cr_assert_eq(json_integer_value(json_object_get(json_object_get(k ? vmj : v0j, "ns"), "poll")), 150000000);
+	}
+	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(v0j, "share"), "poll")), 0.15, 1e-9);
+	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(vmj, "share"), "poll")), 0.075, 1e-9);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(v0j, "ns_total"), "poll")), 150000000);
+	json_decref(doc);
+
+	/* text: poll beside host in the VM line, the halt polling line, a POLL column under its header */
+	f = open_memstream(&text, &len);
+	cr_assert_not_null(f);
+	summary_print(f, &s, NULL, 0, 0);
+	fclose(f);
+	cr_assert(strstr(text, ": guest 85.0% host 0.0% poll 7.5% preempted 0.0% wait 0.0% idle 7.5% blocked 0.0%  "),
+		  "%s", text);
+	line = strstr(text, "    halt polling: ");
+	cr_assert_not_null(line, "%s", text);
+	cr_assert_eq(strncmp(line,
+			     "    halt polling: 1 ok, 1 failed (1.0/s), 50.000 ms CPU burnt in failed polls, "
+			     "halt_poll_ns 50000\n",
+			     strlen("    halt polling: 1 ok, 1 failed (1.0/s), 50.000 ms CPU burnt in failed polls, "
+				    "halt_poll_ns 50000\n")),
+		     0, "%s", text);
+	cr_assert_null(strstr(line + 5, "halt polling:"), "one line per VM");
+	hdr = strstr(text, "    VCPU ");
+	cr_assert_not_null(hdr);
+	cr_assert_eq(strncmp(hdr, "    VCPU  TID      STATE      PCPU   GUEST    HOST    POLL PREEMPT    WAIT    IDLE "
+				  "BLOCKED PREEMPT/s   WAKE/s  MIGR/s\n",
+			     strlen("    VCPU  TID      STATE      PCPU   GUEST    HOST    POLL PREEMPT    WAIT    IDLE "
+				    "BLOCKED PREEMPT/s   WAKE/s  MIGR/s\n")),
+		     0, "%s", hdr);
+	row = strstr(hdr, "\n    ");
+	cr_assert_not_null(row);
+	row++;
+	while (row && strncmp(row + 4, "1     11 ", 9) && strncmp(row + 4, "0     11 ", 9))
+		row = strchr(row, '\n') ? strchr(row, '\n') + 1 : NULL;
+	cr_assert_not_null(row, "vCPU of tid 11:\n%s", text);
+	/* every right-aligned column (PCPU on) ends where its header ends; POLL (field 6) holds 15.0% */
+	for (int c = 3; c < 14; c++)
+		cr_assert_eq(field_end(row, c), field_end(hdr, c), "column %d:\n%.*s", c, 400, hdr);
+	cr_assert_eq(strncmp(row + field_end(row, 6) - 5, "15.0%", 5), 0, "%.200s", row);
+	free(text);
+
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	names_free(&n);
+	replay_free(rp);
+}

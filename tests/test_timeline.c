@@ -423,7 +423,7 @@ static uint64_t json_sum_big(json_t *evs, const char *proc, const char *track, c
 
 Test(timeline, chrome_json_window_and_vm_filter_cut_the_slices)
 {
-	static const char *const states[] = { "unknown", "guest", "host", "preempted", "wait", "idle", "blocked" };
+	static const char *const states[] = { "unknown", "guest", "host", "preempted", "wait", "idle", "blocked", "poll" };
 	const char *keep[] = { "2000" };
 	const struct summary_filter f = { keep, 1 };
 	char sht[128];
@@ -435,7 +435,7 @@ Test(timeline, chrome_json_window_and_vm_filter_cut_the_slices)
 	/* the window [1600, 4050]: slices cut at both ends, their sums those of the SHT's intervals cut alike */
 	doc = export_json(sht, 1600, 4050, NULL, 2);
 	evs = check_schema(doc);
-	for (int s = 0; s < 7; s++) {
+	for (int s = 0; s < VCPU_NR_STATES; s++) {
 		cr_expect_eq(json_sum(evs, "vm1", "vCPU 0", states[s]), sht_sum(sht, V0 "state", s, 1600, 4050),
 			     "vm1 vCPU 0 %s", states[s]);
 		cr_expect_eq(json_sum(evs, "vm1", "vCPU 1", states[s]), sht_sum(sht, V1 "state", s, 1600, 4050),
@@ -1028,9 +1028,9 @@ Test(timeline, demo_recording_every_interval_once_in_both_formats)
 		     (unsigned long long)want);
 	for (int vm = 0; vm < 2; vm++)
 		for (int vc = 0; vc < 2; vc++)
-			for (int s = 0; s < 7; s++) {
-				static const char *const states[] = { "unknown", "guest", "host",   "preempted",
-								      "wait",	 "idle",  "blocked" };
+			for (int s = 0; s < VCPU_NR_STATES; s++) {
+				static const char *const states[] = { "unknown", "guest", "host",    "preempted",
+								      "wait",	 "idle",  "blocked", "poll" };
 				char proc[16], track[16], path[64];
 
 				snprintf(proc, sizeof(proc), "demo-%d", vm);

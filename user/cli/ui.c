@@ -6,11 +6,11 @@
 #include <time.h>
 #include "cli/ui.h"
 
-enum sort_col { SORT_NAME = 0, SORT_GUEST, SORT_HOST, SORT_PREEMPTED, SORT_WAIT, SORT_IDLE, SORT_BLOCKED,
+enum sort_col { SORT_NAME = 0, SORT_GUEST, SORT_HOST, SORT_POLL, SORT_PREEMPTED, SORT_WAIT, SORT_IDLE, SORT_BLOCKED,
 		SORT_PREEMPT_RATE, SORT_WAKE_RATE, NR_SORT };
 
-static const char *const sort_names[NR_SORT] = { "name", "guest", "host", "preempted", "wait",
-						 "idle", "blocked", "preempt/s", "wake/s" };
+static const char *const sort_names[NR_SORT] = { "name", "guest", "host",    "poll",      "preempted",
+						 "wait", "idle",  "blocked", "preempt/s", "wake/s" };
 
 struct ui {
 	double delay_s;
@@ -109,6 +109,7 @@ static double vm_key(const struct summary *s, const struct vm_summary *vm, int c
 	switch (col) {
 	case SORT_GUEST: return vm_share(s, vm, VCPU_GUEST);
 	case SORT_HOST: return vm_share(s, vm, VCPU_HOST);
+	case SORT_POLL: return vm_share(s, vm, VCPU_POLL);
 	case SORT_PREEMPTED: return vm_share(s, vm, VCPU_PREEMPTED);
 	case SORT_WAIT: return vm_share(s, vm, VCPU_WAIT);
 	case SORT_IDLE: return vm_share(s, vm, VCPU_IDLE);
@@ -205,6 +206,7 @@ static void draw_help(void)
 		"  h, ?       this help (any key closes it)",
 		"",
 		"States: guest = in guest code; host = in KVM or the VMM on a CPU;",
+		"poll = on a CPU in KVM's halt polling: spinning for a wake-up;",
 		"preempted = switched out while runnable; wait = woken, waiting for a CPU;",
 		"idle = asleep after the guest halted; blocked = asleep for a host reason.",
 	};
@@ -270,8 +272,8 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 	if (ui->filter[0])
 		mvprintw(y++, 0, "filter: %s", ui->filter);
 	attron(A_BOLD);
-	mvprintw(y++, 0, "%-22s %8s %-9s %4s %7s %7s %7s %7s %7s %7s %9s %8s", "VM / vCPU", "TID", "STATE", "PCPU",
-		 "GUEST", "HOST", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s");
+	mvprintw(y++, 0, "%-22s %8s %-9s %4s %7s %7s %7s %7s %7s %7s %7s %9s %8s", "VM / vCPU", "TID", "STATE", "PCPU",
+		 "GUEST", "HOST", "POLL", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s");
 	attroff(A_BOLD);
 	if (!n)
 		mvprintw(y++, 0, s->nr_vms ? "no VM matches the filter" :
@@ -289,11 +291,12 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		mvprintw(y, 0, "%-22.22s %8s %-9s %4s", label, "", "", "");
 		pct(y, 46, vm_share(s, vm, VCPU_GUEST), 4);
 		pct(y, 54, vm_share(s, vm, VCPU_HOST), 0);
-		pct(y, 62, vm_share(s, vm, VCPU_PREEMPTED), 2);
-		pct(y, 70, vm_share(s, vm, VCPU_WAIT), 3);
-		pct(y, 78, vm_share(s, vm, VCPU_IDLE), 0);
-		pct(y, 86, vm_share(s, vm, VCPU_BLOCKED), 0);
-		mvprintw(y, 94, "%9.0f %8.0f", s->seconds > 0 ? vm->preemptions / s->seconds : 0,
+		pct(y, 62, vm_share(s, vm, VCPU_POLL), 0);
+		pct(y, 70, vm_share(s, vm, VCPU_PREEMPTED), 2);
+		pct(y, 78, vm_share(s, vm, VCPU_WAIT), 3);
+		pct(y, 86, vm_share(s, vm, VCPU_IDLE), 0);
+		pct(y, 94, vm_share(s, vm, VCPU_BLOCKED), 0);
+		mvprintw(y, 102, "%9.0f %8.0f", s->seconds > 0 ? vm->preemptions / s->seconds : 0,
 			 s->seconds > 0 ? vm->wakeups / s->seconds : 0);
 		if ((int)i == ui->selected)
 			attroff(A_REVERSE);
@@ -307,11 +310,12 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				 c->gone ? "exited" : vcpu_state_name(c->state), pcpu);
 			pct(y, 46, vcpu_share(s, c, VCPU_GUEST), 4);
 			pct(y, 54, vcpu_share(s, c, VCPU_HOST), 0);
-			pct(y, 62, vcpu_share(s, c, VCPU_PREEMPTED), 2);
-			pct(y, 70, vcpu_share(s, c, VCPU_WAIT), 3);
-			pct(y, 78, vcpu_share(s, c, VCPU_IDLE), 0);
-			pct(y, 86, vcpu_share(s, c, VCPU_BLOCKED), 0);
-			mvprintw(y, 94, "%9.0f %8.0f", s->seconds > 0 ? c->preemptions / s->seconds : 0,
+			pct(y, 62, vcpu_share(s, c, VCPU_POLL), 0);
+			pct(y, 70, vcpu_share(s, c, VCPU_PREEMPTED), 2);
+			pct(y, 78, vcpu_share(s, c, VCPU_WAIT), 3);
+			pct(y, 86, vcpu_share(s, c, VCPU_IDLE), 0);
+			pct(y, 94, vcpu_share(s, c, VCPU_BLOCKED), 0);
+			mvprintw(y, 102, "%9.0f %8.0f", s->seconds > 0 ? c->preemptions / s->seconds : 0,
 				 s->seconds > 0 ? c->wakeups / s->seconds : 0);
 		}
 	}

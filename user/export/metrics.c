@@ -225,6 +225,9 @@ static void counts_add(struct acc_counts *c, const struct vcpu_summary *v)
 	c->migrations += v->migrations;
 	c->exits += v->kvm_exits;
 	c->uexits += v->userspace_exits;
+	c->polls_ok += v->polls_ok;
+	c->polls_failed += v->polls_failed;
+	c->poll_fail_ns += v->poll_fail_ns;
 }
 
 static int culprit_charge(struct acc_vm *vm, const struct culprit_summary *cs)
@@ -419,11 +422,16 @@ int metrics_add(struct metrics *m, const struct summary *s)
 				if (!av)
 					return -ENOMEM;
 				counts_add(&av->c, c);
+				av->halt_poll_ns = c->halt_poll_ns;
 			}
 			if (!c->gone) {
 				vm->vcpus_now++;
 				alive = true;
 			}
+		}
+		if (vs->nr_vcpus && (vm->halt_poll_add != m->nr_adds || vs->halt_poll_ns > vm->halt_poll_ns)) {
+			vm->halt_poll_ns = vs->halt_poll_ns;
+			vm->halt_poll_add = m->nr_adds;
 		}
 		if ((alive && !vs->exited) || !vm->last_alive)
 			vm->last_alive = s->t1;

@@ -15,10 +15,12 @@
 struct acc_counts {
 	__u64 ns[VCPU_NR_STATES];
 	__u64 preemptions, wakeups, migrations, exits, uexits;
+	__u64 polls_ok, polls_failed, poll_fail_ns; /* halt polls that ended */
 };
 
 struct acc_vcpu {
 	__u32 index;
+	__u32 halt_poll_ns; /* as of the last window it was in */
 	struct acc_counts c;
 };
 
@@ -70,6 +72,8 @@ struct acc_vm {
 	char name[64];
 	__u64 last_alive; /* end of the last window it had a live vCPU in */
 	unsigned int vcpus_now;
+	__u32 halt_poll_ns;	     /* the largest of its vCPUs', as of the last window it was in */
+	unsigned long halt_poll_add; /* that window's metrics.nr_adds (VMs of one name: the largest) */
 	struct acc_counts c;
 	struct acc_vcpu *vcpus; /* by index */
 	size_t nr_vcpus;

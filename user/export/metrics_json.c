@@ -112,6 +112,13 @@ json_t *metrics_json(const struct metrics *m)
 		size_t n;
 
 		counts_json(o, &vm->c);
+		/* vcpustat_halt_polls_total, vcpustat_halt_poll_failed_seconds_total (per VM only) */
+		json_object_set_new(o, "halt_polls",
+				    json_pack("{s:I, s:I}", "ok", (json_int_t)vm->c.polls_ok, "failed",
+					      (json_int_t)vm->c.polls_failed));
+		json_object_set_new(o, "halt_poll_failed_seconds", json_real((double)vm->c.poll_fail_ns / 1e9));
+		/* vcpustat_vcpu_halt_poll_seconds: the largest of its vCPUs' (per vCPU below) */
+		json_object_set_new(o, "halt_poll_seconds", json_real((double)vm->halt_poll_ns / 1e9));
 		if (!m->o.no_vcpu_labels) {
 			json_t *vcpus = json_array();
 
@@ -119,6 +126,8 @@ json_t *metrics_json(const struct metrics *m)
 				json_t *vo = json_pack("{s:I}", "vcpu", (json_int_t)vm->vcpus[v].index);
 
 				counts_json(vo, &vm->vcpus[v].c);
+				json_object_set_new(vo, "halt_poll_seconds",
+						    json_real((double)vm->vcpus[v].halt_poll_ns / 1e9));
 				json_array_append_new(vcpus, vo);
 			}
 			json_object_set_new(o, "vcpus", vcpus);

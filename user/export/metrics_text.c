@@ -30,7 +30,7 @@ struct label {
 /* CSV columns: the union of all label names (build_info's are left out). */
 static const char *const csv_columns[] = {
 	"vm", "vcpu", "state", "reason", "le", "process", "comm", "cgroup", "culprit_vm", "kind", "tracepoint",
-	"target", "access", "msr",
+	"target", "access", "msr", "result",
 };
 #define NR_CSV_COLUMNS (sizeof(csv_columns) / sizeof(csv_columns[0]))
 
@@ -291,7 +291,7 @@ static const char *fmt_double(char *buf, size_t len, double v)
 
 static const struct family fam_seconds = {
 	"vcpustat_vcpu_seconds", F_COUNTER, "seconds",
-	"vCPU-seconds spent in each state (guest, host, preempted, wait, idle, blocked, unknown)"};
+	"vCPU-seconds spent in each state (guest, host, poll, preempted, wait, idle, blocked, unknown)"};
 /*
  * Fleet conventions (docs/metrics.md "Names other exporters use"): the run-queue
  * time of a vCPU, preempted + wait, under the names KubeVirt's and the libvirt
@@ -334,6 +334,16 @@ static const struct family fam_gsys = {
 	"vcpustat_exit_guest_kernel", F_COUNTER, NULL,
 	"VM exits that left guest kernel mode (a 64-bit guest RIP in the upper half), by exit reason; "
 	"divided by vcpustat_exit_duration_seconds_count: perf-prof's %gsys"};
+static const struct family fam_polls = {
+	"vcpustat_halt_polls", F_COUNTER, NULL,
+	"Halt polls of the VM's vCPUs that ended, by result: ok (the wake-up came while KVM polled), "
+	"failed (the vCPU went to sleep)"};
+static const struct family fam_poll_fail = {
+	"vcpustat_halt_poll_failed_seconds", F_COUNTER, "seconds",
+	"CPU-seconds the VM's vCPUs spent in halt polls that failed (state poll, then asleep all the same)"};
+static const struct family fam_halt_poll = {
+	"vcpustat_vcpu_halt_poll_seconds", F_GAUGE, "seconds",
+	"The vCPU's halt_poll_ns (how long KVM polls at its next halt) as last seen; 0: polling off or never seen"};
 static const struct family fam_vcpus = {"vcpustat_vcpus", F_GAUGE, NULL, "vCPUs of the VM tracked now"};
 static const struct family fam_lost = {"vcpustat_lost_records", F_COUNTER, NULL,
 				       "Records the kernel side could not keep, by kind (docs/json.md)"};
@@ -536,6 +546,45 @@ static void walk_details(struct sink *k, const struct metrics *m)
 	}
 }
 
+/* Halt polling: polls by result and the time of the failed ones per VM, halt_poll_ns per vCPU. */
+static void walk_halt_polls(struct sink *k, const struct metrics *m)
+{
+	char val[32], idx[16];
+
+	family_begin(k, &fam_polls);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+		struct label ok[] = { { "vm", vm->name }, { "result", "ok" } };
+		struct label failed[] = { { "vm", vm->name }, { "result", "failed" } };
+
+		emit(k, "_total", ok, 2, fmt_u64(val, sizeof(val), vm->c.polls_ok));
+		emit(k, "_total", failed, 2, fmt_u64(val, sizeof(val), vm->c.polls_failed));
+	}
+	family_begin(k, &fam_poll_fail);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		struct label l[] = { { "vm", m->vms[i]->name } };
+
+		emit(k, "_total", l, 1, fmt_seconds(val, sizeof(val), m->vms[i]->c.poll_fail_ns));
+	}
+	family_begin(k, &fam_halt_poll);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+
+		if (m->o.no_vcpu_labels) {
+			struct label l[] = { { "vm", vm->name } };
+
+			emit(k, "", l, 1, fmt_seconds(val, sizeof(val), vm->halt_poll_ns));
+			continue;
+		}
+		for (size_t v = 0; v < vm->nr_vcpus; v++) {
+			struct label l[] = { { "vm", vm->name }, { "vcpu", idx } };
+
+			snprintf(idx, sizeof(idx), "%u", vm->vcpus[v].index);
+			emit(k, "", l, 2, fmt_seconds(val, sizeof(val), vm->vcpus[v].halt_poll_ns));
+		}
+	}
+}
+
 static void walk(struct sink *k, const struct metrics *m)
 {
 	char val[64];
@@ -548,6 +597,7 @@ static void walk(struct sink *k, const struct metrics *m)
 	walk_counter(k, m, &fam_migr, get_migr, false);
 	walk_counter(k, m, &fam_vexits, get_exits, false);
 	walk_counter(k, m, &fam_vuexits, get_uexits, false);
+	walk_halt_polls(k, m);
 	walk_hists(k, m);
 	walk_culprits(k, m);
 	walk_details(k, m);

@@ -142,8 +142,8 @@ void plot_timelines_free(struct plot_timeline *tl, size_t n)
 #define HIST_H 170
 
 /* Bottom to top in stacks: useful time first, then what was lost, then sleep. */
-static const unsigned int state_order[] = {VCPU_GUEST,	 VCPU_HOST, VCPU_PREEMPTED, VCPU_WAIT,
-					   VCPU_BLOCKED, VCPU_IDLE, VCPU_UNKNOWN};
+static const unsigned int state_order[] = {VCPU_GUEST, VCPU_HOST,    VCPU_POLL, VCPU_PREEMPTED,
+					   VCPU_WAIT,  VCPU_BLOCKED, VCPU_IDLE, VCPU_UNKNOWN};
 #define NR_ORDER (sizeof(state_order) / sizeof(state_order[0]))
 
 const char *plot_state_color(unsigned int s)
@@ -161,6 +161,8 @@ const char *plot_state_color(unsigned int s)
 		return "#d9d9d9";
 	case VCPU_BLOCKED:
 		return "#9467bd";
+	case VCPU_POLL:
+		return "#17becf";
 	default:
 		return "#f2f2f2";
 	}
@@ -570,10 +572,11 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 		fprintf(f, "<g>\n");
 		plot_text(f, 16, y + 20, "start", "font-size:18px;font-weight:bold;fill:#111", title);
 		snprintf(title, sizeof(title),
-			 "%zu vCPU%s, %s; guest %.1f %%, host %.1f %%, preempted %.1f %%, "
+			 "%zu vCPU%s, %s; guest %.1f %%, host %.1f %%, poll %.1f %%, preempted %.1f %%, "
 			 "wait %.1f %%, idle %.1f %%, blocked %.1f %%",
 			 vm->nr_vcpus, vm->nr_vcpus == 1 ? "" : "s", d->source, 100 * vm_share(d->s, vm, VCPU_GUEST),
-			 100 * vm_share(d->s, vm, VCPU_HOST), 100 * vm_share(d->s, vm, VCPU_PREEMPTED),
+			 100 * vm_share(d->s, vm, VCPU_HOST), 100 * vm_share(d->s, vm, VCPU_POLL),
+			 100 * vm_share(d->s, vm, VCPU_PREEMPTED),
 			 100 * vm_share(d->s, vm, VCPU_WAIT), 100 * vm_share(d->s, vm, VCPU_IDLE),
 			 100 * vm_share(d->s, vm, VCPU_BLOCKED));
 		plot_text(f, 16, y + 38, "start", "font-size:12px;fill:#444", title);

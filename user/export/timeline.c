@@ -413,7 +413,8 @@ static int on_cpu_items(struct timeline *tl, const struct tl_vcpu *v, uint64_t a
 	for (size_t i = 0, j = 0; i < ns && j < np;) {
 		uint64_t s = st[i].start > pc[j].start ? st[i].start : pc[j].start;
 		uint64_t e = st[i].end < pc[j].end ? st[i].end : pc[j].end;
-		bool on = st[i].value.type == SHT_INT && (st[i].value.i == VCPU_GUEST || st[i].value.i == VCPU_HOST);
+		bool on = st[i].value.type == SHT_INT && (st[i].value.i == VCPU_GUEST || st[i].value.i == VCPU_HOST ||
+							   st[i].value.i == VCPU_POLL);
 
 		if (s < tl->t1)
 			s = tl->t1;
@@ -640,6 +641,7 @@ static const char *const state_cname[VCPU_NR_STATES] = {
 	[VCPU_WAIT] = "rail_response",
 	[VCPU_IDLE] = "thread_state_sleeping",
 	[VCPU_BLOCKED] = "thread_state_uninterruptible",
+	[VCPU_POLL] = "olive",
 };
 
 static void cj_item(struct cj *c, const struct tl_item *it)

@@ -241,19 +241,19 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	vms = json_object_get(doc, "vms");
 	fprintf(f,
 		"<h2>VMs (%zu)</h2>\n<table><tr><th>VM</th><th>vCPUs now</th><th>guest</th><th>host</th>"
-		"<th>preempted</th><th>wait</th><th>idle</th><th>blocked</th></tr>\n",
+		"<th>poll</th><th>preempted</th><th>wait</th><th>idle</th><th>blocked</th></tr>\n",
 		json_array_size(vms));
 	json_array_foreach(vms, i, vm)
 	{
 		json_t *sec = json_object_get(vm, "seconds");
-		static const char *const states[] = {"guest", "host", "preempted", "wait", "idle", "blocked"};
+		static const char *const states[] = {"guest", "host", "poll", "preempted", "wait", "idle", "blocked"};
 		double total = 0;
 
 		json_object_foreach(sec, key, v) total += json_number_value(v);
 		fputs("<tr><td>", f);
 		xml_escape(f, json_string_value(json_object_get(vm, "vm")));
 		fprintf(f, "</td><td>%lld</td>", json_integer_value(json_object_get(vm, "vcpus_now")));
-		for (int s = 0; s < 6; s++)
+		for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++)
 			fprintf(f, "<td>%.1f %%</td>", total > 0 ? 100 * num(sec, states[s]) / total : 0.0);
 		fputs("</tr>\n", f);
 	}

@@ -535,6 +535,7 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 			e = guest_code(c, v, s, t, kind);
 			break;
 		case VCPU_HOST:
+		case VCPU_POLL: /* in KVM's halt polling */
 			e = vm_modes(c, vc->vm, &modes);
 			if (!e && !modes) /* on a CPU, mode unknown: what it ran */
 				e = guest_code(c, v, s, t, kind);
@@ -839,6 +840,7 @@ static int flow_vcpu(struct ctx *c, size_t v, const struct sht_interval *st, siz
 			e = emit(c, s, t, FLOW_RUNNING, -1);
 			break;
 		case VCPU_HOST:
+		case VCPU_POLL: /* in KVM's halt polling */
 			if (!modes) /* on its CPU, in either mode */
 				e = emit(c, s, t, FLOW_RUNNING, -1);
 			else

@@ -99,7 +99,7 @@ typedef int (*vcpustat_event_fn)(void *ctx, const struct vcpustat_event *ev);
  * paths (from /proc and /sys/fs/cgroup), with caches that survive refreshes.
  */
 
-/* "guest", "host", "preempted", "wait", "idle", "blocked", "unknown" */
+/* "guest", "host", "preempted", "wait", "idle", "blocked", "poll", "unknown" */
 const char *vcpu_state_name(unsigned int state);
 /* The state whose name is s, or -1. */
 int vcpu_state_from_name(const char *s);
@@ -177,6 +177,11 @@ struct vcpu_summary {
 	__u64 ns[VCPU_NR_STATES];	 /* in the window */
 	__u64 ns_total[VCPU_NR_STATES]; /* since it was first seen */
 	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits; /* in the window */
+	/* halt polling (vcpu_fsm.h), counted when a poll ends: in the window */
+	__u64 polls_ok;	    /* polls that saw the wake-up */
+	__u64 polls_failed; /* polls that ended in sleep */
+	__u64 poll_fail_ns; /* POLL time of the failed ones: CPU burnt for nothing */
+	__u32 halt_poll_ns; /* its halt_poll_ns at the end of the window (0: polling off, or never seen) */
 };
 
 /* One histogram's share of the window. */
@@ -272,6 +277,8 @@ struct vm_summary {
 	size_t nr_vcpus;
 	__u64 ns[VCPU_NR_STATES]; /* summed over its vCPUs */
 	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits;
+	__u64 polls_ok, polls_failed, poll_fail_ns; /* summed over its vCPUs */
+	__u32 halt_poll_ns;			    /* the largest of its vCPUs' */
 	struct latency_summary *exits; /* kvm exits, by rate, descending */
 	size_t nr_exits;
 	struct latency_summary *uexits; /* userspace exits, by rate */
@@ -335,6 +342,8 @@ const char *guest_thread_state_name(unsigned int state);
 double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned int state);
 /* Events per second of the window s (0 for an empty window). */
 double summary_per_s(const struct summary *s, __u64 n);
+/* A vCPU's halt polling into its VM's: the counts summed, halt_poll_ns the largest. */
+void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v);
 
 /* The one JSON document of a refresh (docs/json.md). progs may be NULL. */
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);

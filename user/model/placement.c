@@ -109,8 +109,8 @@ int vcpu_on_cpu(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2,
 		if (b > t2)
 			b = t2;
 		if (a < b && s[i].value.type == SHT_INT &&
-		    (s[i].value.i == VCPU_GUEST || s[i].value.i == VCPU_HOST) && c[j].value.type == SHT_INT &&
-		    c[j].value.i >= 0)
+		    (s[i].value.i == VCPU_GUEST || s[i].value.i == VCPU_HOST || s[i].value.i == VCPU_POLL) &&
+		    c[j].value.type == SHT_INT && c[j].value.i >= 0)
 			e = visit(ctx, a, b, (uint32_t)c[j].value.i, (int)s[i].value.i);
 		if (s[i].end < c[j].end)
 			i++;

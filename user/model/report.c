@@ -350,13 +350,13 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
 }
 
 /*
- * A vCPU's state and pcpu intervals from the file's start to t2, its exits,
- * userspace exits and exit accesses meeting [t1, t2], and its tid: what
- * separate range queries give, from one query over the attributes (the
- * intervals come sorted by attribute, then start). out[]: state, exit_reason,
- * userspace_exit, pcpu, exit_access, exit_fault.
+ * A vCPU's state, pcpu and halt_poll_ns intervals from the file's start to
+ * t2, its exits, userspace exits and exit accesses meeting [t1, t2], and its
+ * tid: what separate range queries give, from one query over the attributes
+ * (the intervals come sorted by attribute, then start). out[]: state,
+ * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns.
  */
-enum { VA_STATE, VA_EXIT, VA_UEXIT, VA_PCPU, VA_ACCESS, VA_FAULT, VA_NR, VA_TID = VA_NR };
+enum { VA_STATE, VA_EXIT, VA_UEXIT, VA_PCPU, VA_ACCESS, VA_FAULT, VA_HALT_POLL_NS, VA_NR, VA_TID = VA_NR };
 
 struct vcpu_ivs {
 	struct sht_interval *iv[VA_NR];
@@ -373,8 +373,8 @@ static void vcpu_ivs_free(struct vcpu_ivs *v)
 static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2, struct vcpu_ivs *out,
 		      uint32_t *tid, struct vcpustat_error *err)
 {
-	static const char *const names[VA_NR + 1] = { "state",	     "exit_reason", "userspace_exit", "pcpu",
-						      "exit_access", "exit_fault",  "tid" };
+	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason", "userspace_exit", "pcpu",
+						      "exit_access", "exit_fault",  "halt_poll_ns",   "tid" };
 	struct sht_interval *all = NULL;
 	size_t nall = 0;
 	uint32_t attr[VA_NR + 1];
@@ -408,7 +408,7 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 				*tid = (uint32_t)all[i].value.i;
 				tid_seen = true;
 			}
-		} else if (k < VA_NR && (k == VA_STATE || k == VA_PCPU || meets(&all[i], t1, t2))) {
+		} else if (k < VA_NR && (k == VA_STATE || k == VA_PCPU || k == VA_HALT_POLL_NS || meets(&all[i], t1, t2))) {
 			out->iv[k][out->n[k]++] = all[i];
 		}
 	}
@@ -506,6 +506,49 @@ static int details_collect(struct hashmap *table, struct vm_summary *vs, double 
 	return 0;
 }
 
+/*
+ * A vCPU's halt polls that ended in [t1, t2), from its state's transitions,
+ * as the state machine counts them (include/vcpu_fsm.h): a poll is a POLL
+ * interval, or several with PREEMPTED between them (preempted while polling,
+ * it polls again when back on its CPU); it ends ok into HOST (the wake-up
+ * came while it polled) and failed into IDLE or BLOCKED (it went to sleep),
+ * a failed one adding all its POLL time to poll_fail_ns. A poll that ends
+ * otherwise (into GUEST: its end was missed; the vCPU gone) is not counted.
+ */
+static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t t1, uint64_t t2,
+			    struct vcpu_summary *out)
+{
+	uint64_t poll_ns = 0;
+	int64_t prev = -1;
+	bool polling = false;
+
+	for (size_t i = 0; i < nst; i++) {
+		const struct sht_interval *iv = &st[i];
+		int64_t v = iv->value.type == SHT_INT ? iv->value.i : -1;
+		bool ends = iv->start >= t1 && iv->start < t2;
+
+		if (i && st[i - 1].end != iv->start) { /* a gap: the vCPU was gone */
+			polling = false;
+			prev = -1;
+		}
+		if (v == VCPU_POLL) {
+			if (!polling)
+				poll_ns = 0;
+			polling = true;
+			poll_ns += iv->end - iv->start;
+		} else if (polling && v != VCPU_PREEMPTED) {
+			if (prev == VCPU_POLL && v == VCPU_HOST && ends) {
+				out->polls_ok++;
+			} else if (prev == VCPU_POLL && (v == VCPU_IDLE || v == VCPU_BLOCKED) && ends) {
+				out->polls_failed++;
+				out->poll_fail_ns += poll_ns;
+			}
+			polling = false;
+		}
+		prev = v;
+	}
+}
+
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
 		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, bool *has_details,
@@ -554,7 +597,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		/* run-queue waits that ended in the window (the file holds their start), and who ran meanwhile */
 		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && prev >= 0 && iv->end > t1 && iv->end <= t2 &&
 		    i + 1 < nst && st[i + 1].start == iv->end && st[i + 1].value.type == SHT_INT &&
-		    (st[i + 1].value.i == VCPU_HOST || st[i + 1].value.i == VCPU_GUEST)) {
+		    (st[i + 1].value.i == VCPU_HOST || st[i + 1].value.i == VCPU_GUEST ||
+		     st[i + 1].value.i == VCPU_POLL)) {
 			e = latency_add(runq, VCPU_SAMPLE_RUNQ_WAIT, "runq_wait", iv->end - iv->start);
 			if (e)
 				goto out;
@@ -579,6 +623,13 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		out->pcpu = (uint32_t)pc[i].value.i;
 		if (pc[i].start >= t1 && i && pc[i - 1].value.type == SHT_INT && pc[i - 1].value.i != pc[i].value.i)
 			out->migrations++;
+	}
+	polls_in_window(st, nst, t1, t2, out);
+	for (size_t i = 0; i < ivs.n[VA_HALT_POLL_NS]; i++) {
+		const struct sht_interval *h = &ivs.iv[VA_HALT_POLL_NS][i];
+
+		if (h->start < t2 && h->value.type == SHT_INT)
+			out->halt_poll_ns = (uint32_t)h->value.i;
 	}
 	e = exits_in_window(ex, nex, t1, t2, info->end, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits);
 	if (!e)
@@ -798,6 +849,7 @@ static int lost_on_vcpu(struct sht_reader *r, const struct vcpu_lines *v, uint64
 		switch (iv->value.i) {
 		case VCPU_HOST:
 		case VCPU_GUEST:
+		case VCPU_POLL:
 			g->lost_hypervisor_ns += b - a;
 			break;
 		case VCPU_PREEMPTED:
@@ -1058,6 +1110,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			vs->migrations += v.migrations;
 			vs->kvm_exits += v.kvm_exits;
 			vs->userspace_exits += v.userspace_exits;
+			summary_add_polls(vs, &v);
 			if (v.tid) {
 				struct vcpu_ref who = { .vcpu = (int)v.index };
 

@@ -218,13 +218,27 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->migrations = DELTA(migrations);
 	vs->kvm_exits = DELTA(kvm_exits);
 	vs->userspace_exits = DELTA(userspace_exits);
+	vs->polls_ok = DELTA(polls_ok);
+	vs->polls_failed = DELTA(polls_failed);
+	vs->poll_fail_ns = DELTA(poll_fail_ns);
 #undef DELTA
+	vs->halt_poll_ns = v->fsm.halt_poll_ns;
 	vm->preemptions += vs->preemptions;
 	vm->wakeups += vs->wakeups;
 	vm->migrations += vs->migrations;
 	vm->kvm_exits += vs->kvm_exits;
 	vm->userspace_exits += vs->userspace_exits;
+	summary_add_polls(vm, vs);
 	return 0;
+}
+
+void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v)
+{
+	vm->polls_ok += v->polls_ok;
+	vm->polls_failed += v->polls_failed;
+	vm->poll_fail_ns += v->poll_fail_ns;
+	if (v->halt_poll_ns > vm->halt_poll_ns)
+		vm->halt_poll_ns = v->halt_poll_ns;
 }
 
 static void latency_fill(struct latency_summary *l, const struct vcpustat_hist_key *k, const struct vcpustat_hist *h,

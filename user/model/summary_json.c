@@ -36,6 +36,13 @@ static json_t *shares_json(const __u64 ns[VCPU_NR_STATES])
 	return o;
 }
 
+/* Halt polling in the window (docs/json.md "halt_poll"). */
+static json_t *halt_poll_json(__u64 ok, __u64 failed, __u64 failed_ns, __u32 halt_poll_ns)
+{
+	return json_pack("{s:I, s:I, s:I, s:I}", "ok", (json_int_t)ok, "failed", (json_int_t)failed, "failed_ns",
+			 (json_int_t)failed_ns, "halt_poll_ns", (json_int_t)halt_poll_ns);
+}
+
 static json_t *latency_json(const struct latency_summary *l, bool gsys_known)
 {
 	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "reason", l->name, "count",
@@ -89,6 +96,8 @@ static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, c
 	json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, v->preemptions)));
 	json_object_set_new(o, "wakeups_per_s", json_real(summary_per_s(s, v->wakeups)));
 	json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, v->migrations)));
+	json_object_set_new(o, "halt_poll",
+			    halt_poll_json(v->polls_ok, v->polls_failed, v->poll_fail_ns, v->halt_poll_ns));
 	return o;
 }
 
@@ -137,6 +146,8 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, vm->preemptions)));
 		json_object_set_new(o, "wakeups_per_s", json_real(summary_per_s(s, vm->wakeups)));
 		json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, vm->migrations)));
+		json_object_set_new(o, "halt_poll",
+				    halt_poll_json(vm->polls_ok, vm->polls_failed, vm->poll_fail_ns, vm->halt_poll_ns));
 		for (size_t v = 0; v < vm->nr_vcpus; v++)
 			json_array_append_new(vcpus, vcpu_json(s, vm, &vm->vcpus[v]));
 		for (size_t e = 0; e < vm->nr_exits; e++)

@@ -157,6 +157,21 @@ static void print_guest_threads(FILE *f, const struct summary *s, const struct v
 	(void)s;
 }
 
+/*
+ * A VM's halt polling in the window, if it polled: polls that saw the
+ * wake-up, those that ended in sleep (and their rate), the CPU time those
+ * burnt, and the largest halt_poll_ns of its vCPUs now.
+ */
+static void print_halt_polling(FILE *f, const struct summary *s, const struct vm_summary *vm)
+{
+	if (!vm->polls_ok && !vm->polls_failed)
+		return;
+	fprintf(f,
+		"    halt polling: %llu ok, %llu failed (%.1f/s), %.3f ms CPU burnt in failed polls, halt_poll_ns %u\n",
+		(unsigned long long)vm->polls_ok, (unsigned long long)vm->polls_failed,
+		summary_per_s(s, vm->polls_failed), (double)vm->poll_fail_ns / 1e6, vm->halt_poll_ns);
+}
+
 void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs,
 		   unsigned int top)
 {
@@ -193,26 +208,33 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 
 		split |= vm->ns[VCPU_GUEST] > 0 || vm->nr_exits;
 		oncpu |= vm->ns[VCPU_HOST] > 0;
-		fprintf(f, "\nVM %s (pid %u)%s: guest %.1f%% host %.1f%% preempted %.1f%% wait %.1f%% idle %.1f%% "
-			   "blocked %.1f%%  preempt/s %.0f wake/s %.0f migr/s %.0f\n",
+		fprintf(f,
+			"\nVM %s (pid %u)%s: guest %.1f%% host %.1f%% poll %.1f%% preempted %.1f%% wait %.1f%% "
+			"idle %.1f%% blocked %.1f%%  preempt/s %.0f wake/s %.0f migr/s %.0f\n",
 			vm->name, vm->tgid, vm->exited ? " [exited]" : "", 100 * vm_share(s, vm, VCPU_GUEST),
-			100 * vm_share(s, vm, VCPU_HOST), 100 * vm_share(s, vm, VCPU_PREEMPTED),
-			100 * vm_share(s, vm, VCPU_WAIT), 100 * vm_share(s, vm, VCPU_IDLE),
-			100 * vm_share(s, vm, VCPU_BLOCKED), summary_per_s(s, vm->preemptions), summary_per_s(s, vm->wakeups),
+			100 * vm_share(s, vm, VCPU_HOST), 100 * vm_share(s, vm, VCPU_POLL),
+			100 * vm_share(s, vm, VCPU_PREEMPTED), 100 * vm_share(s, vm, VCPU_WAIT),
+			100 * vm_share(s, vm, VCPU_IDLE), 100 * vm_share(s, vm, VCPU_BLOCKED),
+			summary_per_s(s, vm->preemptions), summary_per_s(s, vm->wakeups),
 			summary_per_s(s, vm->migrations));
-		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %8s %8s %7s\n", "VCPU", "TID", "STATE", "PCPU",
-			"GUEST", "HOST", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s", "MIGR/s");
+		print_halt_polling(f, s, vm);
+		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %7s %9s %8s %7s\n", "VCPU", "TID", "STATE",
+			"PCPU", "GUEST", "HOST", "POLL", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s",
+			"MIGR/s");
 		for (size_t v = 0; v < vm->nr_vcpus; v++) {
 			const struct vcpu_summary *c = &vm->vcpus[v];
 			char pcpu[12];
 
 			snprintf(pcpu, sizeof(pcpu), c->pcpu == VCPU_PCPU_NONE ? "-" : "%u", c->pcpu);
-			fprintf(f, "    %-5u %-8u %-10s %4s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %8.0f %8.0f %7.0f\n",
+			fprintf(f,
+				"    %-5u %-8u %-10s %4s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% "
+				"%9.0f %8.0f %7.0f\n",
 				c->index, c->tid, c->gone ? "exited" : vcpu_state_name(c->state), pcpu,
 				100 * vcpu_share(s, c, VCPU_GUEST), 100 * vcpu_share(s, c, VCPU_HOST),
-				100 * vcpu_share(s, c, VCPU_PREEMPTED), 100 * vcpu_share(s, c, VCPU_WAIT),
-				100 * vcpu_share(s, c, VCPU_IDLE), 100 * vcpu_share(s, c, VCPU_BLOCKED),
-				summary_per_s(s, c->preemptions), summary_per_s(s, c->wakeups), summary_per_s(s, c->migrations));
+				100 * vcpu_share(s, c, VCPU_POLL), 100 * vcpu_share(s, c, VCPU_PREEMPTED),
+				100 * vcpu_share(s, c, VCPU_WAIT), 100 * vcpu_share(s, c, VCPU_IDLE),
+				100 * vcpu_share(s, c, VCPU_BLOCKED), summary_per_s(s, c->preemptions),
+				summary_per_s(s, c->wakeups), summary_per_s(s, c->migrations));
 		}
 		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds, s->has_gsys);
 		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds, false);

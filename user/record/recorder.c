@@ -31,9 +31,9 @@ struct attr {
 
 struct vcpu_attrs {
 	uint32_t tgid, index;
-	size_t state, exit, uexit, pcpu, tid, sync, access, fault;
+	size_t state, exit, uexit, pcpu, tid, sync, access, fault, halt_poll_ns;
 };
-#define VCPU_NR_ATTRS 8
+#define VCPU_NR_ATTRS 9
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -148,7 +148,7 @@ static int attr_id(struct recorder *r, struct attr *a)
  * does). Strings must be interned (intern(), reason_name()): equal strings
  * are the same pointer.
  */
-/* An attribute made only when first set (a vCPU's exit_access, exit_fault): setting it before is nothing. */
+/* An attribute made only when first set (a vCPU's exit_access, exit_fault, halt_poll_ns): setting it before is nothing. */
 #define ATTR_NONE ((size_t)-1)
 
 static int attr_set(struct recorder *r, size_t idx, uint64_t t, enum sht_type type, int64_t i, const char *s)
@@ -443,7 +443,19 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	r->attrs[va->uexit].exit = true;
 	/* made at the vCPU's first exit detail: a file without them does not say "none" (docs/sht-attributes.md) */
 	va->access = va->fault = ATTR_NONE;
+	va->halt_poll_ns = ATTR_NONE; /* and at its first halt_poll_ns: an older file does not say 0 */
 	return 0;
+}
+
+/* A vCPU's attribute made at its first value (*slot ATTR_NONE until then): /vms/<vm>/vcpus/<n>/<leaf>. */
+static int vcpu_lazy_attr(struct recorder *r, const struct vcpu_attrs *va, size_t *slot, const char *leaf)
+{
+	char path[512];
+
+	if (*slot != ATTR_NONE)
+		return 0;
+	snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/%s", vm_path_name(r, va->tgid), va->index, leaf);
+	return attr_new(r, path, slot);
 }
 
 static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
@@ -462,7 +474,8 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
-	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit, va->uexit, va->pcpu, va->tid, va->sync, va->access, va->fault };
+	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit,	va->pcpu,	 va->tid,
+				      va->sync,	 va->access, va->fault, va->halt_poll_ns };
 	int e = 0;
 
 	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
@@ -482,8 +495,8 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		return va;
 	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
 		struct vcpu_attrs old = *va;
-		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit, old.uexit, old.pcpu,
-					       old.tid,	  old.sync, old.access, old.fault };
+		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,   old.uexit, old.pcpu,	   old.tid,
+					       old.sync,  old.access, old.fault, old.halt_poll_ns };
 		struct attr saved[VCPU_NR_ATTRS];
 
 		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
@@ -495,12 +508,19 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		if (*err)
 			return NULL;
 		{
-			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit, fresh.uexit, fresh.pcpu,
-						       fresh.tid,   fresh.sync, fresh.access, fresh.fault };
+			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit,	  fresh.uexit, fresh.pcpu,
+						       fresh.tid,   fresh.sync,	  fresh.access, fresh.fault,
+						       fresh.halt_poll_ns };
 
 			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
 				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
 					*err = attr_set(r, newi[i], t, saved[i].type, saved[i].i, saved[i].s);
+		}
+		/* halt_poll_ns is a setting, not an exit's: the new index has it too */
+		if (!*err && old.halt_poll_ns != ATTR_NONE && saved[VCPU_NR_ATTRS - 1].type == SHT_INT) {
+			*err = vcpu_lazy_attr(r, &fresh, &fresh.halt_poll_ns, "halt_poll_ns");
+			if (!*err)
+				*err = set_int(r, fresh.halt_poll_ns, t, saved[VCPU_NR_ATTRS - 1].i);
 		}
 	} else {
 		*err = vcpu_attrs_make(r, rec->tgid, rec->vcpu, &fresh, t);
@@ -704,11 +724,7 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		if (!v)
 			return -ENOMEM;
 		if (*slot == ATTR_NONE) {
-			char path[512];
-
-			snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/%s", vm_path_name(r, va->tgid), va->index,
-				 fault ? "exit_fault" : "exit_access");
-			e = attr_new(r, path, slot);
+			e = vcpu_lazy_attr(r, va, slot, fault ? "exit_fault" : "exit_access");
 			if (e)
 				return e;
 			r->attrs[*slot].exit = true;
@@ -730,6 +746,11 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		break;
 	case VCPUSTAT_REC_SYNC_ENTRY:
 		e = set_null(r, va->sync, t);
+		break;
+	case VCPUSTAT_REC_HALT_POLL_NS:
+		e = vcpu_lazy_attr(r, va, &va->halt_poll_ns, "halt_poll_ns");
+		if (!e)
+			e = set_int(r, va->halt_poll_ns, t, rec->arg0);
 		break;
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);
