@@ -374,7 +374,8 @@ static int field_end(const char *line, int n)
 
 /*
  * Halt polling in a window: vCPU 0 (tid 11) of VM 10 halts twice in guest
- * mode (VMX HLT = 12); KVM polls 100 ms and sees the wake-up, then polls
+ * mode (VMX HLT = 12); with a 200 ms budget KVM polls 100 ms and sees the
+ * wake-up, then polls
  * 50 ms and the vCPU goes to sleep for 150 ms. vCPU 1 (tid 12) stays in
  * guest mode. The window's counts, shares, JSON and text.
  */
@@ -397,11 +398,11 @@ Test(summary, halt_polls_in_the_window_json_and_text)
 	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 1, 12, 10, 0, 0, 1, 0);
 	cr_assert_eq(replay_snapshot(rp, &a), 0);
 	ev(VCPUSTAT_EV_KVM_EXIT, 1100000000, 0, 11, 10, 0, 0, 12, KVM_ISA_VMX);
-	ev(VCPUSTAT_EV_HALT, 1100000000, 0, 11, 10, 0, 0, 50000, 1);	    /* POLL, halt_poll_ns 50000 */
+	ev(VCPUSTAT_EV_HALT, 1100000000, 0, 11, 10, 0, 0, 200000000, 1);	    /* POLL, halt_poll_ns 200000000 */
 	ev(VCPUSTAT_EV_HALT_END, 1200000000, 0, 11, 10, 0, 0, 100000000, 0); /* ok */
 	ev(VCPUSTAT_EV_KVM_ENTRY, 1200000000, 0, 11, 10, 0, 0, 0, 0);
 	ev(VCPUSTAT_EV_KVM_EXIT, 1300000000, 0, 11, 10, 0, 0, 12, KVM_ISA_VMX);
-	ev(VCPUSTAT_EV_HALT, 1300000000, 0, 11, 10, 0, 0, 50000, 1);
+	ev(VCPUSTAT_EV_HALT, 1300000000, 0, 11, 10, 0, 0, 200000000, 1);
 	ev(VCPUSTAT_EV_SWITCH, 1350000000, 0, 11, 10, 0, 0, 1, 0); /* asleep (TASK_INTERRUPTIBLE): failed */
 	ev(VCPUSTAT_EV_WAKEUP, 1500000000, 0, 11, 10, 0, 0, 0, 0);
 	ev(VCPUSTAT_EV_SWITCH, 1500000000, 0, 0, 0, 11, 10, 0, 0);
@@ -426,11 +427,11 @@ Test(summary, halt_polls_in_the_window_json_and_text)
 	cr_assert_eq(v0->polls_ok, 1);
 	cr_assert_eq(v0->polls_failed, 1);
 	cr_assert_eq(v0->poll_fail_ns, 50000000);
-	cr_assert_eq(v0->halt_poll_ns, 50000);
+	cr_assert_eq(v0->halt_poll_ns, 200000000);
 	cr_assert_eq(vm->polls_ok, 1);
 	cr_assert_eq(vm->polls_failed, 1);
 	cr_assert_eq(vm->poll_fail_ns, 50000000);
-	cr_assert_eq(vm->halt_poll_ns, 50000, "the largest of its vCPUs' (vCPU 1 never halted: 0)");
+	cr_assert_eq(vm->halt_poll_ns, 200000000, "the largest of its vCPUs' (vCPU 1 never halted: 0)");
 	cr_assert_float_eq(vcpu_share(&s, v0, VCPU_POLL), 0.15, 1e-9);
 	cr_assert_float_eq(vm_share(&s, vm, VCPU_POLL), 0.075, 1e-9);
 
@@ -448,7 +449,7 @@ Test(summary, halt_polls_in_the_window_json_and_text)
 		cr_assert_eq(json_integer_value(json_object_get(hp, "ok")), 1);
 		cr_assert_eq(json_integer_value(json_object_get(hp, "failed")), 1);
 		cr_assert_eq(json_integer_value(json_object_get(hp, "failed_ns")), 50000000);
-		cr_assert_eq(json_integer_value(json_object_get(hp, "halt_poll_ns")), 50000);
+		cr_assert_eq(json_integer_value(json_object_get(hp, "halt_poll_ns")), 200000000);
 		cr_assert_eq(json_integer_value(json_object_get(json_object_get(k ? vmj : v0j, "ns"), "poll")), 150000000);
 	}
 	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(v0j, "share"), "poll")), 0.15, 1e-9);
@@ -467,9 +468,9 @@ Test(summary, halt_polls_in_the_window_json_and_text)
 	cr_assert_not_null(line, "%s", text);
 	cr_assert_eq(strncmp(line,
 			     "    halt polling: 1 ok, 1 failed (1.0/s), 50.000 ms CPU burnt in failed polls, "
-			     "halt_poll_ns 50000\n",
+			     "halt_poll_ns 200000000\n",
 			     strlen("    halt polling: 1 ok, 1 failed (1.0/s), 50.000 ms CPU burnt in failed polls, "
-				    "halt_poll_ns 50000\n")),
+				    "halt_poll_ns 200000000\n")),
 		     0, "%s", text);
 	cr_assert_null(strstr(line + 5, "halt polling:"), "one line per VM");
 	hdr = strstr(text, "    VCPU ");

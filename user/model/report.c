@@ -508,44 +508,48 @@ static int details_collect(struct hashmap *table, struct vm_summary *vs, double 
 
 /*
  * A vCPU's halt polls that ended in [t1, t2), from its state's transitions,
- * as the state machine counts them (include/vcpu_fsm.h): a poll is a POLL
+ * as the state machine counts them (include/vcpu_fsm.h). A poll is a POLL
  * interval, or several with PREEMPTED between them (preempted while polling,
- * it polls again when back on its CPU); it ends ok into HOST (the wake-up
- * came while it polled) and failed into IDLE or BLOCKED (it went to sleep),
- * a failed one adding all its POLL time to poll_fail_ns. A poll that ends
- * otherwise (into GUEST: its end was missed; the vCPU gone) is not counted.
+ * it polls again when back on its CPU). After it, the vCPU is in HOST (the
+ * wake-up came, or KVM's poll loop gave up and it is on its way to sleep),
+ * maybe preempted on the way: the poll was ok if the vCPU next enters the
+ * guest, failed if it next sleeps (IDLE or BLOCKED) or went straight to
+ * sleep from POLL; a failed one adds all its POLL time to poll_fail_ns. A
+ * poll whose end the file does not show (the vCPU gone) is not counted.
  */
 static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t t1, uint64_t t2,
 			    struct vcpu_summary *out)
 {
+	enum { NONE, POLLING, AFTER } at = NONE;
 	uint64_t poll_ns = 0;
-	int64_t prev = -1;
-	bool polling = false;
 
 	for (size_t i = 0; i < nst; i++) {
 		const struct sht_interval *iv = &st[i];
 		int64_t v = iv->value.type == SHT_INT ? iv->value.i : -1;
 		bool ends = iv->start >= t1 && iv->start < t2;
 
-		if (i && st[i - 1].end != iv->start) { /* a gap: the vCPU was gone */
-			polling = false;
-			prev = -1;
-		}
+		if (i && st[i - 1].end != iv->start) /* a gap: the vCPU was gone */
+			at = NONE;
 		if (v == VCPU_POLL) {
-			if (!polling)
+			if (at != POLLING)
 				poll_ns = 0;
-			polling = true;
+			at = POLLING;
 			poll_ns += iv->end - iv->start;
-		} else if (polling && v != VCPU_PREEMPTED) {
-			if (prev == VCPU_POLL && v == VCPU_HOST && ends) {
-				out->polls_ok++;
-			} else if (prev == VCPU_POLL && (v == VCPU_IDLE || v == VCPU_BLOCKED) && ends) {
-				out->polls_failed++;
-				out->poll_fail_ns += poll_ns;
-			}
-			polling = false;
+			continue;
 		}
-		prev = v;
+		if (at == NONE || v == VCPU_PREEMPTED || v == VCPU_WAIT)
+			continue;
+		if (v == VCPU_HOST) {
+			at = AFTER;
+			continue;
+		}
+		if (v == VCPU_GUEST && at == AFTER && ends) {
+			out->polls_ok++;
+		} else if ((v == VCPU_IDLE || v == VCPU_BLOCKED) && ends) {
+			out->polls_failed++;
+			out->poll_fail_ns += poll_ns;
+		}
+		at = NONE;
 	}
 }
 
