@@ -7,10 +7,13 @@
  * injection program: both run include/vcpustat_handler.h.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "exit_reasons.h"
 #include "helpers.h"
+#include "export/export.h"
 #include "live/live.h"
 #include "model/model.h"
 #include "record/record.h"
@@ -236,4 +239,98 @@ Test(halt, wake_reasons_have_names_and_back)
 	}
 	cr_assert_str_eq(wake_reason_name(VCPU_WAKE_IPI), "ipi");
 	cr_assert_eq(wake_reason_from_name("nonsense"), -1);
+}
+
+/* The JSON row of `reason` in a VM's "wake_reasons" (NULL: none). */
+static json_t *wake_row(json_t *wakes, const char *reason)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(wakes, i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "reason")), reason))
+			return r;
+	return NULL;
+}
+
+/*
+ * The scenario as one window of 1 s: JSON wake_reasons and halt_poll, the
+ * text's WAKE-UP BY table and halt polling line, the exporters' wake-up
+ * histogram and poll counters.
+ */
+Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
+{
+	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
+	struct replay_options o = { .record_level = VCPUSTAT_LEVEL_VCPU };
+	struct vcpustat_event evs[64];
+	struct vcpustat_snapshot a, b;
+	struct metrics *m = metrics_new(&mo);
+	struct summary sum;
+	struct names names;
+	struct replay *rp;
+	json_t *doc, *vm, *wakes, *r;
+	char *text = NULL;
+	size_t n = scenario(evs), len = 0;
+	FILE *f;
+
+	cr_assert_not_null(m);
+	cr_assert_eq(replay_new(&rp, &o), 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0);
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	a.ts = 0;
+	b.ts = 1000000000;
+	cr_assert_eq(names_init(&names, "/nonexistent", "/nonexistent"), 0);
+	cr_assert_eq(summary_build(&sum, &a, &b, &names, NULL), 0);
+	cr_assert_eq(sum.nr_vms, 1);
+	cr_assert_eq(sum.vms[0].nr_wakes, 4, "timer, ipi, device, other");
+
+	doc = summary_json(&sum, NULL, 0);
+	vm = json_array_get(json_object_get(doc, "vms"), 0);
+	wakes = json_object_get(vm, "wake_reasons");
+	cr_assert_eq(json_array_size(wakes), 4);
+	r = wake_row(wakes, "ipi");
+	cr_assert_not_null(r);
+	cr_assert_eq(json_integer_value(json_object_get(r, "count")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), 990);
+	cr_assert_eq(json_integer_value(json_object_get(r, "max_ns")), 990);
+	r = wake_row(wakes, "other");
+	cr_assert_eq(json_integer_value(json_object_get(r, "count")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), 400);
+	r = json_object_get(vm, "halt_poll");
+	cr_assert_eq(json_integer_value(json_object_get(r, "ok")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(r, "failed")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(r, "failed_ns")), 40000);
+	json_decref(doc);
+
+	f = open_memstream(&text, &len);
+	summary_print(f, &sum, NULL, 0, 0);
+	fclose(f);
+	cr_assert_not_null(strstr(text, "WAKE-UP BY"), "%s", text);
+	cr_assert_not_null(strstr(text, "    ipi                               1        1.0      990ns      990ns      990ns\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "    timer                             1        1.0      400ns      400ns      400ns\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "halt polling: 1 ok, 1 failed"), "%s", text);
+	free(text);
+
+	cr_assert_eq(metrics_add(m, &sum), 0);
+	cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &text, &len), 0);
+	cr_assert_not_null(strstr(text, "# TYPE vcpustat_wakeup_to_guest_duration_seconds histogram\n"), "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_to_guest_duration_seconds_count{vm=\"pid 60\",reason=\"ipi\"} 1\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_to_guest_duration_seconds_sum{vm=\"pid 60\",reason=\"ipi\"} 0.000000990\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_to_guest_duration_seconds_count{vm=\"pid 60\",reason=\"other\"} 2\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_halt_polls_total{vm=\"pid 60\",result=\"failed\"} 1\n"), "%s", text);
+	free(text);
+
+	metrics_free(m);
+	summary_free(&sum);
+	names_free(&names);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	replay_free(rp);
 }

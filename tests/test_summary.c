@@ -375,9 +375,8 @@ static int field_end(const char *line, int n)
 /*
  * Halt polling in a window: vCPU 0 (tid 11) of VM 10 halts twice in guest
  * mode (VMX HLT = 12); with a 200 ms budget KVM polls 100 ms and sees the
- * wake-up, then polls
- * 50 ms and the vCPU goes to sleep for 150 ms. vCPU 1 (tid 12) stays in
- * guest mode. The window's counts, shares, JSON and text.
+ * wake-up, then polls 50 ms and the vCPU goes to sleep for 150 ms. vCPU 1
+ * (tid 12) stays in guest mode. The window's counts, shares, JSON and text.
  */
 Test(summary, halt_polls_in_the_window_json_and_text)
 {

@@ -41,6 +41,7 @@ static void vm_free(struct acc_vm *vm)
 	free(vm->vcpus);
 	free(vm->exits);
 	free(vm->uexits);
+	free(vm->wakes);
 	free(vm->culprits);
 	hashmap_free(&vm->culprit_idx);
 	free(vm->details);
@@ -450,6 +451,13 @@ int metrics_add(struct metrics *m, const struct summary *s)
 			hist_add(h, &vs->uexits[e]);
 		}
 		hist_add(&vm->runq, &vs->runq);
+		for (size_t w = 0; w < vs->nr_wakes; w++) {
+			struct acc_hist *h = hist_get(&vm->wakes, &vm->nr_wakes, vs->wakes[w].name);
+
+			if (!h)
+				return -ENOMEM;
+			hist_add(h, &vs->wakes[w]);
+		}
 		for (size_t c = 0; c < vs->nr_culprits && !err; c++)
 			err = culprit_charge(vm, &vs->culprits[c]);
 		for (size_t d = 0; d < vs->nr_details && !err; d++)

@@ -80,6 +80,8 @@ struct acc_vm {
 	struct acc_hist *exits, *uexits; /* by reason */
 	size_t nr_exits, nr_uexits;
 	struct acc_hist runq;
+	struct acc_hist *wakes; /* wake-ups of sleeping vCPUs, by reason */
+	size_t nr_wakes;
 	struct acc_culprit *culprits;
 	size_t nr_culprits;
 	struct hashmap culprit_idx; /* struct culprit_key -> size_t */

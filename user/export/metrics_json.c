@@ -143,6 +143,13 @@ json_t *metrics_json(const struct metrics *m)
 			json_array_append_new(uexits, hist_json(&vm->uexits[e], true));
 		json_object_set_new(o, "exits", exits);
 		json_object_set_new(o, "userspace_exits", uexits);
+		{
+			json_t *wakes = json_array();
+
+			for (size_t w = 0; w < vm->nr_wakes; w++)
+				json_array_append_new(wakes, hist_json(&vm->wakes[w], true));
+			json_object_set_new(o, "wake_reasons", wakes);
+		}
 		json_object_set_new(o, "runqueue_wait", hist_json(&vm->runq, false));
 		named = metrics_named_culprits(vm, &n);
 		for (size_t c = 0; named && c < n; c++) {

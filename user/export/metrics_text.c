@@ -319,6 +319,9 @@ static const struct family fam_exit_lat = {"vcpustat_exit_duration_seconds", F_H
 static const struct family fam_uexit_lat = {
 	"vcpustat_userspace_exit_duration_seconds", F_HISTOGRAM, "seconds",
 	"Userspace exit handling latency, kvm_userspace_exit to the next KVM_RUN, by KVM_EXIT reason"};
+static const struct family fam_wake_lat = {
+	"vcpustat_wakeup_to_guest_duration_seconds", F_HISTOGRAM, "seconds",
+	"Wake-ups of sleeping vCPUs by reason (timer, ipi, device, other): from the wake-up to the next entry into the guest"};
 static const struct family fam_runq = {"vcpustat_runqueue_wait_duration_seconds", F_HISTOGRAM, "seconds",
 				       "Run-queue waits of vCPUs: from preempted or woken to on a CPU again"};
 static const struct family fam_culprit = {
@@ -475,6 +478,10 @@ static void walk_hists(struct sink *k, const struct metrics *m)
 	family_begin(k, &fam_runq);
 	for (size_t i = 0; i < m->nr_vms; i++)
 		emit_hist(k, &m->vms[i]->runq, m->vms[i]->name, NULL);
+	family_begin(k, &fam_wake_lat);
+	for (size_t i = 0; i < m->nr_vms; i++)
+		for (size_t w = 0; w < m->vms[i]->nr_wakes; w++)
+			emit_hist(k, &m->vms[i]->wakes[w], m->vms[i]->name, m->vms[i]->wakes[w].reason);
 	if (!m->gsys_known)
 		return; /* recordings do not keep the guest's mode */
 	family_begin(k, &fam_gsys);

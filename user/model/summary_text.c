@@ -241,6 +241,8 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		print_details(f, vm, top);
 		if (vm->runq.count)
 			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds, false);
+		/* why sleeping vCPUs woke, and the delay from the wake-up to guest code */
+		print_latency_table(f, "WAKE-UP BY", vm->wakes, vm->nr_wakes, top, s->seconds, false);
 		if (vm->nr_culprits) {
 			fprintf(f, "    %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID", "THREAD",
 				"PROCESS / VM", "CGROUP");
