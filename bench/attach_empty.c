@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * attach-empty: attach the empty programs (bpf/empty.bpf.c) to sched_switch and
- * sched_wakeup and hold them until SIGINT/SIGTERM: the floor any BPF scheduler
- * tracer pays, for bench/overhead.sh.
+ * attach-empty: attach the empty programs (bpf/empty.bpf.c) to sched_switch,
+ * sched_wakeup and sched_waking (vcpustat's scheduler tracepoints) and hold them
+ * until SIGINT/SIGTERM: the floor any BPF scheduler tracer pays, for
+ * bench/overhead.sh.
  */
 #include <signal.h>
 #include <stdio.h>

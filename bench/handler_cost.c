@@ -164,19 +164,23 @@ static pid_t start_microvm(int seconds)
 }
 
 /* Attach the empty programs, run the workload, add up their costs, detach. */
-static int empty_phase(struct empty_bpf *empty, char **workload, struct measured *sw, struct measured *wk)
+static int empty_phase(struct empty_bpf *empty, char **workload, struct measured *sw, struct measured *wk,
+		       struct measured *wg)
 {
 	int sw_fd = bpf_program__fd(empty->progs.empty_sched_switch);
 	int wk_fd = bpf_program__fd(empty->progs.empty_sched_wakeup);
+	int wg_fd = bpf_program__fd(empty->progs.empty_sched_waking);
 	int err;
 
 	if (empty_bpf__attach(empty))
 		return -errno;
 	measure_start(sw, sw_fd);
 	measure_start(wk, wk_fd);
+	measure_start(wg, wg_fd);
 	err = run_workload(workload);
 	measure_stop(sw, sw_fd);
 	measure_stop(wk, wk_fd);
+	measure_stop(wg, wg_fd);
 	empty_bpf__detach(empty);
 	return err;
 }
@@ -197,16 +201,16 @@ static void usage(const char *argv0)
 int main(int argc, char **argv)
 {
 	char secs[16], *dflt[] = { "stress-ng", "--switch", "2", "-t", secs, "-q", NULL };
-	struct measured v_sw = { 0 }, v_wk = { 0 }, e_sw = { 0 }, e_wk = { 0 }, all[16];
+	struct measured v_sw = { 0 }, v_wk = { 0 }, v_wg = { 0 }, e_sw = { 0 }, e_wk = { 0 }, e_wg = { 0 }, all[24];
 	struct vcpustat_options opts = { 0 };
 	struct prog_cost inj0, inj1;
 	struct empty_bpf *empty = NULL;
 	struct vcpustat *vs = NULL;
 	pthread_t tracked[MAX_TRACKED];
-	const char *all_names[16];
+	const char *all_names[24];
 	char **workload = dflt;
 	bool with_vms = false, concurrent = false;
-	int c, stats_fd = -1, err = 1, n_inject = 100000, seconds = 4, n_tracked = 0, sw_fd, wk_fd;
+	int c, stats_fd = -1, err = 1, n_inject = 100000, seconds = 4, n_tracked = 0, sw_fd, wk_fd, wg_fd;
 	pid_t vmm = -1;
 	size_t nall = 0;
 	__u64 t0, t1;
@@ -255,6 +259,7 @@ int main(int argc, char **argv)
 	}
 	sw_fd = vcpustat_prog_fd(vs, "on_sched_switch");
 	wk_fd = vcpustat_prog_fd(vs, "on_sched_wakeup");
+	wg_fd = vcpustat_prog_fd(vs, "on_sched_waking");
 
 	for (long i = 0; i < n_tracked; i++) {
 		char name[16];
@@ -271,7 +276,7 @@ int main(int argc, char **argv)
 	if (with_vms)
 		vmm = start_microvm(concurrent ? seconds : 3 * seconds + 1);
 
-	if (!concurrent && empty_phase(empty, workload, &e_sw, &e_wk)) {
+	if (!concurrent && empty_phase(empty, workload, &e_sw, &e_wk, &e_wg)) {
 		fprintf(stderr, "handler-cost: the workload failed\n");
 		goto out;
 	}
@@ -288,7 +293,7 @@ int main(int argc, char **argv)
 		const struct vcpustat_prog *progs;
 		size_t n = vcpustat_progs(vs, &progs);
 
-		nall = n < 16 ? n : 16;
+		nall = n < 24 ? n : 24;
 		for (size_t i = 0; i < nall; i++) {
 			all_names[i] = progs[i].name;
 			memset(&all[i], 0, sizeof(all[i]));
@@ -297,9 +302,11 @@ int main(int argc, char **argv)
 	}
 	measure_start(&v_sw, sw_fd);
 	measure_start(&v_wk, wk_fd);
+	measure_start(&v_wg, wg_fd);
 	if (concurrent) {
 		measure_start(&e_sw, bpf_program__fd(empty->progs.empty_sched_switch));
 		measure_start(&e_wk, bpf_program__fd(empty->progs.empty_sched_wakeup));
+		measure_start(&e_wg, bpf_program__fd(empty->progs.empty_sched_waking));
 	}
 	if (opts.record_level == VCPUSTAT_LEVEL_FULL) {
 		struct vcpustat_consumer cons = { .on_record = count_record };
@@ -316,9 +323,11 @@ int main(int argc, char **argv)
 		measure_stop(&all[i], vcpustat_prog_fd(vs, all_names[i]));
 	measure_stop(&v_sw, sw_fd);
 	measure_stop(&v_wk, wk_fd);
+	measure_stop(&v_wg, wg_fd);
 	if (concurrent) {
 		measure_stop(&e_sw, bpf_program__fd(empty->progs.empty_sched_switch));
 		measure_stop(&e_wk, bpf_program__fd(empty->progs.empty_sched_wakeup));
+		measure_stop(&e_wg, bpf_program__fd(empty->progs.empty_sched_waking));
 		empty_bpf__detach(empty);
 	}
 	if (rb) {
@@ -360,7 +369,7 @@ int main(int argc, char **argv)
 	vcpustat_close(vs);
 	vs = NULL;
 
-	if (!concurrent && empty_phase(empty, workload, &e_sw, &e_wk)) {
+	if (!concurrent && empty_phase(empty, workload, &e_sw, &e_wk, &e_wg)) {
 		fprintf(stderr, "handler-cost: the workload failed\n");
 		goto out;
 	}
@@ -371,6 +380,9 @@ int main(int argc, char **argv)
 	printf("sched_wakeup: %llu events, vcpustat %.1f ns/event, empty %.1f ns/event (%llu events), ratio %.2fx\n",
 	       (unsigned long long)v_wk.sum.run_cnt, measured_ns(&v_wk), measured_ns(&e_wk),
 	       (unsigned long long)e_wk.sum.run_cnt, measured_ns(&v_wk) / measured_ns(&e_wk));
+	printf("sched_waking: %llu events, vcpustat %.1f ns/event, empty %.1f ns/event (%llu events), ratio %.2fx\n",
+	       (unsigned long long)v_wg.sum.run_cnt, measured_ns(&v_wg), measured_ns(&e_wg),
+	       (unsigned long long)e_wg.sum.run_cnt, measured_ns(&v_wg) / measured_ns(&e_wg));
 	printf("injection: %d events, %.1f ns/event in the kernel (bpf_stats), %.0f ns/event from user space "
 	       "(with the syscall)\n",
 	       n_inject, per_run(&inj0, &inj1), (double)(t1 - t0) / n_inject);

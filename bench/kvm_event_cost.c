@@ -18,9 +18,11 @@
  * kvm_entry, injected into vcpustat's handler (the raw_tp injection program:
  * the same handler code as the tracepoint programs run) and into an empty
  * raw_tp program given the same event; bpf_stats per event type. What the
- * handler costs on a real CPU, where the lab's emulation magnifies it.
+ * handler costs on a real CPU, where the lab's emulation magnifies it. Then
+ * halt cycles (inject_halt_bench): the halt-polling and wake-reason events.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +164,78 @@ static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
 	return 0;
 }
 
+/*
+ * -i, halts in KVM: N halt cycles of vCPU A, each: kvm_exit(HLT), the
+ * halt's start (fentry kvm_vcpu_halt); then in turn either a poll that
+ * sees the wake-up (kvm_vcpu_wakeup, not waited) or a sleep (sched_switch
+ * out) ended by vCPU B's IPI (kvm_apic_accept_irq in B's thread,
+ * sched_waking, sched_wakeup, sched_switch in, kvm_vcpu_wakeup waited);
+ * kvm_entry (which closes the wake-up's sample). Each event into vcpustat's
+ * handler and into the empty raw_tp, per event type.
+ */
+static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
+{
+	enum { HLT, HALT, END_OK, SLEEP, ACCEPT, WAKING, WAKEUP, RUN, END_WAITED, ENTRY, NR_ROWS };
+	static const char *const names[NR_ROWS] = {
+		"kvm_exit (hlt)",	     "kvm_vcpu_halt (fentry)",  "kvm_vcpu_wakeup (poll ok)", "sched_switch (out, asleep)",
+		"kvm_apic_accept_irq (ipi)", "sched_waking",		"sched_wakeup",		     "sched_switch (in)",
+		"kvm_vcpu_wakeup (waited)",  "kvm_entry (after a halt)",
+	};
+	double sum[2][NR_ROWS] = { { 0 } };
+	long cnt[2][NR_ROWS] = { { 0 } };
+	int fds[2] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject) };
+	const __u32 A = 999997, B = 999996, VM = 999995;
+
+	for (int i = 0; i < n; i++) {
+		__u64 t = 100000000 + (__u64)i * 100000;
+		bool slept = i & 1;
+		struct vcpustat_event ev[9];
+		int slot[9], k = 0;
+
+		memset(ev, 0, sizeof(ev));
+#define EV(row, type_, tid_, cpu_, a0, a1, a2) \
+	(ev[k] = (struct vcpustat_event){ .type = (type_), .ts = t + (__u64)k * 1000, .tid = (tid_), .tgid = VM, \
+					  .cpu = (cpu_), .arg0 = (a0), .arg1 = (a1), .arg2 = (a2) }, \
+	 slot[k++] = (row))
+		EV(HLT, VCPUSTAT_EV_KVM_EXIT, A, 0, 0x78, 2 /* SVM */, 0);
+		EV(HALT, VCPUSTAT_EV_HALT, A, 0, 200000, 1, 0);
+		if (!slept) {
+			EV(END_OK, VCPUSTAT_EV_HALT_END, A, 0, 3000, 0, 1);
+		} else {
+			EV(SLEEP, VCPUSTAT_EV_SWITCH, A, 0, 1, 0, 0);
+			EV(ACCEPT, VCPUSTAT_EV_APIC_ACCEPT, B, 1, 0, 0x41, 0);
+			EV(WAKING, VCPUSTAT_EV_WAKING, A, 1, 0, 0, 0);
+			ev[k - 1].tid2 = B;
+			EV(WAKEUP, VCPUSTAT_EV_WAKEUP, A, 1, 0, 0, 0);
+			EV(RUN, VCPUSTAT_EV_SWITCH, 0, 0, 0, 0, 0);
+			ev[k - 1].tid2 = A;
+			ev[k - 1].tgid2 = VM;
+			EV(END_WAITED, VCPUSTAT_EV_HALT_END, A, 0, 9000, 1, 1);
+		}
+		EV(ENTRY, VCPUSTAT_EV_KVM_ENTRY, A, 0, 0, 0, 0);
+#undef EV
+		for (int j = 0; j < k; j++) {
+			if (ev[j].tid)
+				snprintf(ev[j].comm, sizeof(ev[j].comm), "CPU %d/KVM", ev[j].tid == A ? 0 : 1);
+			for (int p = 0; p < 2; p++) {
+				double ns = injected_ns(fds[p], &ev[j], p ? NULL : vs);
+
+				if (ns < 0)
+					return -1;
+				sum[p][slot[j]] += ns;
+				cnt[p][slot[j]]++;
+			}
+		}
+	}
+	printf("%-33s %10s %12s %12s %7s\n", "event (halts in KVM)", "injected", "vcpustat", "empty", "ratio");
+	for (int s = 0; s < NR_ROWS; s++) {
+		double v = cnt[0][s] ? sum[0][s] / (double)cnt[0][s] : 0, e = cnt[1][s] ? sum[1][s] / (double)cnt[1][s] : 0;
+
+		printf("%-33s %10ld %9.1f ns %9.1f ns %6.2fx\n", names[s], cnt[0][s], v, e, e > 0 ? v / e : 0);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
@@ -205,7 +279,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kvm-event-cost: cannot load the programs or enable bpf_stats (root needed)\n");
 			goto out;
 		}
-		rc = inject_bench(empty, vs, n_inject) ? 1 : 0;
+		rc = inject_bench(empty, vs, n_inject) || inject_halt_bench(empty, vs, n_inject) ? 1 : 0;
 		if (rc)
 			fprintf(stderr, "kvm-event-cost: an injection failed\n");
 		goto out;

@@ -21,3 +21,9 @@ int BPF_PROG(empty_sched_wakeup, struct task_struct *p)
 {
 	return 0;
 }
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(empty_sched_waking, struct task_struct *p)
+{
+	return 0;
+}

@@ -570,7 +570,9 @@ static __noinline int waking_slow(struct task_struct *p)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_WAKING, p);
 	ev.tid2 = (__u32)bpf_get_current_pid_tgid();
-	return run_event(&ev);
+	capture_event(&ev);
+	on_waking(&ev); /* not handle_event(): only this event's code, to verify and to run */
+	return 0;
 }
 
 SEC("tp_btf/sched_waking")
@@ -753,7 +755,8 @@ int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
 	event_current(&ev, VCPUSTAT_EV_APIC_ACCEPT);
 	ev.arg0 = BPF_CORE_READ(ctx, apicid);
 	ev.arg1 = BPF_CORE_READ(ctx, vec);
-	run_event(&ev);
+	capture_event(&ev);
+	on_apic_accept(&ev);
 	return TP_PASS;
 }
 
@@ -781,7 +784,9 @@ int BPF_PROG(on_kvm_vcpu_halt, struct kvm_vcpu *vcpu)
 	event_current(&ev, VCPUSTAT_EV_HALT);
 	ev.arg0 = poll_ns;
 	ev.arg1 = poll;
-	return run_event(&ev);
+	capture_event(&ev);
+	on_halt(&ev);
+	return 0;
 }
 
 SEC("tp_btf/kvm_vcpu_wakeup")
@@ -795,7 +800,9 @@ int BPF_PROG(on_kvm_vcpu_wakeup, __u64 ns, bool waited, bool valid)
 	ev.arg0 = ns;
 	ev.arg1 = waited;
 	ev.arg2 = valid;
-	return run_event(&ev);
+	capture_event(&ev);
+	on_halt(&ev);
+	return 0;
 }
 
 SEC("tp_btf/kvm_halt_poll_ns")
@@ -809,7 +816,9 @@ int BPF_PROG(on_kvm_halt_poll_ns, bool grow, unsigned int vcpu_id, unsigned int 
 	ev.arg0 = new;
 	ev.arg1 = old;
 	ev.arg2 = vcpu_id | (__u64)grow << 32;
-	return run_event(&ev);
+	capture_event(&ev);
+	on_halt(&ev);
+	return 0;
 }
 
 /*

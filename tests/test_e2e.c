@@ -185,7 +185,7 @@ static double total(json_t *v, const char *key, const char *const *states, int n
 Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 {
 	char vcpustat[512], microvm[512], ready[] = "/tmp/vcpustat-e2e-ready-XXXXXX";
-	static const char *const run_states[] = { "guest", "host" }, *const wait_states[] = { "preempted", "wait" };
+	static const char *const run_states[] = { "guest", "host", "poll" }, *const wait_states[] = { "preempted", "wait" };
 	json_t *r, *docs[32], *vm, *v;
 	pthread_t sampler_thread, hog_thread;
 	pid_t vmm, top;
@@ -202,7 +202,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 	unlink(ready);
 
 	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
-			     "1000", "--duration", "12", "-name", "e2e-contended", "--ready", ready, "--json",
+			     "1000", "--duration", "40", "-name", "e2e-contended", "--ready", ready, "--json",
 			     "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
 	cr_assert_gt(vmm, 0);
@@ -257,7 +257,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 		cr_assert_eq(json_integer_value(json_object_get(vb, "vcpu")), k, "index from the thread name");
 		schedstat_at(k, ta, &run0, &wait0);
 		schedstat_at(k, tb, &run1, &wait1);
-		our_run = total(vb, "ns_total", run_states, 2) - total(va, "ns_total", run_states, 2);
+		our_run = total(vb, "ns_total", run_states, 3) - total(va, "ns_total", run_states, 3);
 		our_wait = total(vb, "ns_total", wait_states, 2) - total(va, "ns_total", wait_states, 2);
 		run_err = (our_run - (run1 - run0)) / window;
 		wait_err = (our_wait - (wait1 - wait0)) / window;
@@ -403,14 +403,15 @@ Test(e2e, interactive_ui_in_a_terminal_shows_the_vms, .timeout = 60)
 	if (system("command -v tmux > /dev/null 2>&1"))
 		cr_skip_test("tmux is not installed (tools/deps.sh installs it)");
 	snprintf(microvm, sizeof(microvm), "%s/bin/microvm", build_dir());
-	char *vmm_argv[] = { microvm, "--vms", "2", "--vcpus", "1", "--duration", "15", "-name", "uitest", "--json",
+	char *vmm_argv[] = { microvm, "--vms", "2", "--vcpus", "1", "--duration", "60", "-name", "uitest", "--json",
 			     "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
 	system("tmux kill-session -t vcpustat-ui-test 2>/dev/null");
 	snprintf(cmd, sizeof(cmd),
 		 "tmux new-session -d -s vcpustat-ui-test -x 160 -y 45 '%s/bin/vcpustat -d 0.5; sleep 30'", build_dir());
 	cr_assert_eq(system(cmd), 0);
-	for (int i = 0; i < 40 && !seen; i++) {
+	/* under emulation, with the VMs starting beside it, vcpustat can take 10 s and more to attach */
+	for (int i = 0; i < 160 && !seen; i++) {
 		usleep(250000);
 		p = popen("tmux capture-pane -p -t vcpustat-ui-test", "r");
 		n = fread(screen, 1, sizeof(screen) - 1, p);

@@ -925,18 +925,19 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
  * timer, after each of them it sends vCPUs 1 and 2 an IPI, which ends
  * theirs. Per vCPU, vcpustat's wake-ups of the sleeping vCPU are at least
  * 97 % of KVM's halt_wakeup, which also counts kicks of a vCPU that was
- * about to sleep and never did, and at most 2 more (its first, the stop's);
- * per VM, the wake-ups it
- * explains as "timer" are vCPU 0's (at least 95 % of them, and no more than
- * them), as "ipi" those of vCPUs 1 and 2 (at least 90 %, no more), none as
- * "device" (microvm has none), and at most 5 % as "other".
+ * about to sleep and never did, and at most 5 % + 3 more (vcpustat also
+ * counts wake-ups from the thread's host-side sleeps, and the stop's); per
+ * VM, the wake-ups it explains as "timer" are vCPU 0's (at least 95 % of
+ * KVM's count, no more than vcpustat's), as "ipi" those of vCPUs 1 and 2 (at
+ * least 90 %, no more), none as "device" (microvm has none), and at most
+ * 5 % as "other".
  */
 Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 {
 	const char *live, *mjson;
 	char bin[512], args[512];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r;
-	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, total = 0;
+	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, kwoke[3] = { 0 }, total = 0;
 	unsigned long long done;
 	int slot;
 	size_t i, j, k;
@@ -989,19 +990,25 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 		fprintf(stderr, "kvmlab:   vCPU %lld: woken %lld times, KVM's halt_wakeup %lld; timer interrupts %lld, "
 				"IPIs %lld (vCPU 0 sent %lld)\n",
 			idx, woke[idx], kw, jint(vcpu, "timer_irqs"), jint(vcpu, "ipis"), jint(vcpu, "ipis_sent"));
-		/* KVM also counts a kick of a vCPU that was about to sleep and never did */
-		cr_assert_leq(woke[idx], kw + 2, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx, woke[idx], kw);
+		/*
+		 * KVM also counts a kick of a vCPU that was about to sleep and never
+		 * did; vcpustat also counts wake-ups from the thread's other sleeps
+		 * (blocked on the host side: a lock, a fault), and the stop's
+		 */
+		cr_assert_leq(woke[idx], kw + kw / 20 + 3, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx,
+			      woke[idx], kw);
 		cr_assert_geq(woke[idx] * 100, kw * 97, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx,
 			      woke[idx], kw);
+		kwoke[idx] = kw;
 		cr_assert_gt(kw, 0, "vCPU %lld slept and was woken", idx);
 	}
 	fprintf(stderr, "kvmlab:   wake reasons: timer %lld, ipi %lld, device %lld, other %lld\n", by[VCPU_WAKE_TIMER],
 		by[VCPU_WAKE_IPI], by[VCPU_WAKE_DEVICE], by[VCPU_WAKE_OTHER]);
-	cr_assert_geq(by[VCPU_WAKE_TIMER] * 100, woke[0] * 95, "timer: %lld of vCPU 0's %lld", by[VCPU_WAKE_TIMER],
-		      woke[0]);
+	cr_assert_geq(by[VCPU_WAKE_TIMER] * 100, kwoke[0] * 95, "timer: %lld of vCPU 0's %lld (KVM's halt_wakeup)",
+		      by[VCPU_WAKE_TIMER], kwoke[0]);
 	cr_assert_leq(by[VCPU_WAKE_TIMER], woke[0], "only vCPU 0 has a timer");
-	cr_assert_geq(by[VCPU_WAKE_IPI] * 100, (woke[1] + woke[2]) * 90, "ipi: %lld of vCPUs 1 and 2's %lld",
-		      by[VCPU_WAKE_IPI], woke[1] + woke[2]);
+	cr_assert_geq(by[VCPU_WAKE_IPI] * 100, (kwoke[1] + kwoke[2]) * 90,
+		      "ipi: %lld of vCPUs 1 and 2's %lld (KVM's halt_wakeup)", by[VCPU_WAKE_IPI], kwoke[1] + kwoke[2]);
 	cr_assert_leq(by[VCPU_WAKE_IPI], woke[1] + woke[2], "only vCPUs 1 and 2 get IPIs");
 	cr_assert_eq(by[VCPU_WAKE_DEVICE], 0, "microvm has no devices");
 	cr_assert_leq(by[VCPU_WAKE_OTHER] * 100, total * 5, "other: %lld of %lld", by[VCPU_WAKE_OTHER], total);

@@ -202,7 +202,7 @@ static void draw_help(void)
 		"  s / S      sort by the next / previous column",
 		"  r          reverse the sort order",
 		"  f          filter VMs by name or pid (empty: all)",
-		"  up / down  select a VM: its exits, exit details and culprits below",
+		"  up / down  select a VM: its exits, exit details, culprits and wake-ups below",
 		"  h, ?       this help (any key closes it)",
 		"",
 		"States: guest = in guest code; host = in KVM or the VMM on a CPU;",
@@ -328,6 +328,9 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		mvprintw(dy, 0, "%-16.16s %9s %9s %9s", "EXIT REASON", "RATE/s", "P50", "P99");
 		mvprintw(dy, col2, "WHO TOOK %.20s's CPU", vm->name);
 		attroff(A_BOLD);
+		/* on the right: the culprits, then why its sleeping vCPUs woke */
+		size_t right = vm->nr_culprits + (vm->nr_wakes ? 1 + vm->nr_wakes : 0);
+
 		for (int r = 0; dy + 1 + r < LINES; r++) {
 			const struct latency_summary *l = NULL;
 			size_t nl = vm->nr_exits + vm->nr_uexits, d = (size_t)r - nl - 1;
@@ -371,8 +374,18 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				else
 					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid, c->cgroup);
 				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8, who);
+			} else if ((size_t)r == vm->nr_culprits && vm->nr_wakes) {
+				attron(A_BOLD);
+				mvprintw(dy + 1 + r, col2, "%-16.16s %9s %9s %9s", "WAKE-UP BY", "RATE/s", "P50", "P99");
+				attroff(A_BOLD);
+			} else if ((size_t)r < right) {
+				const struct latency_summary *w = &vm->wakes[(size_t)r - vm->nr_culprits - 1];
+
+				mvprintw(dy + 1 + r, col2, "%-16.16s %9.1f %9s %9s", w->name, w->rate,
+					 w->count ? format_ns(w->p50_ns, a, sizeof(a)) : "-",
+					 w->count ? format_ns(w->p99_ns, b, sizeof(b)) : "-");
 			}
-			if (!left && (size_t)r >= vm->nr_culprits)
+			if (!left && (size_t)r >= right)
 				break;
 		}
 	}

@@ -26,7 +26,6 @@
 
 #include "live/live.h"
 #include "vcpustat.skel.h"
-#include "probe_fentry.skel.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #ifndef ENOTSUPP
@@ -126,10 +125,16 @@ static void vlog(int level, const char *fmt, ...)
 	log_fn(level, buf);
 }
 
+/*
+ * A load with fentry programs, which a kernel may refuse (then vcpustat loads
+ * again without them and says so once): libbpf's warnings are details then.
+ */
+static bool libbpf_quiet;
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	int l = level == LIBBPF_WARN ? VCPUSTAT_LOG_WARN :
-		level == LIBBPF_INFO ? VCPUSTAT_LOG_INFO : VCPUSTAT_LOG_DEBUG;
+	int l = level == LIBBPF_WARN && !libbpf_quiet ? VCPUSTAT_LOG_WARN :
+		level == LIBBPF_DEBUG ? VCPUSTAT_LOG_DEBUG : VCPUSTAT_LOG_INFO;
 	char *buf;
 	size_t n;
 
@@ -227,28 +232,6 @@ static bool tracepoint_exists(const struct kernel_btf *kb, const struct prog_def
 	else
 		snprintf(name, sizeof(name), "trace_event_raw_%s", event);
 	return kernel_btf_has(kb, name, d->tp_btf ? BTF_KIND_TYPEDEF : BTF_KIND_STRUCT);
-}
-
-/*
- * Can the kernel load an fentry program on kvm_vcpu_halt? 0 or -errno, asked
- * once per process (bpf/probe_fentry.bpf.c).
- */
-static int probe_fentry(void)
-{
-	static int result = 1; /* 1: not asked yet */
-	struct probe_fentry_bpf *skel;
-	libbpf_print_fn_t old;
-	int err;
-
-	if (__atomic_load_n(&result, __ATOMIC_ACQUIRE) <= 0)
-		return result;
-	old = libbpf_set_print(NULL); /* a refusal is an answer here, not a warning */
-	skel = probe_fentry_bpf__open_and_load();
-	err = skel ? 0 : errno > 0 ? -errno : -EINVAL;
-	libbpf_set_print(old);
-	probe_fentry_bpf__destroy(skel);
-	__atomic_store_n(&result, err, __ATOMIC_RELEASE);
-	return err;
 }
 
 static struct bpf_program *find_prog(const struct vcpustat *vs, const char *name)
@@ -425,8 +408,6 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 			vlog(VCPUSTAT_LOG_WARN, "BPF object lacks program %s", d->name);
 			goto fail;
 		}
-		if (d->fentry && !(d->kvm && opts->no_kvm) && !t->fentry_err && tracepoint_exists(&kb, d))
-			t->fentry_err = probe_fentry();
 		if (d->kvm && opts->no_kvm) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (--no-kvm)");
@@ -517,7 +498,9 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	}
 	vs->skel->rodata->wakeup_bytes = vs->ring_bytes / 8;
 
+	libbpf_quiet = t->fentry_tried;
 	err = vcpustat_bpf__load(vs->skel);
+	libbpf_quiet = false;
 	if (err) {
 		vlog(VCPUSTAT_LOG_WARN, "cannot load the BPF programs: %s", strerror(-err));
 		*rings_failed = !no_per_cpu;
