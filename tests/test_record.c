@@ -383,14 +383,14 @@ Test(record, killed_recorder_leaves_a_readable_file, .timeout = 120)
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_unavailable());
 	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
-	vmm = start_microvm("rec-kill", "1", 8.0);
+	vmm = start_microvm("rec-kill", "1", 60.0); /* stopped below; vcpustat can take 10 s to attach in the lab */
 	rec = fork();
 	if (rec == 0) {
 		execl(bin, bin, "record", "-q", "--level", "full", "-o", path, (char *)NULL);
 		_exit(127);
 	}
 	/* wait until some nodes are sealed, then kill it mid-stream */
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 400; i++) {
 		usleep(100000);
 		if (stat(path, &st) == 0 && st.st_size > 256 * 1024)
 			break;
