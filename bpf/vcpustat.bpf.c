@@ -570,9 +570,7 @@ static __noinline int waking_slow(struct task_struct *p)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_WAKING, p);
 	ev.tid2 = (__u32)bpf_get_current_pid_tgid();
-	capture_event(&ev);
-	on_waking(&ev); /* not handle_event(): only this event's code, to verify and to run */
-	return 0;
+	return run_event(&ev);
 }
 
 SEC("tp_btf/sched_waking")
@@ -694,12 +692,13 @@ int BPF_PROG(on_kvm_hypercall, unsigned long nr, unsigned long a0, unsigned long
 }
 
 /*
- * Exit details: what the open exit accessed. Each fires inside an exit's
- * handling, on the vCPU's thread; the handler keeps it for the kvm_entry
- * (include/vcpustat_handler.h, on_exit_detail). Only tracked vCPUs count:
- * one hot-page load decides for every other thread.
+ * An event that fires on a vCPU's own thread and concerns nothing else: the
+ * exit details (what the open exit accessed; the handler keeps it for the
+ * kvm_entry: include/vcpustat_handler.h, on_exit_detail) and the halt's
+ * (on_halt). Only tracked vCPUs count: one hot-page load decides for every
+ * other thread.
  */
-static __always_inline int exit_detail(__u64 type, __u64 arg0, __u64 arg1, __u64 arg2)
+static __always_inline int vcpu_thread_event(__u64 type, __u64 arg0, __u64 arg1, __u64 arg2)
 {
 	struct vcpustat_event ev;
 
@@ -715,19 +714,19 @@ static __always_inline int exit_detail(__u64 type, __u64 arg0, __u64 arg1, __u64
 SEC("tp_btf/kvm_pio")
 int BPF_PROG(on_kvm_pio, unsigned int rw, unsigned int port, unsigned int size, unsigned int count)
 {
-	return exit_detail(VCPUSTAT_EV_PIO, port, rw, size);
+	return vcpu_thread_event(VCPUSTAT_EV_PIO, port, rw, size);
 }
 
 SEC("tp_btf/kvm_mmio")
 int BPF_PROG(on_kvm_mmio, int type, int len, __u64 gpa)
 {
-	return exit_detail(VCPUSTAT_EV_MMIO, gpa, (__u32)type, (__u32)len);
+	return vcpu_thread_event(VCPUSTAT_EV_MMIO, gpa, (__u32)type, (__u32)len);
 }
 
 SEC("tp_btf/kvm_msr")
 int BPF_PROG(on_kvm_msr, unsigned int write, __u32 ecx, __u64 data, bool exception)
 {
-	return exit_detail(VCPUSTAT_EV_MSR, ecx, write, exception);
+	return vcpu_thread_event(VCPUSTAT_EV_MSR, ecx, write, exception);
 }
 
 /*
@@ -737,7 +736,7 @@ int BPF_PROG(on_kvm_msr, unsigned int write, __u32 ecx, __u64 data, bool excepti
 SEC("tp/kvm/kvm_page_fault")
 int on_kvm_page_fault(struct trace_event_raw_kvm_page_fault *ctx)
 {
-	exit_detail(VCPUSTAT_EV_PAGE_FAULT, BPF_CORE_READ(ctx, fault_address), BPF_CORE_READ(ctx, error_code), 0);
+	vcpu_thread_event(VCPUSTAT_EV_PAGE_FAULT, BPF_CORE_READ(ctx, fault_address), BPF_CORE_READ(ctx, error_code), 0);
 	return TP_PASS;
 }
 
@@ -755,8 +754,7 @@ int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
 	event_current(&ev, VCPUSTAT_EV_APIC_ACCEPT);
 	ev.arg0 = BPF_CORE_READ(ctx, apicid);
 	ev.arg1 = BPF_CORE_READ(ctx, vec);
-	capture_event(&ev);
-	on_apic_accept(&ev);
+	run_event(&ev);
 	return TP_PASS;
 }
 
@@ -770,55 +768,25 @@ int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
 SEC("fentry/kvm_vcpu_halt")
 int BPF_PROG(on_kvm_vcpu_halt, struct kvm_vcpu *vcpu)
 {
-	struct vcpustat_event ev;
-	__u32 poll_ns;
-	bool poll;
+	__u32 poll_ns = BPF_CORE_READ(vcpu, halt_poll_ns);
+	bool poll = poll_ns != 0;
 
-	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
-		return 0;
-	poll_ns = BPF_CORE_READ(vcpu, halt_poll_ns);
-	poll = poll_ns != 0;
 	if (bpf_core_field_exists(vcpu->arch.msr_kvm_poll_control) &&
 	    !(BPF_CORE_READ(vcpu, arch.msr_kvm_poll_control) & 1))
 		poll = false;
-	event_current(&ev, VCPUSTAT_EV_HALT);
-	ev.arg0 = poll_ns;
-	ev.arg1 = poll;
-	capture_event(&ev);
-	on_halt(&ev);
-	return 0;
+	return vcpu_thread_event(VCPUSTAT_EV_HALT, poll_ns, poll, 0);
 }
 
 SEC("tp_btf/kvm_vcpu_wakeup")
 int BPF_PROG(on_kvm_vcpu_wakeup, __u64 ns, bool waited, bool valid)
 {
-	struct vcpustat_event ev;
-
-	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
-		return 0;
-	event_current(&ev, VCPUSTAT_EV_HALT_END);
-	ev.arg0 = ns;
-	ev.arg1 = waited;
-	ev.arg2 = valid;
-	capture_event(&ev);
-	on_halt(&ev);
-	return 0;
+	return vcpu_thread_event(VCPUSTAT_EV_HALT_END, ns, waited, valid);
 }
 
 SEC("tp_btf/kvm_halt_poll_ns")
 int BPF_PROG(on_kvm_halt_poll_ns, bool grow, unsigned int vcpu_id, unsigned int new, unsigned int old)
 {
-	struct vcpustat_event ev;
-
-	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
-		return 0;
-	event_current(&ev, VCPUSTAT_EV_HALT_POLL_NS);
-	ev.arg0 = new;
-	ev.arg1 = old;
-	ev.arg2 = vcpu_id | (__u64)grow << 32;
-	capture_event(&ev);
-	on_halt(&ev);
-	return 0;
+	return vcpu_thread_event(VCPUSTAT_EV_HALT_POLL_NS, new, old, vcpu_id | (__u64)grow << 32);
 }
 
 /*

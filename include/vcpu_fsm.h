@@ -345,13 +345,17 @@ VCPU_FSM_INLINE void vcpu_fsm_switch_in(struct vcpu_fsm *f, unsigned long long n
 		vcpu_fsm_set_sample(s, 0, VCPU_SAMPLE_RUNQ_WAIT, 0, 0, s->dur);
 }
 
+/* Asleep (or not seen yet): a wakeup of the thread now is a wake-up of the vCPU. */
+VCPU_FSM_INLINE int vcpu_fsm_asleep(const struct vcpu_fsm *f)
+{
+	return f->state == VCPU_IDLE || f->state == VCPU_BLOCKED || f->state == VCPU_UNKNOWN;
+}
+
 /* sched_wakeup / sched_wakeup_new of the vCPU thread (may run on another CPU). */
 VCPU_FSM_INLINE void vcpu_fsm_wakeup(struct vcpu_fsm *f, unsigned long long now, struct vcpu_fsm_step *s)
 {
-	unsigned int from = f->state;
-
-	vcpu_fsm_step_clear(s, from);
-	if (from != VCPU_IDLE && from != VCPU_BLOCKED && from != VCPU_UNKNOWN)
+	vcpu_fsm_step_clear(s, f->state);
+	if (!vcpu_fsm_asleep(f))
 		return; /* running or already runnable: touch nothing */
 	f->wakeups++;
 	vcpu_fsm_enter(f, now, VCPU_WAIT, s);

@@ -492,12 +492,8 @@ HANDLER_INLINE void on_waking(const struct vcpustat_event *ev)
 {
 	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
 	struct vcpustat_cpu *c;
-	__u32 st;
 
-	if (!v)
-		return;
-	st = v->fsm.state;
-	if (st != VCPU_IDLE && st != VCPU_BLOCKED && st != VCPU_UNKNOWN)
+	if (!v || !vcpu_fsm_asleep(&v->fsm))
 		return; /* running or runnable: no wake-up */
 	c = env_cpu((__u32)ev->cpu);
 	v->wake_hint = VCPU_WAKE_OTHER;

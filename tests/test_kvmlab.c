@@ -808,7 +808,36 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
 	json_decref(report);
 }
 
-/* ---- halt polling ---- */
+/* ---- halts in KVM ---- */
+
+/*
+ * `vcpustat -j -d 1` around one run of microvm with `opts` (and --json):
+ * microvm's report and vcpustat's documents, the last read after microvm
+ * ended; args: the microvm command line, for the test's log.
+ */
+static void live_around_microvm(const char *opts, char *args, size_t len, json_t **report, json_t **docs)
+{
+	const char *live, *mjson;
+	char bin[512];
+	int slot;
+
+	lab_mkdir();
+	live = in_dir("live.json");
+	mjson = in_dir("microvm.json");
+	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
+	{
+		char *argl[] = { bin, "-j", "-d", "1", NULL };
+
+		slot = start_tool(live, argl);
+	}
+	wait_live_doc(slot, live, 0);
+	snprintf(args, len, "%s --json '%s'", opts, mjson);
+	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
+	wait_live_doc(slot, live, mono_ns());
+	stop_tool(slot, "vcpustat -j");
+	*report = load(mjson);
+	*docs = live_docs(live);
+}
 
 /*
  * microvm --irqchip: HLT stays in KVM, which polls before it sleeps
@@ -825,13 +854,11 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
  */
 Test(kvmlab, halt_polling_is_split_out_of_host_time)
 {
-	const char *live, *mjson;
-	char bin[512], args[512];
+	char args[512];
 	json_t *report, *docs, *doc, *vm, *vcpu, *p;
-	unsigned long long done, kvm_polls = 0;
+	unsigned long long kvm_polls = 0;
 	long long halt_poll_ns = 0;
 	bool fentry = false;
-	int slot;
 	size_t i, j;
 	FILE *f;
 
@@ -844,25 +871,8 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 		cr_skip_test("kvm.halt_poll_ns is 0 (or unreadable) here: KVM does not poll");
 	}
 	fclose(f);
-	lab_mkdir();
-	live = in_dir("live.json");
-	mjson = in_dir("microvm.json");
-	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
-	{
-		char *argl[] = { bin, "-j", "-d", "1", NULL };
-
-		slot = start_tool(live, argl);
-	}
-	wait_live_doc(slot, live, 0);
-	snprintf(args, sizeof(args),
-		 "--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp --json '%s'", mjson);
-	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
-	done = mono_ns();
-	wait_live_doc(slot, live, done);
-	stop_tool(slot, "vcpustat -j");
-
-	report = load(mjson);
-	docs = live_docs(live);
+	live_around_microvm("--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp", args,
+			    sizeof(args), &report, &docs);
 	doc = json_array_get(docs, json_array_size(docs) - 1);
 	json_array_foreach(jget(doc, "programs"), i, p)
 		if (!strcmp(json_string_value(jget(p, "name")), "on_kvm_vcpu_halt"))
@@ -934,35 +944,15 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
  */
 Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 {
-	const char *live, *mjson;
-	char bin[512], args[512];
+	char args[512];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r;
 	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, kwoke[3] = { 0 }, total = 0;
-	unsigned long long done;
-	int slot;
 	size_t i, j, k;
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
-	lab_mkdir();
-	live = in_dir("live.json");
-	mjson = in_dir("microvm.json");
-	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
-	{
-		char *argl[] = { bin, "-j", "-d", "1", NULL };
-
-		slot = start_tool(live, argl);
-	}
-	wait_live_doc(slot, live, 0);
-	snprintf(args, sizeof(args),
-		 "--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr --json '%s'", mjson);
-	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
-	done = mono_ns();
-	wait_live_doc(slot, live, done);
-	stop_tool(slot, "vcpustat -j");
-
-	report = load(mjson);
-	docs = live_docs(live);
+	live_around_microvm("--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr", args,
+			    sizeof(args), &report, &docs);
 	vm = json_array_get(jget(report, "vms"), 0);
 	json_array_foreach(docs, i, doc) {
 		json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name"));
