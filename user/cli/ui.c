@@ -367,12 +367,13 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 			}
 			if ((size_t)r < vm->nr_culprits) {
 				const struct culprit_summary *c = &vm->culprits[r];
-				char who[384];
+				char who[384], cg[320];
 
 				if (c->vm[0])
 					snprintf(who, sizeof(who), "VM %s vCPU %d", c->vm, c->vcpu);
 				else
-					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid, c->cgroup);
+					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid,
+						 cgroup_label(c->cgroup, cg, sizeof(cg)));
 				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8, who);
 			} else if ((size_t)r == vm->nr_culprits && vm->nr_wakes) {
 				attron(A_BOLD);

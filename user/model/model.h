@@ -143,6 +143,7 @@ struct names {
 	struct hashmap vms;    /* tgid -> char[64]: VM display names */
 	struct hashmap procs;  /* tgid -> char[64]: process names */
 	struct hashmap cgroups; /* cgroup id -> char[256]: paths */
+	struct hashmap vm_cgroups; /* tgid -> {pidns, path}: VMM processes' cgroups */
 	int cgroup_scanned;	/* rescans left this refresh */
 };
 
@@ -158,6 +159,50 @@ const char *names_process(struct names *n, __u32 tgid);
 const char *names_thread(struct names *n, __u32 tid, __u32 *tgid, char *buf, size_t len);
 /* The cgroup v2 path of id ("/system.slice/x.service"), or "" if unknown. */
 const char *names_cgroup(struct names *n, __u64 id);
+/* A VMM process's cgroup ("" if unknown) and PID namespace inode, read once from /proc. */
+const char *names_vm_cgroup(struct names *n, __u32 tgid, __u64 *pidns);
+
+/*
+ * ---- containers.c: cgroups, PID namespaces, and the containers they name ----
+ */
+
+/*
+ * Where cgroup v2 is mounted: /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified
+ * on systemd's hybrid layout, else the first cgroup2 line of mounts (a
+ * /proc/self/mounts-like file; NULL: look at those places, then
+ * /proc/self/mounts). false if there is none.
+ */
+bool cgroup2_root(const char *mounts, char *out, size_t len);
+/*
+ * The cgroup that a /proc/<tid>/cgroup text places the thread in: its v2 path
+ * ("/system.slice/x.service"), or, where that is the root and a v1 hierarchy
+ * has it elsewhere (v1 and hybrid hosts), "<controllers>:<path>" of that
+ * hierarchy (name=systemd, else cpu, else the first). 0, or -1 if there is none.
+ */
+int cgroup_from_proc(const char *text, char *out, size_t len);
+/* Thread tid's cgroup (as cgroup_from_proc) and PID namespace inode (0: unknown) from /proc. -1 if gone. */
+int names_thread_cgroup(struct names *n, __u32 tid, char *buf, size_t len, uint64_t *pidns);
+
+/* What a cgroup path says about who made it. */
+struct container_ref {
+	char runtime[16]; /* "containerd", "cri-o", "docker", "podman", "container" (a pod's, runtime
+			     not named), "libvirt", "lxc"; "" if none */
+	char id[72];	  /* the container's id (hex) or the machine's name */
+	char pod[40];	  /* the Kubernetes pod's uid, "" if none */
+};
+
+/*
+ * Parse a cgroup path (as recorded; a v1 "<controllers>:" prefix is skipped):
+ * Kubernetes pods and their containers (systemd and cgroupfs drivers), docker,
+ * podman, CRI-O and containerd scopes, libvirt machines, LXC. true if it names one.
+ */
+bool cgroup_container(const char *path, struct container_ref *c);
+/* "pod <uid> containerd 0123456789ab", "docker 0123456789ab", "libvirt web": ids cut to 12 digits. */
+const char *container_label(const struct container_ref *c, char *buf, size_t len);
+/* The container's label if path names one, else path itself. */
+const char *cgroup_label(const char *path, char *buf, size_t len);
+/* The container a cgroup path names as JSON, {"runtime", "id", "pod"} (each where known), or null (summary_json.c). */
+json_t *container_json(const char *cgroup);
 
 /*
  * ---- summary.c: the window model ----
@@ -218,7 +263,8 @@ struct culprit_summary {
 	__u64 cgroup_id;
 	char comm[16];
 	char process[64];
-	char cgroup[256];
+	char cgroup[256]; /* its cgroup path (live: from the kernel's cgroup id; reports: the recorded one), "" if unknown */
+	__u64 pidns;	  /* its PID namespace's inode (reports of --level full recordings), 0 if unknown */
 	char vm[64];	/* if the thread is a vCPU of a VM: that VM's name, else "" */
 	int vcpu;	/* and its index, else -1 */
 	__u64 ns;	/* vCPU-ns the VM waited while it ran, in the window */
@@ -272,6 +318,8 @@ struct vmm_threads_summary {
 struct vm_summary {
 	__u32 tgid;
 	char name[64];
+	char cgroup[256]; /* the VMM process's cgroup (cgroup_from_proc()), "" if unknown */
+	__u64 pidns;	  /* its PID namespace's inode, 0 if unknown */
 	bool exited;
 	struct vcpu_summary *vcpus; /* sorted by index */
 	size_t nr_vcpus;
@@ -393,6 +441,8 @@ struct report_thread {
 	uint32_t tid;	  /* the caller's (report_thread_names() leaves it) */
 	uint32_t pid;	  /* the first integer of th's pid, 0 if none */
 	const char *name; /* the first string of th's name (the reader's), "" if none */
+	const char *cgroup; /* the first string of th's cgroup, "" if none */
+	uint64_t pidns;	    /* the first integer of th's pidns, 0 if none */
 };
 
 /*

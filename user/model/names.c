@@ -13,6 +13,11 @@
 #define NAME_LEN 64
 #define PATH_LEN 256
 
+struct vm_cgroup_entry {
+	__u64 pidns;
+	char path[PATH_LEN];
+};
+
 static const char *const state_names[VCPU_NR_STATES] = {
 	[VCPU_UNKNOWN] = "unknown", [VCPU_GUEST] = "guest", [VCPU_HOST] = "host",	 [VCPU_PREEMPTED] = "preempted",
 	[VCPU_WAIT] = "wait",	    [VCPU_IDLE] = "idle",   [VCPU_BLOCKED] = "blocked", [VCPU_POLL] = "poll",
@@ -225,12 +230,16 @@ int names_init(struct names *n, const char *proc_root, const char *cgroup_root)
 
 	memset(n, 0, sizeof(*n));
 	snprintf(n->proc_root, sizeof(n->proc_root), "%s", proc_root ? proc_root : "/proc");
-	snprintf(n->cgroup_root, sizeof(n->cgroup_root), "%s", cgroup_root ? cgroup_root : "/sys/fs/cgroup");
+	/* bpf_get_current_cgroup_id() is the cgroup v2 id: the ids of the v2 tree */
+	if (cgroup_root || !cgroup2_root(NULL, n->cgroup_root, sizeof(n->cgroup_root)))
+		snprintf(n->cgroup_root, sizeof(n->cgroup_root), "%s", cgroup_root ? cgroup_root : "/sys/fs/cgroup");
 	err = hashmap_init(&n->vms, sizeof(__u32), NAME_LEN, 0);
 	if (!err)
 		err = hashmap_init(&n->procs, sizeof(__u32), NAME_LEN, 0);
 	if (!err)
 		err = hashmap_init(&n->cgroups, sizeof(__u64), PATH_LEN, 0);
+	if (!err)
+		err = hashmap_init(&n->vm_cgroups, sizeof(__u32), sizeof(struct vm_cgroup_entry), 0);
 	if (err)
 		names_free(n);
 	n->cgroup_scanned = 1;
@@ -242,6 +251,7 @@ void names_free(struct names *n)
 	hashmap_free(&n->vms);
 	hashmap_free(&n->procs);
 	hashmap_free(&n->cgroups);
+	hashmap_free(&n->vm_cgroups);
 }
 
 void names_refresh(struct names *n)
@@ -372,6 +382,23 @@ const char *names_cgroup(struct names *n, __u64 id)
 		p = hashmap_lookup(&n->cgroups, &id);
 	}
 	return p ? p : "";
+}
+
+const char *names_vm_cgroup(struct names *n, __u32 tgid, __u64 *pidns)
+{
+	struct vm_cgroup_entry *hit = hashmap_lookup(&n->vm_cgroups, &tgid), fresh = { 0 };
+	uint64_t ns = 0;
+
+	if (!hit) {
+		if (names_thread_cgroup(n, tgid, fresh.path, sizeof(fresh.path), &ns))
+			fresh.path[0] = '\0';
+		fresh.pidns = ns;
+		if (hashmap_update(&n->vm_cgroups, &tgid, &fresh))
+			return *pidns = 0, "";
+		hit = hashmap_lookup(&n->vm_cgroups, &tgid);
+	}
+	*pidns = hit->pidns;
+	return hit->path;
 }
 
 static const char *const lost_kind_names[VCPUSTAT_NR_LOST] = {

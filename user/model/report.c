@@ -248,16 +248,20 @@ int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def)
 	return v;
 }
 
-/* Which thread of report_thread_names() an attribute is the name or pid of. */
+/* Which thread of report_thread_names() an attribute is of, and which of its attributes. */
+enum thread_field { TF_NAME, TF_PID, TF_CGROUP, TF_PIDNS, TF_NR };
+
 struct thread_attr {
 	size_t at; /* index in t */
-	bool pid;  /* the pid (an integer), else the name (a string) */
+	enum thread_field field;
 };
 
 int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n, struct vcpustat_error *err)
 {
+	static const char *const child[TF_NR] = { "name", "pid", "cgroup", "pidns" };
+	static const bool is_int[TF_NR] = { false, true, false, true };
 	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
-	struct hashmap of_attr; /* a thread's name or pid attribute -> struct thread_attr */
+	struct hashmap of_attr; /* a thread's attribute -> struct thread_attr */
 	struct sht_interval *iv = NULL;
 	uint32_t taken = SHT_NO_ATTR;
 	size_t niv = 0;
@@ -266,37 +270,42 @@ int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n,
 
 	for (size_t i = 0; i < n; i++) {
 		t[i].pid = 0;
+		t[i].pidns = 0;
 		t[i].name = "";
+		t[i].cgroup = "";
 	}
 	if (!want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(struct thread_attr), 0)) {
 		free(want);
 		return verror(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n && !e; i++) {
-		struct thread_attr na = { i, false }, pa = { i, true };
-		uint32_t a;
-
 		if (t[i].th == SHT_NO_ATTR)
 			continue;
-		a = sht_attr_child(r, t[i].th, "name");
-		if (a != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &a, &na)))
-			want[a] = any = 1;
-		a = sht_attr_child(r, t[i].th, "pid");
-		if (a != SHT_NO_ATTR && !e && !(e = hashmap_update(&of_attr, &a, &pa)))
-			want[a] = any = 1;
+		for (int k = 0; k < TF_NR && !e; k++) {
+			struct thread_attr ta = { i, (enum thread_field)k };
+			uint32_t a = sht_attr_child(r, t[i].th, child[k]);
+
+			if (a != SHT_NO_ATTR && !(e = hashmap_update(&of_attr, &a, &ta)))
+				want[a] = any = 1;
+		}
 	}
 	if (!e && any)
 		e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, err);
 	/* sorted by attribute, then start: each attribute's first value of its type */
 	for (size_t i = 0; i < niv && !e; i++) {
 		const struct thread_attr *ta = hashmap_lookup(&of_attr, &iv[i].attr);
+		struct report_thread *th;
 
-		if (!ta || iv[i].attr == taken || iv[i].value.type != (ta->pid ? SHT_INT : SHT_STR))
+		if (!ta || iv[i].attr == taken || iv[i].value.type != (is_int[ta->field] ? SHT_INT : SHT_STR))
 			continue;
-		if (ta->pid)
-			t[ta->at].pid = (uint32_t)iv[i].value.i;
-		else
-			t[ta->at].name = iv[i].value.s;
+		th = &t[ta->at];
+		switch (ta->field) {
+		case TF_NAME: th->name = iv[i].value.s; break;
+		case TF_PID: th->pid = (uint32_t)iv[i].value.i; break;
+		case TF_CGROUP: th->cgroup = iv[i].value.s; break;
+		case TF_PIDNS: th->pidns = (uint64_t)iv[i].value.i; break;
+		default: break;
+		}
 		taken = iv[i].attr;
 	}
 	free(iv);
@@ -704,7 +713,9 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 			continue;
 		snprintf(c->comm, sizeof(c->comm), "%s", th[j].name);
 		snprintf(c->process, sizeof(c->process), "%s", c->comm);
+		snprintf(c->cgroup, sizeof(c->cgroup), "%s", th[j].cgroup);
 		c->tgid = th[j].pid;
+		c->pidns = th[j].pidns;
 	}
 	free(th);
 	return e == -ENOMEM ? e : 0;
@@ -1065,8 +1076,14 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		struct hashmap exits, uexits, runq, culprits, details;
-		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
+		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid;
+		struct report_thread proc = { .th = vm }; /* its pid, cgroup and pidns: one query */
 		struct vm_summary *vs, *arr;
+
+		e = report_thread_names(r, &proc, 1, err);
+		if (e)
+			break;
+		pid = proc.pid;
 
 		if (!summary_filter_wants(f, sht_attr_name(r, vm), pid))
 			continue;
@@ -1080,6 +1097,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		memset(vs, 0, sizeof(*vs));
 		vs->tgid = pid;
 		snprintf(vs->name, sizeof(vs->name), "%s", sht_attr_name(r, vm));
+		snprintf(vs->cgroup, sizeof(vs->cgroup), "%s", proc.cgroup);
+		vs->pidns = proc.pidns;
 		vs->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
 		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);

@@ -165,6 +165,7 @@ static struct vm_summary *vm_get(struct summary *s, struct hashmap *by_tgid, __u
 	memset(vm, 0, sizeof(*vm));
 	vm->tgid = tgid;
 	snprintf(vm->name, sizeof(vm->name), "%s", names_vm(names, tgid));
+	snprintf(vm->cgroup, sizeof(vm->cgroup), "%s", names_vm_cgroup(names, tgid, &vm->pidns));
 	vm->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
 	if (hashmap_update(by_tgid, &tgid, &i))
 		return NULL;

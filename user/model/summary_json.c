@@ -101,12 +101,40 @@ static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, c
 	return o;
 }
 
+/* The container a cgroup path names: {"runtime", "id", "pod"}, or null. */
+json_t *container_json(const char *cgroup)
+{
+	struct container_ref c;
+	json_t *o;
+
+	if (!cgroup || !cgroup_container(cgroup, &c))
+		return json_null();
+	o = json_object();
+	if (c.runtime[0])
+		json_object_set_new(o, "runtime", json_string(c.runtime));
+	if (c.id[0])
+		json_object_set_new(o, "id", json_string(c.id));
+	if (c.pod[0])
+		json_object_set_new(o, "pod", json_string(c.pod));
+	return o;
+}
+
+/* "cgroup", "container" and "pidns" of a VM or a thread (pidns only if known). */
+static void cgroup_fields(json_t *o, const char *cgroup, __u64 pidns)
+{
+	json_object_set_new(o, "cgroup", json_string(cgroup));
+	json_object_set_new(o, "container", container_json(cgroup));
+	if (pidns)
+		json_object_set_new(o, "pidns", json_integer((json_int_t)pidns));
+}
+
 static json_t *culprit_json(const struct culprit_summary *c)
 {
 	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:f}", "tid", (json_int_t)c->tid, "comm", c->comm,
 			      "pid", (json_int_t)c->tgid, "process", c->process, "cgroup", c->cgroup, "ns",
 			      (json_int_t)c->ns, "share", c->share);
 
+	cgroup_fields(o, c->cgroup, c->pidns);
 	if (c->vm[0]) {
 		json_object_set_new(o, "vm", json_string(c->vm));
 		json_object_set_new(o, "vcpu", json_integer(c->vcpu));
@@ -141,6 +169,7 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_t *o, *vcpus = json_array(), *exits = json_array(), *uexits = json_array(), *cul = json_array();
 
 		o = json_pack("{s:s, s:I, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid, "exited", vm->exited);
+		cgroup_fields(o, vm->cgroup, vm->pidns);
 		json_object_set_new(o, "ns", states_json(vm->ns));
 		json_object_set_new(o, "share", shares_json(vm->ns));
 		json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, vm->preemptions)));

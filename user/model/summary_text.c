@@ -90,14 +90,14 @@ static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top
 
 static void print_culprit(FILE *f, const char *indent, const struct culprit_summary *cu)
 {
-	char who[96], b[24];
+	char who[96], b[24], cg[320];
 
 	if (cu->vm[0])
 		snprintf(who, sizeof(who), "VM %s vCPU %d", cu->vm, cu->vcpu);
 	else
 		snprintf(who, sizeof(who), "%s (%u)", cu->process, cu->tgid);
 	fprintf(f, "%s%5.1f%% %-10s %-8u %-16s %-20s %s\n", indent, 100 * cu->share, format_ns(cu->ns, b, sizeof(b)),
-		cu->tid, cu->comm, who, cu->cgroup);
+		cu->tid, cu->comm, who, cgroup_label(cu->cgroup, cg, sizeof(cg)));
 }
 
 /* The VMM's other threads (reports of --level full recordings): their CPU, their waiting, and who took it. */
@@ -217,6 +217,15 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			100 * vm_share(s, vm, VCPU_IDLE), 100 * vm_share(s, vm, VCPU_BLOCKED),
 			summary_per_s(s, vm->preemptions), summary_per_s(s, vm->wakeups),
 			summary_per_s(s, vm->migrations));
+		if (vm->cgroup[0] && strcmp(vm->cgroup, "/")) {
+			struct container_ref c;
+			char label[160];
+
+			if (cgroup_container(vm->cgroup, &c))
+				fprintf(f, "  %s, cgroup %s\n", container_label(&c, label, sizeof(label)), vm->cgroup);
+			else
+				fprintf(f, "  cgroup %s\n", vm->cgroup);
+		}
 		print_halt_polling(f, s, vm);
 		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %7s %9s %8s %7s\n", "VCPU", "TID", "STATE",
 			"PCPU", "GUEST", "HOST", "POLL", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s",

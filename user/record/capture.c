@@ -139,7 +139,7 @@ static int write_names(struct capture_writer *w, const char *text, int n, struct
 	e = capture_flush(w, err); /* names follow the events before them */
 	if (e)
 		return e;
-	if (n <= 0 || n >= 256)
+	if (n <= 0 || n >= 1024)
 		return verror(err, -EINVAL, "%s: name too long", w->path);
 	memcpy(bh, "VCNM", 4);
 	put32(bh + 4, (uint32_t)n);
@@ -168,6 +168,16 @@ int capture_write_thread(struct capture_writer *w, uint32_t tid, uint32_t tgid, 
 	char text[256];
 
 	return write_names(w, text, snprintf(text, sizeof(text), "t%u=%u:%s\n", tid, tgid, name), err);
+}
+
+int capture_write_cgroup(struct capture_writer *w, uint32_t tid, uint64_t pidns, const char *path,
+			 struct vcpustat_error *err)
+{
+	char text[512];
+
+	return write_names(w, text,
+			   snprintf(text, sizeof(text), "c%u=%llu:%.255s\n", tid, (unsigned long long)pidns, path),
+			   err);
 }
 
 int capture_write_lost(struct capture_writer *w, uint64_t t, uint64_t lost, struct vcpustat_error *err)
@@ -217,10 +227,18 @@ struct capture_name {
 	char name[64];
 };
 
+struct capture_cgroup {
+	uint32_t tid;
+	uint64_t pidns;
+	char path[256];
+};
+
 struct capture_reader {
 	FILE *f;
 	struct capture_name *names;
 	size_t nnames;
+	struct capture_cgroup *cgroups;
+	size_t ncgroups;
 	uint64_t end;
 	uint64_t (*lost)[2];
 	size_t nlost;
@@ -261,6 +279,19 @@ static int add_names(struct capture_reader *r, char *text)
 			l[r->nlost][0] = strtoull(line + 5, NULL, 10);
 			l[r->nlost][1] = colon ? strtoull(colon + 1, NULL, 10) : 0;
 			r->nlost++;
+			continue;
+		}
+		if (line[0] == 'c') {
+			struct capture_cgroup *c = realloc(r->cgroups, (r->ncgroups + 1) * sizeof(*c));
+			char *colon = strchr(eq + 1, ':');
+
+			if (!c)
+				return -ENOMEM;
+			r->cgroups = c;
+			c = &r->cgroups[r->ncgroups++];
+			c->tid = (uint32_t)strtoul(line + 1, NULL, 10);
+			c->pidns = strtoull(eq + 1, NULL, 10);
+			snprintf(c->path, sizeof(c->path), "%s", colon ? colon + 1 : "");
 			continue;
 		}
 		n = realloc(r->names, (r->nnames + 1) * sizeof(*n));
@@ -341,6 +372,21 @@ const char *capture_thread_name(const struct capture_reader *r, uint32_t tid, ui
 	return NULL;
 }
 
+const char *capture_thread_cgroup(const struct capture_reader *r, uint32_t tid, uint64_t *pidns)
+{
+	for (size_t i = r->ncgroups; i-- > 0;)
+		if (r->cgroups[i].tid == tid) {
+			*pidns = r->cgroups[i].pidns;
+			return r->cgroups[i].path;
+		}
+	return NULL;
+}
+
+static const char *recorder_cgroup(void *ctx, uint32_t tid, uint64_t *pidns)
+{
+	return capture_thread_cgroup(ctx, tid, pidns);
+}
+
 static const char *recorder_vm_name(void *ctx, uint32_t tgid)
 {
 	return capture_vm_name(ctx, tgid);
@@ -355,6 +401,7 @@ void capture_name_recorder(struct capture_reader *r, struct recorder_opts *ro)
 {
 	ro->vm_name = recorder_vm_name;
 	ro->thread_name = recorder_thread_name;
+	ro->cgroup = recorder_cgroup;
 	ro->ctx = r;
 }
 
@@ -591,6 +638,7 @@ void capture_close_reader(struct capture_reader *r)
 	free(r->zbuf);
 	free(r->meta);
 	free(r->names);
+	free(r->cgroups);
 	free(r->lost);
 	free(r->path);
 	free(r);

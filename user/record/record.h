@@ -33,6 +33,8 @@ struct recorder;
 typedef const char *(*recorder_vm_name_fn)(void *ctx, uint32_t tgid);
 /* The name and process of a host thread (level full); may return NULL. */
 typedef const char *(*recorder_thread_name_fn)(void *ctx, uint32_t tid, uint32_t *tgid);
+/* The cgroup (cgroup_from_proc()) and PID namespace inode of a thread or VM process; NULL if unknown. */
+typedef const char *(*recorder_cgroup_fn)(void *ctx, uint32_t tid, uint64_t *pidns);
 
 struct recorder_opts {
 	const char *path;	 /* the file; with rotation, the first of a series (see below) */
@@ -42,6 +44,7 @@ struct recorder_opts {
 	size_t nmeta;
 	recorder_vm_name_fn vm_name;
 	recorder_thread_name_fn thread_name;
+	recorder_cgroup_fn cgroup; /* VMs (every level) and host threads (level full); may be NULL */
 	void *ctx;
 	uint64_t reorder_ns; /* records are sorted within this window (0: 20 ms) */
 	uint64_t max_bytes;  /* rotate when a file reaches this size (0: never) */
@@ -224,6 +227,9 @@ int capture_write_name(struct capture_writer *w, uint32_t tgid, const char *name
 /* Record a host thread's name and process (level full). */
 int capture_write_thread(struct capture_writer *w, uint32_t tid, uint32_t tgid, const char *name,
 			 struct vcpustat_error *err);
+/* Record a thread's (or a VM process's) cgroup path and PID namespace inode. */
+int capture_write_cgroup(struct capture_writer *w, uint32_t tid, uint64_t pidns, const char *path,
+			 struct vcpustat_error *err);
 /* Record the kernel's lost-record total at mono time t. */
 int capture_write_lost(struct capture_writer *w, uint64_t t, uint64_t lost, struct vcpustat_error *err);
 /* Record when the capture ended (CLOCK_MONOTONIC ns). */
@@ -257,6 +263,8 @@ uint64_t capture_truncated(const struct capture_reader *r, uint64_t *offset);
 const char *capture_vm_name(const struct capture_reader *r, uint32_t tgid);
 /* The name and process recorded for host thread tid, or NULL. */
 const char *capture_thread_name(const struct capture_reader *r, uint32_t tid, uint32_t *tgid);
+/* The cgroup and PID namespace recorded for thread (or VM process) tid, or NULL. */
+const char *capture_thread_cgroup(const struct capture_reader *r, uint32_t tid, uint64_t *pidns);
 /* The lost-record totals recorded: *n pairs (t, lost) in time order. */
 const uint64_t (*capture_lost(const struct capture_reader *r, size_t *n))[2];
 /* When the capture ended (0: not recorded, e.g. a killed writer). */

@@ -458,18 +458,45 @@ static int vcpu_lazy_attr(struct recorder *r, const struct vcpu_attrs *va, size_
 	return attr_new(r, path, slot);
 }
 
-static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
+/* Under parent ("/vms/<vm>" or "/host/threads/<tid>"): tid's cgroup and pidns, if the callback knows them. */
+static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, uint64_t t)
 {
+	const char *cg;
+	uint64_t pidns = 0;
 	char path[512];
 	size_t idx;
 	int e;
 
-	snprintf(path, sizeof(path), "/vms/%s/pid", vm_path_name(r, tgid));
+	if (!r->o.cgroup || !(cg = r->o.cgroup(r->o.ctx, tid, &pidns)))
+		return 0;
+	snprintf(path, sizeof(path), "%s/cgroup", parent);
+	e = attr_new(r, path, &idx);
+	if (!e)
+		e = set_str(r, idx, t, intern(r, cg));
+	if (!e && pidns) {
+		snprintf(path, sizeof(path), "%s/pidns", parent);
+		e = attr_new(r, path, &idx);
+		if (!e)
+			e = set_int(r, idx, t, (int64_t)pidns);
+	}
+	return e;
+}
+
+static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
+{
+	char path[512], vm[300];
+	size_t idx;
+	int e;
+
+	snprintf(vm, sizeof(vm), "/vms/%s", vm_path_name(r, tgid));
+	snprintf(path, sizeof(path), "%s/pid", vm);
 	for (size_t i = 0; i < r->nattrs; i++)
 		if (!strcmp(r->attrs[i].path, path))
 			return 0;
 	e = attr_new(r, path, &idx);
-	return e ? e : set_int(r, idx, t, tgid);
+	if (!e)
+		e = set_int(r, idx, t, tgid);
+	return e ? e : cgroup_attrs(r, vm, tgid, t);
 }
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
@@ -560,6 +587,9 @@ static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_
 		*err = set_str(r, fresh.name, t, intern(r, name));
 	if (!*err && name)
 		*err = set_int(r, fresh.pid, t, tgid);
+	snprintf(path, sizeof(path), "/host/threads/%u", tid);
+	if (!*err && name)
+		*err = cgroup_attrs(r, path, tid, t);
 	if (*err || hashmap_update(&r->threads, &tid, &fresh)) {
 		*err = *err ? *err : -ENOMEM;
 		return NULL;

@@ -21,7 +21,9 @@ struct rec_session {
 	struct hashmap named; /* tgids whose name went to the capture */
 	recorder_vm_name_fn vm_name;
 	recorder_thread_name_fn thread_name;
+	recorder_cgroup_fn cgroup;
 	void *name_ctx;
+	struct hashmap vm_cgroups; /* tgid -> struct vm_cgroup: read when the VM's first record came */
 	uint64_t mono_start_ns, last_flush;
 	struct vcpustat_error err;
 	int failed;
@@ -41,6 +43,35 @@ static const char *vm_name(void *ctx, uint32_t tgid)
 	return s->names ? names_vm(s->names, tgid) : s->vm_name(s->name_ctx, tgid);
 }
 
+struct vm_cgroup {
+	uint64_t pidns;
+	char path[256];
+};
+
+/*
+ * A thread's cgroup and PID namespace: from /proc (live; written to the
+ * capture) or from the capture (replay). A VM's were read when its first
+ * record arrived, while its process surely lived.
+ */
+static const char *thread_cgroup(void *ctx, uint32_t tid, uint64_t *pidns)
+{
+	struct rec_session *s = ctx;
+	const struct vm_cgroup *vc = hashmap_lookup(&s->vm_cgroups, &tid);
+	static char buf[256];
+
+	if (vc) {
+		*pidns = vc->pidns;
+		return vc->path;
+	}
+	if (!s->names)
+		return s->cgroup ? s->cgroup(s->name_ctx, tid, pidns) : NULL;
+	if (names_thread_cgroup(s->names, tid, buf, sizeof(buf), pidns))
+		return NULL;
+	if (s->cap && capture_write_cgroup(s->cap, tid, *pidns, buf, &s->err))
+		fail(s, s->err.code);
+	return buf;
+}
+
 /*
  * A VM's name when its first record arrives, while its process is surely
  * there: the recorder asks only when it applies the VM's first record, after
@@ -56,6 +87,16 @@ static void name_vm(struct rec_session *s, uint32_t tgid)
 	name = vm_name(s, tgid);
 	if (s->cap && capture_write_name(s->cap, tgid, name, &s->err))
 		fail(s, s->err.code);
+	if (s->names || s->cgroup) {
+		struct vm_cgroup vc = { 0 };
+		const char *path = thread_cgroup(s, tgid, &vc.pidns);
+
+		if (path) {
+			snprintf(vc.path, sizeof(vc.path), "%s", path);
+			if (hashmap_update(&s->vm_cgroups, &tgid, &vc))
+				fail(s, -ENOMEM);
+		}
+	}
 }
 
 static const char *thread_name(void *ctx, uint32_t tid, uint32_t *tgid)
@@ -106,7 +147,8 @@ int rec_session_open(struct rec_session **out, const struct rec_session_opts *o,
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
-	if (!s || hashmap_init(&s->named, sizeof(uint32_t), 1, 0))
+	if (!s || hashmap_init(&s->named, sizeof(uint32_t), 1, 0) ||
+	    hashmap_init(&s->vm_cgroups, sizeof(uint32_t), sizeof(struct vm_cgroup), 0))
 		goto nomem;
 	if (o->proc_names) {
 		if (names_init(&s->proc, NULL, NULL))
@@ -125,6 +167,7 @@ int rec_session_open(struct rec_session **out, const struct rec_session_opts *o,
 	}
 	s->vm_name = o->rec.vm_name;
 	s->thread_name = o->rec.thread_name;
+	s->cgroup = o->rec.cgroup;
 	s->name_ctx = o->rec.ctx;
 	s->mono_start_ns = s->last_flush = o->rec.mono_start_ns;
 	if (o->capture) {
@@ -145,6 +188,8 @@ int rec_session_open(struct rec_session **out, const struct rec_session_opts *o,
 		ro.vm_name = vm_name;
 	if (s->names || s->thread_name)
 		ro.thread_name = thread_name;
+	if (s->names || s->cgroup)
+		ro.cgroup = thread_cgroup;
 	ro.ctx = s;
 	e = recorder_open(&s->rec, &ro, err);
 	if (e)
@@ -255,6 +300,7 @@ void rec_session_close(struct rec_session *s, uint64_t end)
 	if (s->cap)
 		capture_close(s->cap, NULL);
 	hashmap_free(&s->named);
+	hashmap_free(&s->vm_cgroups);
 	if (s->names)
 		names_free(s->names);
 	free(s->meta);
