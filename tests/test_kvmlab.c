@@ -815,7 +815,8 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
  * microvm's report and vcpustat's documents, the last read after microvm
  * ended; args: the microvm command line, for the test's log.
  */
-static void live_around_microvm(const char *opts, char *args, size_t len, json_t **report, json_t **docs)
+static void live_around_microvm(const char *opts, const char *cgroup, char *args, size_t len, json_t **report,
+				json_t **docs)
 {
 	const char *live, *mjson;
 	char bin[512];
@@ -832,7 +833,10 @@ static void live_around_microvm(const char *opts, char *args, size_t len, json_t
 	}
 	wait_live_doc(slot, live, 0);
 	snprintf(args, len, "%s --json '%s'", opts, mjson);
-	sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
+	if (cgroup) /* the VMM in that cgroup from its start */
+		sh("echo $$ > '%s/cgroup.procs' && exec '%s/bin/microvm' %s > /dev/null", cgroup, build_dir(), args);
+	else
+		sh("'%s/bin/microvm' %s > /dev/null", build_dir(), args);
 	wait_live_doc(slot, live, mono_ns());
 	stop_tool(slot, "vcpustat -j");
 	*report = load(mjson);
@@ -871,7 +875,7 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 		cr_skip_test("kvm.halt_poll_ns is 0 (or unreadable) here: KVM does not poll");
 	}
 	fclose(f);
-	live_around_microvm("--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp", args,
+	live_around_microvm("--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp", NULL, args,
 			    sizeof(args), &report, &docs);
 	doc = json_array_get(docs, json_array_size(docs) - 1);
 	json_array_foreach(jget(doc, "programs"), i, p)
@@ -951,7 +955,7 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
-	live_around_microvm("--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr", args,
+	live_around_microvm("--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr", NULL, args,
 			    sizeof(args), &report, &docs);
 	vm = json_array_get(jget(report, "vms"), 0);
 	json_array_foreach(docs, i, doc) {
@@ -1007,6 +1011,75 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 }
 
 /* ---- the guest/host split ---- */
+
+/* The lab's cgroup of a libvirt domain "lab-vm" (systemd's layout), made in the v2 tree; removed by the test. */
+static char lab_cgroup[512];
+
+static void remove_lab_cgroup(void)
+{
+	char *slash;
+
+	if (!lab_cgroup[0])
+		return;
+	rmdir(lab_cgroup);
+	slash = strrchr(lab_cgroup, '/');
+	if (slash) {
+		*slash = '\0';
+		rmdir(lab_cgroup); /* machine.slice, if the test made it and nothing else is in it */
+	}
+	lab_cgroup[0] = '\0';
+	lab_cleanup();
+}
+
+/*
+ * A VMM started in a libvirt domain's cgroup (machine.slice/machine-qemu\x2d7\x2dlab\x2dvm.scope):
+ * the live view (JSON) and a recording's report both give its cgroup path,
+ * the domain it names (libvirt, "lab-vm") and its PID namespace, the same.
+ */
+Test(kvmlab, a_vm_in_a_libvirt_cgroup_is_named_live_and_in_its_recording, .fini = remove_lab_cgroup)
+{
+	static const char scope[] = "/machine.slice/machine-qemu\\x2d7\\x2dlab\\x2dvm.scope";
+	char root[256], args[512], out[256];
+	json_t *report, *docs, *doc, *lvm = NULL, *rep, *rvm, *name = json_string("cg");
+	const char *sht;
+	size_t i;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	if (!cgroup2_root(NULL, root, sizeof(root)))
+		cr_skip_test("no cgroup v2 mount in the lab");
+	snprintf(lab_cgroup, sizeof(lab_cgroup), "%s%s", root, scope);
+	sh("mkdir -p '%s'", lab_cgroup);
+	lab_mkdir();
+	sht = in_dir("cg.sht");
+	start_recorder(sht);
+	live_around_microvm("--vcpus 1 --duration 2 -name guest=cg", lab_cgroup, args, sizeof(args), &report, &docs);
+	stop_recorder();
+	json_array_foreach(docs, i, doc) {
+		json_t *v = find_by(jget(doc, "vms"), "vm", name);
+
+		if (v)
+			lvm = v;
+	}
+	cr_assert_not_null(lvm, "vcpustat -j saw the VM");
+	cr_assert_str_eq(json_string_value(jget(lvm, "cgroup")), scope);
+	cr_assert_str_eq(json_string_value(jget(jget(lvm, "container"), "runtime")), "libvirt");
+	cr_assert_str_eq(json_string_value(jget(jget(lvm, "container"), "id")), "lab-vm");
+	cr_assert_gt(jint(lvm, "pidns"), 0);
+	snprintf(out, sizeof(out), "%s", in_dir("report.json"));
+	sh("'%s/bin/vcpustat' report -j '%s' > '%s'", build_dir(), sht, out);
+	rep = load(out);
+	rvm = find_by(jget(rep, "vms"), "vm", name);
+	cr_assert_not_null(rvm, "the recording has the VM");
+	cr_assert_str_eq(json_string_value(jget(rvm, "cgroup")), scope, "the recorded cgroup is the live one");
+	cr_assert_str_eq(json_string_value(jget(jget(rvm, "container"), "id")), "lab-vm");
+	cr_assert_eq(jint(rvm, "pidns"), jint(lvm, "pidns"));
+	cr_log_info("VM cg in %s: live and recorded as libvirt domain lab-vm, pid namespace %lld", scope,
+		    jint(lvm, "pidns"));
+	json_decref(rep);
+	json_decref(report);
+	json_decref(docs);
+}
 
 static pid_t spawn_microvm(const char *args)
 {
