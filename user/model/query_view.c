@@ -233,3 +233,86 @@ int query_show_range(FILE *f, json_t **doc, struct sht_reader *r, const char *fi
 	}
 	return 0;
 }
+
+/* ---- the filters of `vcpustat query` (--vm, --vcpu, --tid, --pcpu) ---- */
+
+/* The vCPU or VM attribute at depth of a (its ancestor with depth components), or SHT_NO_ATTR. */
+static uint32_t ancestor(struct sht_reader *r, uint32_t a, int depth_a, int depth)
+{
+	for (; a != SHT_NO_ATTR && depth_a > depth; depth_a--)
+		a = sht_attr_parent(r, a);
+	return a;
+}
+
+/* Does the vCPU vc (/vms/<vm>/vcpus/<n>) have a pcpu in cpus at some time of [t1, t2]? */
+static bool vcpu_was_on(struct sht_reader *r, uint32_t vc, const struct id_set *cpus, uint64_t t1, uint64_t t2)
+{
+	struct sht_interval *iv = NULL;
+	uint32_t pc = sht_attr_child(r, vc, "pcpu");
+	bool on = false;
+	size_t n = 0;
+
+	if (pc == SHT_NO_ATTR || sht_query_range(r, pc, NULL, t1, t2, &iv, &n, NULL))
+		return false;
+	for (size_t i = 0; i < n && !on; i++)
+		on = iv[i].value.type == SHT_INT && iv[i].value.i >= 0 && id_set_has(cpus, (uint32_t)iv[i].value.i);
+	free(iv);
+	return on;
+}
+
+/* Does f keep the attribute a (every filter given accepts it)? vc_ok caches vCPUs: 0 unknown, 1 kept, 2 not. */
+static bool query_keeps(struct sht_reader *r, const struct summary_filter *f, uint32_t a, uint64_t t1, uint64_t t2,
+			uint8_t *vc_ok)
+{
+	char path[512], *comp[5] = { 0 }, *save = NULL;
+	int depth = 0;
+	bool vcpu_path, vm_path, cpu_path, thread_path;
+	uint32_t vc;
+
+	snprintf(path, sizeof(path), "%s", sht_attr_path(r, a));
+	for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save), depth++)
+		if (depth < 5)
+			comp[depth] = c;
+	vm_path = depth >= 2 && !strcmp(comp[0], "vms");
+	vcpu_path = vm_path && depth >= 4 && !strcmp(comp[2], "vcpus");
+	cpu_path = depth >= 3 && !strcmp(comp[0], "host") && !strcmp(comp[1], "cpus");
+	thread_path = depth >= 3 && !strcmp(comp[0], "host") && !strcmp(comp[1], "threads");
+	if (f->nr_vms) {
+		uint32_t vm = ancestor(r, a, depth, 2);
+
+		if (!vm_path || !summary_filter_wants(f, comp[1], (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0)))
+			return false;
+	}
+	if (f->vcpus.n && !(vcpu_path && id_set_has(&f->vcpus, (uint32_t)strtoul(comp[3], NULL, 10))))
+		return false;
+	vc = vcpu_path ? ancestor(r, a, depth, 4) : SHT_NO_ATTR;
+	if (f->tids.n && !(thread_path && id_set_has(&f->tids, (uint32_t)strtoul(comp[2], NULL, 10))) &&
+	    !(vcpu_path && id_set_has(&f->tids, (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0))))
+		return false;
+	if (f->pcpus.n && !(cpu_path && id_set_has(&f->pcpus, (uint32_t)strtoul(comp[2], NULL, 10)))) {
+		if (!vcpu_path || vc == SHT_NO_ATTR)
+			return false;
+		if (!vc_ok[vc])
+			vc_ok[vc] = vcpu_was_on(r, vc, &f->pcpus, t1, t2) ? 1 : 2;
+		return vc_ok[vc] == 1;
+	}
+	return true;
+}
+
+int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t t1, uint64_t t2, uint8_t *want,
+		 size_t *kept, struct vcpustat_error *err)
+{
+	uint32_t n = sht_nattrs(r);
+	uint8_t *vc_ok = calloc(n + 1, 1);
+
+	*kept = 0;
+	if (!vc_ok)
+		return verror(err, -ENOMEM, "out of memory");
+	for (uint32_t a = 0; a < n; a++) {
+		if (want[a] && (f->nr_vms || summary_filter_narrows(f)) && !query_keeps(r, f, a, t1, t2, vc_ok))
+			want[a] = 0;
+		*kept += want[a] != 0;
+	}
+	free(vc_ok);
+	return 0;
+}
