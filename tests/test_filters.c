@@ -457,3 +457,71 @@ Test(filters, top_file_and_report_pcpu_view_take_the_filters)
 	cr_assert(strstr(r.out, "[time on pCPUs 1 only]"), "%s", r.out);
 	unlink(path);
 }
+
+/* One complete event ("X") of a chrome-json timeline, in µs. */
+struct slice {
+	const char *cat, *name;
+	double ts, dur;
+};
+
+static size_t slices(json_t *doc, const char *cat, struct slice *out, size_t max)
+{
+	json_t *ev;
+	size_t i, n = 0;
+
+	json_array_foreach(json_object_get(doc, "traceEvents"), i, ev) {
+		const char *c = json_string_value(json_object_get(ev, "cat"));
+
+		if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") || !c || strcmp(c, cat))
+			continue;
+		cr_assert_lt(n, max, "more %s slices than expected", cat);
+		out[n++] = (struct slice){ c, json_string_value(json_object_get(ev, "name")),
+					   json_number_value(json_object_get(ev, "ts")),
+					   json_number_value(json_object_get(ev, "dur")) };
+	}
+	return n;
+}
+
+static void assert_slice(const struct slice *s, const char *name, double ts_s, double dur_s)
+{
+	cr_assert_str_eq(s->name, name);
+	cr_assert_float_eq(s->ts, ts_s * 1e6, 1e-3, "%s at %f", name, s->ts);
+	cr_assert_float_eq(s->dur, dur_s * 1e6, 1e-3, "%s for %f", name, s->dur);
+}
+
+/*
+ * export -f chrome-json --vcpu 1 --pcpu 2: a vCPU 1's track from 5 s (when it
+ * came to CPU 2), its exit there; CPU 2's track, what ran on it: b vCPU 0
+ * [0, 3), a vCPU 1 [5, 6) and [9, 10). No other track.
+ */
+Test(filters, chrome_json_keeps_the_vcpu_tracks_cut_to_the_cpus_and_those_cpus)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX", out[64];
+	struct slice s[16];
+	json_error_t je;
+	struct run r;
+	json_t *doc;
+
+	write_rec(path);
+	snprintf(out, sizeof(out), "%s.json", path);
+	RUN(&r, "export", path, "-f", "chrome-json", "--vcpu", "1", "--pcpu", "2", "-o", out);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	doc = json_load_file(out, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	cr_assert_eq(slices(doc, "state", s, 16), 5);
+	assert_slice(&s[0], "guest", 5, 0.5);
+	assert_slice(&s[1], "host", 5.5, 0.5);
+	assert_slice(&s[2], "idle", 6, 2);
+	assert_slice(&s[3], "wait", 8, 1);
+	assert_slice(&s[4], "guest", 9, 1);
+	cr_assert_eq(slices(doc, "exit", s, 16), 1, "npf was on CPU 1");
+	assert_slice(&s[0], "hlt", 5.5, 0.5);
+	cr_assert_eq(slices(doc, "vcpu", s, 16), 4);
+	assert_slice(&s[0], "b vCPU 0", 0, 3);
+	assert_slice(&s[1], "a vCPU 1", 5, 0.5);
+	assert_slice(&s[2], "a vCPU 1", 5.5, 0.5);
+	assert_slice(&s[3], "a vCPU 1", 9, 1);
+	json_decref(doc);
+	unlink(out);
+	unlink(path);
+}

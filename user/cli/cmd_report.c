@@ -12,7 +12,7 @@ static const char synopsis[] =
 	"       vcpustat report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [FILTERS] [--json]\n"
 	"       vcpustat report FILE.sht --pcpu [--from T] [--to T] [--top N] [--pcpu LIST] [--tid TID]... [--json]\n"
 	"       vcpustat report FILE.sht --flow THREAD [--min-impact FRACTION] [--from T] [--to T] [--json]\n"
-	"FILTERS: [--vcpu LIST]... [--tid TID]... [--pcpu LIST]";
+	"FILTERS: [--vcpu LIST]... [--tid TID]... [--pcpu LIST]...";
 
 static const char about[] =
 	"The tables of the live view (state shares, preemptions, exit reasons with\n"
