@@ -448,6 +448,14 @@ Test(filters, top_file_and_report_pcpu_view_take_the_filters)
 	cr_assert(strstr(r.out, "\n    0 ") && strstr(r.out, "\n    2 "), "%s", r.out);
 	cr_assert_null(strstr(r.out, "\n    1 "), "%s", r.out);
 	cr_assert_null(strstr(r.out, "\n    3 "), "%s", r.out);
+	/* the view with --tid: every CPU's shares, the occupants of that thread only */
+	RUN(&r, "report", path, "--pcpu", "--tid", "102");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "a/1 guest"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "b/0"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "a/0"), "%s", r.out);
+	RUN(&r, "report", path, "--pcpu", "--vcpu", "1");
+	cr_assert_eq(r.status, 2, "the view is per CPU: %s", r.err);
 	RUN(&r, "report", path, "--pcpu", "0");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_null(strstr(r.out, "per physical CPU"), "a list: the filter, not the view: %s", r.out);
@@ -522,6 +530,12 @@ Test(filters, chrome_json_keeps_the_vcpu_tracks_cut_to_the_cpus_and_those_cpus)
 	assert_slice(&s[2], "a vCPU 1", 5.5, 0.5);
 	assert_slice(&s[3], "a vCPU 1", 9, 1);
 	json_decref(doc);
+
+	/* filters that keep no vCPU track: the usage error, and no file */
 	unlink(out);
+	RUN(&r, "export", path, "-f", "chrome-json", "--vcpu", "1", "--vm", "b", "--pcpu", "0", "-o", out);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "export: --vcpu 1 --pcpu 0: nothing of"), "%s", r.err);
+	cr_assert_neq(access(out, F_OK), 0, "nothing is written");
 	unlink(path);
 }

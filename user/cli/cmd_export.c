@@ -63,7 +63,7 @@ static int export_file(const struct export_args *x)
 		if (timeline_export(r, x->file, t1, t2, &x->filter, x->tfmt, x->path, &nr_vms, &err)) {
 			cli_err("%s", err.msg);
 			ret = CLI_FAIL;
-		} else {
+		} else if (!(ret = cli_filter_none_kept("export", x->file, &x->filter, nr_vms))) {
 			ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms);
 		}
 	} else if (metrics_of_recording(&m, r, x->file, t1, t2, &x->mo, &x->filter, &nr_vms, &err)) {

@@ -847,12 +847,23 @@ int timeline_export(struct sht_reader *r, const char *file, uint64_t t1, uint64_
 	struct timeline tl;
 	int e = tl_open(&tl, r, file, t1, t2, filter, err);
 
+	size_t kept = e ? 0 : tl.nr_kept;
+
+	if (!e && summary_filter_narrows(filter)) { /* --vcpu, --tid, --pcpu: the VMs with a vCPU track left */
+		kept = 0;
+		for (size_t v = 0; v < tl.nr_vms; v++)
+			for (size_t k = 0; k < tl.nr_tracks; k++)
+				if (tl.tracks[k].vm == (int)v) {
+					kept++;
+					break;
+				}
+	}
 	if (nr_vms)
-		*nr_vms = e ? 0 : tl.nr_kept;
+		*nr_vms = kept;
 	if (e)
 		return e;
-	if (filter && filter->nr_vms && !tl.nr_kept)
-		e = 0; /* the caller says which VMs there are; nothing is written */
+	if (filter && (filter->nr_vms || summary_filter_narrows(filter)) && !kept)
+		e = 0; /* the caller says which VMs there are, or that the filters keep nothing; nothing is written */
 	else if (fmt == TIMELINE_CHROME_JSON)
 		e = export_chrome_json(&tl, out, err);
 	else
