@@ -260,9 +260,55 @@ static bool vcpu_was_on(struct sht_reader *r, uint32_t vc, const struct id_set *
 	return on;
 }
 
-/* Does f keep the attribute a (every filter given accepts it)? vc_ok caches vCPUs: 0 unknown, 1 kept, 2 not. */
+/*
+ * What query_keeps() found of a VM or vCPU attribute, per attribute id (a
+ * file's attributes are read once, not once per child): 0 not asked yet,
+ * 1 kept, 2 not.
+ */
+struct keep_cache {
+	uint8_t *vm, *tid, *pcpu;
+};
+
+static bool cached(uint8_t *c, bool (*ask)(void *), void *ctx)
+{
+	if (!*c)
+		*c = ask(ctx) ? 1 : 2;
+	return *c == 1;
+}
+
+struct keep_ask {
+	struct sht_reader *r;
+	const struct summary_filter *f;
+	uint32_t attr;
+	const char *name;
+	uint64_t t1, t2;
+};
+
+static bool ask_vm(void *ctx)
+{
+	struct keep_ask *k = ctx;
+
+	return summary_filter_wants(k->f, k->name,
+				    (uint32_t)report_first_int(k->r, sht_attr_child(k->r, k->attr, "pid"), 0));
+}
+
+static bool ask_tid(void *ctx)
+{
+	struct keep_ask *k = ctx;
+
+	return id_set_has(&k->f->tids, (uint32_t)report_first_int(k->r, sht_attr_child(k->r, k->attr, "tid"), 0));
+}
+
+static bool ask_pcpu(void *ctx)
+{
+	struct keep_ask *k = ctx;
+
+	return vcpu_was_on(k->r, k->attr, &k->f->pcpus, k->t1, k->t2);
+}
+
+/* Does f keep the attribute a (every filter given accepts it)? */
 static bool query_keeps(struct sht_reader *r, const struct summary_filter *f, uint32_t a, uint64_t t1, uint64_t t2,
-			uint8_t *vc_ok)
+			struct keep_cache *kc)
 {
 	char path[512], *comp[5] = { 0 }, *save = NULL;
 	int depth = 0;
@@ -278,23 +324,25 @@ static bool query_keeps(struct sht_reader *r, const struct summary_filter *f, ui
 	cpu_path = depth >= 3 && !strcmp(comp[0], "host") && !strcmp(comp[1], "cpus");
 	thread_path = depth >= 3 && !strcmp(comp[0], "host") && !strcmp(comp[1], "threads");
 	if (f->nr_vms) {
-		uint32_t vm = ancestor(r, a, depth, 2);
+		struct keep_ask k = { r, f, ancestor(r, a, depth, 2), vm_path ? comp[1] : "" };
 
-		if (!vm_path || !summary_filter_wants(f, comp[1], (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0)))
+		if (!vm_path || k.attr == SHT_NO_ATTR || !cached(&kc->vm[k.attr], ask_vm, &k))
 			return false;
 	}
 	if (f->vcpus.n && !(vcpu_path && id_set_has(&f->vcpus, (uint32_t)strtoul(comp[3], NULL, 10))))
 		return false;
 	vc = vcpu_path ? ancestor(r, a, depth, 4) : SHT_NO_ATTR;
-	if (f->tids.n && !(thread_path && id_set_has(&f->tids, (uint32_t)strtoul(comp[2], NULL, 10))) &&
-	    !(vcpu_path && id_set_has(&f->tids, (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0))))
-		return false;
-	if (f->pcpus.n && !(cpu_path && id_set_has(&f->pcpus, (uint32_t)strtoul(comp[2], NULL, 10)))) {
-		if (!vcpu_path || vc == SHT_NO_ATTR)
+	if (f->tids.n && !(thread_path && id_set_has(&f->tids, (uint32_t)strtoul(comp[2], NULL, 10)))) {
+		struct keep_ask k = { r, f, vc };
+
+		if (vc == SHT_NO_ATTR || !cached(&kc->tid[vc], ask_tid, &k))
 			return false;
-		if (!vc_ok[vc])
-			vc_ok[vc] = vcpu_was_on(r, vc, &f->pcpus, t1, t2) ? 1 : 2;
-		return vc_ok[vc] == 1;
+	}
+	if (f->pcpus.n && !(cpu_path && id_set_has(&f->pcpus, (uint32_t)strtoul(comp[2], NULL, 10)))) {
+		struct keep_ask k = { r, f, vc, NULL, t1, t2 };
+
+		if (vc == SHT_NO_ATTR || !cached(&kc->pcpu[vc], ask_pcpu, &k))
+			return false;
 	}
 	return true;
 }
@@ -303,16 +351,19 @@ int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t 
 		 size_t *kept, struct vcpustat_error *err)
 {
 	uint32_t n = sht_nattrs(r);
-	uint8_t *vc_ok = calloc(n + 1, 1);
+	struct keep_cache kc = { calloc(n + 1, 1), calloc(n + 1, 1), calloc(n + 1, 1) };
+	int e = 0;
 
 	*kept = 0;
-	if (!vc_ok)
-		return verror(err, -ENOMEM, "out of memory");
-	for (uint32_t a = 0; a < n; a++) {
-		if (want[a] && (f->nr_vms || summary_filter_narrows(f)) && !query_keeps(r, f, a, t1, t2, vc_ok))
+	if (!kc.vm || !kc.tid || !kc.pcpu)
+		e = verror(err, -ENOMEM, "out of memory");
+	for (uint32_t a = 0; a < n && !e; a++) {
+		if (want[a] && (f->nr_vms || summary_filter_narrows(f)) && !query_keeps(r, f, a, t1, t2, &kc))
 			want[a] = 0;
 		*kept += want[a] != 0;
 	}
-	free(vc_ok);
-	return 0;
+	free(kc.vm);
+	free(kc.tid);
+	free(kc.pcpu);
+	return e;
 }
