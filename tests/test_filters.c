@@ -103,8 +103,10 @@ static json_t *report_json(const char *path, const char *a1, const char *a2, con
 	struct run r;
 	json_t *doc;
 
-	if (a3)
+	if (a4)
 		RUN(&r, "report", path, "-j", a1, a2, a3, a4);
+	else if (a3)
+		RUN(&r, "report", path, "-j", a1, a2, a3);
 	else
 		RUN(&r, "report", path, "-j", a1, a2);
 	cr_assert_eq(r.status, 0, "report %s %s: %s", a1, a2, r.err);
@@ -537,5 +539,54 @@ Test(filters, chrome_json_keeps_the_vcpu_tracks_cut_to_the_cpus_and_those_cpus)
 	cr_assert_eq(r.status, 2, "%s", r.err);
 	cr_assert(strstr(r.err, "export: --vcpu 1 --pcpu 0: nothing of"), "%s", r.err);
 	cr_assert_neq(access(out, F_OK), 0, "nothing is written");
+	unlink(path);
+}
+
+static json_t *placement_vm(json_t *doc, const char *name)
+{
+	json_t *vm;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(doc, "placement"), "vms"), i, vm)
+		if (!strcmp(json_string_value(json_object_get(vm, "vm")), name))
+			return vm;
+	return NULL;
+}
+
+/*
+ * report --placement: on a CPU is guest or host. --vcpu 1: a vCPU 1 on CPUs
+ * 5 s guest + 1 s host, its one migration; b vCPU 1 10 s. --pcpu 2: a vCPU 1
+ * on CPU 2 [5, 6) and [9, 10), its move there; b vCPU 0 [0, 3), its move away
+ * (to CPU 0) not counted.
+ */
+Test(filters, placement_counts_the_vcpus_and_cpus_kept)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	json_t *doc, *a, *b;
+
+	write_rec(path);
+	doc = report_json(path, "--placement", "--vcpu", "1", NULL);
+	a = placement_vm(doc, "a");
+	b = placement_vm(doc, "b");
+	cr_assert(a && b);
+	cr_assert_eq(int_of(a, "vcpus"), 1);
+	cr_assert_eq(int_of(a, "run_ns"), 6 * S);
+	cr_assert_eq(int_of(a, "migrations"), 1);
+	cr_assert_eq(int_of(b, "vcpus"), 1);
+	cr_assert_eq(int_of(b, "run_ns"), 10 * S);
+	cr_assert_eq(int_of(b, "migrations"), 0);
+	json_decref(doc);
+
+	doc = report_json(path, "--placement", "--pcpu", "2", NULL);
+	a = placement_vm(doc, "a");
+	b = placement_vm(doc, "b");
+	cr_assert(a && b);
+	cr_assert_eq(int_of(a, "vcpus"), 1);
+	cr_assert_eq(int_of(a, "run_ns"), 2 * S);
+	cr_assert_eq(int_of(a, "migrations"), 1);
+	cr_assert_eq(int_of(b, "vcpus"), 1);
+	cr_assert_eq(int_of(b, "run_ns"), 3 * S);
+	cr_assert_eq(int_of(b, "migrations"), 0);
+	json_decref(doc);
 	unlink(path);
 }
