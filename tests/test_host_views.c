@@ -452,7 +452,7 @@ static void pcpu_of(struct pcpu_view *v, const char *path, unsigned int top)
 	struct sht_reader *r;
 
 	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
-	cr_assert_eq(pcpu_build(v, r, 0, 10 * S, top, &err), 0, "%s", err.msg);
+	cr_assert_eq(pcpu_build(v, r, 0, 10 * S, top, NULL, &err), 0, "%s", err.msg);
 	sht_close(r);
 }
 

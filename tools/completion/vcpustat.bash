@@ -9,17 +9,18 @@ _vcpustat_options() # COMMAND: its options
 {
 	case $1 in
 	top) echo "-d --delay -n --iterations -b --batch -j --json --vm --top --demo -v --verbose -h --help
-		--file --from --speed" ;;
+		--file --from --speed --vcpu --tid --pcpu" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
-	report) echo "--from --to --vm -j --json --top --placement --host-topology --pcpu --flow
-		--min-impact" ;;
+	report) echo "--from --to --vm --vcpu --tid --pcpu -j --json --top --placement --host-topology --flow
+		--min-impact -h --help" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
-		--top-culprits --vm -v --verbose -h --help" ;;
+		--top-culprits --vm --vcpu --tid --pcpu -v --verbose -h --help" ;;
 	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms
 		--refresh -v --verbose -h --help" ;;
-	plot) echo "-o --output --from --to -b --buckets --timeline --live -i --interval --vm -v --verbose -h --help" ;;
-	query) echo "--at --path --from --to --json --utc -h --help" ;;
+	plot) echo "-o --output --from --to -b --buckets --timeline --live -i --interval --vm --vcpu --tid --pcpu
+		-v --verbose -h --help" ;;
+	query) echo "--at --path --from --to --json --utc --vm --vcpu --tid --pcpu -h --help" ;;
 	check) echo "--repair -o --output --in-place --json -h --help" ;;
 	replay) echo "-o --output -j --json -q --quiet" ;;
 	import) echo "--host --guest -o --output --vm-name --vm --lenient --isa --cpus --meta -j --json
@@ -29,7 +30,8 @@ _vcpustat_options() # COMMAND: its options
 }
 
 # The running VMs' names and pids would need root and BPF; --vm completes
-# nothing rather than guess.
+# nothing rather than guess, nor do the filters' lists (--vcpu, --tid, --pcpu).
+# `report --pcpu` alone is a view: the word after it completes as files.
 _vcpustat()
 {
 	local cur prev words cword cmd i
@@ -100,7 +102,8 @@ _vcpustat()
 	*:--vm | *:--vm-name | *:--meta | *:--delay | *:--iterations | *:--top | *:--from | *:--to | \
 		*:--speed | *:--duration | *:--max-size | *:--rotate-every | *:--keep | *:--ringbuf | \
 		*:--interval | *:--every | *:--top-culprits | *:--listen | *:--cache-ms | *:--refresh | \
-		*:--buckets | *:--at | *:--path | *:--cpus | *:--flow | *:--min-impact | top:-d | top:-n | \
+		*:--buckets | *:--at | *:--path | *:--cpus | *:--flow | *:--min-impact | *:--vcpu | *:--tid | \
+		top:--pcpu | query:--pcpu | plot:--pcpu | export:--pcpu | top:-d | top:-n | \
 		record:-t | export:-i | export:-e | plot:-i | plot:-b | serve:-l)
 		return # a value: nothing to offer
 		;;

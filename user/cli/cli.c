@@ -358,3 +358,61 @@ void cli_usage_exit_status(FILE *out)
 	      "(an option, a value, a time, a selection that matches nothing); 77 missing privileges.\n",
 	      out);
 }
+
+int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct summary_filter *f)
+{
+	static const char *const what[] = { "vCPU indexes such as 0,2-3", "thread ids such as 4242,4250",
+					    "CPUs such as 0-3,8" };
+	struct vcpustat_error err = { 0 };
+	struct id_set *set;
+	const char *name;
+	int k;
+
+	switch (key) {
+	case CLI_OPT_VCPU: set = &f->vcpus, name = "vcpu", k = 0; break;
+	case CLI_OPT_TID: set = &f->tids, name = "tid", k = 1; break;
+	case CLI_OPT_PCPU: set = &f->pcpus, name = "pcpu", k = 2; break;
+	default: return 1;
+	}
+	arg = arg ? arg : a->arg;
+	if (id_set_add(set, arg, &err))
+		return cli_usage_error("%s: --%s %s: %s (expected %s)", a->cmd->name, name, arg, err.msg, what[k]);
+	return 0;
+}
+
+/* The VMs of r that --vm keeps. */
+static size_t vms_kept(struct sht_reader *r, const struct summary_filter *f)
+{
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
+	size_t n = 0;
+
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+		n += summary_filter_wants(f, sht_attr_name(r, vm),
+					  (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0));
+	return n;
+}
+
+int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, const struct summary_filter *f)
+{
+	struct vcpustat_error err = { 0 };
+	int e;
+
+	if (f->nr_vms && !vms_kept(r, f))
+		return cli_vm_none_matched(file, r, f, 0);
+	e = summary_filter_check(r, file, f, &err);
+	if (!e)
+		return 0;
+	cli_err("%s: %s", cmd, err.msg);
+	return e == -ENOENT ? CLI_USAGE : CLI_FAIL;
+}
+
+int cli_filter_none_kept(const char *cmd, const char *file, const struct summary_filter *f, size_t nr)
+{
+	char text[512];
+
+	if (nr || !summary_filter_narrows(f))
+		return 0;
+	cli_err("%s: %s: nothing of %s in this window matches these filters together", cmd,
+		summary_filter_text(f, text, sizeof(text)), file);
+	return CLI_USAGE;
+}

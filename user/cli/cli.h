@@ -116,6 +116,12 @@ static inline int cli_args_exit(int c)
  * cli_next returns them.
  */
 int cli_parse(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv);
+/*
+ * An option whose value is optional (its arg in the table is "[NAME]"): the
+ * value given as --opt=VALUE, else the next argument if accept() takes it
+ * (then consumed), else NULL. Call right after cli_next() returned it.
+ */
+const char *cli_optional_value(struct cli_args *a, bool (*accept)(const char *));
 /* Operands where the command takes none: the error, CLI_USAGE; else 0. */
 int cli_no_more_args(const struct cli_args *a);
 /* The command's --help. */
@@ -163,6 +169,32 @@ int cli_parse_seconds(const char *opt, const char *arg, double min_s, double max
 
 /* --vm NAME|PID: add arg to the filter (at most max); prints the error and returns CLI_USAGE when full. */
 int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const char *arg);
+/*
+ * ---- the filters of the offline commands (--vcpu, --tid, --pcpu) ----
+ * One declaration and one parser for every command that reads recordings
+ * (report, top --file, query, plot, export): CLI_FILTER_OPTIONS in its
+ * option table, cli_filter_option() in its loop.
+ */
+enum { CLI_OPT_VCPU = 0x300, CLI_OPT_TID, CLI_OPT_PCPU };
+#define CLI_FILTER_VCPU_TID                                                                                 \
+	{ "vcpu", CLI_OPT_VCPU, "LIST", "only these vCPU indexes of each VM (repeatable; 0,2-3)" },          \
+	{ "tid", CLI_OPT_TID, "TID", "only the vCPUs (and host threads) with this thread id (repeatable)" }
+#define CLI_FILTER_OPTIONS \
+	CLI_FILTER_VCPU_TID, { "pcpu", CLI_OPT_PCPU, "LIST", "only time on these physical CPUs (0-3,8; repeatable)" }
+/*
+ * key is one of those options: a->arg (or arg, if not NULL) into f; 0, or
+ * CLI_USAGE after the error naming the command, option and value. 1: key is
+ * no filter option.
+ */
+int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct summary_filter *f);
+/*
+ * Each filter of f selects something in file (summary_filter_check): 0, or
+ * CLI_USAGE after "CMD: --vcpu 7: no such vCPU in FILE (...)"; CLI_FAIL.
+ */
+int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, const struct summary_filter *f);
+/* The filters together kept nothing (nr: what the command kept): CLI_USAGE after the error; else 0. */
+int cli_filter_none_kept(const char *cmd, const char *file, const struct summary_filter *f, size_t nr);
+
 /*
  * After a report of file with filter f kept nr_vms VMs: if --vm was given
  * and none matched, print an error naming the VMs of the file and return

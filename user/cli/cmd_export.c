@@ -13,7 +13,8 @@
 static const char synopsis[] =
 	"[-f FORMAT] [-o FILE] [--interval SEC] [--every SEC]\n"
 	"                 [--no-vcpu-labels] [--top-culprits N] [--vm NAME|PID]... [-v]\n"
-	"       vcpustat export [--file] FILE.sht [--from T] [--to T] [-f FORMAT] [-o FILE] ...";
+	"       vcpustat export [--file] FILE.sht [--from T] [--to T] [-f FORMAT] [-o FILE] ...\n"
+	"                 [--vcpu LIST]... [--tid TID]... [--pcpu LIST]...";
 
 static const char about[] =
 	"The capacity-planning metrics (docs/metrics.md): vCPU-seconds per state, preemptions,\n"
@@ -53,6 +54,8 @@ static int export_file(const struct export_args *x)
 	size_t nr_vms;
 	int ret = cli_open_window(x->file, x->from, x->to, &r, &t1, &t2);
 
+	if (!ret && (ret = cli_filter_check("export", x->file, r, &x->filter)))
+		sht_close(r);
 	if (ret)
 		return ret;
 	if (x->timeline) {
@@ -60,13 +63,14 @@ static int export_file(const struct export_args *x)
 		if (timeline_export(r, x->file, t1, t2, &x->filter, x->tfmt, x->path, &nr_vms, &err)) {
 			cli_err("%s", err.msg);
 			ret = CLI_FAIL;
-		} else {
+		} else if (!(ret = cli_filter_none_kept("export", x->file, &x->filter, nr_vms))) {
 			ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms);
 		}
 	} else if (metrics_of_recording(&m, r, x->file, t1, t2, &x->mo, &x->filter, &nr_vms, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
-	} else if (!(ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms)) &&
+	} else if (!(ret = cli_filter_none_kept("export", x->file, &x->filter, nr_vms)) &&
+		   !(ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms)) &&
 		   metrics_write(m, x->fmt, x->path, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
@@ -128,6 +132,7 @@ int cmd_export(int argc, char **argv)
 		{ "top-culprits", OPT_TOP, "N", "culprits named per VM, the rest summed as \"other\" (default 5)",
 		  CLI_NUMBER, &top, 0, 1000, "culprits per VM" },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		CLI_FILTER_OPTIONS, /* recordings only */
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &x.verbose },
 		{ "help", 'h', NULL, "this help" },
 		{ NULL },
@@ -144,6 +149,8 @@ int cmd_export(int argc, char **argv)
 					       "chrome-json or ctf)", a.arg);
 		if (c == OPT_VM && cli_add_vm(&x.filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
 			return CLI_USAGE;
+		if (cli_filter_option(&a, c, NULL, &x.filter) == CLI_USAGE)
+			return CLI_USAGE;
 	}
 	if (c < 0)
 		return cli_args_exit(c);
@@ -155,6 +162,8 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_error("-f %s exports the timeline of a recording: it needs FILE.sht and -o %s",
 				       x.tfmt == TIMELINE_CHROME_JSON ? "chrome-json" : "ctf",
 				       x.tfmt == TIMELINE_CHROME_JSON ? "FILE" : "DIR");
+	if (summary_filter_narrows(&x.filter) && !x.file)
+		return cli_usage_error("--vcpu, --tid and --pcpu filter a recording: they need --file");
 	if ((x.from || x.to) && !x.file)
 		return cli_usage_error("--from/--to select a window of a recording: they need --file");
 	if (x.every > 0 && x.file)

@@ -9,9 +9,10 @@
 #include "cli/cli.h"
 #include "export/export.h"
 
-static const char synopsis[] = "FILE.sht [--from T] [--to T] [--buckets N] [--vm NAME|PID]... -o OUT.svg\n"
-			       "       vcpustat plot FILE.sht --timeline [--from T] [--to T] [--vm NAME|PID]... -o OUT.svg\n"
-			       "       vcpustat plot --live [--interval SEC] [--vm NAME|PID]... -o OUT.svg";
+static const char synopsis[] = "FILE.sht [--from T] [--to T] [--buckets N] [--vm NAME|PID]... [FILTERS] -o OUT.svg\n"
+			       "       vcpustat plot FILE.sht --timeline [--from T] [--to T] [--vm NAME|PID]... [FILTERS] -o OUT.svg\n"
+			       "       vcpustat plot --live [--interval SEC] [--vm NAME|PID]... -o OUT.svg\n"
+			       "FILTERS: [--vcpu LIST]... [--tid TID]... [--pcpu LIST]... (docs/vcpustat.md, \"Filters\")";
 
 static const char about[] =
 	"Charts as one standalone SVG (opens in any browser), per VM: the share of its vCPU\n"
@@ -37,6 +38,8 @@ static int plot_file(const struct plot_args *p)
 	uint64_t t1, t2;
 	int ret = cli_open_window(p->file, p->from, p->to, &r, &t1, &t2);
 
+	if (!ret)
+		ret = cli_filter_check("plot", p->file, r, &p->filter);
 	if (!ret && p->timeline && plot_gantt(r, p->file, t1, t2, &p->filter, p->path, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
@@ -101,6 +104,7 @@ int cmd_plot(int argc, char **argv)
 		{ "interval", 'i', "SEC", "with --live: how long to sample (default 2)", CLI_SECONDS, &p.interval,
 		  10000000, 3600000000000 },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		CLI_FILTER_OPTIONS, /* recordings only */
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &p.verbose },
 		{ "help", 'h', NULL, "this help" },
 		{ "file", OPT_FILE, "FILE.sht", NULL, CLI_STRING, &p.file }, /* the recording, as an option */
@@ -111,9 +115,12 @@ int cmd_plot(int argc, char **argv)
 	int c;
 
 	cli_args_init(&a, &cmd, argc, argv);
-	while ((c = cli_next(&a)) > 0)
+	while ((c = cli_next(&a)) > 0) {
 		if (c == OPT_VM && cli_add_vm(&p.filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
 			return CLI_USAGE;
+		if (cli_filter_option(&a, c, NULL, &p.filter) == CLI_USAGE)
+			return CLI_USAGE;
+	}
 	if (c < 0)
 		return cli_args_exit(c);
 	if (a.pos < argc && (p.file || a.pos < argc - 1))
@@ -126,6 +133,8 @@ int cmd_plot(int argc, char **argv)
 		return cli_usage_error("plot: a recording or --live, not both");
 	if (p.live && p.timeline)
 		return cli_usage_error("--timeline charts a recording, not --live");
+	if (p.live && summary_filter_narrows(&p.filter))
+		return cli_usage_error("--vcpu, --tid and --pcpu filter a recording, not --live");
 	if (p.live && (p.from || p.to))
 		return cli_usage_error("--from/--to select a window of a recording; with --live use --interval");
 	if (!p.path)

@@ -7,11 +7,13 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cli/cli.h"
 #include "sht/sht.h"
 
 static const char synopsis[] =
-	"FILE [--at T] [--path P [--from T1] [--to T2]] [--json] [--utc]";
+	"FILE [--at T] [--path P [--from T1] [--to T2]] [--json] [--utc]\n"
+	"                [--vm NAME|PID]... [--vcpu LIST]... [--tid TID]... [--pcpu LIST]...";
 
 static const char about[] =
 	"Read a State History Tree file (.sht) written by `vcpustat record` or a replay.\n"
@@ -32,7 +34,13 @@ static const char notes[] =
 	"Attributes whose name is `state` show vCPU state names (guest, host, preempted,\n"
 	"wait, idle, blocked, unknown); JSON gives both the number and the name.\n"
 	"Intervals are [start, end): a value holds from its start up to, not including,\n"
-	"its end. An empty value (null) is shown as '-'.\n";
+	"its end. An empty value (null) is shown as '-'.\n"
+	"\n"
+	"Filters keep the attributes every one of them accepts: --vm /vms/<vm>/...,\n"
+	"--vcpu /vms/*/vcpus/<n>/..., --tid the vCPUs of that thread id and\n"
+	"/host/threads/<tid>/..., --pcpu /host/cpus/<cpu>/... and the vCPUs whose pcpu\n"
+	"was one of those CPUs (at --at T, or in the range). With filters and neither\n"
+	"--at nor --path, the range is the whole file (--path '/**').\n";
 
 /* The selection of --path P (NULL without it): 0, or the exit code after the error. */
 static int select_path(struct sht_reader *r, const char *file, const char *path, uint8_t **want)
@@ -48,9 +56,43 @@ static int select_path(struct sht_reader *r, const char *file, const char *path,
 	return 0;
 }
 
+/* The filters on the selection *want (NULL: every attribute) for [t1, t2]: 0, or the exit code after the error. */
+static int narrow(struct sht_reader *r, const char *file, const struct summary_filter *f, uint64_t t1, uint64_t t2,
+		  uint8_t **want)
+{
+	struct vcpustat_error err = { 0 };
+	size_t kept;
+
+	if (!f->nr_vms && !summary_filter_narrows(f))
+		return 0;
+	if (!*want) {
+		*want = malloc(sht_nattrs(r) + 1);
+		if (!*want) {
+			cli_err("out of memory");
+			return CLI_FAIL;
+		}
+		memset(*want, 1, sht_nattrs(r) + 1);
+	}
+	if (query_filter(r, f, t1, t2, *want, &kept, &err)) {
+		cli_err("%s", err.msg);
+		return CLI_FAIL;
+	}
+	if (!kept) {
+		char text[512];
+
+		cli_err("query: %s: no attribute of %s matches these filters together%s",
+			summary_filter_text(f, text, sizeof(text))[0] ? text : "--vm",
+			file, f->pcpus.n ? " (at that time)" : "");
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
 int cmd_query(int argc, char **argv)
 {
-	const char *at = NULL, *path = NULL, *from = NULL, *to = NULL, *file;
+	enum { OPT_VM = 262 };
+	const char *at = NULL, *path = NULL, *from = NULL, *to = NULL, *file, *vm_filter[64];
+	struct summary_filter filter = { 0 };
 	bool utc = false;
 	const struct cli_option options[] = {
 		{ "at", 256, "T", "every attribute's value at time T (with --path: only those)", CLI_STRING, &at },
@@ -62,6 +104,8 @@ int cmd_query(int argc, char **argv)
 		{ "to", 259, "T2", "the end of that range", CLI_STRING, &to },
 		{ "json", 260, NULL, "JSON output for scripts", CLI_FLAG, &cli_json },
 		{ "utc", 261, NULL, "show wall-clock times in UTC (default: local time)", CLI_FLAG, &utc },
+		{ "vm", OPT_VM, "NAME|PID", "only the attributes of this VM (repeatable)" },
+		CLI_FILTER_OPTIONS,
 		{ "help", 'h', NULL, "this help" },
 		{ NULL },
 	};
@@ -74,7 +118,14 @@ int cmd_query(int argc, char **argv)
 	struct cli_args a;
 	int c, ret;
 
-	if ((c = cli_parse(&a, &cmd, argc, argv)) < 0)
+	cli_args_init(&a, &cmd, argc, argv);
+	while ((c = cli_next(&a)) > 0) {
+		if (c == OPT_VM && cli_add_vm(&filter, vm_filter, 64, a.arg))
+			return CLI_USAGE;
+		if (cli_filter_option(&a, c, NULL, &filter) == CLI_USAGE)
+			return CLI_USAGE;
+	}
+	if (c < 0)
 		return cli_args_exit(c);
 	if (a.pos != argc - 1)
 		return cli_usage_error(a.pos >= argc ? "query: which file? (`%s query FILE ...`, see --help)"
@@ -87,7 +138,11 @@ int cmd_query(int argc, char **argv)
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}
+	if ((filter.nr_vms || summary_filter_narrows(&filter)) && !path && !at)
+		path = "/**";
 	ret = select_path(r, file, path, &want);
+	if (!ret)
+		ret = cli_filter_check("query", file, r, &filter);
 	if (ret)
 		goto out;
 	ret = CLI_USAGE;
@@ -101,6 +156,9 @@ int cmd_query(int argc, char **argv)
 				(unsigned long long)sht_get_info(r)->end);
 			goto out;
 		}
+		ret = narrow(r, file, &filter, t, t, &want);
+		if (ret)
+			goto out;
 		ret = query_show_at(stdout, cli_json ? &doc : NULL, r, file, t, want, utc, &err);
 	} else if (path) {
 		t1 = sht_get_info(r)->start;
@@ -113,6 +171,9 @@ int cmd_query(int argc, char **argv)
 			cli_err("query: --from %s is after --to %s", from ? from : "(start)", to ? to : "(end)");
 			goto out;
 		}
+		ret = narrow(r, file, &filter, t1, t2, &want);
+		if (ret)
+			goto out;
 		ret = query_show_range(stdout, cli_json ? &doc : NULL, r, file, want, t1, t2, utc, &err);
 	} else {
 		ret = query_show_info(stdout, cli_json ? &doc : NULL, r, file, utc, &err);

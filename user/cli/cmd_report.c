@@ -1,56 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* vcpustat report: the live view's tables for any window of a recording. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "model/model.h"
 
-static void usage(FILE *f)
+static const char synopsis[] =
+	"FILE.sht [--from T] [--to T] [--vm NAME|PID]... [FILTERS] [--json] [--top N]\n"
+	"       vcpustat report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [FILTERS] [--json]\n"
+	"       vcpustat report FILE.sht --pcpu [--from T] [--to T] [--top N] [--pcpu LIST] [--tid TID]... [--json]\n"
+	"       vcpustat report FILE.sht --flow THREAD [--min-impact FRACTION] [--from T] [--to T] [--json]\n"
+	"FILTERS: [--vcpu LIST]... [--tid TID]... [--pcpu LIST]...";
+
+static const char about[] =
+	"The tables of the live view (state shares, preemptions, exit reasons with\n"
+	"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
+	"recording. Without --from/--to: the whole file. An exit is counted in the\n"
+	"window of its kvm_exit, with its whole handling time (docs/record.md).\n";
+
+static const char notes[] =
+	"Culprits need a recording made with --level full. Files made by `vcpustat\n"
+	"import` with guest traces also show, per guest thread, the time it lost to the\n"
+	"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n"
+	"With --flow: the thread's intervals, who ran instead, the culprits as a tree\n"
+	"system / process / thread with D(T) = time / lifespan (docs/vcpustat.md).\n"
+	"\n"
+	"Filters (docs/vcpustat.md, \"Filters\") combine with AND. --vcpu and --tid keep\n"
+	"those vCPUs: a VM's totals are then over them only. --pcpu LIST counts a vCPU's\n"
+	"time only while its pcpu is one of those CPUs (off CPU: the CPU it last ran on or\n"
+	"waits on), and its events when they happen there. `--pcpu` alone is the\n"
+	"per-CPU view; there --pcpu LIST keeps those CPUs and --tid those occupants.\n";
+
+/* --pcpu LIST or --pcpu (the view): is the next argument a CPU list? */
+static bool cpu_list(const char *s)
 {
-	fprintf(f,
-		"usage: %s report FILE.sht [--from T] [--to T] [--vm NAME|PID]... [--json] [--top N]\n"
-		"       %s report FILE.sht --placement [--host-topology] [--from T] [--to T] [--vm NAME|PID]... [--json]\n"
-		"       %s report FILE.sht --pcpu [--from T] [--to T] [--top N] [--json]\n"
-		"       %s report FILE.sht --flow THREAD [--min-impact FRACTION] [--from T] [--to T] [--json]\n"
-		"\n"
-		"The tables of the live view (state shares, preemptions, exit reasons with\n"
-		"p50/p99 latency, run-queue waits, who took the CPU) for a window of a\n"
-		"recording. Without --from/--to: the whole file. An exit is counted in the\n"
-		"window of its kvm_exit, with its whole handling time (docs/record.md).\n"
-		"\n"
-		"  --from T, --to T   the window [from, to). T: nanoseconds since the start\n"
-		"                     (123456789), seconds (1.5s, 2.25, +1.5s), or wall-clock time\n"
-		"                     (2026-11-22T14:03:07.123, 14:03:07 on the trace's day; not\n"
-		"                     for imported traces, which have no wall clock)\n"
-		"  --vm NAME|PID      only this VM (repeatable)\n"
-		"  -j, --json         the JSON of `vcpustat -j` (docs/json.md), plus the window\n"
-		"  --top N            rows per exit/culprit table (default 5, 0: all)\n"
-		"  --placement        where each VM's vCPUs ran instead: vCPU-seconds per NUMA node and\n"
-		"                     last-level cache, migrations across them, time beside another\n"
-		"                     VM's vCPU on an SMT core, and which VM to move to balance the nodes\n"
-		"  --host-topology    with --placement: this machine's CPU topology (sysfs), for a\n"
-		"                     recording that has none (imported, or older)\n"
-		"  --pcpu             per physical CPU instead: its time in guest code and in the\n"
-		"                     hypervisor per VM and vCPU, host threads, idle, and its top\n"
-		"                     occupants (--top N of them; host threads and idle: --level full)\n"
-		"  --flow THREAD      the execution flow of one thread: what delayed it over its\n"
-		"                     lifespan in the window, who ran instead, D(T) per culprit.\n"
-		"                     THREAD: a host tid, or VM:GUEST_TID (files imported with guest\n"
-		"                     traces)\n"
-		"  --min-impact FRACTION\n"
-		"                     with --flow: leave culprits with D(T) below FRACTION (0..1)\n"
-		"                     out of the tree (default 0)\n"
-		"\n"
-		"Culprits need a recording made with --level full. Files made by `vcpustat\n"
-		"import` with guest traces also show, per guest thread, the time it lost to the\n"
-		"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n"
-		"With --flow: the thread's intervals, who ran instead, the culprits as a tree\n"
-		"system / process / thread with D(T) = time / lifespan (docs/vcpustat.md).\n",
-		cli_prog, cli_prog, cli_prog, cli_prog);
-	cli_usage_exit_status(f);
+	if (*s < '0' || *s > '9')
+		return false;
+	for (; *s; s++)
+		if ((*s < '0' || *s > '9') && *s != ',' && *s != '-')
+			return false;
+	return true;
 }
 
 /* A view of the window (--placement, --pcpu) as JSON: the window's fields and the view under key. */
@@ -105,12 +96,12 @@ static int report_placement(const char *file, struct sht_reader *r, uint64_t t1,
 }
 
 static int report_pcpu(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
-		       bool json)
+		       const struct summary_filter *filter, bool json)
 {
 	struct vcpustat_error err = { 0 };
 	struct pcpu_view v;
 
-	if (pcpu_build(&v, r, t1, t2, top, &err)) {
+	if (pcpu_build(&v, r, t1, t2, top, filter, &err)) {
 		cli_err("%s: %s", file, err.msg);
 		return CLI_FAIL;
 	}
@@ -181,16 +172,9 @@ static int report_flow(const char *file, const char *thread, const char *min_arg
 
 int cmd_report(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "from", required_argument, NULL, 'F' }, { "to", required_argument, NULL, 'T' },
-		{ "vm", required_argument, NULL, 'V' },	  { "json", no_argument, NULL, 'j' },
-		{ "top", required_argument, NULL, 'N' },  { "help", no_argument, NULL, 'h' },
-		{ "placement", no_argument, NULL, 'P' },  { "host-topology", no_argument, NULL, 'H' },
-		{ "pcpu", no_argument, NULL, 'C' },	  { "flow", required_argument, NULL, 'W' },
-		{ "min-impact", required_argument, NULL, 'I' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *from = NULL, *to = NULL, *vm_filter[64], *flow = NULL, *min_impact = NULL;
+	enum { OPT_FROM = 256, OPT_TO, OPT_VM, OPT_TOP, OPT_PLACEMENT, OPT_HOST_TOPOLOGY, OPT_PCPU_VIEW, OPT_FLOW,
+	       OPT_MIN_IMPACT };
+	const char *from = NULL, *to = NULL, *vm_filter[64], *flow = NULL, *min_impact = NULL, *file;
 	struct summary_filter filter = { 0 };
 	struct vcpustat_error err = { 0 };
 	const struct sht_info *info;
@@ -199,54 +183,95 @@ int cmd_report(int argc, char **argv)
 	bool json = false, culprits, placement = false, host_topology = false, pcpu = false, top_given = false;
 	long top = 5;
 	uint64_t t1, t2;
-	int opt, ret = CLI_FAIL;
+	int ret = CLI_FAIL, c;
+	const struct cli_option options[] = {
+		{ "from", OPT_FROM, "T", "the window [from, to). T: nanoseconds since the start\n"
+					 "(123456789), seconds (1.5s, 2.25, +1.5s), or wall-clock time\n"
+					 "(2026-11-22T14:03:07.123, 14:03:07 on the trace's day; not\n"
+					 "for imported traces, which have no wall clock)", CLI_STRING, &from },
+		{ "to", OPT_TO, "T", "the end of that window (default: the end of the file)", CLI_STRING, &to },
+		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		CLI_FILTER_VCPU_TID,
+		{ "pcpu", OPT_PCPU_VIEW, "[LIST]",
+		  "with LIST: only time on these physical CPUs (0-3,8; repeatable).\n"
+		  "Alone: per physical CPU instead: its time in guest code and in the\n"
+		  "hypervisor per VM and vCPU, host threads, idle, and its top\n"
+		  "occupants (--top N of them; host threads and idle: --level full)" },
+		{ "json", 'j', NULL, "the JSON of `vcpustat -j` (docs/json.md), plus the window", CLI_FLAG, &json },
+		{ "top", OPT_TOP, "N", "rows per exit/culprit table (default 5, 0: all)" },
+		{ "placement", OPT_PLACEMENT, NULL,
+		  "where each VM's vCPUs ran instead: vCPU-seconds per NUMA node and\n"
+		  "last-level cache, migrations across them, time beside another\n"
+		  "VM's vCPU on an SMT core, and which VM to move to balance the nodes",
+		  CLI_FLAG, &placement },
+		{ "host-topology", OPT_HOST_TOPOLOGY, NULL,
+		  "with --placement: this machine's CPU topology (sysfs), for a\n"
+		  "recording that has none (imported, or older)", CLI_FLAG, &host_topology },
+		{ "flow", OPT_FLOW, "THREAD",
+		  "the execution flow of one thread: what delayed it over its\n"
+		  "lifespan in the window, who ran instead, D(T) per culprit.\n"
+		  "THREAD: a host tid, or VM:GUEST_TID (files imported with guest\n"
+		  "traces)", CLI_STRING, &flow },
+		{ "min-impact", OPT_MIN_IMPACT, "FRACTION",
+		  "with --flow: leave culprits with D(T) below FRACTION (0..1)\n"
+		  "out of the tree (default 0)", CLI_STRING, &min_impact },
+		{ "help", 'h', NULL, "this help" },
+		{ NULL },
+	};
+	const struct cli_command cmd = { "report", synopsis, about, options, notes };
+	struct cli_args a;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'F': from = optarg; break;
-		case 'T': to = optarg; break;
-		case 'V':
-			if (cli_add_vm(&filter, vm_filter, 64, optarg))
-				return CLI_USAGE;
-			break;
-		case 'j': json = true; cli_json = true; break;
-		case 'N':
-			if (cli_parse_long("--top", optarg, 0, 100000, "rows (0: all)", &top))
+	cli_args_init(&a, &cmd, argc, argv);
+	while ((c = cli_next(&a)) > 0) {
+		if (c == OPT_VM && cli_add_vm(&filter, vm_filter, 64, a.arg))
+			return CLI_USAGE;
+		if (c == OPT_TOP) {
+			if (cli_parse_long("--top", a.arg, 0, 100000, "rows (0: all)", &top))
 				return CLI_USAGE;
 			top_given = true;
-			break;
-		case 'P': placement = true; break;
-		case 'C': pcpu = true; break;
-		case 'H': host_topology = true; break;
-		case 'W': flow = optarg; break;
-		case 'I': min_impact = optarg; break;
-		case 'h': usage(stdout); return CLI_OK;
-		default: usage(stderr); return CLI_USAGE;
 		}
+		if (c == OPT_PCPU_VIEW && !cli_optional_value(&a, cpu_list))
+			pcpu = true;
+		else if (c == OPT_PCPU_VIEW && cli_filter_option(&a, CLI_OPT_PCPU, NULL, &filter))
+			return CLI_USAGE;
+		if (cli_filter_option(&a, c, NULL, &filter) == CLI_USAGE)
+			return CLI_USAGE;
 	}
-	if (optind != argc - 1) {
+	if (c < 0)
+		return cli_args_exit(c);
+	if (json)
+		cli_json = true;
+	if (a.pos != argc - 1) {
 		cli_err("report: one .sht file is needed (see --help)");
 		return CLI_USAGE;
 	}
+	file = argv[a.pos];
 	if ((flow || min_impact) && (placement || pcpu))
 		return cli_usage_error("--flow is a view of its own: not with --placement or --pcpu");
+	if ((flow || min_impact) && summary_filter_narrows(&filter))
+		return cli_usage_error("report: --vcpu, --tid and --pcpu LIST do not go with --flow (the flow follows "
+				       "one thread wherever it runs)");
 	if (flow || min_impact)
-		return report_flow(argv[optind], flow, min_impact, from, to, json, filter.nr_vms > 0, top_given);
+		return report_flow(file, flow, min_impact, from, to, json, filter.nr_vms > 0, top_given);
 	if (host_topology && !placement)
 		return cli_usage_error("--host-topology goes with --placement");
-	if (pcpu && (placement || filter.nr_vms))
-		return cli_usage_error("--pcpu shows every CPU whole: not with --placement or --vm");
-	ret = cli_open_window(argv[optind], from, to, &r, &t1, &t2);
-	if (ret)
+	if (pcpu && (placement || filter.nr_vms || filter.vcpus.n))
+		return cli_usage_error("--pcpu shows every CPU whole: not with --placement, --vm or --vcpu "
+				       "(--pcpu LIST keeps CPUs, --tid occupants)");
+	ret = cli_open_window(file, from, to, &r, &t1, &t2);
+	if (!ret)
+		ret = cli_filter_check("report", file, r, &filter);
+	if (ret) {
+		sht_close(r);
 		return ret;
+	}
 	if (pcpu) {
-		ret = report_pcpu(argv[optind], r, t1, t2, (unsigned int)top, json);
+		ret = report_pcpu(file, r, t1, t2, (unsigned int)top, &filter, json);
 		sht_close(r);
 		return ret;
 	}
 	if (placement) {
-		ret = report_placement(argv[optind], r, t1, t2, &filter, host_topology, json);
+		ret = report_placement(file, r, t1, t2, &filter, host_topology, json);
 		sht_close(r);
 		return ret;
 	}
@@ -256,7 +281,9 @@ int cmd_report(int argc, char **argv)
 		cli_err("%s", err.msg);
 		goto out;
 	}
-	ret = cli_vm_none_matched(argv[optind], r, &filter, s.nr_vms);
+	ret = cli_filter_none_kept("report", file, &filter, s.nr_vms);
+	if (!ret)
+		ret = cli_vm_none_matched(file, r, &filter, s.nr_vms);
 	if (ret) {
 		summary_free(&s);
 		goto out;
@@ -264,7 +291,7 @@ int cmd_report(int argc, char **argv)
 	if (json) {
 		json_t *doc = summary_json(&s, NULL, 0);
 
-		report_json_window(doc, r, argv[optind], t1, t2, culprits);
+		report_json_window(doc, r, file, t1, t2, culprits);
 		cli_json_print(doc, CLI_JSON_LINE);
 	} else {
 		char a[64], b[64], clock[128] = "";
@@ -278,7 +305,7 @@ int cmd_report(int argc, char **argv)
 			sht_format_trace_clock(r, t2, c2, sizeof(c2));
 			snprintf(clock, sizeof(clock), "; trace clock %s .. %s s, no wall clock", c1, c2);
 		}
-		printf("%s: %s .. %s (%.3f s%s)%s\n", argv[optind], a, b, (t2 - t1) / 1e9, clock,
+		printf("%s: %s .. %s (%.3f s%s)%s\n", file, a, b, (t2 - t1) / 1e9, clock,
 		       info->recovered ? "  [unfinished recording: up to its last sealed node]" : "");
 		summary_print(stdout, &s, NULL, 0, (unsigned int)top);
 		if (!culprits)

@@ -58,6 +58,7 @@ int cmd_top(int argc, char **argv)
 		{ "speed", OPT_SPEED, "X", "play at X times the recorded pace. Default: the terminal UI\n"
 					   "plays at 1x; -b and -j print every window (or -n of them) at\n"
 					   "once, as `atop -r` does" },
+		CLI_FILTER_OPTIONS, /* --file only (docs/vcpustat.md, "Filters") */
 		{ NULL },
 	};
 	const struct cli_command cmd = { "top", synopsis, about, options, notes };
@@ -77,6 +78,8 @@ int cmd_top(int argc, char **argv)
 			cli_err("--top %s: a number of rows (0: all)", a.arg);
 			return CLI_USAGE;
 		}
+		if (cli_filter_option(&a, c, NULL, &filter) == CLI_USAGE)
+			return CLI_USAGE;
 		if (c == OPT_SPEED && (t.speed = strtod(a.arg, &end), *end || !(t.speed >= 0.01 && t.speed <= 10000))) {
 			cli_err("--speed %s: times the recorded pace, 0.01 to 10000 (1, 10, 100 in the UI)", a.arg);
 			return CLI_USAGE;
@@ -107,6 +110,10 @@ int cmd_top(int argc, char **argv)
 		return top_file(&t);
 	if (t.from || t.speed > 0) {
 		cli_err("--from and --speed play a recording: give it with --file REC.sht");
+		return CLI_USAGE;
+	}
+	if (summary_filter_narrows(&filter)) {
+		cli_err("--vcpu, --tid and --pcpu filter a recording: give it with --file REC.sht");
 		return CLI_USAGE;
 	}
 	return top_live(&t, want_demo, verbose);

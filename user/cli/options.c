@@ -68,10 +68,14 @@ void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, 
 	a->argv = argv;
 	a->shortopts[s++] = ':'; /* a missing argument is reported as such */
 	for (const struct cli_option *o = cmd->options; o->name && n < CLI_MAX_OPTIONS; o++, n++) {
-		a->longopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->key };
+		a->longopts[n] = (struct option){ o->name,
+						  !o->arg ? no_argument : o->arg[0] == '[' ? optional_argument : required_argument,
+						  NULL, o->key };
 		if (o->key > 0 && o->key < 128 && s + 3 < sizeof(a->shortopts)) {
 			a->shortopts[s++] = (char)o->key;
 			if (o->arg)
+				a->shortopts[s++] = ':';
+			if (o->arg && o->arg[0] == '[')
 				a->shortopts[s++] = ':';
 		}
 	}
@@ -166,4 +170,13 @@ int cli_parse(struct cli_args *a, const struct cli_command *cmd, int argc, char 
 	while ((c = cli_next(a)) > 0)
 		;
 	return c;
+}
+
+const char *cli_optional_value(struct cli_args *a, bool (*accept)(const char *))
+{
+	if (a->arg)
+		return a->arg;
+	if (optind < a->argc && accept(a->argv[optind]))
+		a->arg = a->argv[optind++];
+	return a->arg;
 }

@@ -266,6 +266,11 @@ int top_file(const struct top_args *a)
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}
+	ret = cli_filter_check("top", a->file, p.pb.r, a->filter);
+	if (ret) {
+		playback_close(&p.pb);
+		return ret;
+	}
 	if (a->from && playback_seek_str(&p.pb, a->from, &err)) {
 		cli_err("--from %s: %s", a->from, err.msg);
 		playback_close(&p.pb);

@@ -181,9 +181,11 @@ int timeline_check_output(enum timeline_format fmt, const char *out, struct vcpu
 int timeline_ctf_check(const char *dir, struct vcpustat_error *err);
 /*
  * The timeline of the window [t1, t2] of recording r (named file), the VMs
- * filter keeps (*nr_vms: how many; none kept: nothing is written) and every
- * host CPU, written to out atomically (a temporary file renamed; nothing is
- * left on an error). 0 or a negative errno with err.
+ * filter keeps (*nr_vms: how many; with --vcpu, --tid, --pcpu: those with a
+ * vCPU track left; none kept: nothing is written) and every host CPU (those
+ * of --pcpu, with only the threads of --tid), written to out atomically (a
+ * temporary file renamed; nothing is left on an error). 0 or a negative
+ * errno with err.
  */
 int timeline_export(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
 		    const struct summary_filter *filter, enum timeline_format fmt, const char *out, size_t *nr_vms,

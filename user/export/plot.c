@@ -103,12 +103,19 @@ int plot_timelines(struct sht_reader *r, uint64_t t1, uint64_t t2, size_t nbucke
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			uint32_t st = sht_attr_child(r, vc, "state");
-			struct sht_interval *iv = NULL;
-			size_t niv = 0;
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+			struct sht_interval *iv = NULL, *on = NULL;
+			size_t niv = 0, non = 0;
 
-			if (st == SHT_NO_ATTR)
+			if (st == SHT_NO_ATTR || !summary_filter_wants_vcpu(filter, (uint32_t)atoi(sht_attr_name(r, vc)), tid))
 				continue;
 			e = sht_query_range(r, st, NULL, t1, t2, &iv, &niv, err);
+			if (!e && filter && filter->pcpus.n) { /* --pcpu: its states while on those CPUs */
+				e = vcpu_on_set(r, vc, &filter->pcpus, t1, t2, &on, &non, err);
+				if (!e && intervals_clip(&iv, &niv, on, non))
+					e = verror(err, -ENOMEM, "out of memory");
+				free(on);
+			}
 			for (size_t i = 0; !e && i < niv; i++)
 				if (iv[i].value.type == SHT_INT && iv[i].value.i >= 0 && iv[i].value.i < VCPU_NR_STATES)
 					spread(t->ns, nbuckets, t1, t2, iv[i].start, iv[i].end,

@@ -51,6 +51,7 @@ struct gantt {
 	size_t nr_rows;
 	char (*vm_names)[128];
 	int nvm;
+	const struct summary_filter *filter; /* --pcpu: the CPU rows; --tid: the threads drawn on them */
 };
 
 static void pixel_add(struct pixel *p, int cat, uint64_t ns)
@@ -147,6 +148,8 @@ static int cpu_visit(void *ctx, const struct pcpu_seg *s)
 
 	if (!rw)
 		return -ENOMEM;
+	if (g->filter && !id_set_has(&g->filter->tids, s->tid))
+		return 0; /* --tid: the row, but only those threads on it */
 	row_add(g, rw, s->start, s->end, cat);
 	return 0;
 }
@@ -174,14 +177,27 @@ static int vcpu_rows(struct gantt *g, struct sht_reader *r, const struct summary
 		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			uint32_t st = sht_attr_child(r, vc, "state");
-			struct sht_interval *iv = NULL;
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+			struct sht_interval *iv = NULL, *on = NULL;
 			struct row *rw;
-			size_t n = 0;
+			size_t n = 0, non = 0;
 
-			if (st == SHT_NO_ATTR)
+			if (st == SHT_NO_ATTR || !summary_filter_wants_vcpu(filter, (uint32_t)atoi(sht_attr_name(r, vc)), tid))
 				continue;
 			if ((e = sht_query_range(r, st, NULL, g->t1, g->t2, &iv, &n, err)))
 				break;
+			if (filter && filter->pcpus.n) { /* --pcpu: its states while on those CPUs */
+				e = vcpu_on_set(r, vc, &filter->pcpus, g->t1, g->t2, &on, &non, err);
+				if (!e && intervals_clip(&iv, &n, on, non))
+					e = verror(err, -ENOMEM, "out of memory");
+				free(on);
+				if (e) {
+					free(iv);
+					break;
+				}
+				if (!n) /* never there */
+					continue;
+			}
 			if (!(rw = new_row(g))) {
 				free(iv);
 				return verror(err, -ENOMEM, "out of memory");
@@ -321,7 +337,8 @@ int plot_gantt(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
 	g.nvm = 0;
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		snprintf(g.vm_names[g.nvm++], sizeof(g.vm_names[0]), "%s", sht_attr_name(r, vm));
-	e = pcpu_walk(r, t1, t2, cpu_visit, &g, err);
+	g.filter = filter;
+	e = pcpu_walk(r, t1, t2, filter ? &filter->pcpus : NULL, cpu_visit, &g, err);
 	if (e == -ENOMEM)
 		verror(err, e, "out of memory");
 	ncpu = g.nr_rows;

@@ -55,7 +55,7 @@ static int first_value(struct sht_reader *r, uint32_t attr, struct sht_value *v,
 	return e;
 }
 
-static int add_track(struct timeline *tl, uint32_t attr, enum tl_kind kind, int vm, uint32_t num)
+static int add_track(struct timeline *tl, uint32_t attr, enum tl_kind kind, int vm, uint32_t num, int vcpu)
 {
 	struct tl_track *t;
 
@@ -65,7 +65,7 @@ static int add_track(struct timeline *tl, uint32_t attr, enum tl_kind kind, int 
 	if (!t)
 		return -ENOMEM;
 	tl->tracks = t;
-	t[tl->nr_tracks] = (struct tl_track){ .kind = kind, .vm = vm, .num = num };
+	t[tl->nr_tracks] = (struct tl_track){ .kind = kind, .vm = vm, .num = num, .vcpu = vcpu };
 	tl->track_of[attr] = (int32_t)tl->nr_tracks++;
 	tl->want[attr] = 1;
 	return 0;
@@ -170,7 +170,8 @@ static int derive_cpus(struct timeline *tl, struct vcpustat_error *err)
 		for (size_t i = 0; !e && i < n; i++) {
 			uint32_t *c;
 
-			if (iv[i].value.type != SHT_INT || iv[i].value.i < 0 || iv[i].value.i > UINT32_MAX)
+			if (iv[i].value.type != SHT_INT || iv[i].value.i < 0 || iv[i].value.i > UINT32_MAX ||
+			    !id_set_has(tl->filter ? &tl->filter->pcpus : NULL, (uint32_t)iv[i].value.i))
 				continue;
 			c = realloc(tl->cpus, (tl->nr_cpus + 1) * sizeof(*c));
 			if (!c) {
@@ -205,7 +206,7 @@ static int derive_cpus(struct timeline *tl, struct vcpustat_error *err)
 		if (!t)
 			return verror(err, -ENOMEM, "out of memory");
 		tl->tracks = t;
-		t[tl->nr_tracks++] = (struct tl_track){ .kind = TL_PCPU, .vm = -1, .num = tl->cpus[i] };
+		t[tl->nr_tracks++] = (struct tl_track){ .kind = TL_PCPU, .vm = -1, .num = tl->cpus[i], .vcpu = -1 };
 	}
 	return 0;
 }
@@ -279,11 +280,21 @@ static int load_vms(struct timeline *tl, const struct summary_filter *filter, st
 			e = add_vcpu(tl, vc, idx, (uint32_t)n, err);
 			if (!e)
 				e = add_vcpu_tids(tl, sht_attr_child(tl->r, vc, "tid"), idx, (uint32_t)n, err);
-			if (e || !k[idx])
+			if (e || !k[idx] ||
+			    !summary_filter_wants_vcpu(filter, (uint32_t)n, (uint32_t)tl->vcpus[tl->nr_vcpus - 1].tid))
 				continue;
-			if (add_track(tl, sht_attr_child(tl->r, vc, "state"), TL_STATE, idx, (uint32_t)n) ||
-			    add_track(tl, sht_attr_child(tl->r, vc, "exit_reason"), TL_EXIT, idx, (uint32_t)n) ||
-			    add_track(tl, sht_attr_child(tl->r, vc, "userspace_exit"), TL_UEXIT, idx, (uint32_t)n))
+			if (filter && filter->pcpus.n) {
+				struct tl_vcpu *v = &tl->vcpus[tl->nr_vcpus - 1];
+
+				e = vcpu_on_set(tl->r, vc, &filter->pcpus, tl->t1, tl->t2, &v->on, &v->non, err);
+				if (e || !v->non) /* never on those CPUs: no track */
+					continue;
+			}
+			if (add_track(tl, sht_attr_child(tl->r, vc, "state"), TL_STATE, idx, (uint32_t)n, (int)tl->nr_vcpus - 1) ||
+			    add_track(tl, sht_attr_child(tl->r, vc, "exit_reason"), TL_EXIT, idx, (uint32_t)n,
+				      (int)tl->nr_vcpus - 1) ||
+			    add_track(tl, sht_attr_child(tl->r, vc, "userspace_exit"), TL_UEXIT, idx, (uint32_t)n,
+				      (int)tl->nr_vcpus - 1))
 				e = verror(err, -ENOMEM, "out of memory");
 		}
 	}
@@ -302,7 +313,8 @@ static int load_cpus(struct timeline *tl, struct vcpustat_error *err)
 	for (uint32_t c = sht_attr_first_child(tl->r, cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(tl->r, c)) {
 		long long n = name_num(sht_attr_name(tl->r, c));
 
-		if (n >= 0 && add_track(tl, sht_attr_child(tl->r, c, "current_tid"), TL_PCPU, -1, (uint32_t)n))
+		if (n >= 0 && id_set_has(tl->filter ? &tl->filter->pcpus : NULL, (uint32_t)n) &&
+		    add_track(tl, sht_attr_child(tl->r, c, "current_tid"), TL_PCPU, -1, (uint32_t)n, -1))
 			return verror(err, -ENOMEM, "out of memory");
 	}
 	return 0;
@@ -320,6 +332,7 @@ int tl_open(struct timeline *tl, struct sht_reader *r, const char *file, uint64_
 	tl->file = file;
 	tl->t1 = t1;
 	tl->t2 = t2 > t1 ? t2 : t1;
+	tl->filter = filter;
 	tl->track_of = malloc((nattrs ? nattrs : 1) * sizeof(*tl->track_of));
 	tl->want = calloc(nattrs ? nattrs : 1, 1);
 	if (!tl->track_of || !tl->want) {
@@ -354,6 +367,8 @@ void tl_close(struct timeline *tl)
 	free(tl->want);
 	free(tl->vtids);
 	free(tl->threads);
+	for (size_t k = 0; k < tl->nr_vcpus; k++)
+		free(tl->vcpus[k].on);
 	free(tl->vcpus);
 	free(tl->cpus);
 	free(tl->lo);
@@ -420,7 +435,8 @@ static int on_cpu_items(struct timeline *tl, const struct tl_vcpu *v, uint64_t a
 			s = tl->t1;
 		if (e > tl->t2)
 			e = tl->t2;
-		if (on && pc[j].value.type == SHT_INT && e > s && s >= a && s < b) {
+		if (on && pc[j].value.type == SHT_INT && e > s && s >= a && s < b &&
+		    id_set_has(tl->filter ? &tl->filter->tids : NULL, (uint32_t)v->tid)) {
 			struct tl_item it = { .track = cpu_track(tl, pc[j].value.i),
 					      .start = s,
 					      .end = e,
@@ -434,6 +450,28 @@ static int on_cpu_items(struct timeline *tl, const struct tl_vcpu *v, uint64_t a
 			i++;
 		else
 			j++;
+	}
+	return 0;
+}
+
+/*
+ * Add it; a vCPU's with --pcpu: its pieces on those CPUs that start in
+ * [a, b) (each slice reads the intervals meeting it: the one a piece starts
+ * in adds it).
+ */
+static int add_clipped(struct timeline *tl, size_t *cap, const struct tl_item *it, uint64_t a, uint64_t b)
+{
+	const struct tl_vcpu *v = it->track->vcpu >= 0 ? &tl->vcpus[it->track->vcpu] : NULL;
+
+	if (!v || !tl->filter || !tl->filter->pcpus.n)
+		return add_item(tl, cap, it);
+	for (size_t j = report_first_after(v->on, v->non, it->start); j < v->non && v->on[j].start < it->end; j++) {
+		struct tl_item p = *it;
+
+		p.start = v->on[j].start > it->start ? v->on[j].start : it->start;
+		p.end = v->on[j].end < it->end ? v->on[j].end : it->end;
+		if (p.end > p.start && p.start >= a && p.start < b && add_item(tl, cap, &p))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -466,15 +504,20 @@ static int next_chunk(struct timeline *tl, struct vcpustat_error *err)
 				tl->lo[iv->attr] = (uint32_t)i;
 			tl->hi[iv->attr] = (uint32_t)i + 1;
 		}
-		if (s < a || s >= b || end <= s || iv->value.type == SHT_NULL || iv->attr >= nattrs ||
-		    tl->track_of[iv->attr] < 0)
+		if (end <= s || iv->value.type == SHT_NULL || iv->attr >= nattrs || tl->track_of[iv->attr] < 0)
+			continue;
+		/* (a vCPU's with --pcpu: add_clipped() takes the pieces that start in the slice) */
+		if ((s < a || s >= b) && !(tl->filter && tl->filter->pcpus.n && tl->tracks[tl->track_of[iv->attr]].vcpu >= 0))
 			continue;
 		if (tl->tracks[tl->track_of[iv->attr]].kind == TL_PCPU && iv->value.type == SHT_INT && !iv->value.i)
 			continue; /* an idle CPU: no slice */
 		it = (struct tl_item){
 			.track = &tl->tracks[tl->track_of[iv->attr]], .start = s, .end = end, .value = iv->value
 		};
-		if (add_item(tl, &cap, &it))
+		if (it.track->kind == TL_PCPU && tl->filter && tl->filter->tids.n &&
+		    (iv->value.type != SHT_INT || iv->value.i < 0 || !id_set_has(&tl->filter->tids, (uint32_t)iv->value.i)))
+			continue; /* --tid: only those threads on the CPUs */
+		if (add_clipped(tl, &cap, &it, a, b))
 			return verror(err, -ENOMEM, "out of memory");
 	}
 	for (size_t k = 0; tl->derived_cpus && k < tl->nr_vcpus; k++) {
@@ -804,12 +847,23 @@ int timeline_export(struct sht_reader *r, const char *file, uint64_t t1, uint64_
 	struct timeline tl;
 	int e = tl_open(&tl, r, file, t1, t2, filter, err);
 
+	size_t kept = e ? 0 : tl.nr_kept;
+
+	if (!e && summary_filter_narrows(filter)) { /* --vcpu, --tid, --pcpu: the VMs with a vCPU track left */
+		kept = 0;
+		for (size_t v = 0; v < tl.nr_vms; v++)
+			for (size_t k = 0; k < tl.nr_tracks; k++)
+				if (tl.tracks[k].vm == (int)v) {
+					kept++;
+					break;
+				}
+	}
 	if (nr_vms)
-		*nr_vms = e ? 0 : tl.nr_kept;
+		*nr_vms = kept;
 	if (e)
 		return e;
-	if (filter && filter->nr_vms && !tl.nr_kept)
-		e = 0; /* the caller says which VMs there are; nothing is written */
+	if (filter && (filter->nr_vms || summary_filter_narrows(filter)) && !kept)
+		e = 0; /* the caller says which VMs there are, or that the filters keep nothing; nothing is written */
 	else if (fmt == TIMELINE_CHROME_JSON)
 		e = export_chrome_json(&tl, out, err);
 	else

@@ -29,6 +29,7 @@ struct tl_track {
 	enum tl_kind kind;
 	int vm;	      /* index in tl->vms; -1 for TL_PCPU */
 	uint32_t num; /* vCPU index or CPU number */
+	int vcpu;     /* a vCPU's track: its index in tl->vcpus; -1 for TL_PCPU */
 };
 
 /* A vCPU thread: tid -> (VM, vCPU), from /vms/<vm>/vcpus/<n>/tid (every VM, filtered or not). */
@@ -44,6 +45,8 @@ struct tl_vcpu {
 	int vm;
 	uint32_t vcpu;
 	int64_t tid; /* its first thread id, -1 if none */
+	struct sht_interval *on; /* --pcpu: the stretches of [t1, t2] on those CPUs (owned) */
+	size_t non;
 };
 
 /* A host thread's name, from /host/threads/<tid>/name. */
@@ -65,6 +68,7 @@ struct timeline {
 	struct sht_reader *r;
 	const char *file;
 	uint64_t t1, t2;
+	const struct summary_filter *filter; /* may be NULL */
 	struct tl_vm *vms; /* every VM of the file (the filter keeps some) */
 	size_t nr_vms;
 	size_t nr_kept; /* VMs the filter kept */
@@ -93,7 +97,11 @@ struct timeline {
 	size_t nitems, pos;
 };
 
-/* The tracks of [t1, t2] of r (VMs that filter keeps; pCPUs whatever the filter). 0 or -errno with err. */
+/*
+ * The tracks of [t1, t2] of r: the vCPUs that filter keeps (--vm, --vcpu,
+ * --tid), their intervals cut to the time on the CPUs of --pcpu; the CPUs of
+ * --pcpu (all without it), only the threads of --tid on them. 0 or -errno with err.
+ */
 int tl_open(struct timeline *tl, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
 	    const struct summary_filter *filter, struct vcpustat_error *err);
 void tl_close(struct timeline *tl);

@@ -342,6 +342,7 @@ struct vm_summary {
 	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */
 	size_t nr_guest_threads;
 	struct vmm_threads_summary vmm; /* reports of --level full recordings only */
+	unsigned int nr_vcpus_all; /* --vcpu, --tid: the vCPUs the VM has in the file (vcpus: the kept ones); 0 without */
 };
 
 struct summary {
@@ -356,12 +357,88 @@ struct summary {
 	size_t nr_vms;
 	__u64 lost[VCPUSTAT_NR_LOST];	    /* since attach */
 	__u64 lost_window[VCPUSTAT_NR_LOST]; /* in the window */
+	char pcpus[160]; /* --pcpu: the CPUs time is counted on ("0-3,8"); "" without */
 };
 
+/*
+ * ---- filter.c: what the offline commands' filters keep (docs/vcpustat.md, "Filters") ----
+ * A set of numbers as the options give them ("0,2-3", repeatable): vCPU
+ * indexes, thread ids, CPUs. Empty (n == 0): no filter, every number.
+ */
+#define ID_SET_MAX 64
+
+struct id_set {
+	uint32_t lo[ID_SET_MAX], hi[ID_SET_MAX]; /* the items given: [lo, hi] */
+	size_t n;
+	char text[160]; /* as given, items joined with ',' (for messages and headers) */
+};
+
+/*
+ * Add a list ("3", "0,2-3") to s: 0, or -EINVAL (not numbers, a range that
+ * goes down, too many items; err says why, without naming the option).
+ */
+int id_set_add(struct id_set *s, const char *list, struct vcpustat_error *err);
+/* Is id in s (true for an empty s)? */
+bool id_set_has(const struct id_set *s, uint32_t id);
+
+/*
+ * What a command keeps of a recording; filters combine with AND, and an
+ * empty one keeps everything. vcpus and tids select vCPUs (a vCPU is kept
+ * if its index is in vcpus and its thread id in tids); tids also selects
+ * host threads in the host-thread views; pcpus keeps the time spent on those
+ * CPUs: a vCPU's state time counts while its pcpu attribute is in the set
+ * (off CPU, that is the CPU it last ran on or waits on), and an event
+ * (transition, exit, wait, poll, migration) counts if its pcpu is in the set
+ * when it happens (a migration: the CPU it goes to).
+ */
 struct summary_filter {
 	const char *const *vms; /* VM names or pids to keep; NULL/0: all */
 	size_t nr_vms;
+	struct id_set vcpus, tids, pcpus;
 };
+
+/* Does f keep the vCPU of this index and thread id (its VM aside)? */
+bool summary_filter_wants_vcpu(const struct summary_filter *f, uint32_t index, uint32_t tid);
+/* Does f narrow the vCPUs (--vcpu, --tid)? */
+bool summary_filter_vcpus(const struct summary_filter *f);
+/* Does f set any of --vcpu, --tid, --pcpu? */
+bool summary_filter_narrows(const struct summary_filter *f);
+/* The filters of f as options, for messages: "--vcpu 1 --pcpu 0-3" ("" if none). */
+const char *summary_filter_text(const struct summary_filter *f, char *buf, size_t len);
+
+/*
+ * Does each filter of f select something in the file r (whatever the
+ * window)? Every item of --vcpu must be the index of a vCPU of a VM that
+ * --vm keeps, every item of --tid the thread id of a vCPU or a host thread,
+ * and some CPU of --pcpu must be in the file (a vCPU's pcpu or
+ * /host/cpus/<n>). 0, or -ENOENT with err naming the filter and file
+ * ("--vcpu 7: no such vCPU in FILE (its vCPUs: 0-1)"); -ENOMEM.
+ */
+int summary_filter_check(struct sht_reader *r, const char *file, const struct summary_filter *f,
+			 struct vcpustat_error *err);
+
+/*
+ * The stretches of pc[0..n) (a vCPU's pcpu intervals, by start) whose CPU
+ * is in cpus, adjacent ones merged, into out (room for n; may be pc).
+ * Returns how many.
+ */
+size_t pcpu_on_set(const struct sht_interval *pc, size_t n, const struct id_set *cpus, struct sht_interval *out);
+/* The time of [a, b) within the stretches on[0..n) (pcpu_on_set()'s). */
+uint64_t on_set_ns(const struct sht_interval *on, size_t n, uint64_t a, uint64_t b);
+/* Is t within one of the stretches on[0..n)? */
+bool on_set_at(const struct sht_interval *on, size_t n, uint64_t t);
+/*
+ * The stretches of [t1, t2) the vCPU vc (/vms/<vm>/vcpus/<n>) spent with its
+ * pcpu in cpus: *out (free it), *n of them. 0 or the reader's error.
+ */
+int vcpu_on_set(struct sht_reader *r, uint32_t vc, const struct id_set *cpus, uint64_t t1, uint64_t t2,
+		struct sht_interval **out, size_t *n, struct vcpustat_error *err);
+/*
+ * Cut the intervals iv[0..*n) (by start, not overlapping) to the stretches
+ * on[0..non): an interval partly on them becomes its pieces there, one off
+ * them goes. *iv is reallocated. 0 or -ENOMEM.
+ */
+int intervals_clip(struct sht_interval **iv, size_t *n, const struct sht_interval *on, size_t non);
 
 /*
  * The window from prev to cur (prev NULL: since each vCPU was first seen).
@@ -555,7 +632,8 @@ struct pcpu_view {
  * Every stretch of every CPU's time over [t1, t2] that the recording tells:
  * a vCPU in guest code or the hypervisor (vm: the VM's index among /vms, vcpu,
  * tid), a host thread (tid) or idle. Per CPU in time order for vCPUs and for
- * the host side each, not merged. visit's non-zero return stops the walk.
+ * the host side each, not merged; only the CPUs in cpus (NULL or empty: all).
+ * visit's non-zero return stops the walk.
  */
 struct pcpu_seg {
 	uint32_t cpu;
@@ -565,10 +643,14 @@ struct pcpu_seg {
 	uint32_t tid;
 	int64_t guest_tid; /* in guest code, with a guest trace: the guest thread (0: idle); else -1 */
 };
-int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
-	      void *ctx, struct vcpustat_error *err);
+int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, const struct id_set *cpus,
+	      int (*visit)(void *ctx, const struct pcpu_seg *s), void *ctx, struct vcpustat_error *err);
+/*
+ * The view; f (may be NULL): --pcpu keeps those CPUs' rows, --tid the
+ * occupants with those thread ids (a CPU's shares stay whole).
+ */
 int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
-	       struct vcpustat_error *err);
+	       const struct summary_filter *f, struct vcpustat_error *err);
 void pcpu_print(FILE *f, const struct pcpu_view *v);
 json_t *pcpu_json(const struct pcpu_view *v);
 void pcpu_free(struct pcpu_view *v);
@@ -653,6 +735,17 @@ int query_show_at(FILE *f, json_t **doc, struct sht_reader *r, const char *file,
 		  bool utc, struct vcpustat_error *err);
 int query_show_range(FILE *f, json_t **doc, struct sht_reader *r, const char *file, const uint8_t *want, uint64_t t1,
 		     uint64_t t2, bool utc, struct vcpustat_error *err);
+
+/*
+ * The filters of query: clear in want (one byte per attribute) those f does
+ * not keep. Every filter given must keep an attribute: --vm the subtree
+ * /vms/<vm>; --vcpu /vms/<any>/vcpus/<n>; --tid the subtrees of the vCPUs
+ * whose tid it is and /host/threads/<tid>; --pcpu /host/cpus/<cpu> and the
+ * subtrees of the vCPUs whose pcpu was one of those CPUs at some time of
+ * [t1, t2] (--at: t1 = t2). *kept: the attributes left. 0 or -ENOMEM.
+ */
+int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t t1, uint64_t t2, uint8_t *want,
+		 size_t *kept, struct vcpustat_error *err);
 
 /*
  * ---- flow.c: execution-flow recovery (preemption-analysis paper, Alg. 1-2) ----

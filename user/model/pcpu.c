@@ -28,7 +28,13 @@ struct walk {
 	int (*visit)(void *ctx, const struct pcpu_seg *s);
 	void *ctx;
 	struct hashmap vcpu_tids; /* tid -> 1 */
+	const struct id_set *cpus; /* only these CPUs (NULL, empty: all) */
 };
+
+static int emit(struct walk *w, const struct pcpu_seg *s)
+{
+	return id_set_has(w->cpus, s->cpu) ? w->visit(w->ctx, s) : 0;
+}
 
 struct vcpu_ctx {
 	struct walk *w;
@@ -49,7 +55,7 @@ static int vcpu_visit(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state
 	int e = 0;
 
 	if (state != VCPU_GUEST || !c->ngtid)
-		return c->w->visit(c->w->ctx, &s);
+		return emit(c->w, &s);
 	for (uint64_t t = a; t < b && !e; t = s.end) {
 		const struct sht_interval *g;
 
@@ -67,7 +73,7 @@ static int vcpu_visit(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state
 			s.end = g->end < b ? g->end : b;
 			s.guest_tid = g->value.type == SHT_INT ? g->value.i : -1;
 		}
-		e = c->w->visit(c->w->ctx, &s);
+		e = emit(c->w, &s);
 	}
 	return e;
 }
@@ -98,18 +104,18 @@ static int host_side(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t
 				continue;
 			if (s.tid)
 				s.kind = PCPU_HOST;
-			e = w->visit(w->ctx, &s);
+			e = emit(w, &s);
 		}
 		free(iv);
 	}
 	return e;
 }
 
-int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void *ctx, const struct pcpu_seg *s),
-	      void *ctx, struct vcpustat_error *err)
+int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, const struct id_set *cpus,
+	      int (*visit)(void *ctx, const struct pcpu_seg *s), void *ctx, struct vcpustat_error *err)
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
-	struct walk w = { visit, ctx };
+	struct walk w = { visit, ctx, .cpus = cpus };
 	int e = 0, nvm = 0;
 
 	if (hashmap_init(&w.vcpu_tids, sizeof(uint32_t), 1, 0))
@@ -147,6 +153,7 @@ int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, int (*visit)(void 
 struct build {
 	struct pcpu_view *v;
 	struct hashmap occ; /* struct occ_key -> uint64_t ns */
+	const struct id_set *tids; /* --tid: the occupants kept */
 };
 
 static struct pcpu_row *row(struct pcpu_view *v, uint32_t cpu)
@@ -175,7 +182,7 @@ static int add(void *ctx, const struct pcpu_seg *s)
 		rw->cpu = s->cpu;
 	}
 	rw->ns[s->kind] += ns;
-	if (s->kind == PCPU_IDLE)
+	if (s->kind == PCPU_IDLE || !id_set_has(b->tids, s->tid))
 		return 0;
 	memset(&k, 0, sizeof(k));
 	k.cpu = s->cpu;
@@ -285,10 +292,10 @@ static int occupant_names(struct sht_reader *r, struct pcpu_view *v, struct vcpu
 }
 
 int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
-	       struct vcpustat_error *err)
+	       const struct summary_filter *f, struct vcpustat_error *err)
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
-	struct build b = { .v = v };
+	struct build b = { .v = v, .tids = f ? &f->tids : NULL };
 	char (*vm_names)[128] = NULL;
 	uint32_t *vm_pids = NULL;
 	size_t pos = 0;
@@ -314,7 +321,7 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 		snprintf(vm_names[nvm], sizeof(vm_names[0]), "%s", sht_attr_name(r, vm));
 		vm_pids[nvm] = (uint32_t)report_first_int(r, sht_attr_child(r, vm, "pid"), 0);
 	}
-	e = pcpu_walk(r, t1, t2, add, &b, err);
+	e = pcpu_walk(r, t1, t2, f ? &f->pcpus : NULL, add, &b, err);
 	if (e)
 		goto out;
 	/* each CPU's occupants, most first; the window's rest is unknown (not recorded, or no value) */

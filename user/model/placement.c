@@ -19,6 +19,7 @@ struct seg {
 	uint64_t start, end;
 	uint32_t cpu;
 	int vm; /* index among every VM of the file, wanted or not */
+	bool kept; /* a vCPU the filter keeps, on a CPU it keeps: counted for its VM */
 };
 
 struct segs {
@@ -26,7 +27,7 @@ struct segs {
 	size_t n, cap;
 };
 
-static int seg_add(struct segs *s, uint64_t a, uint64_t b, uint32_t cpu, int vm)
+static int seg_add(struct segs *s, uint64_t a, uint64_t b, uint32_t cpu, int vm, bool kept)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 256;
@@ -37,7 +38,7 @@ static int seg_add(struct segs *s, uint64_t a, uint64_t b, uint32_t cpu, int vm)
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n++] = (struct seg){ a, b, cpu, vm };
+	s->v[s->n++] = (struct seg){ a, b, cpu, vm, kept };
 	return 0;
 }
 
@@ -128,6 +129,8 @@ out:
 struct walk {
 	struct segs *out;
 	int vm;
+	bool kept;		   /* the filter keeps the vCPU */
+	const struct id_set *cpus; /* and these CPUs */
 };
 
 static int walk_add(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
@@ -135,15 +138,16 @@ static int walk_add(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
 	struct walk *w = ctx;
 
 	(void)state;
-	return seg_add(w->out, a, b, cpu, w->vm);
+	return seg_add(w->out, a, b, cpu, w->vm, w->kept && id_set_has(w->cpus, cpu));
 }
 
 /* One vCPU: its migrations (pcpu changes in the window) and its on-CPU segments. */
 static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uint64_t t2, struct segs *out,
-		     struct placement_vm *pv, const struct placement *p, struct vcpustat_error *err)
+		     struct placement_vm *pv, const struct placement *p, const struct id_set *cpus,
+		     struct vcpustat_error *err)
 {
 	uint32_t pc = sht_attr_child(r, vc, "pcpu");
-	struct walk w = { out, vm };
+	struct walk w = { out, vm, pv != NULL, cpus };
 	struct sht_interval *c = NULL;
 	size_t nc = 0;
 	int e;
@@ -155,7 +159,8 @@ static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uin
 			const struct sht_interval *a = &c[k - 1], *b = &c[k];
 
 			if (a->value.type != SHT_INT || b->value.type != SHT_INT || a->end != b->start ||
-			    a->value.i == b->value.i || b->start < t1 || b->start >= t2)
+			    a->value.i == b->value.i || b->start < t1 || b->start >= t2 || b->value.i < 0 ||
+			    !id_set_has(cpus, (uint32_t)b->value.i))
 				continue;
 			pv->migrations++;
 			if (id_of(p->topo.node, p->topo.nr_cpus, a->value.i) !=
@@ -208,7 +213,7 @@ static void smt_core(struct placement *p, const struct seg *v, struct ev *ev, si
 			const struct seg *a = &v[act[i]];
 			bool other = false, same = false;
 
-			if (vm_to_row[a->vm] < 0)
+			if (vm_to_row[a->vm] < 0 || !a->kept)
 				continue;
 			for (size_t j = 0; j < nact; j++) {
 				const struct seg *b = &v[act[j]];
@@ -414,10 +419,15 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			size_t before = all.n;
+			bool kept = pv && summary_filter_wants_vcpu(f, (uint32_t)atoi(sht_attr_name(r, vc)),
+					(uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0));
 
-			e = vcpu_walk(r, vc, nvm, t1, t2, &all, pv, p, err);
-			if (pv && all.n > before)
-				pv->vcpus++;
+			e = vcpu_walk(r, vc, nvm, t1, t2, &all, kept ? pv : NULL, p, f ? &f->pcpus : NULL, err);
+			for (size_t k = before; kept && k < all.n; k++)
+				if (all.v[k].kept) {
+					pv->vcpus++;
+					break;
+				}
 		}
 		for (size_t k = first; k < all.n && !e; k++) {
 			const struct seg *s = &all.v[k];
@@ -427,7 +437,7 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 
 			if (node >= 0)
 				p->node_ns[node] += d; /* every VM's: the nodes' load */
-			if (!pv)
+			if (!pv || !s->kept)
 				continue;
 			pv->run_ns += d;
 			if (node >= 0)

@@ -233,3 +233,137 @@ int query_show_range(FILE *f, json_t **doc, struct sht_reader *r, const char *fi
 	}
 	return 0;
 }
+
+/* ---- the filters of `vcpustat query` (--vm, --vcpu, --tid, --pcpu) ---- */
+
+/* The vCPU or VM attribute at depth of a (its ancestor with depth components), or SHT_NO_ATTR. */
+static uint32_t ancestor(struct sht_reader *r, uint32_t a, int depth_a, int depth)
+{
+	for (; a != SHT_NO_ATTR && depth_a > depth; depth_a--)
+		a = sht_attr_parent(r, a);
+	return a;
+}
+
+/* Does the vCPU vc (/vms/<vm>/vcpus/<n>) have a pcpu in cpus at some time of [t1, t2]? */
+static bool vcpu_was_on(struct sht_reader *r, uint32_t vc, const struct id_set *cpus, uint64_t t1, uint64_t t2)
+{
+	struct sht_interval *iv = NULL;
+	uint32_t pc = sht_attr_child(r, vc, "pcpu");
+	bool on = false;
+	size_t n = 0;
+
+	if (pc == SHT_NO_ATTR || sht_query_range(r, pc, NULL, t1, t2, &iv, &n, NULL))
+		return false;
+	for (size_t i = 0; i < n && !on; i++)
+		on = iv[i].value.type == SHT_INT && iv[i].value.i >= 0 && id_set_has(cpus, (uint32_t)iv[i].value.i);
+	free(iv);
+	return on;
+}
+
+/*
+ * What query_keeps() found of a VM or vCPU attribute, per attribute id (a
+ * file's attributes are read once, not once per child): 0 not asked yet,
+ * 1 kept, 2 not.
+ */
+struct keep_cache {
+	uint8_t *vm, *tid, *pcpu;
+};
+
+static bool cached(uint8_t *c, bool (*ask)(void *), void *ctx)
+{
+	if (!*c)
+		*c = ask(ctx) ? 1 : 2;
+	return *c == 1;
+}
+
+struct keep_ask {
+	struct sht_reader *r;
+	const struct summary_filter *f;
+	uint32_t attr;
+	const char *name;
+	uint64_t t1, t2;
+};
+
+static bool ask_vm(void *ctx)
+{
+	struct keep_ask *k = ctx;
+
+	return summary_filter_wants(k->f, k->name,
+				    (uint32_t)report_first_int(k->r, sht_attr_child(k->r, k->attr, "pid"), 0));
+}
+
+static bool ask_tid(void *ctx)
+{
+	struct keep_ask *k = ctx;
+
+	return id_set_has(&k->f->tids, (uint32_t)report_first_int(k->r, sht_attr_child(k->r, k->attr, "tid"), 0));
+}
+
+static bool ask_pcpu(void *ctx)
+{
+	struct keep_ask *k = ctx;
+
+	return vcpu_was_on(k->r, k->attr, &k->f->pcpus, k->t1, k->t2);
+}
+
+/* Does f keep the attribute a (every filter given accepts it)? */
+static bool query_keeps(struct sht_reader *r, const struct summary_filter *f, uint32_t a, uint64_t t1, uint64_t t2,
+			struct keep_cache *kc)
+{
+	char path[512], *comp[5] = { 0 }, *save = NULL;
+	int depth = 0;
+	bool vcpu_path, vm_path, cpu_path, thread_path;
+	uint32_t vc;
+
+	snprintf(path, sizeof(path), "%s", sht_attr_path(r, a));
+	for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save), depth++)
+		if (depth < 5)
+			comp[depth] = c;
+	vm_path = depth >= 2 && !strcmp(comp[0], "vms");
+	vcpu_path = vm_path && depth >= 4 && !strcmp(comp[2], "vcpus");
+	cpu_path = depth >= 3 && !strcmp(comp[0], "host") && !strcmp(comp[1], "cpus");
+	thread_path = depth >= 3 && !strcmp(comp[0], "host") && !strcmp(comp[1], "threads");
+	if (f->nr_vms) {
+		struct keep_ask k = { r, f, ancestor(r, a, depth, 2), vm_path ? comp[1] : "" };
+
+		if (!vm_path || k.attr == SHT_NO_ATTR || !cached(&kc->vm[k.attr], ask_vm, &k))
+			return false;
+	}
+	if (f->vcpus.n && !(vcpu_path && id_set_has(&f->vcpus, (uint32_t)strtoul(comp[3], NULL, 10))))
+		return false;
+	vc = vcpu_path ? ancestor(r, a, depth, 4) : SHT_NO_ATTR;
+	if (f->tids.n && !(thread_path && id_set_has(&f->tids, (uint32_t)strtoul(comp[2], NULL, 10)))) {
+		struct keep_ask k = { r, f, vc };
+
+		if (vc == SHT_NO_ATTR || !cached(&kc->tid[vc], ask_tid, &k))
+			return false;
+	}
+	if (f->pcpus.n && !(cpu_path && id_set_has(&f->pcpus, (uint32_t)strtoul(comp[2], NULL, 10)))) {
+		struct keep_ask k = { r, f, vc, NULL, t1, t2 };
+
+		if (vc == SHT_NO_ATTR || !cached(&kc->pcpu[vc], ask_pcpu, &k))
+			return false;
+	}
+	return true;
+}
+
+int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t t1, uint64_t t2, uint8_t *want,
+		 size_t *kept, struct vcpustat_error *err)
+{
+	uint32_t n = sht_nattrs(r);
+	struct keep_cache kc = { calloc(n + 1, 1), calloc(n + 1, 1), calloc(n + 1, 1) };
+	int e = 0;
+
+	*kept = 0;
+	if (!kc.vm || !kc.tid || !kc.pcpu)
+		e = verror(err, -ENOMEM, "out of memory");
+	for (uint32_t a = 0; a < n && !e; a++) {
+		if (want[a] && (f->nr_vms || summary_filter_narrows(f)) && !query_keeps(r, f, a, t1, t2, &kc))
+			want[a] = 0;
+		*kept += want[a] != 0;
+	}
+	free(kc.vm);
+	free(kc.tid);
+	free(kc.pcpu);
+	return e;
+}

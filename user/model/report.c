@@ -328,6 +328,25 @@ bool summary_filter_wants(const struct summary_filter *f, const char *name, uint
 }
 
 /*
+ * --pcpu: the stretches of time a vCPU's pcpu was in the set (NULL: no such
+ * filter, all the time counts).
+ */
+struct vcpu_on {
+	struct sht_interval *iv;
+	size_t n;
+};
+
+static bool on_at(const struct vcpu_on *on, uint64_t t)
+{
+	return !on || on_set_at(on->iv, on->n, t);
+}
+
+static uint64_t on_ns(const struct vcpu_on *on, uint64_t a, uint64_t b)
+{
+	return !on ? (b > a ? b - a : 0) : on_set_ns(on->iv, on->n, a, b);
+}
+
+/*
  * The exits (exit_reason or userspace_exit intervals) of [t1, t2), counted
  * and added to the table by one rule: an exit belongs to the window of its
  * beginning (kvm_exit, kvm_userspace_exit: when the kernel counts it), with
@@ -336,12 +355,13 @@ bool summary_filter_wants(const struct summary_filter *f, const char *name, uint
  * file, which is after everything in it) has no latency, and is counted nowhere.
  */
 static int exits_in_window(const struct sht_interval *iv, size_t n, uint64_t t1, uint64_t t2, uint64_t file_end,
-			   unsigned int kind, struct hashmap *table, __u64 *count)
+			   const struct vcpu_on *on, unsigned int kind, struct hashmap *table, __u64 *count)
 {
 	for (size_t i = 0; i < n; i++) {
 		int e;
 
-		if (iv[i].value.type != SHT_STR || iv[i].start < t1 || iv[i].start >= t2 || iv[i].end >= file_end)
+		if (iv[i].value.type != SHT_STR || iv[i].start < t1 || iv[i].start >= t2 || iv[i].end >= file_end ||
+		    !on_at(on, iv[i].start))
 			continue;
 		e = latency_add(table, kind, iv[i].value.s, iv[i].end - iv[i].start);
 		if (e)
@@ -436,7 +456,8 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
  * table: the attribute's string ("msr 0xc0000080 read") -> struct detail_summary.
  */
 static int details_in_window(const struct sht_interval *iv, size_t n, const struct sht_interval *ex, size_t nex,
-			     uint64_t t1, uint64_t t2, uint64_t file_end, struct hashmap *table)
+			     uint64_t t1, uint64_t t2, uint64_t file_end, const struct vcpu_on *on,
+			     struct hashmap *table)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct sht_interval *x;
@@ -447,7 +468,8 @@ static int details_in_window(const struct sht_interval *iv, size_t n, const stru
 		if (iv[i].value.type != SHT_STR)
 			continue;
 		x = covering(ex, nex, iv[i].start);
-		if (!x || x->value.type != SHT_STR || x->start < t1 || x->start >= t2 || x->end >= file_end)
+		if (!x || x->value.type != SHT_STR || x->start < t1 || x->start >= t2 || x->end >= file_end ||
+		    !on_at(on, x->start))
 			continue;
 		memset(key, 0, sizeof(key));
 		snprintf(key, sizeof(key), "%s", iv[i].value.s);
@@ -527,7 +549,7 @@ static int details_collect(struct hashmap *table, struct vm_summary *vs, double 
  * poll whose end the file does not show (the vCPU gone) is not counted.
  */
 static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t t1, uint64_t t2,
-			    struct vcpu_summary *out)
+			    const struct vcpu_on *on, struct vcpu_summary *out)
 {
 	enum { NONE, POLLING, AFTER } at = NONE;
 	uint64_t poll_ns = 0;
@@ -535,7 +557,7 @@ static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t 
 	for (size_t i = 0; i < nst; i++) {
 		const struct sht_interval *iv = &st[i];
 		int64_t v = iv->value.type == SHT_INT ? iv->value.i : -1;
-		bool ends = iv->start >= t1 && iv->start < t2;
+		bool ends = iv->start >= t1 && iv->start < t2 && on_at(on, iv->start);
 
 		if (i && st[i - 1].end != iv->start) /* a gap: the vCPU was gone */
 			at = NONE;
@@ -565,9 +587,10 @@ static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t 
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
 		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, bool *has_details,
-		       struct vcpustat_error *err)
+		       const struct id_set *cpus, struct vcpustat_error *err)
 {
 	const struct sht_info *info = sht_get_info(r);
+	struct vcpu_on set = { 0 }, *on = NULL;
 	struct vcpu_ivs ivs;
 	struct sht_interval *st, *ex, *ux, *pc;
 	size_t nst, nex, nux, npc;
@@ -585,6 +608,15 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	pc = ivs.iv[VA_PCPU], npc = ivs.n[VA_PCPU];
 	if (e)
 		goto out;
+	if (cpus && cpus->n) {
+		on = &set;
+		set.iv = calloc(npc + 1, sizeof(*set.iv));
+		if (!set.iv) {
+			e = verror(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		set.n = pcpu_on_set(pc, npc, cpus, set.iv);
+	}
 	*has_details |= ivs.has_access;
 	for (size_t i = 0; i < nst; i++) {
 		const struct sht_interval *iv = &st[i];
@@ -596,12 +628,12 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		if (iv->value.type != SHT_INT || v < 0 || v >= VCPU_NR_STATES)
 			continue;
 		if (iv->start < t2)
-			out->ns_total[v] += lo(iv->end, t2) - iv->start;
+			out->ns_total[v] += on_ns(on, iv->start, lo(iv->end, t2));
 		if (iv->start < t2 && iv->end > iv->start)
 			last = iv;
 		if (t > s)
-			out->ns[v] += t - s;
-		if (iv->start >= t1 && iv->start < t2) {
+			out->ns[v] += on_ns(on, s, t);
+		if (iv->start >= t1 && iv->start < t2 && on_at(on, iv->start)) {
 			if (v == VCPU_PREEMPTED && prev >= 0)
 				out->preemptions++;
 			if (v == VCPU_WAIT && (prev == VCPU_IDLE || prev == VCPU_BLOCKED || prev == VCPU_UNKNOWN))
@@ -609,14 +641,25 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		}
 		/* run-queue waits that ended in the window (the file holds their start), and who ran meanwhile */
 		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && prev >= 0 && iv->end > t1 && iv->end <= t2 &&
-		    i + 1 < nst && st[i + 1].start == iv->end && st[i + 1].value.type == SHT_INT &&
+		    on_at(on, iv->end) && i + 1 < nst && st[i + 1].start == iv->end && st[i + 1].value.type == SHT_INT &&
 		    (st[i + 1].value.i == VCPU_HOST || st[i + 1].value.i == VCPU_GUEST ||
 		     st[i + 1].value.i == VCPU_POLL)) {
 			e = latency_add(runq, VCPU_SAMPLE_RUNQ_WAIT, "runq_wait", iv->end - iv->start);
 			if (e)
 				goto out;
 		}
-		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s) {
+		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s && on) {
+			/* --pcpu: each stretch of the wait on a CPU of the set, charged to that CPU */
+			for (size_t k = report_first_after(pc, npc, s); k < npc && pc[k].start < t && !e; k++) {
+				uint64_t a = hi(pc[k].start, s), b = lo(pc[k].end, t);
+
+				if (b > a && pc[k].value.type == SHT_INT && pc[k].value.i >= 0 &&
+				    id_set_has(cpus, (uint32_t)pc[k].value.i))
+					e = charge(r, cr, culprits, (uint32_t)pc[k].value.i, a, b, err);
+			}
+			if (e)
+				goto out;
+		} else if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s) {
 			const struct sht_interval *p = covering(pc, npc, iv->start);
 
 			if (p && p->value.type == SHT_INT) {
@@ -634,22 +677,25 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		if (pc[i].value.type != SHT_INT || pc[i].start >= t2)
 			continue;
 		out->pcpu = (uint32_t)pc[i].value.i;
-		if (pc[i].start >= t1 && i && pc[i - 1].value.type == SHT_INT && pc[i - 1].value.i != pc[i].value.i)
+		if (pc[i].start >= t1 && i && pc[i - 1].value.type == SHT_INT && pc[i - 1].value.i != pc[i].value.i &&
+		    on_at(on, pc[i].start))
 			out->migrations++;
 	}
-	polls_in_window(st, nst, t1, t2, out);
+	polls_in_window(st, nst, t1, t2, on, out);
 	for (size_t i = 0; i < ivs.n[VA_HALT_POLL_NS]; i++) {
 		const struct sht_interval *h = &ivs.iv[VA_HALT_POLL_NS][i];
 
 		if (h->start < t2 && h->value.type == SHT_INT)
 			out->halt_poll_ns = (uint32_t)h->value.i;
 	}
-	e = exits_in_window(ex, nex, t1, t2, info->end, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits);
+	e = exits_in_window(ex, nex, t1, t2, info->end, on, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits);
 	if (!e)
-		e = exits_in_window(ux, nux, t1, t2, info->end, VCPU_SAMPLE_USERSPACE_EXIT, uexits, &out->userspace_exits);
+		e = exits_in_window(ux, nux, t1, t2, info->end, on, VCPU_SAMPLE_USERSPACE_EXIT, uexits,
+				    &out->userspace_exits);
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
-		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, details);
+		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
 out:
+	free(set.iv);
 	vcpu_ivs_free(&ivs);
 	return e;
 }
@@ -805,7 +851,7 @@ static int host_threads(struct sht_reader *r, struct report_thread **out, size_t
 }
 
 static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_runs *cr, struct hashmap *vcpu_of_tid,
-		       const struct report_thread *ht, size_t nht, struct vcpustat_error *err)
+		       const struct report_thread *ht, size_t nht, const struct id_set *tids, struct vcpustat_error *err)
 {
 	struct hashmap acc;
 	char vhost[32];
@@ -816,6 +862,8 @@ static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_r
 	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
 		return -ENOMEM;
 	for (size_t i = 0; i < nht && !e; i++) {
+		if (!id_set_has(tids, ht[i].tid))
+			continue;
 		/* vhost workers: kernel threads, or (Linux 6.4+) threads of the VMM process itself */
 		if (!strcmp(ht[i].name, vhost))
 			e = vmm_thread(r, ht[i].th, ht[i].tid, VMM_VHOST, vs, cr, &acc, err);
@@ -1016,6 +1064,25 @@ static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *v
 	return e;
 }
 
+/* --vcpu, --tid: the guest threads last current on a vCPU the filter keeps. */
+static void guest_threads_keep(struct vm_summary *vs)
+{
+	size_t k = 0;
+
+	for (size_t g = 0; g < vs->nr_guest_threads; g++) {
+		struct guest_thread_summary *t = &vs->guest_threads[g];
+		bool kept = false;
+
+		for (size_t v = 0; v < vs->nr_vcpus && t->vcpu >= 0; v++)
+			kept |= vs->vcpus[v].index == (uint32_t)t->vcpu;
+		if (kept)
+			vs->guest_threads[k++] = *t;
+		else
+			free(t->culprits);
+	}
+	vs->nr_guest_threads = k;
+}
+
 static int by_ns_desc(const void *a, const void *b)
 {
 	const struct culprit_summary *x = a, *y = b;
@@ -1055,6 +1122,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	if (!s->no_wall_clock)
 		s->wall_t1 = sht_get_info(r)->real_start_ns + t2;
 	s->seconds = t2 > t1 ? (double)(t2 - t1) / 1e9 : 0;
+	if (f && f->pcpus.n)
+		snprintf(s->pcpus, sizeof(s->pcpus), "%s", f->pcpus.text);
 	cr.host_cpus = sht_attr_child(r, host, "cpus");
 	cr.t1 = t1;
 	cr.t2 = t2;
@@ -1110,8 +1179,16 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			struct vcpu_summary v, *va;
 			bool seen = false;
 
+			if (summary_filter_vcpus(f)) {
+				uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+
+				vs->nr_vcpus_all++;
+				if (!summary_filter_wants_vcpu(f, (uint32_t)atoi(sht_attr_name(r, vc)), tid))
+					continue;
+			}
 			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
-					*has_culprits ? &cr : NULL, &culprits, &details, &s->has_details, err);
+					*has_culprits ? &cr : NULL, &culprits, &details, &s->has_details,
+					f ? &f->pcpus : NULL, err);
 			if (e)
 				break;
 			for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
@@ -1159,13 +1236,17 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
 		if (!e)
 			e = guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
-		if (!e && *has_culprits && sht_attr_child(r, host, "threads") != SHT_NO_ATTR) {
+		if (!e && summary_filter_vcpus(f))
+			guest_threads_keep(vs);
+		/* the VMM's other threads: not per vCPU (--vcpu) nor per CPU (--pcpu); --tid keeps those threads */
+		if (!e && *has_culprits && sht_attr_child(r, host, "threads") != SHT_NO_ATTR && !(f && f->vcpus.n) &&
+		    !(f && f->pcpus.n)) {
 			if (!ht && !(e = host_threads(r, &ht, &nht, err)) && !ht)
 				ht = calloc(1, sizeof(*ht)); /* none: do not ask again */
 			if (!e && !ht)
 				e = verror(err, -ENOMEM, "out of memory");
 			if (!e)
-				e = vmm_threads(r, vs, &cr, &vcpu_of_tid, ht, nht, err);
+				e = vmm_threads(r, vs, &cr, &vcpu_of_tid, ht, nht, f ? &f->tids : NULL, err);
 		}
 		hashmap_free(&exits);
 		hashmap_free(&uexits);

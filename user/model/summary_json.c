@@ -164,6 +164,8 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 
 	json_object_set_new(doc, "ts", json_integer((json_int_t)s->t1));
 	json_object_set_new(doc, "interval_s", json_real(s->seconds));
+	if (s->pcpus[0])
+		json_object_set_new(doc, "pcpus", json_string(s->pcpus));
 	for (size_t i = 0; i < s->nr_vms; i++) {
 		const struct vm_summary *vm = &s->vms[i];
 		json_t *o, *vcpus = json_array(), *exits = json_array(), *uexits = json_array(), *cul = json_array();
@@ -186,6 +188,8 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			json_array_append_new(cul, culprit_json(&vm->culprits[c]));
 		json_object_set_new(o, "vcpus", vcpus);
+		if (vm->nr_vcpus_all)
+			json_object_set_new(o, "vcpus_of", json_integer(vm->nr_vcpus_all));
 		json_object_set_new(o, "exits", exits);
 		json_object_set_new(o, "userspace_exits", uexits);
 		json_object_set_new(o, "runq_wait", latency_json(&vm->runq, false));

@@ -172,6 +172,15 @@ static void print_halt_polling(FILE *f, const struct summary *s, const struct vm
 		summary_per_s(s, vm->polls_failed), (double)vm->poll_fail_ns / 1e6, vm->halt_poll_ns);
 }
 
+/* --vcpu, --tid: which of the VM's vCPUs its totals are over ("vCPUs 0,2 of 4"). */
+static void print_vcpu_subset(FILE *f, const struct vm_summary *vm)
+{
+	fprintf(f, "    filtered: totals over vCPU%s ", vm->nr_vcpus == 1 ? "" : "s");
+	for (size_t v = 0; v < vm->nr_vcpus; v++)
+		fprintf(f, "%s%u", v ? "," : "", vm->vcpus[v].index);
+	fprintf(f, " of %u\n", vm->nr_vcpus_all);
+}
+
 void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs,
 		   unsigned int top)
 {
@@ -191,8 +200,9 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		snprintf(ts, sizeof(ts), "+%.6fs", (double)s->t1 / 1e9);
 	else
 		strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
-	fprintf(f, "vcpustat %s  interval %.2fs  VMs %zu  vCPUs %zu  lost %llu\n", ts, s->seconds, s->nr_vms, nvcpus,
-		(unsigned long long)lost);
+	fprintf(f, "vcpustat %s  interval %.2fs  VMs %zu  vCPUs %zu  lost %llu%s%s%s\n", ts, s->seconds, s->nr_vms,
+		nvcpus, (unsigned long long)lost, s->pcpus[0] ? "  [time on pCPUs " : "", s->pcpus,
+		s->pcpus[0] ? " only]" : "");
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		if (s->lost_window[i])
 			fprintf(f, "  LOST %llu %s this interval (%llu since start)\n",
@@ -226,6 +236,8 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			else
 				fprintf(f, "  cgroup %s\n", vm->cgroup);
 		}
+		if (vm->nr_vcpus_all)
+			print_vcpu_subset(f, vm);
 		print_halt_polling(f, s, vm);
 		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %7s %9s %8s %7s\n", "VCPU", "TID", "STATE",
 			"PCPU", "GUEST", "HOST", "POLL", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s",

@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The filters of the offline commands (--vcpu, --tid, --pcpu; with --vm),
+ * exact on a recording written here: two VMs of two vCPUs each, moving
+ * between CPUs. The expected values are worked out by hand below, from the
+ * timeline, not by the code under test.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli_run.h"
+#include "model/model.h"
+
+#define S 1000000000ull
+#define MS 1000000ull
+
+struct set {
+	uint64_t t;
+	const char *path;
+	int64_t i;
+	const char *s; /* a string value; "" ends it (null) */
+};
+
+/*
+ * [0, 10 s), states 1 guest, 2 host, 3 preempted, 4 wait, 5 idle, 6 blocked:
+ *
+ * a (pid 100) vCPU 0, tid 101, pcpu 0 throughout:
+ *   guest [0, 4), host [4, 4.5) (exit hlt), idle [4.5, 10)
+ * a vCPU 1, tid 102, pcpu 1 [0, 5), pcpu 2 [5, 10):
+ *   guest [0, 1), host [1, 1.5) (exit npf), guest [1.5, 2), preempted [2, 3),
+ *   guest [3, 5.5), host [5.5, 6) (exit hlt), idle [6, 8), wait [8, 9), guest [9, 10)
+ * b (pid 200) vCPU 0, tid 201, pcpu 2 [0, 5), pcpu 0 [5, 10):
+ *   guest [0, 3), blocked [3, 6), guest [6, 10)
+ * b vCPU 1, tid 202, pcpu 3 throughout: guest [0, 10)
+ */
+static const struct set rec[] = {
+	{ 0, "/vms/a/pid", 100 },
+	{ 0, "/vms/a/vcpus/0/tid", 101 },
+	{ 0, "/vms/a/vcpus/0/pcpu", 0 },
+	{ 0, "/vms/a/vcpus/0/state", 1 },
+	{ 0, "/vms/a/vcpus/1/tid", 102 },
+	{ 0, "/vms/a/vcpus/1/pcpu", 1 },
+	{ 0, "/vms/a/vcpus/1/state", 1 },
+	{ 0, "/vms/b/pid", 200 },
+	{ 0, "/vms/b/vcpus/0/tid", 201 },
+	{ 0, "/vms/b/vcpus/0/pcpu", 2 },
+	{ 0, "/vms/b/vcpus/0/state", 1 },
+	{ 0, "/vms/b/vcpus/1/tid", 202 },
+	{ 0, "/vms/b/vcpus/1/pcpu", 3 },
+	{ 0, "/vms/b/vcpus/1/state", 1 },
+	{ 1 * S, "/vms/a/vcpus/1/state", 2 },
+	{ 1 * S, "/vms/a/vcpus/1/exit_reason", 0, "npf" },
+	{ 1500 * MS, "/vms/a/vcpus/1/state", 1 },
+	{ 1500 * MS, "/vms/a/vcpus/1/exit_reason", 0, "" },
+	{ 2 * S, "/vms/a/vcpus/1/state", 3 },
+	{ 3 * S, "/vms/a/vcpus/1/state", 1 },
+	{ 3 * S, "/vms/b/vcpus/0/state", 6 },
+	{ 4 * S, "/vms/a/vcpus/0/state", 2 },
+	{ 4 * S, "/vms/a/vcpus/0/exit_reason", 0, "hlt" },
+	{ 4500 * MS, "/vms/a/vcpus/0/state", 5 },
+	{ 4500 * MS, "/vms/a/vcpus/0/exit_reason", 0, "" },
+	{ 5 * S, "/vms/a/vcpus/1/pcpu", 2 },
+	{ 5 * S, "/vms/b/vcpus/0/pcpu", 0 },
+	{ 5500 * MS, "/vms/a/vcpus/1/state", 2 },
+	{ 5500 * MS, "/vms/a/vcpus/1/exit_reason", 0, "hlt" },
+	{ 6 * S, "/vms/a/vcpus/1/state", 5 },
+	{ 6 * S, "/vms/a/vcpus/1/exit_reason", 0, "" },
+	{ 6 * S, "/vms/b/vcpus/0/state", 1 },
+	{ 8 * S, "/vms/a/vcpus/1/state", 4 },
+	{ 9 * S, "/vms/a/vcpus/1/state", 1 },
+};
+
+static void write_rec(char *path)
+{
+	struct sht_writer_opts o = { .no_sync = true };
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
+		uint32_t a;
+
+		cr_assert_eq(sht_writer_attr(w, rec[i].path, &a), 0);
+		if (rec[i].s && !rec[i].s[0])
+			cr_assert_eq(sht_writer_set_null(w, a, rec[i].t), 0);
+		else if (rec[i].s)
+			cr_assert_eq(sht_writer_set_str(w, a, rec[i].t, rec[i].s), 0);
+		else
+			cr_assert_eq(sht_writer_set_int(w, a, rec[i].t, rec[i].i), 0);
+	}
+	cr_assert_eq(sht_writer_close(w, 10 * S, &err), 0, "%s", err.msg);
+}
+
+/* `report FILE -j ARGS...`: the document. */
+static json_t *report_json(const char *path, const char *a1, const char *a2, const char *a3, const char *a4)
+{
+	json_error_t je;
+	struct run r;
+	json_t *doc;
+
+	if (a4)
+		RUN(&r, "report", path, "-j", a1, a2, a3, a4);
+	else if (a3)
+		RUN(&r, "report", path, "-j", a1, a2, a3);
+	else
+		RUN(&r, "report", path, "-j", a1, a2);
+	cr_assert_eq(r.status, 0, "report %s %s: %s", a1, a2, r.err);
+	doc = json_loads(r.out, 0, &je);
+	cr_assert_not_null(doc, "%s: %s", je.text, r.out);
+	return doc;
+}
+
+static json_t *vm_of(json_t *doc, const char *name)
+{
+	json_t *vms = json_object_get(doc, "vms"), *vm;
+	size_t i;
+
+	json_array_foreach(vms, i, vm)
+		if (!strcmp(json_string_value(json_object_get(vm, "vm")), name))
+			return vm;
+	return NULL;
+}
+
+static long long ns_of(json_t *o, const char *state)
+{
+	return json_integer_value(json_object_get(json_object_get(o, "ns"), state));
+}
+
+static long long exits_of(json_t *vm, const char *reason)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(vm, "exits"), i, e)
+		if (!strcmp(json_string_value(json_object_get(e, "reason")), reason))
+			return json_integer_value(json_object_get(e, "count"));
+	return 0;
+}
+
+static long long int_of(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+Test(filters, report_vcpu_keeps_those_vcpus_and_the_vm_totals_are_theirs)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	json_t *doc, *a, *b, *v;
+	struct run r;
+
+	write_rec(path);
+	doc = report_json(path, "--vcpu", "1", NULL, NULL);
+	a = vm_of(doc, "a");
+	b = vm_of(doc, "b");
+	cr_assert(a && b);
+	cr_assert_eq(json_array_size(json_object_get(a, "vcpus")), 1);
+	v = json_array_get(json_object_get(a, "vcpus"), 0);
+	cr_assert_eq(int_of(v, "vcpu"), 1);
+	/* a vCPU 1: guest 1 + 0.5 + 2.5 + 1, host 0.5 + 0.5, preempted 1, idle 2, wait 1 */
+	cr_assert_eq(ns_of(a, "guest"), 5 * S);
+	cr_assert_eq(ns_of(a, "host"), 1 * S);
+	cr_assert_eq(ns_of(a, "preempted"), 1 * S);
+	cr_assert_eq(ns_of(a, "idle"), 2 * S);
+	cr_assert_eq(ns_of(a, "wait"), 1 * S);
+	cr_assert_eq(ns_of(a, "blocked"), 0);
+	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(a, "share"), "guest")), 0.5, 1e-9);
+	cr_assert_eq(exits_of(a, "npf"), 1);
+	cr_assert_eq(exits_of(a, "hlt"), 1, "vCPU 0's hlt is not counted");
+	cr_assert_eq(int_of(v, "preemptions"), 1);
+	cr_assert_eq(int_of(v, "wakeups"), 1);
+	cr_assert_eq(int_of(v, "migrations"), 1);
+	cr_assert_eq(int_of(a, "vcpus_of"), 2);
+	cr_assert_eq(ns_of(b, "guest"), 10 * S, "b vCPU 1 only");
+	cr_assert_eq(json_array_size(json_object_get(b, "exits")), 0);
+	json_decref(doc);
+
+	/* lists and repetition: --vcpu 0,1 and --vcpu 0 --vcpu 1 keep all */
+	doc = report_json(path, "--vcpu", "0", "--vcpu", "1");
+	cr_assert_eq(ns_of(vm_of(doc, "a"), "guest"), 9 * S);
+	json_decref(doc);
+	doc = report_json(path, "--vcpu", "0-1", NULL, NULL);
+	cr_assert_eq(ns_of(vm_of(doc, "a"), "guest"), 9 * S);
+	json_decref(doc);
+
+	/* the text says which vCPUs the totals are over */
+	RUN(&r, "report", path, "--vcpu", "1", "--vm", "a");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "filtered: totals over vCPU 1 of 2"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "VM b"), "--vm a: %s", r.out);
+	unlink(path);
+}
+
+Test(filters, report_tid_keeps_the_vcpu_of_that_thread)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	json_t *doc, *a;
+
+	write_rec(path);
+	doc = report_json(path, "--tid", "102", NULL, NULL);
+	cr_assert_eq(json_array_size(json_object_get(doc, "vms")), 1, "b has no vCPU of thread 102");
+	a = vm_of(doc, "a");
+	cr_assert_not_null(a);
+	cr_assert_eq(int_of(json_array_get(json_object_get(a, "vcpus"), 0), "tid"), 102);
+	cr_assert_eq(ns_of(a, "guest"), 5 * S);
+	cr_assert_eq(exits_of(a, "npf") + exits_of(a, "hlt"), 2);
+	json_decref(doc);
+
+	/* --tid and --vcpu together: AND */
+	doc = report_json(path, "--tid", "201", "--vcpu", "0");
+	cr_assert_eq(json_array_size(json_object_get(doc, "vms")), 1);
+	cr_assert_eq(ns_of(vm_of(doc, "b"), "guest"), 7 * S);
+	cr_assert_eq(ns_of(vm_of(doc, "b"), "blocked"), 3 * S);
+	json_decref(doc);
+	unlink(path);
+}
+
+Test(filters, report_pcpu_counts_only_the_time_on_those_cpus)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	json_t *doc, *a, *b, *v;
+
+	write_rec(path);
+	doc = report_json(path, "--pcpu", "2", NULL, NULL);
+	cr_assert_str_eq(json_string_value(json_object_get(doc, "pcpus")), "2");
+	/* a vCPU 1 on CPU 2 over [5, 10): guest [5, 5.5) and [9, 10), host [5.5, 6) (its hlt),
+	 * idle [6, 8), wait [8, 9) (its wakeup); its migration at 5 s is into CPU 2 */
+	a = vm_of(doc, "a");
+	cr_assert_not_null(a);
+	cr_assert_eq(json_array_size(json_object_get(a, "vcpus")), 1, "a vCPU 0 never was on CPU 2");
+	v = json_array_get(json_object_get(a, "vcpus"), 0);
+	cr_assert_eq(int_of(v, "vcpu"), 1);
+	cr_assert_eq(ns_of(a, "guest"), 1500 * MS);
+	cr_assert_eq(ns_of(a, "host"), 500 * MS);
+	cr_assert_eq(ns_of(a, "idle"), 2 * S);
+	cr_assert_eq(ns_of(a, "wait"), 1 * S);
+	cr_assert_eq(ns_of(a, "preempted"), 0, "preempted on CPU 1");
+	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(a, "share"), "guest")), 0.3, 1e-9);
+	cr_assert_eq(exits_of(a, "hlt"), 1);
+	cr_assert_eq(exits_of(a, "npf"), 0, "on CPU 1");
+	cr_assert_eq(int_of(v, "preemptions"), 0);
+	cr_assert_eq(int_of(v, "wakeups"), 1);
+	cr_assert_eq(int_of(v, "migrations"), 1);
+	/* b vCPU 0 on CPU 2 over [0, 5): guest [0, 3), blocked [3, 5); it left for CPU 0 */
+	b = vm_of(doc, "b");
+	cr_assert_not_null(b);
+	cr_assert_eq(json_array_size(json_object_get(b, "vcpus")), 1);
+	v = json_array_get(json_object_get(b, "vcpus"), 0);
+	cr_assert_eq(int_of(v, "vcpu"), 0);
+	cr_assert_eq(ns_of(b, "guest"), 3 * S);
+	cr_assert_eq(ns_of(b, "blocked"), 2 * S);
+	cr_assert_eq(int_of(v, "migrations"), 0);
+	json_decref(doc);
+
+	/* a window and a list: [4 s, 7 s) on CPUs 0 and 3 */
+	{
+		struct run r;
+		json_error_t je;
+
+		RUN(&r, "report", path, "-j", "--pcpu", "0,3", "--from", "4s", "--to", "7s");
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		doc = json_loads(r.out, 0, &je);
+		cr_assert_not_null(doc);
+		/* a vCPU 0: host [4, 4.5), idle [4.5, 7); b vCPU 0 (CPU 0 from 5): blocked [5, 6), guest [6, 7) */
+		cr_assert_eq(ns_of(vm_of(doc, "a"), "host"), 500 * MS);
+		cr_assert_eq(ns_of(vm_of(doc, "a"), "idle"), 2500 * MS);
+		cr_assert_eq(exits_of(vm_of(doc, "a"), "hlt"), 1);
+		/* b: vCPU 1 guest [4, 7) on CPU 3, vCPU 0 guest [6, 7) */
+		cr_assert_eq(ns_of(vm_of(doc, "b"), "guest"), 4 * S);
+		cr_assert_eq(ns_of(vm_of(doc, "b"), "blocked"), 1 * S);
+		json_decref(doc);
+	}
+	unlink(path);
+}
+
+Test(filters, export_csv_has_only_the_rows_of_the_vcpu_kept)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	struct run r;
+	int vcpu_rows = 0;
+
+	write_rec(path);
+	RUN(&r, "export", path, "-f", "csv", "--vcpu", "1");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+		char *c1 = strchr(line, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL, *c3 = c2 ? strchr(c2 + 1, ',') : NULL;
+
+		cr_assert(c3, "%s", line);
+		if (c3 == c2 + 1 || !strncmp(line, "metric,", 7))
+			continue;
+		cr_assert(c3 == c2 + 2 && c2[1] == '1', "a row of another vCPU: %s", line);
+		vcpu_rows++;
+		if (!strncmp(line, "vcpustat_vcpu_seconds_total,a,1,guest,", 38))
+			cr_assert_float_eq(strtod(strrchr(line, ',') + 1, NULL), 5.0, 1e-9, "%s", line);
+	}
+	cr_assert_gt(vcpu_rows, 0);
+	unlink(path);
+}
+
+Test(filters, plot_timeline_pcpu_draws_only_those_cpus)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX", svg_path[64], *svg = malloc(1 << 20);
+	struct run r;
+
+	write_rec(path);
+	snprintf(svg_path, sizeof(svg_path), "%s.svg", path);
+	RUN(&r, "plot", path, "--timeline", "--pcpu", "0", "-o", svg_path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	slurp_into(svg_path, svg, 1 << 20);
+	/* CPU 0: a's guest code [0, 4), its hypervisor [4, 4.5), b's guest code [6, 10) */
+	cr_assert(strstr(svg, "<title>CPU 0: a: guest code, 0.000000 .. 4.000000 s</title>"), "no CPU 0 row");
+	cr_assert(strstr(svg, "<title>CPU 0: b: guest code, 6.000000 .. 10.000000 s</title>"));
+	for (int c = 1; c <= 3; c++) {
+		char t[32];
+
+		snprintf(t, sizeof(t), "<title>CPU %d:", c);
+		cr_assert_null(strstr(svg, t), "CPU %d is drawn", c);
+		snprintf(t, sizeof(t), ">CPU %d<", c);
+		cr_assert_null(strstr(svg, t), "CPU %d has a row", c);
+	}
+	/* the vCPUs that were on CPU 0, while they were there: b vCPU 0 from 5 s */
+	cr_assert(strstr(svg, "<title>a vCPU 0: guest, 0.000000 .. 4.000000 s</title>"));
+	cr_assert(strstr(svg, "<title>b vCPU 0: blocked, 5.000000 .. 6.000000 s</title>"), "%s", svg);
+	cr_assert_null(strstr(svg, "<title>b vCPU 0: guest, 0.000000"), "b vCPU 0 was on CPU 2 then");
+	cr_assert_null(strstr(svg, "<title>a vCPU 1:"));
+	cr_assert_null(strstr(svg, "<title>b vCPU 1:"));
+	unlink(svg_path);
+	unlink(path);
+	free(svg);
+}
+
+Test(filters, query_vcpu_prints_only_that_vcpus_paths)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	json_error_t je;
+	json_t *doc, *at;
+	struct run r;
+	size_t i, n = 0;
+
+	write_rec(path);
+	RUN(&r, "query", path, "--json", "--vcpu", "1");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	doc = json_loads(r.out, 0, &je);
+	cr_assert_not_null(doc, "%s", r.out);
+	json_array_foreach(json_object_get(doc, "attributes"), i, at) {
+		const char *p = json_string_value(json_object_get(at, "path"));
+
+		cr_assert(!strncmp(p, "/vms/a/vcpus/1", 14) || !strncmp(p, "/vms/b/vcpus/1", 14), "%s", p);
+		n++;
+	}
+	cr_assert_geq(n, 6, "both VMs' vCPU 1 with tid, pcpu, state");
+	json_decref(doc);
+
+	/* --pcpu at a time: the vCPUs on CPU 2 at 6 s (a vCPU 1; b vCPU 0 left at 5 s) */
+	RUN(&r, "query", path, "--at", "6s", "--pcpu", "2");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "/vms/a/vcpus/1/state"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "/vms/b/"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "/vms/a/vcpus/0"), "%s", r.out);
+
+	/* --tid and --vm */
+	RUN(&r, "query", path, "--path", "/**", "--tid", "202", "--vm", "b");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "/vms/b/vcpus/1/tid"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "/vms/b/vcpus/0/"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "/vms/a/"), "%s", r.out);
+	unlink(path);
+}
+
+/* What a filter that selects nothing, or a malformed value, says: the command, the option, the value; exit 2. */
+Test(filters, errors_name_the_filter_and_are_usage_errors)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX", want[256];
+	struct run r;
+
+	write_rec(path);
+	RUN(&r, "report", path, "--vcpu", "7");
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	snprintf(want, sizeof(want), "report: --vcpu 7: no such vCPU in %s", path);
+	cr_assert(strstr(r.err, want), "%s", r.err);
+
+	RUN(&r, "report", path, "--vcpu", "x");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "report: --vcpu x: not a list of numbers"), "%s", r.err);
+
+	RUN(&r, "report", path, "--pcpu", "3-1");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "report: --pcpu 3-1: the range 3-1 goes down"), "%s", r.err);
+
+	RUN(&r, "report", path, "--tid", "999");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--tid 999: no vCPU or host thread of"), "%s", r.err);
+
+	RUN(&r, "report", path, "--pcpu", "9");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--pcpu 9: no such CPU in"), "%s", r.err);
+	cr_assert(strstr(r.err, "its CPUs: 0-3"), "%s", r.err);
+
+	RUN(&r, "report", path, "--vcpu", "1", "--vm", "b", "--pcpu", "0");
+	cr_assert_eq(r.status, 2, "b vCPU 1 never ran on CPU 0: %s", r.err);
+	cr_assert(strstr(r.err, "--vcpu 1 --pcpu 0: nothing of"), "%s", r.err);
+
+	RUN(&r, "report", path, "--vcpu", "0", "--flow", "101");
+	cr_assert_eq(r.status, 2);
+
+	RUN(&r, "query", path, "--vcpu", "7");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "query: --vcpu 7: no such vCPU"), "%s", r.err);
+	RUN(&r, "query", path, "--pcpu", "1-");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "query: --pcpu 1-:"), "%s", r.err);
+
+	RUN(&r, "export", path, "-f", "csv", "--tid", "abc");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "export: --tid abc"), "%s", r.err);
+	RUN(&r, "export", "-f", "csv", "--vcpu", "1");
+	cr_assert_eq(r.status, 2, "live export takes no --vcpu: %s", r.err);
+
+	RUN(&r, "plot", path, "--timeline", "--vcpu", "5", "-o", "/tmp/vcpustat-filters-none.svg");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "plot: --vcpu 5: no such vCPU"), "%s", r.err);
+
+	RUN(&r, "top", "--file", path, "-b", "-n", "1", "--vcpu", "7");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "top: --vcpu 7: no such vCPU"), "%s", r.err);
+	unlink(path);
+}
+
+Test(filters, top_file_and_report_pcpu_view_take_the_filters)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	struct run r;
+
+	write_rec(path);
+	RUN(&r, "top", "--file", path, "-b", "-n", "1", "-d", "10", "--vcpu", "1", "--vm", "a");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "filtered: totals over vCPU 1 of 2"), "%s", r.out);
+
+	/* `--pcpu` alone is the per-CPU view; with a list after it, the filter */
+	RUN(&r, "report", path, "--pcpu");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "per physical CPU"), "%s", r.out);
+	RUN(&r, "report", "--pcpu", "--pcpu", "0,2", path);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "per physical CPU"), "%s", r.out);
+	cr_assert(strstr(r.out, "\n    0 ") && strstr(r.out, "\n    2 "), "%s", r.out);
+	cr_assert_null(strstr(r.out, "\n    1 "), "%s", r.out);
+	cr_assert_null(strstr(r.out, "\n    3 "), "%s", r.out);
+	/* the view with --tid: every CPU's shares, the occupants of that thread only */
+	RUN(&r, "report", path, "--pcpu", "--tid", "102");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "a/1 guest"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "b/0"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "a/0"), "%s", r.out);
+	RUN(&r, "report", path, "--pcpu", "--vcpu", "1");
+	cr_assert_eq(r.status, 2, "the view is per CPU: %s", r.err);
+	RUN(&r, "report", path, "--pcpu", "0");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "per physical CPU"), "a list: the filter, not the view: %s", r.out);
+	cr_assert(strstr(r.out, "[time on pCPUs 0 only]"), "%s", r.out);
+	RUN(&r, "report", path, "--pcpu=1");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "[time on pCPUs 1 only]"), "%s", r.out);
+	unlink(path);
+}
+
+/* One complete event ("X") of a chrome-json timeline, in µs. */
+struct slice {
+	const char *cat, *name;
+	double ts, dur;
+};
+
+static size_t slices(json_t *doc, const char *cat, struct slice *out, size_t max)
+{
+	json_t *ev;
+	size_t i, n = 0;
+
+	json_array_foreach(json_object_get(doc, "traceEvents"), i, ev) {
+		const char *c = json_string_value(json_object_get(ev, "cat"));
+
+		if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") || !c || strcmp(c, cat))
+			continue;
+		cr_assert_lt(n, max, "more %s slices than expected", cat);
+		out[n++] = (struct slice){ c, json_string_value(json_object_get(ev, "name")),
+					   json_number_value(json_object_get(ev, "ts")),
+					   json_number_value(json_object_get(ev, "dur")) };
+	}
+	return n;
+}
+
+static void assert_slice(const struct slice *s, const char *name, double ts_s, double dur_s)
+{
+	cr_assert_str_eq(s->name, name);
+	cr_assert_float_eq(s->ts, ts_s * 1e6, 1e-3, "%s at %f", name, s->ts);
+	cr_assert_float_eq(s->dur, dur_s * 1e6, 1e-3, "%s for %f", name, s->dur);
+}
+
+/*
+ * export -f chrome-json --vcpu 1 --pcpu 2: a vCPU 1's track from 5 s (when it
+ * came to CPU 2), its exit there; CPU 2's track, what ran on it: b vCPU 0
+ * [0, 3), a vCPU 1 [5, 6) and [9, 10). No other track.
+ */
+Test(filters, chrome_json_keeps_the_vcpu_tracks_cut_to_the_cpus_and_those_cpus)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX", out[64];
+	struct slice s[16];
+	json_error_t je;
+	struct run r;
+	json_t *doc;
+
+	write_rec(path);
+	snprintf(out, sizeof(out), "%s.json", path);
+	RUN(&r, "export", path, "-f", "chrome-json", "--vcpu", "1", "--pcpu", "2", "-o", out);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	doc = json_load_file(out, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	cr_assert_eq(slices(doc, "state", s, 16), 5);
+	assert_slice(&s[0], "guest", 5, 0.5);
+	assert_slice(&s[1], "host", 5.5, 0.5);
+	assert_slice(&s[2], "idle", 6, 2);
+	assert_slice(&s[3], "wait", 8, 1);
+	assert_slice(&s[4], "guest", 9, 1);
+	cr_assert_eq(slices(doc, "exit", s, 16), 1, "npf was on CPU 1");
+	assert_slice(&s[0], "hlt", 5.5, 0.5);
+	cr_assert_eq(slices(doc, "vcpu", s, 16), 4);
+	assert_slice(&s[0], "b vCPU 0", 0, 3);
+	assert_slice(&s[1], "a vCPU 1", 5, 0.5);
+	assert_slice(&s[2], "a vCPU 1", 5.5, 0.5);
+	assert_slice(&s[3], "a vCPU 1", 9, 1);
+	json_decref(doc);
+
+	/* filters that keep no vCPU track: the usage error, and no file */
+	unlink(out);
+	RUN(&r, "export", path, "-f", "chrome-json", "--vcpu", "1", "--vm", "b", "--pcpu", "0", "-o", out);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "export: --vcpu 1 --pcpu 0: nothing of"), "%s", r.err);
+	cr_assert_neq(access(out, F_OK), 0, "nothing is written");
+	unlink(path);
+}
+
+static json_t *placement_vm(json_t *doc, const char *name)
+{
+	json_t *vm;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(doc, "placement"), "vms"), i, vm)
+		if (!strcmp(json_string_value(json_object_get(vm, "vm")), name))
+			return vm;
+	return NULL;
+}
+
+/*
+ * report --placement: on a CPU is guest or host. --vcpu 1: a vCPU 1 on CPUs
+ * 5 s guest + 1 s host, its one migration; b vCPU 1 10 s. --pcpu 2: a vCPU 1
+ * on CPU 2 [5, 6) and [9, 10), its move there; b vCPU 0 [0, 3), its move away
+ * (to CPU 0) not counted.
+ */
+Test(filters, placement_counts_the_vcpus_and_cpus_kept)
+{
+	char path[] = "/tmp/vcpustat-filters-XXXXXX";
+	json_t *doc, *a, *b;
+
+	write_rec(path);
+	doc = report_json(path, "--placement", "--vcpu", "1", NULL);
+	a = placement_vm(doc, "a");
+	b = placement_vm(doc, "b");
+	cr_assert(a && b);
+	cr_assert_eq(int_of(a, "vcpus"), 1);
+	cr_assert_eq(int_of(a, "run_ns"), 6 * S);
+	cr_assert_eq(int_of(a, "migrations"), 1);
+	cr_assert_eq(int_of(b, "vcpus"), 1);
+	cr_assert_eq(int_of(b, "run_ns"), 10 * S);
+	cr_assert_eq(int_of(b, "migrations"), 0);
+	json_decref(doc);
+
+	doc = report_json(path, "--placement", "--pcpu", "2", NULL);
+	a = placement_vm(doc, "a");
+	b = placement_vm(doc, "b");
+	cr_assert(a && b);
+	cr_assert_eq(int_of(a, "vcpus"), 1);
+	cr_assert_eq(int_of(a, "run_ns"), 2 * S);
+	cr_assert_eq(int_of(a, "migrations"), 1);
+	cr_assert_eq(int_of(b, "vcpus"), 1);
+	cr_assert_eq(int_of(b, "run_ns"), 3 * S);
+	cr_assert_eq(int_of(b, "migrations"), 0);
+	json_decref(doc);
+	unlink(path);
+}
