@@ -177,6 +177,7 @@ Test(containers, the_cgroup2_mount_is_found_in_a_mounts_file)
 	"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/cri-containerd-" CID \
 	".scope"
 #define HOG_CG "/system.slice/hog.service"
+#define DB_CG "/machine.slice/machine-qemu\\x2d1\\x2ddb.scope"
 
 static struct vcpustat_event ev_at(int64_t t, __u64 type, uint32_t tid, uint32_t next, bool preempt)
 {
@@ -190,14 +191,14 @@ static struct vcpustat_event ev_at(int64_t t, __u64 type, uint32_t tid, uint32_t
 		if (tid < 1000)
 			ev.tgid = tid;
 	}
-	snprintf(ev.comm, sizeof(ev.comm), "%s", tid == 1001 ? "CPU 0/KVM" : "hog");
+	snprintf(ev.comm, sizeof(ev.comm), "%s", tid >= 1000 ? "CPU 0/KVM" : "hog");
 	return ev;
 }
 
 /*
  * VM "web" (1000, vCPU thread 1001) in a Kubernetes pod's container, preempted
- * by host thread 500 (hog, in a service's cgroup) for 1 us, at level full;
- * `vcpustat replay` of its capture.
+ * by host thread 500 (hog, in a service's cgroup) for 1 us, and VM "db" (2000,
+ * vCPU thread 2001) of libvirt, at level full; `vcpustat replay` of its capture.
  */
 static char *pod_recording(void)
 {
@@ -206,6 +207,7 @@ static char *pod_recording(void)
 		ev_at(2000, VCPUSTAT_EV_SWITCH, 1001, 500, true),
 		ev_at(3000, VCPUSTAT_EV_SWITCH, 500, 1001, false),
 		ev_at(3100, VCPUSTAT_EV_KVM_ENTRY, 1001, 0, false),
+		ev_at(3200, VCPUSTAT_EV_KVM_ENTRY, 2001, 0, false),
 	};
 	struct vcpustat_error err = { 0 };
 	struct capture_writer *w;
@@ -216,6 +218,8 @@ static char *pod_recording(void)
 	cr_assert_eq(capture_write_cgroup(w, 1000, 4026532711ull, POD_CG, &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_thread(w, 500, 500, "hog", &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_cgroup(w, 500, 4026531836ull, HOG_CG, &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_name(w, 2000, "db", &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_cgroup(w, 2000, 4026531836ull, DB_CG, &err), 0, "%s", err.msg);
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
 		cr_assert_eq(capture_write(w, &ev[i], &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_end(w, MONO0 + 10000, &err), 0, "%s", err.msg);
@@ -274,7 +278,10 @@ Test(containers, report_names_the_vm_pod_and_the_culprit_cgroup)
 	j = json_loads(out, 0, &je);
 	cr_assert_not_null(j, "%s: %s", je.text, out);
 	vm = json_array_get(json_object_get(j, "vms"), 0);
+	if (vm && strcmp(json_string_value(json_object_get(vm, "vm")), "web"))
+		vm = json_array_get(json_object_get(j, "vms"), 1);
 	cr_assert_not_null(vm, "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(vm, "vm")), "web");
 	cr_assert_str_eq(json_string_value(json_object_get(vm, "cgroup")), POD_CG);
 	cr_assert_eq(json_integer_value(json_object_get(vm, "pidns")), 4026532711ll);
 	c = json_object_get(vm, "container");
@@ -295,6 +302,59 @@ Test(containers, report_names_the_vm_pod_and_the_culprit_cgroup)
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "  pod " UID " containerd 4f2a0b1c2d3e, cgroup " POD_CG "\n"), "%s", out);
 	cr_assert(strstr(out, "hog") && strstr(strstr(out, "hog"), HOG_CG), "%s", out);
+	unlink(sht);
+}
+
+Test(containers, cgroup_patterns_match_the_path_or_what_it_names)
+{
+	static const char db[] = "/machine.slice/machine-qemu\\x2d1\\x2ddb.scope";
+
+	cr_assert(cgroup_matches("/kubepods.slice/*", POD_CG), "a glob of the path");
+	cr_assert(cgroup_matches(POD_CG, POD_CG), "the path itself");
+	cr_assert(cgroup_matches("4f2a0b", POD_CG), "the start of the container id");
+	cr_assert(cgroup_matches(CID, POD_CG), "the whole id");
+	cr_assert(cgroup_matches(UID, POD_CG), "the pod uid, as Kubernetes writes it");
+	cr_assert(cgroup_matches("pod 6b1e*", POD_CG), "a glob of the label");
+	cr_assert(cgroup_matches("db", db), "the libvirt domain");
+	cr_assert(cgroup_matches("libvirt *", db), "a glob of the label");
+	cr_assert_not(cgroup_matches("4f2", POD_CG), "3 digits are too few to be an id's start");
+	cr_assert_not(cgroup_matches("0f2a", POD_CG), "another id");
+	cr_assert_not(cgroup_matches("/kubepods.slice", POD_CG), "not a prefix: a glob of the whole path");
+	cr_assert_not(cgroup_matches("d", db), "the domain is matched whole");
+	cr_assert_not(cgroup_matches("*", ""), "a VM without a cgroup is matched by nothing");
+}
+
+/* report --cgroup keeps the VMs in a matching cgroup; none: exit 2 with the VMs' cgroups named. */
+Test(containers, report_cgroup_keeps_the_vms_in_a_matching_cgroup)
+{
+	static char out[1 << 16];
+	char *sht = pod_recording(), args[512];
+	static const char *const keep_web[] = { "'/kubepods.slice/*'", "4f2a0b1c", UID, "'pod *'" };
+	json_t *j, *vms;
+	json_error_t je;
+
+	for (size_t i = 0; i < sizeof(keep_web) / sizeof(keep_web[0]); i++) {
+		snprintf(args, sizeof(args), "report %s -j --cgroup %s", sht, keep_web[i]);
+		cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+		j = json_loads(out, 0, &je);
+		cr_assert_not_null(j, "%s: %s", je.text, out);
+		vms = json_object_get(j, "vms");
+		cr_assert_eq(json_array_size(vms), 1, "--cgroup %s: one VM of two: %s", keep_web[i], out);
+		cr_assert_str_eq(json_string_value(json_object_get(json_array_get(vms, 0), "vm")), "web");
+		json_decref(j);
+	}
+	/* two patterns: either; with --vm: both */
+	snprintf(args, sizeof(args), "report %s -j --cgroup db --cgroup 4f2a0b1c", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	j = json_loads(out, 0, &je);
+	cr_assert_eq(json_array_size(json_object_get(j, "vms")), 2, "%s", out);
+	json_decref(j);
+	snprintf(args, sizeof(args), "report %s --cgroup db --vm web", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 2, "--vm web and --cgroup db keep nothing: %s", out);
+	cr_assert(strstr(out, "--cgroup db: no VM of") && strstr(out, "web: " POD_CG), "%s", out);
+	snprintf(args, sizeof(args), "export %s -f csv --cgroup db", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "db") && !strstr(out, "web"), "export keeps db only: %s", out);
 	unlink(sht);
 }
 

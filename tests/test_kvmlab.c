@@ -815,8 +815,9 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
  * microvm's report and vcpustat's documents, the last read after microvm
  * ended; args: the microvm command line, for the test's log.
  */
-static void live_around_microvm(const char *opts, const char *cgroup, char *args, size_t len, json_t **report,
-				json_t **docs)
+/* cgroup: start microvm in that cgroup (its directory); live_cgroup: vcpustat -j --cgroup live_cgroup. */
+static void live_around_microvm(const char *opts, const char *cgroup, const char *live_cgroup, char *args, size_t len,
+				json_t **report, json_t **docs)
 {
 	const char *live, *mjson;
 	char bin[512];
@@ -827,7 +828,7 @@ static void live_around_microvm(const char *opts, const char *cgroup, char *args
 	mjson = in_dir("microvm.json");
 	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
 	{
-		char *argl[] = { bin, "-j", "-d", "1", NULL };
+		char *argl[] = { bin, "-j", "-d", "1", live_cgroup ? "--cgroup" : NULL, (char *)live_cgroup, NULL };
 
 		slot = start_tool(live, argl);
 	}
@@ -875,7 +876,7 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 		cr_skip_test("kvm.halt_poll_ns is 0 (or unreadable) here: KVM does not poll");
 	}
 	fclose(f);
-	live_around_microvm("--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp", NULL, args,
+	live_around_microvm("--irqchip --vcpus 2 --busy-us 500 --idle-us 60 --duration 2 -name guest=hp", NULL, NULL, args,
 			    sizeof(args), &report, &docs);
 	doc = json_array_get(docs, json_array_size(docs) - 1);
 	json_array_foreach(jget(doc, "programs"), i, p)
@@ -955,7 +956,7 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
-	live_around_microvm("--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr", NULL, args,
+	live_around_microvm("--irqchip --ipi --vcpus 3 --busy-us 500 --idle-us 300 --duration 2 -name guest=wr", NULL, NULL, args,
 			    sizeof(args), &report, &docs);
 	vm = json_array_get(jget(report, "vms"), 0);
 	json_array_foreach(docs, i, doc) {
@@ -1012,6 +1013,8 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 
 /* ---- the guest/host split ---- */
 
+static pid_t spawn_microvm(const char *args);
+
 /* The lab's cgroup of a libvirt domain "lab-vm" (systemd's layout), made in the v2 tree; removed by the test. */
 static char lab_cgroup[512];
 
@@ -1032,16 +1035,19 @@ static void remove_lab_cgroup(void)
 }
 
 /*
- * A VMM started in a libvirt domain's cgroup (machine.slice/machine-qemu\x2d7\x2dlab\x2dvm.scope):
- * the live view (JSON) and a recording's report both give its cgroup path,
- * the domain it names (libvirt, "lab-vm") and its PID namespace, the same.
+ * A VMM started in a libvirt domain's cgroup (machine.slice/machine-qemu\x2d7\x2dlab\x2dvm.scope),
+ * another VM beside it in the lab's root cgroup: the live view (JSON) and a
+ * recording's report both give the first one's cgroup path, the domain it
+ * names (libvirt, "lab-vm") and its PID namespace, the same; `--cgroup lab-vm`
+ * keeps it alone, live and in the recording.
  */
 Test(kvmlab, a_vm_in_a_libvirt_cgroup_is_named_live_and_in_its_recording, .fini = remove_lab_cgroup)
 {
 	static const char scope[] = "/machine.slice/machine-qemu\\x2d7\\x2dlab\\x2dvm.scope";
 	char root[256], args[512], out[256];
-	json_t *report, *docs, *doc, *lvm = NULL, *rep, *rvm, *name = json_string("cg");
+	json_t *report, *docs, *doc, *lvm = NULL, *rep, *rvm, *name = json_string("cg"), *other = json_string("other");
 	const char *sht;
+	pid_t beside;
 	size_t i;
 
 	SKIP_UNLESS(bpf_unavailable());
@@ -1053,11 +1059,16 @@ Test(kvmlab, a_vm_in_a_libvirt_cgroup_is_named_live_and_in_its_recording, .fini 
 	lab_mkdir();
 	sht = in_dir("cg.sht");
 	start_recorder(sht);
-	live_around_microvm("--vcpus 1 --duration 2 -name guest=cg", lab_cgroup, args, sizeof(args), &report, &docs);
+	beside = spawn_microvm("--vcpus 1 --busy-us 200 --idle-us 10000 --duration 30 -name guest=other");
+	live_around_microvm("--vcpus 1 --duration 4 -name guest=cg", lab_cgroup, "lab-vm", args, sizeof(args), &report,
+			    &docs);
+	kill(beside, SIGKILL);
+	waitpid(beside, NULL, 0);
 	stop_recorder();
 	json_array_foreach(docs, i, doc) {
 		json_t *v = find_by(jget(doc, "vms"), "vm", name);
 
+		cr_assert_null(find_by(jget(doc, "vms"), "vm", other), "vcpustat -j --cgroup lab-vm leaves the other VM out");
 		if (v)
 			lvm = v;
 	}
@@ -1070,15 +1081,31 @@ Test(kvmlab, a_vm_in_a_libvirt_cgroup_is_named_live_and_in_its_recording, .fini 
 	sh("'%s/bin/vcpustat' report -j '%s' > '%s'", build_dir(), sht, out);
 	rep = load(out);
 	rvm = find_by(jget(rep, "vms"), "vm", name);
+	if (!rvm) {
+		json_t *v;
+		size_t k;
+
+		json_array_foreach(jget(rep, "vms"), k, v)
+			cr_log_info("the recording has VM %s (pid %lld, cgroup %s)", json_string_value(jget(v, "vm")),
+				    jint(v, "pid"), json_string_value(jget(v, "cgroup")));
+	}
 	cr_assert_not_null(rvm, "the recording has the VM");
 	cr_assert_str_eq(json_string_value(jget(rvm, "cgroup")), scope, "the recorded cgroup is the live one");
 	cr_assert_str_eq(json_string_value(jget(jget(rvm, "container"), "id")), "lab-vm");
 	cr_assert_eq(jint(rvm, "pidns"), jint(lvm, "pidns"));
+	cr_assert_not_null(find_by(jget(rep, "vms"), "vm", other), "the recording has the other VM");
+	json_decref(rep);
+	sh("'%s/bin/vcpustat' report -j --cgroup lab-vm '%s' > '%s'", build_dir(), sht, out);
+	rep = load(out);
+	cr_assert_eq(json_array_size(jget(rep, "vms")), 1, "report --cgroup lab-vm keeps one VM of two");
+	cr_assert_not_null(find_by(jget(rep, "vms"), "vm", name));
 	cr_log_info("VM cg in %s: live and recorded as libvirt domain lab-vm, pid namespace %lld", scope,
 		    jint(lvm, "pidns"));
 	json_decref(rep);
 	json_decref(report);
 	json_decref(docs);
+	json_decref(name);
+	json_decref(other);
 }
 
 static pid_t spawn_microvm(const char *args)

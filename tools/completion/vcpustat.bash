@@ -9,18 +9,18 @@ _vcpustat_options() # COMMAND: its options
 {
 	case $1 in
 	top) echo "-d --delay -n --iterations -b --batch -j --json --vm --top --demo -v --verbose -h --help
-		--file --from --speed --vcpu --tid --pcpu" ;;
+		--file --from --speed --vcpu --tid --pcpu --cgroup" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
-	report) echo "--from --to --vm --vcpu --tid --pcpu -j --json --top --placement --host-topology --flow
+	report) echo "--from --to --vm --cgroup --vcpu --tid --pcpu -j --json --top --placement --host-topology --flow
 		--min-impact -h --help" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
-		--top-culprits --vm --vcpu --tid --pcpu -v --verbose -h --help" ;;
-	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cache-ms
+		--top-culprits --vm --vcpu --tid --pcpu --cgroup -v --verbose -h --help" ;;
+	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cgroup --cache-ms
 		--refresh -v --verbose -h --help" ;;
 	plot) echo "-o --output --from --to -b --buckets --timeline --live -i --interval --vm --vcpu --tid --pcpu
-		-v --verbose -h --help" ;;
-	query) echo "--at --path --from --to --json --utc --vm --vcpu --tid --pcpu -h --help" ;;
+		--cgroup -v --verbose -h --help" ;;
+	query) echo "--at --path --from --to --json --utc --vm --vcpu --tid --pcpu --cgroup -h --help" ;;
 	check) echo "--repair -o --output --in-place --json -h --help" ;;
 	replay) echo "-o --output -j --json -q --quiet" ;;
 	import) echo "--host --guest -o --output --vm-name --vm --lenient --isa --cpus --meta -j --json
@@ -30,7 +30,7 @@ _vcpustat_options() # COMMAND: its options
 }
 
 # The running VMs' names and pids would need root and BPF; --vm completes
-# nothing rather than guess, nor do the filters' lists (--vcpu, --tid, --pcpu).
+# nothing rather than guess, nor do the filters' lists (--vcpu, --tid, --pcpu) and patterns (--cgroup).
 # `report --pcpu` alone is a view: the word after it completes as files.
 _vcpustat()
 {
@@ -102,7 +102,7 @@ _vcpustat()
 	*:--vm | *:--vm-name | *:--meta | *:--delay | *:--iterations | *:--top | *:--from | *:--to | \
 		*:--speed | *:--duration | *:--max-size | *:--rotate-every | *:--keep | *:--ringbuf | \
 		*:--interval | *:--every | *:--top-culprits | *:--listen | *:--cache-ms | *:--refresh | \
-		*:--buckets | *:--at | *:--path | *:--cpus | *:--flow | *:--min-impact | *:--vcpu | *:--tid | \
+		*:--buckets | *:--at | *:--path | *:--cpus | *:--flow | *:--min-impact | *:--vcpu | *:--tid | *:--cgroup | \
 		top:--pcpu | query:--pcpu | plot:--pcpu | export:--pcpu | top:-d | top:-n | \
 		record:-t | export:-i | export:-e | plot:-i | plot:-b | serve:-l)
 		return # a value: nothing to offer

@@ -175,12 +175,18 @@ int cli_add_vm(struct summary_filter *f, const char **names, size_t max, const c
  * (report, top --file, query, plot, export): CLI_FILTER_OPTIONS in its
  * option table, cli_filter_option() in its loop.
  */
-enum { CLI_OPT_VCPU = 0x300, CLI_OPT_TID, CLI_OPT_PCPU };
+enum { CLI_OPT_VCPU = 0x300, CLI_OPT_TID, CLI_OPT_PCPU, CLI_OPT_CGROUP };
+/* --cgroup: live and offline alike (the VM's VMM process's cgroup). */
+#define CLI_FILTER_CGROUP                                                                                  \
+	{ "cgroup", CLI_OPT_CGROUP, "PATTERN", "only VMs whose VMM runs in a matching cgroup: a glob of its path,\n" \
+					       "or a container id (or its start), pod uid or libvirt domain\n"        \
+					       "that the path names (repeatable)" }
 #define CLI_FILTER_VCPU_TID                                                                                 \
 	{ "vcpu", CLI_OPT_VCPU, "LIST", "only these vCPU indexes of each VM (repeatable; 0,2-3)" },          \
 	{ "tid", CLI_OPT_TID, "TID", "only the vCPUs (and host threads) with this thread id (repeatable)" }
-#define CLI_FILTER_OPTIONS \
-	CLI_FILTER_VCPU_TID, { "pcpu", CLI_OPT_PCPU, "LIST", "only time on these physical CPUs (0-3,8; repeatable)" }
+#define CLI_FILTER_OPTIONS                                                                                 \
+	CLI_FILTER_VCPU_TID, { "pcpu", CLI_OPT_PCPU, "LIST", "only time on these physical CPUs (0-3,8; repeatable)" }, \
+	CLI_FILTER_CGROUP
 /*
  * key is one of those options: a->arg (or arg, if not NULL) into f; 0, or
  * CLI_USAGE after the error naming the command, option and value. 1: key is
@@ -191,7 +197,7 @@ int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct
  * Each filter of f selects something in file (summary_filter_check): 0, or
  * CLI_USAGE after "CMD: --vcpu 7: no such vCPU in FILE (...)"; CLI_FAIL.
  */
-int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, const struct summary_filter *f);
+int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, struct summary_filter *f);
 /* The filters together kept nothing (nr: what the command kept): CLI_USAGE after the error; else 0. */
 int cli_filter_none_kept(const char *cmd, const char *file, const struct summary_filter *f, size_t nr);
 
@@ -239,7 +245,7 @@ struct top_args {
 	long iterations; /* -n: windows to show in -b/-j (-1: all) */
 	long top;	 /* --top: rows per table in -b */
 	bool batch, json;
-	const struct summary_filter *filter;
+	struct summary_filter *filter;
 	const char *file;	 /* the recording */
 	const char *from;	 /* --from T (NULL: its start) */
 	double speed;		 /* --speed X: play at X times the recorded pace (0: -b/-j as fast as they print, UI 1x) */

@@ -45,7 +45,7 @@ struct export_args {
 	bool verbose;
 };
 
-static int export_file(const struct export_args *x)
+static int export_file(struct export_args *x)
 {
 	struct vcpustat_error err = { 0 };
 	struct sht_reader *r;
@@ -132,7 +132,7 @@ int cmd_export(int argc, char **argv)
 		{ "top-culprits", OPT_TOP, "N", "culprits named per VM, the rest summed as \"other\" (default 5)",
 		  CLI_NUMBER, &top, 0, 1000, "culprits per VM" },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
-		CLI_FILTER_OPTIONS, /* recordings only */
+		CLI_FILTER_OPTIONS, /* recordings only, but --cgroup */
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &x.verbose },
 		{ "help", 'h', NULL, "this help" },
 		{ NULL },

@@ -31,7 +31,7 @@ struct plot_args {
 	long buckets;
 };
 
-static int plot_file(const struct plot_args *p)
+static int plot_file(struct plot_args *p)
 {
 	struct vcpustat_error err = { 0 };
 	struct sht_reader *r;
@@ -104,7 +104,7 @@ int cmd_plot(int argc, char **argv)
 		{ "interval", 'i', "SEC", "with --live: how long to sample (default 2)", CLI_SECONDS, &p.interval,
 		  10000000, 3600000000000 },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
-		CLI_FILTER_OPTIONS, /* recordings only */
+		CLI_FILTER_OPTIONS, /* recordings only, but --cgroup */
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &p.verbose },
 		{ "help", 'h', NULL, "this help" },
 		{ "file", OPT_FILE, "FILE.sht", NULL, CLI_STRING, &p.file }, /* the recording, as an option */

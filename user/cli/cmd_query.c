@@ -138,7 +138,7 @@ int cmd_query(int argc, char **argv)
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}
-	if ((filter.nr_vms || summary_filter_narrows(&filter)) && !path && !at)
+	if ((filter.nr_vms || filter.nr_cgroups || summary_filter_narrows(&filter)) && !path && !at)
 		path = "/**";
 	ret = select_path(r, file, path, &want);
 	if (!ret)

@@ -130,7 +130,7 @@ static int report_flow(const char *file, const char *thread, const char *min_arg
 	if (!thread)
 		return cli_usage_error("report: --min-impact goes with --flow THREAD");
 	if (vm_filter)
-		return cli_usage_error("report: --vm does not go with --flow (the thread says which VM)");
+		return cli_usage_error("report: --vm and --cgroup do not go with --flow (the thread says which VM)");
 	if (top)
 		return cli_usage_error("report: --top does not go with --flow (the flow shows every interval and culprit; "
 				       "--min-impact hides the small ones)");
@@ -191,6 +191,7 @@ int cmd_report(int argc, char **argv)
 					 "for imported traces, which have no wall clock)", CLI_STRING, &from },
 		{ "to", OPT_TO, "T", "the end of that window (default: the end of the file)", CLI_STRING, &to },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		CLI_FILTER_CGROUP,
 		CLI_FILTER_VCPU_TID,
 		{ "pcpu", OPT_PCPU_VIEW, "[LIST]",
 		  "with LIST: only time on these physical CPUs (0-3,8; repeatable).\n"
@@ -252,11 +253,12 @@ int cmd_report(int argc, char **argv)
 		return cli_usage_error("report: --vcpu, --tid and --pcpu LIST do not go with --flow (the flow follows "
 				       "one thread wherever it runs)");
 	if (flow || min_impact)
-		return report_flow(file, flow, min_impact, from, to, json, filter.nr_vms > 0, top_given);
+		return report_flow(file, flow, min_impact, from, to, json, filter.nr_vms > 0 || filter.nr_cgroups > 0,
+				   top_given);
 	if (host_topology && !placement)
 		return cli_usage_error("--host-topology goes with --placement");
-	if (pcpu && (placement || filter.nr_vms || filter.vcpus.n))
-		return cli_usage_error("--pcpu shows every CPU whole: not with --placement, --vm or --vcpu "
+	if (pcpu && (placement || filter.nr_vms || filter.nr_cgroups || filter.vcpus.n))
+		return cli_usage_error("--pcpu shows every CPU whole: not with --placement, --vm, --cgroup or --vcpu "
 				       "(--pcpu LIST keeps CPUs, --tid occupants)");
 	ret = cli_open_window(file, from, to, &r, &t1, &t2);
 	if (!ret)

@@ -48,6 +48,7 @@ int cmd_serve(int argc, char **argv)
 		{ "top-culprits", OPT_TOP, "N", "culprits named per VM, the rest as \"other\" (default 5)", CLI_NUMBER,
 		  &top, 0, 1000, "culprits per VM" },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		CLI_FILTER_CGROUP,
 		{ "cache-ms", OPT_CACHE, "MS", "scrapes within MS of the last read share it (default 250)", CLI_NUMBER,
 		  &cache_ms, 0, 60000, "milliseconds" },
 		{ "refresh", OPT_REFRESH, "SEC", "read the maps at least every SEC seconds between scrapes, to\n"
@@ -65,9 +66,12 @@ int cmd_serve(int argc, char **argv)
 	int c, ret;
 
 	cli_args_init(&a, &cmd, argc, argv);
-	while ((c = cli_next(&a)) > 0)
+	while ((c = cli_next(&a)) > 0) {
 		if (c == OPT_VM && cli_add_vm(&filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
 			return CLI_USAGE;
+		if (cli_filter_option(&a, c, NULL, &filter) == CLI_USAGE)
+			return CLI_USAGE;
+	}
 	if (c < 0 || cli_no_more_args(&a))
 		return c < 0 ? cli_args_exit(c) : CLI_USAGE;
 	so.mo.top_culprits = (unsigned int)top;

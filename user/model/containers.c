@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,4 +304,22 @@ const char *cgroup_label(const char *path, char *buf, size_t len)
 		return container_label(&c, buf, len);
 	snprintf(buf, len, "%s", path ? path : "");
 	return buf;
+}
+
+bool cgroup_matches(const char *pattern, const char *cgroup)
+{
+	struct container_ref c;
+	char label[200];
+	size_t pl = strlen(pattern);
+
+	if (!cgroup || !cgroup[0])
+		return false;
+	if (!fnmatch(pattern, cgroup, 0))
+		return true;
+	if (!cgroup_container(cgroup, &c))
+		return false;
+	if ((c.id[0] && !fnmatch(pattern, c.id, 0)) || (c.pod[0] && !fnmatch(pattern, c.pod, 0)) ||
+	    !fnmatch(pattern, container_label(&c, label, sizeof(label)), 0))
+		return true;
+	return pl >= 4 && hex_id(c.id, strlen(c.id)) && !strncmp(c.id, pattern, pl);
 }

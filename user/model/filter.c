@@ -78,6 +78,16 @@ bool summary_filter_wants_vcpu(const struct summary_filter *f, uint32_t index, u
 	return !f || (id_set_has(&f->vcpus, index) && id_set_has(&f->tids, tid));
 }
 
+bool summary_filter_wants_cgroup(const struct summary_filter *f, const char *cgroup)
+{
+	if (!f || !f->nr_cgroups)
+		return true;
+	for (size_t i = 0; i < f->nr_cgroups; i++)
+		if (cgroup_matches(f->cgroups[i], cgroup))
+			return true;
+	return false;
+}
+
 bool summary_filter_vcpus(const struct summary_filter *f)
 {
 	return f && (f->vcpus.n || f->tids.n);

@@ -199,6 +199,12 @@ struct container_ref {
 bool cgroup_container(const char *path, struct container_ref *c);
 /* "pod <uid> containerd 0123456789ab", "docker 0123456789ab", "libvirt web": ids cut to 12 digits. */
 const char *container_label(const struct container_ref *c, char *buf, size_t len);
+/*
+ * Does pattern select the cgroup path: a glob (fnmatch) of the whole path, or
+ * of the container's id, pod uid or label that the path names, or the
+ * start of the container's id (at least 4 digits: "4f2a")? Never for "".
+ */
+bool cgroup_matches(const char *pattern, const char *cgroup);
 /* The container's label if path names one, else path itself. */
 const char *cgroup_label(const char *path, char *buf, size_t len);
 /* The container a cgroup path names as JSON, {"runtime", "id", "pod"} (each where known), or null (summary_json.c). */
@@ -391,11 +397,23 @@ bool id_set_has(const struct id_set *s, uint32_t id);
  * (transition, exit, wait, poll, migration) counts if its pcpu is in the set
  * when it happens (a migration: the CPU it goes to).
  */
+#define FILTER_MAX_CGROUPS 16
+
 struct summary_filter {
 	const char *const *vms; /* VM names or pids to keep; NULL/0: all */
 	size_t nr_vms;
 	struct id_set vcpus, tids, pcpus;
+	/*
+	 * --cgroup: VMs whose VMM process's cgroup matches one of these
+	 * (cgroup_matches()). Live, summary_build() asks /proc; offline,
+	 * cli_filter_check() turns them into the VM names of the file (vms).
+	 */
+	const char *cgroups[FILTER_MAX_CGROUPS];
+	size_t nr_cgroups;
 };
+
+/* Does f keep a VM whose VMM is in cgroup (the path, "" if unknown)? true without --cgroup. */
+bool summary_filter_wants_cgroup(const struct summary_filter *f, const char *cgroup);
 
 /* Does f keep the vCPU of this index and thread id (its VM aside)? */
 bool summary_filter_wants_vcpu(const struct summary_filter *f, uint32_t index, uint32_t tid);

@@ -135,17 +135,13 @@ static int prev_index_build(struct prev_index *p, const struct vcpustat_snapshot
 	return err;
 }
 
-static bool vm_wanted(const struct summary_filter *f, __u32 tgid, const char *name)
+/* --vm and (live: from /proc) --cgroup. */
+static bool vm_wanted(const struct summary_filter *f, struct names *names, __u32 tgid)
 {
-	char pid[16];
+	__u64 pidns;
 
-	if (!f || !f->nr_vms)
-		return true;
-	snprintf(pid, sizeof(pid), "%u", tgid);
-	for (size_t i = 0; i < f->nr_vms; i++)
-		if (!strcmp(f->vms[i], name) || !strcmp(f->vms[i], pid))
-			return true;
-	return false;
+	return summary_filter_wants(f, names_vm(names, tgid), tgid) &&
+	       summary_filter_wants_cgroup(f, names_vm_cgroup(names, tgid, &pidns));
 }
 
 static struct vm_summary *vm_get(struct summary *s, struct hashmap *by_tgid, __u32 tgid, struct names *names)
@@ -182,7 +178,7 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	struct vm_summary *vm;
 	bool same;
 
-	if (!vm_wanted(f, v->tgid, names_vm(names, v->tgid)))
+	if (!vm_wanted(f, names, v->tgid))
 		return 0;
 	vm = vm_get(s, by_tgid, v->tgid, names);
 	if (!vm)
