@@ -880,7 +880,7 @@ Test(flow, unknown_or_malformed_thread_is_a_usage_error)
 		cr_assert(strstr(r->err, "--top does not go with --flow"), "%s", r->err);
 		RUN(r, "report", sht, "--flow", "vm1:345", "--vm", "vm1");
 		cr_assert_eq(r->status, 2, "%s", r->err);
-		cr_assert(strstr(r->err, "--vm does not go with --flow"), "%s", r->err);
+		cr_assert(strstr(r->err, "--vm and --cgroup do not go with --flow"), "%s", r->err);
 		RUN(r, "report", sht, "--flow", "vm1:345", "--pcpu");
 		cr_assert_eq(r->status, 2, "%s", r->err);
 		cr_assert(strstr(r->err, "--flow is a view of its own"), "%s", r->err);
