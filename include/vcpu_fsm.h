@@ -81,11 +81,17 @@
  * end. A poll succeeds when the wake-up comes while it spins (the halt ends
  * with the vCPU still on its CPU) and fails when the vCPU goes to sleep; the
  * CPU time of the failed ones is the capacity they burnt (poll_fail_ns).
- * Preempted while polling, the vCPU is PREEMPTED, then POLL again. KVM's
- * loop gives up at the halt's beginning + halt_poll_ns (wall time): what the
- * vCPU does after that on its way to sleep (or back to the guest, if the
- * wake-up came just then) is HOST again, as in KVM's own halt_poll_*_ns:
- * the first event after that time ends POLL there (vcpu_fsm_poll_expire).
+ * KVM's loop gives up at the halt's beginning + halt_poll_ns (wall time),
+ * or as soon as the scheduler wants the CPU (kvm_vcpu_can_poll: another task
+ * runnable there, or need_resched): what the vCPU does after that on its way
+ * to sleep (or back to the guest, if the wake-up came just then) is HOST
+ * again, as in KVM's own halt_poll_*_ns. The first event after the stop time
+ * ends POLL there (vcpu_fsm_poll_expire); a vCPU switched out runnable has
+ * left the loop (it has no preemption point: the scheduler's want ended it),
+ * so it is PREEMPTED, then HOST, and the poll is counted when the halt ends
+ * or the vCPU sleeps, as KVM counts it. (On a fully preemptible kernel the
+ * loop can resume after a preemption until its stop: KVM's wall-clock sums
+ * then count the preempted time and the rest of the poll, we do not.)
  *
  * An exit is "open" from kvm_exit (or kvm_userspace_exit) until the event
  * that ends its handling; an open exit whose end was never seen (a missed
@@ -328,6 +334,8 @@ VCPU_FSM_INLINE void vcpu_fsm_switch_out(struct vcpu_fsm *f, unsigned long long 
 	vcpu_fsm_enter(f, now, to, s);
 	if (!runnable && (f->flags & VCPU_F_POLLING))
 		vcpu_fsm_poll_end(f, 0);
+	else if (runnable && (f->flags & VCPU_F_POLLING) && f->poll_stop > now)
+		f->poll_stop = now; /* preempted: KVM's loop stopped for the scheduler; no more POLL */
 }
 
 /* sched_switch with the vCPU as next, on cpu. */

@@ -496,24 +496,42 @@ Test(fsm, failed_poll_ends_in_idle_and_counts_its_cpu_time)
 	cr_assert_eq(f.ns[VCPU_POLL], 40000);
 }
 
-Test(fsm, preempted_poll_resumes_as_poll_and_counts_only_cpu_time)
+/*
+ * Preempted while polling: KVM's loop had stopped for the scheduler (it
+ * polls only while nothing else wants the CPU), so the vCPU comes back in
+ * HOST on its way to sleep; the poll is counted when it sleeps (failed, with
+ * its POLL time only) or when the halt ends.
+ */
+Test(fsm, preempted_poll_ends_its_poll_time_and_counts_at_the_halt_end_or_sleep)
 {
 	hlt_exit();
 	vcpu_fsm_halt_begin(&f, 1100, 1, 40000, &s);
 	vcpu_fsm_switch_out(&f, 2100, 0, 1, &s); /* preempted while polling */
 	cr_assert_eq(s.to, VCPU_PREEMPTED);
-	cr_assert(f.flags & VCPU_F_POLLING);
+	cr_assert(f.flags & VCPU_F_POLLING, "the poll's outcome is still to come");
 	vcpu_fsm_switch_in(&f, 7100, 1, &s);
 	cr_assert_eq(s.from, VCPU_PREEMPTED);
-	cr_assert_eq(s.to, VCPU_POLL, "the poll goes on");
+	cr_assert_eq(s.to, VCPU_HOST, "KVM's loop stopped when the scheduler wanted the CPU");
 	cr_assert_eq(s.sample[0].kind, VCPU_SAMPLE_RUNQ_WAIT);
 	vcpu_fsm_switch_in(&f, 7150, 1, &s);
 	cr_assert_eq(s.from, s.to, "a duplicate switch-in changes nothing");
+	cr_assert_eq(vcpu_fsm_poll_expire(&f, 8000, &s), 0, "no POLL left to end");
 	vcpu_fsm_switch_out(&f, 9100, 1, 0, &s);
 	cr_assert_eq(s.to, VCPU_IDLE);
 	cr_assert_eq(f.polls_failed, 1);
-	cr_assert_eq(f.poll_fail_ns, 1000 + 2000, "CPU time only: not the 5000 ns preempted");
+	cr_assert_eq(f.poll_fail_ns, 1000, "its POLL time only: not the 5000 ns preempted nor the 2000 after");
 	cr_assert_eq(f.ns[VCPU_PREEMPTED], 5000);
+	cr_assert_eq(f.ns[VCPU_POLL], 1000);
+
+	/* the same, but the wake-up came meanwhile: the halt ends without a sleep, KVM's success */
+	hlt_exit();
+	vcpu_fsm_halt_begin(&f, 20000, 1, 40000, &s);
+	vcpu_fsm_switch_out(&f, 20500, 0, 1, &s);
+	vcpu_fsm_switch_in(&f, 21500, 0, &s);
+	cr_assert_eq(s.to, VCPU_HOST);
+	vcpu_fsm_halt_end(&f, 21600, 0, &s);
+	cr_assert_eq(f.polls_ok, 1);
+	cr_assert_eq(f.ns[VCPU_POLL], 500);
 }
 
 Test(fsm, poll_that_waited_without_a_switch_is_failed_as_kvm_counts_it)
