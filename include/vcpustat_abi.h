@@ -114,6 +114,9 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_DETAIL,	/* the open exit's first access of a table (exit details): from = kind,
 				   to = access, arg0/arg1 = address low/high (page faults: the page) */
 	VCPUSTAT_REC_HALT_POLL_NS, /* the vCPU's halt_poll_ns changed (or was first seen): arg0 = it */
+	VCPUSTAT_REC_WAKE,	   /* a vCPU woken from sleep reached its first kvm_entry (before that
+				      entry's REC_STATE, same ts): arg0 = enum vcpu_wake_reason,
+				      arg1 = ns since the wake-up (capped at 2^32 - 1) */
 	VCPUSTAT_NR_RECORDS,
 };
 

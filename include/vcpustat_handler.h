@@ -527,6 +527,8 @@ HANDLER_INLINE void wake_end(const struct vcpustat_event *ev, struct vcpustat_vc
 
 	v->wake_pending = 0;
 	hist_add(v->tgid, &ws);
+	/* recordings: the reason, at the entry (the wake-up itself is the state's change from asleep) */
+	emit_vcpu(ev, v, VCPUSTAT_REC_WAKE, 0, 0, ws.reason, ws.ns > 0xffffffffull ? 0xffffffffu : (__u32)ws.ns);
 }
 
 /*

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "export/export.h"
@@ -333,4 +334,79 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	vcpustat_snapshot_free(&a);
 	vcpustat_snapshot_free(&b);
 	replay_free(rp);
+}
+
+/*
+ * Recordings: `vcpustat replay` of a capture of the scenario writes each
+ * wake-up's reason at its first kvm_entry (wake_reason), and `report` of the
+ * file gives the same wake-up table as the kernel's maps, to the nanosecond
+ * (the wake-up: the end of the vCPU's sleep in the file); a window that holds
+ * only the IPI's entry has it alone.
+ */
+Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
+{
+	static const struct {
+		const char *reason;
+		long long count, sum_ns;
+	} want[] = { { "timer", 1, 400 }, { "ipi", 1, 990 }, { "device", 1, 195 }, { "other", 2, 400 } };
+	char cap[] = "/tmp/vcpustat-halt-XXXXXX.vcap", sht[] = "/tmp/vcpustat-halt-XXXXXX.sht", args[512];
+	static char out[1 << 16];
+	struct vcpustat_error err = { 0 };
+	struct capture_writer *w;
+	struct vcpustat_event evs[64];
+	size_t n = scenario(evs);
+	json_t *doc, *wakes, *r;
+	json_error_t je;
+	int fd;
+
+	fd = mkstemps(cap, 5);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	fd = mkstemps(sht, 4);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(capture_create(&w, cap, 0, 1795356187000000000ull, "level=vcpu\ncpus=2\n", &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_name(w, VM, "hv", &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(capture_write(w, &evs[i], &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_end(w, 3000000, &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
+	snprintf(args, sizeof(args), "replay -q %s -o %s", cap, sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+
+	snprintf(args, sizeof(args), "report -j %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	doc = json_loads(out, 0, &je);
+	cr_assert_not_null(doc, "%s: %s", je.text, out);
+	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_reasons");
+	cr_assert_eq(json_array_size(wakes), 4, "%s", out);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		r = wake_row(wakes, want[i].reason);
+		cr_assert_not_null(r, "%s: %s", want[i].reason, out);
+		cr_assert_eq(json_integer_value(json_object_get(r, "count")), want[i].count, "%s", want[i].reason);
+		cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), want[i].sum_ns, "%s", want[i].reason);
+	}
+	json_decref(doc);
+
+	/* the IPI's entry at 61000 alone: [60500, 61500) */
+	snprintf(args, sizeof(args), "report -j %s --from 60500 --to 61500", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	doc = json_loads(out, 0, &je);
+	cr_assert_not_null(doc, "%s: %s", je.text, out);
+	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_reasons");
+	cr_assert_eq(json_array_size(wakes), 1, "%s", out);
+	r = wake_row(wakes, "ipi");
+	cr_assert_not_null(r, "%s", out);
+	cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), 990);
+	json_decref(doc);
+
+	/* the text's table, and the attribute as query shows it */
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "WAKE-UP BY"), "%s", out);
+	snprintf(args, sizeof(args), "query %s --at 61000 --path '/vms/hv/vcpus/1/wake_reason'", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "ipi"), "%s", out);
+	unlink(cap);
+	unlink(sht);
 }

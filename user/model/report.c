@@ -58,6 +58,8 @@ static void latency_init(struct latency_summary *l, unsigned int kind, const cha
 		l->reason = code;
 	} else if (kind == VCPU_SAMPLE_USERSPACE_EXIT && !userspace_exit_from_name(name, &code)) {
 		l->reason = code;
+	} else if (kind == VCPU_SAMPLE_WAKE && wake_reason_from_name(name) >= 0) {
+		l->reason = (unsigned int)wake_reason_from_name(name);
 	}
 }
 
@@ -383,9 +385,10 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
  * t2, its exits, userspace exits and exit accesses meeting [t1, t2], and its
  * tid: what separate range queries give, from one query over the attributes
  * (the intervals come sorted by attribute, then start). out[]: state,
- * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns.
+ * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns,
+ * wake_reason (meeting [t1, t2]).
  */
-enum { VA_STATE, VA_EXIT, VA_UEXIT, VA_PCPU, VA_ACCESS, VA_FAULT, VA_HALT_POLL_NS, VA_NR, VA_TID = VA_NR };
+enum { VA_STATE, VA_EXIT, VA_UEXIT, VA_PCPU, VA_ACCESS, VA_FAULT, VA_HALT_POLL_NS, VA_WAKE, VA_NR, VA_TID = VA_NR };
 
 struct vcpu_ivs {
 	struct sht_interval *iv[VA_NR];
@@ -402,8 +405,9 @@ static void vcpu_ivs_free(struct vcpu_ivs *v)
 static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2, struct vcpu_ivs *out,
 		      uint32_t *tid, struct vcpustat_error *err)
 {
-	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason", "userspace_exit", "pcpu",
-						      "exit_access", "exit_fault",  "halt_poll_ns",   "tid" };
+	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason",  "userspace_exit", "pcpu",
+						      "exit_access", "exit_fault",   "halt_poll_ns",   "wake_reason",
+						      "tid" };
 	struct sht_interval *all = NULL;
 	size_t nall = 0;
 	uint32_t attr[VA_NR + 1];
@@ -584,8 +588,45 @@ static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t 
 	}
 }
 
+/*
+ * The wake-ups of a sleeping vCPU whose first kvm_entry falls in [t1, t2):
+ * each wake_reason interval starts at that entry (REC_WAKE); the wake-up is
+ * the end of the vCPU's last idle or blocked state before it (the kernel's
+ * sample: wake-up to entry). One whose wake-up the file does not hold (woken
+ * before the file began) is in no window, like an exit's.
+ */
+static int wakes_in_window(const struct sht_interval *wk, size_t nwk, const struct sht_interval *st, size_t nst,
+			   uint64_t t1, uint64_t t2, const struct vcpu_on *on, struct hashmap *wakes)
+{
+	size_t j = 0;
+	int e = 0;
+
+	for (size_t i = 0; i < nwk && !e; i++) {
+		uint64_t at = wk[i].start, woke = 0;
+		bool found = false;
+
+		if (wk[i].value.type != SHT_STR || at < t1 || at >= t2 || !on_at(on, at))
+			continue;
+		/* the state intervals come by start: the last asleep one that ended by the entry */
+		while (j < nst && st[j].start < at)
+			j++;
+		for (size_t k = j; k-- > 0;) {
+			if (st[k].value.type == SHT_INT && (st[k].value.i == VCPU_IDLE || st[k].value.i == VCPU_BLOCKED) &&
+			    st[k].end <= at) {
+				woke = st[k].end; /* asleep since before the file, too: the wake-up is in it */
+				found = true;
+				break;
+			}
+		}
+		if (found)
+			e = latency_add(wakes, VCPU_SAMPLE_WAKE, wk[i].value.s, at - woke);
+	}
+	return e;
+}
+
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
+		       struct hashmap *wakes,
 		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, bool *has_details,
 		       const struct id_set *cpus, struct vcpustat_error *err)
 {
@@ -694,6 +735,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 				    &out->userspace_exits);
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
 		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
+	if (!e)
+		e = wakes_in_window(ivs.iv[VA_WAKE], ivs.n[VA_WAKE], st, nst, t1, t2, on, wakes);
 out:
 	free(set.iv);
 	vcpu_ivs_free(&ivs);
@@ -1144,7 +1187,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		}
 
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		struct hashmap exits, uexits, runq, culprits, details;
+		struct hashmap exits, uexits, runq, culprits, details, wakes;
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid;
 		struct report_thread proc = { .th = vm }; /* its pid, cgroup and pidns: one query */
 		struct vm_summary *vs, *arr;
@@ -1172,6 +1215,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&runq, 32, sizeof(struct latency_summary), 0);
+		hashmap_init(&wakes, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
 		hashmap_init(&details, 64, sizeof(struct detail_summary), 0);
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
@@ -1187,6 +1231,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 					continue;
 			}
 			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
+					&wakes,
 					*has_culprits ? &cr : NULL, &culprits, &details, &s->has_details,
 					f ? &f->pcpus : NULL, err);
 			if (e)
@@ -1224,6 +1269,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			e = latency_collect(&uexits, &vs->uexits, &vs->nr_uexits, s->seconds);
 		if (!e)
 			e = details_collect(&details, vs, s->seconds);
+		if (!e)
+			e = latency_collect(&wakes, &vs->wakes, &vs->nr_wakes, s->seconds);
 		if (!e && runq.count) {
 			size_t pos = 0;
 			void *k, *v;
@@ -1251,6 +1298,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_free(&exits);
 		hashmap_free(&uexits);
 		hashmap_free(&runq);
+		hashmap_free(&wakes);
 		hashmap_free(&culprits);
 		hashmap_free(&details);
 		if (!e) {

@@ -31,9 +31,9 @@ struct attr {
 
 struct vcpu_attrs {
 	uint32_t tgid, index;
-	size_t state, exit, uexit, pcpu, tid, sync, access, fault, halt_poll_ns;
+	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, halt_poll_ns; /* halt_poll_ns last */
 };
-#define VCPU_NR_ATTRS 9
+#define VCPU_NR_ATTRS 10
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -444,6 +444,7 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	/* made at the vCPU's first exit detail: a file without them does not say "none" (docs/sht-attributes.md) */
 	va->access = va->fault = ATTR_NONE;
 	va->halt_poll_ns = ATTR_NONE; /* and at its first halt_poll_ns: an older file does not say 0 */
+	va->wake = ATTR_NONE;	      /* and at its first wake-up's entry */
 	return 0;
 }
 
@@ -501,8 +502,8 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
-	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit,	va->pcpu,	 va->tid,
-				      va->sync,	 va->access, va->fault, va->halt_poll_ns };
+	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit, va->pcpu, va->tid,
+				      va->sync,	 va->access, va->fault, va->wake, va->halt_poll_ns };
 	int e = 0;
 
 	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
@@ -522,8 +523,8 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		return va;
 	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
 		struct vcpu_attrs old = *va;
-		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,   old.uexit, old.pcpu,	   old.tid,
-					       old.sync,  old.access, old.fault, old.halt_poll_ns };
+		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,   old.uexit, old.pcpu, old.tid,
+					       old.sync,  old.access, old.fault, old.wake, old.halt_poll_ns };
 		struct attr saved[VCPU_NR_ATTRS];
 
 		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
@@ -537,7 +538,7 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		{
 			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit,	  fresh.uexit, fresh.pcpu,
 						       fresh.tid,   fresh.sync,	  fresh.access, fresh.fault,
-						       fresh.halt_poll_ns };
+						       fresh.wake,  fresh.halt_poll_ns };
 
 			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
 				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
@@ -626,6 +627,12 @@ static const char *reason_name(struct recorder *r, bool userspace, uint32_t isa,
 	if (s && hashmap_insert(&r->reason_names, &key, &s))
 		return NULL;
 	return s;
+}
+
+/* The interned name of a wake-up reason ("timer", "ipi", "device", "other"). */
+static const char *wake_name(struct recorder *r, uint32_t reason)
+{
+	return intern(r, wake_reason_name(reason));
 }
 
 /* An exit detail as the exit_access/exit_fault attributes hold it: "msr 0xc0000080 read" (docs/sht-attributes.md). */
@@ -740,6 +747,8 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 			e = set_null(r, va->uexit, t);
 		if (!e && rec->cause == VCPUSTAT_EV_SWITCH)
 			e = set_int(r, va->pcpu, t, rec->cpu);
+		if (!e && (rec->to == VCPU_IDLE || rec->to == VCPU_BLOCKED)) /* asleep: its last wake-up's reason ends */
+			e = set_null(r, va->wake, t);
 		break;
 	case VCPUSTAT_REC_EXIT:
 		e = details_end(r, va, t);
@@ -781,6 +790,11 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		e = vcpu_lazy_attr(r, va, &va->halt_poll_ns, "halt_poll_ns");
 		if (!e)
 			e = set_int(r, va->halt_poll_ns, t, rec->arg0);
+		break;
+	case VCPUSTAT_REC_WAKE:
+		e = vcpu_lazy_attr(r, va, &va->wake, "wake_reason");
+		if (!e)
+			e = set_str(r, va->wake, t, wake_name(r, rec->arg0));
 		break;
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);
