@@ -336,6 +336,23 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	replay_free(rp);
 }
 
+/* `report -j SHT WINDOW`: the document (*doc, to free) and its first VM's wake_reasons, n rows of them. */
+static json_t *report_wakes(const char *sht, const char *window, size_t n, json_t **doc)
+{
+	static char out[1 << 16];
+	char args[512];
+	json_error_t je;
+	json_t *wakes;
+
+	snprintf(args, sizeof(args), "report -j %s %s", sht, window);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	*doc = json_loads(out, 0, &je);
+	cr_assert_not_null(*doc, "%s: %s", je.text, out);
+	wakes = json_object_get(json_array_get(json_object_get(*doc, "vms"), 0), "wake_reasons");
+	cr_assert_eq(json_array_size(wakes), n, "%s", out);
+	return wakes;
+}
+
 /*
  * Recordings: `vcpustat replay` of a capture of the scenario writes each
  * wake-up's reason at its first kvm_entry (wake_reason), and `report` of the
@@ -356,7 +373,6 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 	struct vcpustat_event evs[64];
 	size_t n = scenario(evs);
 	json_t *doc, *wakes, *r;
-	json_error_t je;
 	int fd;
 
 	fd = mkstemps(cap, 5);
@@ -374,29 +390,19 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 	snprintf(args, sizeof(args), "replay -q %s -o %s", cap, sht);
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 
-	snprintf(args, sizeof(args), "report -j %s", sht);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
-	doc = json_loads(out, 0, &je);
-	cr_assert_not_null(doc, "%s: %s", je.text, out);
-	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_reasons");
-	cr_assert_eq(json_array_size(wakes), 4, "%s", out);
+	wakes = report_wakes(sht, "", 4, &doc);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		r = wake_row(wakes, want[i].reason);
-		cr_assert_not_null(r, "%s: %s", want[i].reason, out);
+		cr_assert_not_null(r, "%s", want[i].reason);
 		cr_assert_eq(json_integer_value(json_object_get(r, "count")), want[i].count, "%s", want[i].reason);
 		cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), want[i].sum_ns, "%s", want[i].reason);
 	}
 	json_decref(doc);
 
 	/* the IPI's entry at 61000 alone: [60500, 61500) */
-	snprintf(args, sizeof(args), "report -j %s --from 60500 --to 61500", sht);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
-	doc = json_loads(out, 0, &je);
-	cr_assert_not_null(doc, "%s: %s", je.text, out);
-	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_reasons");
-	cr_assert_eq(json_array_size(wakes), 1, "%s", out);
+	wakes = report_wakes(sht, "--from 60500 --to 61500", 1, &doc);
 	r = wake_row(wakes, "ipi");
-	cr_assert_not_null(r, "%s", out);
+	cr_assert_not_null(r);
 	cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), 990);
 	json_decref(doc);
 
