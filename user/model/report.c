@@ -58,8 +58,10 @@ static void latency_init(struct latency_summary *l, unsigned int kind, const cha
 		l->reason = code;
 	} else if (kind == VCPU_SAMPLE_USERSPACE_EXIT && !userspace_exit_from_name(name, &code)) {
 		l->reason = code;
-	} else if (kind == VCPU_SAMPLE_WAKE && wake_reason_from_name(name) >= 0) {
-		l->reason = (unsigned int)wake_reason_from_name(name);
+	} else if (kind == VCPU_SAMPLE_WAKE) {
+		int w = wake_reason_from_name(name);
+
+		l->reason = w >= 0 ? (unsigned int)w : 0;
 	}
 }
 
@@ -602,24 +604,19 @@ static int wakes_in_window(const struct sht_interval *wk, size_t nwk, const stru
 	int e = 0;
 
 	for (size_t i = 0; i < nwk && !e; i++) {
-		uint64_t at = wk[i].start, woke = 0;
-		bool found = false;
+		uint64_t at = wk[i].start;
 
 		if (wk[i].value.type != SHT_STR || at < t1 || at >= t2 || !on_at(on, at))
 			continue;
 		/* the state intervals come by start: the last asleep one that ended by the entry */
 		while (j < nst && st[j].start < at)
 			j++;
-		for (size_t k = j; k-- > 0;) {
+		for (size_t k = j; k-- > 0;)
 			if (st[k].value.type == SHT_INT && (st[k].value.i == VCPU_IDLE || st[k].value.i == VCPU_BLOCKED) &&
-			    st[k].end <= at) {
-				woke = st[k].end; /* asleep since before the file, too: the wake-up is in it */
-				found = true;
+			    st[k].end <= at) { /* asleep since before the file, too: the wake-up is in it */
+				e = latency_add(wakes, VCPU_SAMPLE_WAKE, wk[i].value.s, at - st[k].end);
 				break;
 			}
-		}
-		if (found)
-			e = latency_add(wakes, VCPU_SAMPLE_WAKE, wk[i].value.s, at - woke);
 	}
 	return e;
 }

@@ -135,13 +135,14 @@ static int prev_index_build(struct prev_index *p, const struct vcpustat_snapshot
 	return err;
 }
 
-/* --vm and (live: from /proc) --cgroup. */
+/* --vm and (live: from /proc, only when given) --cgroup. */
 static bool vm_wanted(const struct summary_filter *f, struct names *names, __u32 tgid)
 {
 	__u64 pidns;
 
-	return summary_filter_wants(f, names_vm(names, tgid), tgid) &&
-	       summary_filter_wants_cgroup(f, names_vm_cgroup(names, tgid, &pidns));
+	if (!summary_filter_wants(f, names_vm(names, tgid), tgid))
+		return false;
+	return !f || !f->nr_cgroups || summary_filter_wants_cgroup(f, names_vm_cgroup(names, tgid, &pidns));
 }
 
 static struct vm_summary *vm_get(struct summary *s, struct hashmap *by_tgid, __u32 tgid, struct names *names)

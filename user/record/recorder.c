@@ -629,12 +629,6 @@ static const char *reason_name(struct recorder *r, bool userspace, uint32_t isa,
 	return s;
 }
 
-/* The interned name of a wake-up reason ("timer", "ipi", "device", "other"). */
-static const char *wake_name(struct recorder *r, uint32_t reason)
-{
-	return intern(r, wake_reason_name(reason));
-}
-
 /* An exit detail as the exit_access/exit_fault attributes hold it: "msr 0xc0000080 read" (docs/sht-attributes.md). */
 static const char *detail_value(struct recorder *r, const struct vcpustat_record *rec)
 {
@@ -794,7 +788,7 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 	case VCPUSTAT_REC_WAKE:
 		e = vcpu_lazy_attr(r, va, &va->wake, "wake_reason");
 		if (!e)
-			e = set_str(r, va->wake, t, wake_name(r, rec->arg0));
+			e = set_str(r, va->wake, t, intern(r, wake_reason_name(rec->arg0)));
 		break;
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);

@@ -23,7 +23,6 @@ struct rec_session {
 	recorder_thread_name_fn thread_name;
 	recorder_cgroup_fn cgroup;
 	void *name_ctx;
-	struct hashmap vm_cgroups; /* tgid -> struct vm_cgroup: read when the VM's first record came */
 	uint64_t mono_start_ns, last_flush;
 	struct vcpustat_error err;
 	int failed;
@@ -43,28 +42,26 @@ static const char *vm_name(void *ctx, uint32_t tgid)
 	return s->names ? names_vm(s->names, tgid) : s->vm_name(s->name_ctx, tgid);
 }
 
-struct vm_cgroup {
-	uint64_t pidns;
-	char path[256];
-};
-
 /*
- * A thread's cgroup and PID namespace: from /proc (live; written to the
- * capture) or from the capture (replay). A VM's were read when its first
- * record arrived, while its process surely lived.
+ * A thread's cgroup and PID namespace: from the capture (replay), or from
+ * /proc (live; written to the capture). A VM process's come from the names'
+ * cache, filled (and written to the capture) by name_vm() when its first
+ * record arrived, while it surely lived.
  */
 static const char *thread_cgroup(void *ctx, uint32_t tid, uint64_t *pidns)
 {
 	struct rec_session *s = ctx;
-	const struct vm_cgroup *vc = hashmap_lookup(&s->vm_cgroups, &tid);
 	static char buf[256];
+	__u64 ns = 0;
 
-	if (vc) {
-		*pidns = vc->pidns;
-		return vc->path;
-	}
 	if (!s->names)
 		return s->cgroup ? s->cgroup(s->name_ctx, tid, pidns) : NULL;
+	if (hashmap_lookup(&s->named, &tid)) {
+		const char *path = names_vm_cgroup(s->names, tid, &ns);
+
+		*pidns = ns;
+		return path[0] ? path : NULL;
+	}
 	if (names_thread_cgroup(s->names, tid, buf, sizeof(buf), pidns))
 		return NULL;
 	if (s->cap && capture_write_cgroup(s->cap, tid, *pidns, buf, &s->err))
@@ -87,15 +84,12 @@ static void name_vm(struct rec_session *s, uint32_t tgid)
 	name = vm_name(s, tgid);
 	if (s->cap && capture_write_name(s->cap, tgid, name, &s->err))
 		fail(s, s->err.code);
-	if (s->names || s->cgroup) {
-		struct vm_cgroup vc = { 0 };
-		const char *path = thread_cgroup(s, tgid, &vc.pidns);
+	if (s->names) {
+		__u64 pidns;
+		const char *path = names_vm_cgroup(s->names, tgid, &pidns);
 
-		if (path) {
-			snprintf(vc.path, sizeof(vc.path), "%s", path);
-			if (hashmap_update(&s->vm_cgroups, &tgid, &vc))
-				fail(s, -ENOMEM);
-		}
+		if (path[0] && s->cap && capture_write_cgroup(s->cap, tgid, pidns, path, &s->err))
+			fail(s, s->err.code);
 	}
 }
 
@@ -147,8 +141,7 @@ int rec_session_open(struct rec_session **out, const struct rec_session_opts *o,
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
-	if (!s || hashmap_init(&s->named, sizeof(uint32_t), 1, 0) ||
-	    hashmap_init(&s->vm_cgroups, sizeof(uint32_t), sizeof(struct vm_cgroup), 0))
+	if (!s || hashmap_init(&s->named, sizeof(uint32_t), 1, 0))
 		goto nomem;
 	if (o->proc_names) {
 		if (names_init(&s->proc, NULL, NULL))
@@ -300,7 +293,6 @@ void rec_session_close(struct rec_session *s, uint64_t end)
 	if (s->cap)
 		capture_close(s->cap, NULL);
 	hashmap_free(&s->named);
-	hashmap_free(&s->vm_cgroups);
 	if (s->names)
 		names_free(s->names);
 	free(s->meta);
