@@ -112,10 +112,18 @@ struct {
 	__type(value, struct vcpustat_culprit);
 } culprits SEC(".maps");
 
+/* The VMM's threads that are no vCPU (include/vcpustat_abi.h), added by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VCPUSTAT_MAX_VMM_THREADS);
+	__type(key, __u32);
+	__type(value, struct vcpustat_vmm_thread);
+} vmm_threads SEC(".maps");
+
 /*
- * The exact set of tracked vCPUs: one bit per thread id, set while that
- * thread is a tracked vCPU (env_vcpu_new/env_vcpu_gone, whatever program or
- * injection created the vCPU). Sized by user space to cover pid_max.
+ * The exact set of tracked threads (vCPUs and VMM threads): one bit per
+ * thread id, set while that thread is tracked (env_tid_tracked, whatever
+ * program or injection added it). Sized by user space to cover pid_max.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -189,6 +197,21 @@ static __always_inline void env_vcpu_delete(__u32 tid)
 static __always_inline int env_dead_insert(__u32 tid, const struct vcpustat_vcpu *v)
 {
 	return bpf_map_update_elem(&dead_vcpus, &tid, v, BPF_ANY);
+}
+
+static __always_inline struct vcpustat_vmm_thread *env_vmm_lookup(__u32 tid)
+{
+	return bpf_map_lookup_elem(&vmm_threads, &tid);
+}
+
+static __always_inline int env_vmm_insert(__u32 tid, const struct vcpustat_vmm_thread *t)
+{
+	return bpf_map_update_elem(&vmm_threads, &tid, t, BPF_NOEXIST);
+}
+
+static __always_inline void env_vmm_delete(__u32 tid)
+{
+	bpf_map_delete_elem(&vmm_threads, &tid);
 }
 
 static __always_inline struct vcpustat_vm *env_vm_lookup(__u32 tgid)
@@ -318,8 +341,8 @@ static __always_inline __u64 *tid_word(__u32 tid)
 	return bpf_map_lookup_elem(&vcpu_tids, &w);
 }
 
-/* Might thread tid be a vCPU? false: certainly not (one load from the hot page). */
-static __always_inline bool hot_maybe_vcpu(__u32 tid)
+/* Might thread tid be tracked (a vCPU or a VMM thread)? false: certainly not (one load from the hot page). */
+static __always_inline bool hot_maybe_tracked(__u32 tid)
 {
 	__u32 slot = tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
 
@@ -369,31 +392,37 @@ static __always_inline bool slot_tracked(__u32 slot)
 /*
  * The exact bit first, then the hot slot: a reader that sees the slot set
  * finds the exact bit too. Clearing rechecks the slot's other tids after
- * clearing it, so that a vCPU added concurrently with the same slot keeps its
- * bit (atomic operations are full barriers).
+ * clearing it, so that a thread added concurrently with the same slot keeps
+ * its bit (atomic operations are full barriers).
  */
-static __always_inline void env_vcpu_new(struct vcpustat_vcpu *v)
+static __always_inline void env_tid_tracked(__u32 tid, bool tracked)
 {
-	__u32 slot = v->tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
-	__u64 *word = tid_word(v->tid);
+	__u32 slot = tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
+	__u64 *word = tid_word(tid), bit = 1ull << (slot & 63);
 
+	if (tracked) {
+		if (word)
+			__sync_fetch_and_or(word, 1ull << (tid & 63));
+		__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], bit);
+		return;
+	}
 	if (word)
-		__sync_fetch_and_or(word, 1ull << (v->tid & 63));
-	__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], 1ull << (slot & 63));
-}
-
-static __always_inline void env_vcpu_gone(struct vcpustat_vcpu *v)
-{
-	__u32 slot = v->tid & (VCPUSTAT_HOT_TID_SLOTS - 1);
-	__u64 *word = tid_word(v->tid), bit = 1ull << (slot & 63);
-
-	if (word)
-		__sync_fetch_and_and(word, ~(1ull << (v->tid & 63)));
+		__sync_fetch_and_and(word, ~(1ull << (tid & 63)));
 	if (slot_tracked(slot))
 		return;
 	__sync_fetch_and_and(&hotpath.maybe_tids[slot >> 6], ~bit);
 	if (slot_tracked(slot))
 		__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], bit);
+}
+
+static __always_inline void env_vcpu_new(struct vcpustat_vcpu *v)
+{
+	env_tid_tracked(v->tid, true);
+}
+
+static __always_inline void env_vcpu_gone(struct vcpustat_vcpu *v)
+{
+	env_tid_tracked(v->tid, false);
 }
 
 /* cpus[cpu].nr_waiting changed, under that CPU's run-queue lock. */
@@ -469,8 +498,8 @@ static __always_inline int run_event(struct vcpustat_event *ev)
 	return handle_event(ev);
 }
 
-/* Is thread t a tracked vCPU? */
-static __always_inline bool is_vcpu_task(struct task_struct *t)
+/* Is thread t tracked: a vCPU, or a VMM thread? */
+static __always_inline bool is_tracked_task(struct task_struct *t)
 {
 	__u32 tid = (__u32)t->pid;
 	__u64 *word = tid_word(tid);
@@ -497,7 +526,7 @@ static __noinline int switch_slow(struct task_struct *prev, struct task_struct *
 	 * would change nothing; at level full only the host's record is due.
 	 */
 	c = env_cpu(cpu);
-	ordinary = !is_vcpu_task(prev) && !is_vcpu_task(next) && (!c || !c->nr_waiting);
+	ordinary = !is_tracked_task(prev) && !is_tracked_task(next) && (!c || !c->nr_waiting);
 	if (ordinary && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_SWITCH, prev);
@@ -517,7 +546,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 
-	if (!hot_maybe_vcpu(prev->pid) && !hot_maybe_vcpu(next->pid) && !hot_cpu_waiting(cpu) &&
+	if (!hot_maybe_tracked(prev->pid) && !hot_maybe_tracked(next->pid) && !hot_cpu_waiting(cpu) &&
 	    !hotpath.level_full)
 		return 0;
 	return switch_slow(prev, next, cpu, preempt);
@@ -526,7 +555,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 {
 	struct vcpustat_event ev;
-	bool vcpu = is_vcpu_task(p);
+	bool vcpu = is_tracked_task(p);
 
 	if (!vcpu && record_level < VCPUSTAT_LEVEL_FULL)
 		return 0;
@@ -546,7 +575,7 @@ static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
  */
 static __always_inline int sched_wakeup_common(struct task_struct *p, __u64 type)
 {
-	if (!hot_maybe_vcpu(p->pid) && !hotpath.level_full)
+	if (!hot_maybe_tracked(p->pid) && !hotpath.level_full)
 		return 0;
 	return wakeup_slow(p, type);
 }
@@ -566,7 +595,7 @@ static __noinline int waking_slow(struct task_struct *p)
 {
 	struct vcpustat_event ev;
 
-	if (!is_vcpu_task(p))
+	if (!is_tracked_task(p))
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_WAKING, p);
 	ev.tid2 = (__u32)bpf_get_current_pid_tgid();
@@ -576,7 +605,7 @@ static __noinline int waking_slow(struct task_struct *p)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
-	if (!hot_maybe_vcpu(p->pid))
+	if (!hot_maybe_tracked(p->pid))
 		return 0;
 	return waking_slow(p);
 }
@@ -592,7 +621,7 @@ int BPF_PROG(on_sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
 	struct vcpustat_event ev;
 
-	if (!hot_maybe_vcpu(p->pid) || !is_vcpu_task(p))
+	if (!hot_maybe_tracked(p->pid) || !is_tracked_task(p))
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_MIGRATE, p);
 	ev.arg0 = (__u32)dest_cpu;
@@ -607,7 +636,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	bool group_dead = p->signal->live.counter == 0;
 	struct vcpustat_event ev;
 
-	if (!group_dead && (!hot_maybe_vcpu(p->pid) || !is_vcpu_task(p)))
+	if (!group_dead && (!hot_maybe_tracked(p->pid) || !is_tracked_task(p)))
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_PROCESS_EXIT, p);
 	ev.arg0 = group_dead;
@@ -702,7 +731,7 @@ static __always_inline int vcpu_thread_event(__u64 type, __u64 arg0, __u64 arg1,
 {
 	struct vcpustat_event ev;
 
-	if (!hot_maybe_vcpu((__u32)bpf_get_current_pid_tgid()))
+	if (!hot_maybe_tracked((__u32)bpf_get_current_pid_tgid()))
 		return 0;
 	event_current(&ev, type);
 	ev.arg0 = arg0;

@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 1
+#define VCPUSTAT_ABI_VERSION 2
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
@@ -60,6 +60,10 @@ enum vcpustat_event_type {
 	VCPUSTAT_EV_WAKING,	    /* sched_waking, in the waker's context (sched_wakeup may
 				       fire on the target's CPU): tid/tgid = the woken,
 				       tid2 = the waker (current) */
+	VCPUSTAT_EV_VMM_SEED,	    /* user space adds a thread of a VM's VMM that is no vCPU
+				       (emulator, I/O thread, vhost worker): tid = it,
+				       tgid = the VM, arg0 = enum vcpustat_vmm_kind,
+				       comm = its name */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -230,9 +234,12 @@ struct vcpustat_cpu {
 
 /* culprits map: who ran while a VM's vCPUs waited for their CPU. */
 struct vcpustat_culprit_key {
-	__u32 vm_tgid; /* the VM kept waiting */
+	__u32 vm_tgid; /* the VM kept waiting; | VCPUSTAT_CULPRIT_VMM: its VMM threads were */
 	__u32 tid;     /* the thread that ran (0: the CPU was idle; VCPUSTAT_TID_EXITED: threads gone since) */
 };
+
+/* culprit_key.vm_tgid of what kept a VM's VMM threads (not its vCPUs) waiting (pids are < 2^22) */
+#define VCPUSTAT_CULPRIT_VMM 0x80000000u
 
 /* Culprit entries of exited threads are folded into this one by user space (vcpustat_prune). */
 #define VCPUSTAT_TID_EXITED 0xffffffffu
@@ -251,6 +258,43 @@ struct vcpustat_vm {
 	__u32 tgid;
 	__u32 next_index; /* next index handed out by order of discovery */
 	__u64 exited_ns;  /* when its last thread exited (0: alive); user space reaps it */
+	/* its VMM threads' closed intervals (vmm_thread.run_ns, wait_ns), by enum vcpustat_vmm_kind */
+	__u64 vmm_run_ns[2];
+	__u64 vmm_wait_ns[2];
+};
+
+/*
+ * vmm_threads map: key = tid (__u32). The threads of a VM's VMM that are no
+ * vCPU, added by user space (EV_VMM_SEED) when it finds them in the VM's
+ * process (or a vhost-<pid> worker): their time on a CPU and waiting for one,
+ * from their first scheduler event on (state VMM_T_UNKNOWN until then). A
+ * thread that turns out to be a vCPU (its first KVM event) leaves this map.
+ */
+enum vcpustat_vmm_kind {
+	VCPUSTAT_VMM_EMULATOR = 0, /* the VMM process's other threads: main loop, I/O threads */
+	VCPUSTAT_VMM_VHOST,	   /* vhost-<pid> workers (kernel threads, or the VMM's own on 6.4+) */
+	VCPUSTAT_NR_VMM_KINDS,
+};
+
+enum vcpustat_vmm_state {
+	VCPUSTAT_VMM_T_UNKNOWN = 0,
+	VCPUSTAT_VMM_T_RUN,   /* on a CPU */
+	VCPUSTAT_VMM_T_WAIT,  /* runnable: woken or preempted, waiting on wait_cpu's run queue */
+	VCPUSTAT_VMM_T_SLEEP, /* switched out sleeping */
+};
+
+struct vcpustat_vmm_thread {
+	__u64 since;   /* when its state began */
+	__u64 run_ns;  /* closed intervals on a CPU */
+	__u64 wait_ns; /* closed intervals waiting for one */
+	__u32 tid;
+	__u32 vm_tgid;
+	__u32 wait_cpu; /* VCPU_PCPU_NONE: not waiting */
+	__u32 wait_slot;
+	__u8 kind;  /* enum vcpustat_vmm_kind */
+	__u8 state; /* enum vcpustat_vmm_state */
+	__u8 pad[6];
+	char comm[16];
 };
 
 /* Histogram kinds (hist_key.kind) = enum vcpu_sample_kind. */
@@ -343,6 +387,7 @@ enum vcpustat_lost {
 	VCPUSTAT_LOST_CULPRIT_FULL, /* culprits map full: culprit time dropped */
 	VCPUSTAT_LOST_WAIT_SLOTS,  /* > VCPUSTAT_WAIT_SLOTS vCPUs waited on one CPU: not attributed */
 	VCPUSTAT_LOST_DETAIL_FULL, /* details/fault_pages map full, even for the "other" row */
+	VCPUSTAT_LOST_VMM_FULL,	   /* vmm_threads map full: a VMM thread not tracked */
 	VCPUSTAT_NR_LOST,
 };
 
@@ -354,6 +399,7 @@ enum vcpustat_lost {
 #define VCPUSTAT_MAX_CULPRITS 16384
 #define VCPUSTAT_MAX_DETAILS 4096     /* port, MMIO and MSR rows of all VMs */
 #define VCPUSTAT_MAX_FAULT_PAGES 4096 /* page-fault rows of all VMs */
+#define VCPUSTAT_MAX_VMM_THREADS 8192 /* VMM threads (not vCPUs) of all VMs */
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */
 #define VCPUSTAT_RINGBUF_CPU_MIN_BYTES (1u << 20) /* ... but at least this per CPU */
 

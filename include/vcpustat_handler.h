@@ -32,6 +32,10 @@
  *   void  env_cpu_waiting(__u32 cpu, bool waiting);                   cpu's nr_waiting became (non)zero
  *   struct vcpustat_detail *env_detail_get(const struct vcpustat_detail_key *k, bool create);
  *                                                                      lookup (and create zeroed), NULL if none
+ *   struct vcpustat_vmm_thread *env_vmm_lookup(__u32 tid);
+ *   int   env_vmm_insert(__u32 tid, const struct vcpustat_vmm_thread *t);  0 or <0 (full)
+ *   void  env_vmm_delete(__u32 tid);
+ *   void  env_tid_tracked(__u32 tid, bool tracked);                   a VMM thread was added or is about to go
  */
 #ifndef VCPUSTAT_HANDLER_H
 #define VCPUSTAT_HANDLER_H
@@ -284,8 +288,12 @@ HANDLER_INLINE void emit_host_wakeup(const struct vcpustat_event *ev)
 
 /* ---- culprits: who ran while vCPUs waited ---- */
 
-/* The vCPU starts waiting on cpu's run queue at ts. */
-HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
+/*
+ * A thread (a vCPU, or a VMM thread: key_tgid | VCPUSTAT_CULPRIT_VMM) starts
+ * waiting on cpu's run queue at ts; *wait_cpu, *wait_slot: where, for
+ * waiter_end().
+ */
+HANDLER_INLINE void waiter_begin(__u32 tid, __u32 key_tgid, __u32 cpu, __u64 ts, __u32 *wait_cpu, __u32 *wait_slot)
 {
 	struct vcpustat_cpu *c = env_cpu(cpu);
 	__u32 i;
@@ -295,33 +303,45 @@ HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
 	for (i = 0; i < VCPUSTAT_WAIT_SLOTS; i++) {
 		if (c->waiting[i].tid)
 			continue;
-		c->waiting[i].tgid = v->tgid;
+		c->waiting[i].tgid = key_tgid;
 		c->waiting[i].since = ts;
-		c->waiting[i].tid = v->tid;
+		c->waiting[i].tid = tid;
 		if (!c->nr_waiting++)
 			env_cpu_waiting(cpu, true);
-		v->wait_cpu = cpu;
-		v->wait_slot = i;
+		*wait_cpu = cpu;
+		*wait_slot = i;
 		return;
 	}
 	env_lost(VCPUSTAT_LOST_WAIT_SLOTS);
 }
 
-/* The vCPU no longer waits (it runs, sleeps, exits or moves). */
-HANDLER_INLINE void wait_end(struct vcpustat_vcpu *v)
+/* The thread no longer waits (it runs, sleeps, exits or moves). */
+HANDLER_INLINE void waiter_end(__u32 tid, __u32 *wait_cpu, __u32 *wait_slot)
 {
-	__u32 slot = v->wait_slot, cpu = v->wait_cpu;
+	__u32 slot = *wait_slot, cpu = *wait_cpu;
 	struct vcpustat_cpu *c;
 
 	if (cpu == VCPU_PCPU_NONE)
 		return;
 	c = env_cpu(cpu);
-	v->wait_cpu = VCPU_PCPU_NONE;
-	if (!c || slot >= VCPUSTAT_WAIT_SLOTS || c->waiting[slot].tid != v->tid)
+	*wait_cpu = VCPU_PCPU_NONE;
+	if (!c || slot >= VCPUSTAT_WAIT_SLOTS || c->waiting[slot].tid != tid)
 		return;
 	c->waiting[slot].tid = 0;
 	if (c->nr_waiting && !--c->nr_waiting)
 		env_cpu_waiting(cpu, false);
+}
+
+/* The vCPU starts waiting on cpu's run queue at ts. */
+HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
+{
+	waiter_begin(v->tid, v->tgid, cpu, ts, &v->wait_cpu, &v->wait_slot);
+}
+
+/* The vCPU no longer waits (it runs, sleeps, exits or moves). */
+HANDLER_INLINE void wait_end(struct vcpustat_vcpu *v)
+{
+	waiter_end(v->tid, &v->wait_cpu, &v->wait_slot);
 }
 
 /*
@@ -362,12 +382,82 @@ HANDLER_INLINE void charge_culprits(const struct vcpustat_event *ev, struct vcpu
 	}
 }
 
+/*
+ * ---- the VMM's other threads (vmm_threads map): time on a CPU, waiting ----
+ * Each closed interval goes to the thread and to its VM's totals (kept in
+ * the vms map, so that a window still counts a thread that exited in it).
+ */
+HANDLER_INLINE void vmm_close(struct vcpustat_vmm_thread *t, __u64 ts)
+{
+	struct vcpustat_vm *vm;
+	__u64 ns;
+	__u32 k = t->kind;
+
+	if (ts <= t->since || (t->state != VCPUSTAT_VMM_T_RUN && t->state != VCPUSTAT_VMM_T_WAIT))
+		return;
+	ns = ts - t->since;
+	vm = env_vm_lookup(t->vm_tgid);
+	HANDLER_OPAQUE(k);
+	if (k >= VCPUSTAT_NR_VMM_KINDS)
+		return;
+	if (t->state == VCPUSTAT_VMM_T_RUN) {
+		t->run_ns += ns;
+		if (vm)
+			__sync_fetch_and_add(&vm->vmm_run_ns[k], ns);
+	} else {
+		t->wait_ns += ns;
+		if (vm)
+			__sync_fetch_and_add(&vm->vmm_wait_ns[k], ns);
+	}
+}
+
+/* The thread's state is now `state` from ts on; waiting: on cpu's run queue. */
+HANDLER_INLINE void vmm_enter(struct vcpustat_vmm_thread *t, __u8 state, __u64 ts, __u32 cpu)
+{
+	vmm_close(t, ts);
+	waiter_end(t->tid, &t->wait_cpu, &t->wait_slot);
+	t->state = state;
+	t->since = ts;
+	if (state == VCPUSTAT_VMM_T_WAIT)
+		waiter_begin(t->tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, cpu, ts, &t->wait_cpu, &t->wait_slot);
+}
+
+/* The thread exits, or becomes a vCPU: its last interval closes, it leaves the map. */
+HANDLER_INLINE void vmm_forget(struct vcpustat_vmm_thread *t, __u32 tid, __u64 ts)
+{
+	vmm_close(t, ts);
+	waiter_end(tid, &t->wait_cpu, &t->wait_slot);
+	env_tid_tracked(tid, false);
+	env_vmm_delete(tid);
+}
+
+/* User space found a VMM thread of a VM (EV_VMM_SEED). */
+HANDLER_INLINE void on_vmm_seed(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vmm_thread t = {};
+	__u32 tid = (__u32)ev->tid;
+
+	if (!tid || ev->arg0 >= VCPUSTAT_NR_VMM_KINDS || env_vcpu_lookup(tid) || env_vmm_lookup(tid))
+		return;
+	t.tid = tid;
+	t.vm_tgid = (__u32)ev->tgid;
+	t.kind = (__u8)ev->arg0;
+	t.wait_cpu = VCPU_PCPU_NONE;
+	__builtin_memcpy(t.comm, ev->comm, sizeof(t.comm));
+	if (env_vmm_insert(tid, &t)) {
+		env_lost(VCPUSTAT_LOST_VMM_FULL);
+		return;
+	}
+	env_tid_tracked(tid, true);
+}
+
 /* ---- events ---- */
 
 /* Create the vCPU of thread ev->tid with the given index (source src). */
 HANDLER_INLINE struct vcpustat_vcpu *vcpu_create(const struct vcpustat_event *ev, int index, __u32 src)
 {
 	__u32 tid = (__u32)ev->tid, tgid = (__u32)ev->tgid;
+	struct vcpustat_vmm_thread *t;
 	struct vcpustat_vcpu *v;
 	struct vcpustat_vm *vm;
 	int idx;
@@ -383,6 +473,9 @@ HANDLER_INLINE struct vcpustat_vcpu *vcpu_create(const struct vcpustat_event *ev
 			return NULL;
 		}
 	}
+	t = env_vmm_lookup(tid);
+	if (t)
+		vmm_forget(t, tid, ev->ts); /* it was taken for a VMM thread: it is a vCPU (its VM keeps its time) */
 
 	v = env_scratch_vcpu();
 	if (!v)
@@ -454,6 +547,7 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 {
 	__u32 prev = (__u32)ev->tid, next = (__u32)ev->tid2, cpu = (__u32)ev->cpu;
 	int runnable = ev->arg1 || ev->arg0 == 0;
+	struct vcpustat_vmm_thread *t;
 	struct vcpu_fsm_step s;
 	struct vcpustat_vcpu *v;
 	struct vcpustat_cpu *c;
@@ -470,12 +564,16 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		wait_end(v); /* normally not waiting; be safe */
 		if (runnable)
 			wait_begin(v, cpu, ev->ts);
+	} else if ((t = env_vmm_lookup(prev))) {
+		vmm_enter(t, runnable ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_SLEEP, ev->ts, cpu);
 	}
 	v = env_vcpu_lookup(next);
 	if (v) {
 		wait_end(v);
 		vcpu_fsm_switch_in(&v->fsm, ev->ts, cpu, &s);
 		apply_step(ev, v, &s, cpu, 0);
+	} else if ((t = env_vmm_lookup(next))) {
+		vmm_enter(t, VCPUSTAT_VMM_T_RUN, ev->ts, cpu);
 	}
 	if (c)
 		c->curr_since = ev->ts;
@@ -560,6 +658,7 @@ HANDLER_INLINE void on_apic_accept(const struct vcpustat_event *ev)
 HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 {
 	__u32 tid = (__u32)ev->tid;
+	struct vcpustat_vmm_thread *t;
 	struct vcpu_fsm_step s;
 	struct vcpustat_vcpu *v;
 
@@ -571,6 +670,9 @@ HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 			wake_begin(ev, v);
 		if (v->fsm.state == VCPU_WAIT && v->wait_cpu == VCPU_PCPU_NONE)
 			wait_begin(v, (__u32)ev->arg0, ev->ts);
+	} else if ((t = env_vmm_lookup(tid)) && t->state == VCPUSTAT_VMM_T_SLEEP) {
+		/* not from UNKNOWN: a thread seeded while running may be woken before it sleeps */
+		vmm_enter(t, VCPUSTAT_VMM_T_WAIT, ev->ts, (__u32)ev->arg0);
 	}
 	emit_host_wakeup(ev);
 }
@@ -582,8 +684,17 @@ HANDLER_INLINE void on_migrate(const struct vcpustat_event *ev)
 	struct vcpustat_vcpu *v;
 
 	v = env_vcpu_lookup(tid);
-	if (!v)
+	if (!v) {
+		struct vcpustat_vmm_thread *t = env_vmm_lookup(tid);
+
+		/* a queued VMM thread moved to another run queue: it now waits there */
+		if (t && t->state == VCPUSTAT_VMM_T_WAIT && t->wait_cpu != VCPU_PCPU_NONE && t->wait_cpu != dest) {
+			waiter_end(tid, &t->wait_cpu, &t->wait_slot);
+			waiter_begin(tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, dest, ev->ts, &t->wait_cpu,
+				     &t->wait_slot);
+		}
 		return;
+	}
 	vcpu_fsm_migrate(&v->fsm, dest, &s);
 	apply_step(ev, v, &s, 0, 0);
 	if (v->wait_cpu != VCPU_PCPU_NONE && v->wait_cpu != dest) {
@@ -616,6 +727,11 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 			env_lost(VCPUSTAT_LOST_DEAD_FULL);
 		env_vcpu_gone(v);
 		env_vcpu_delete(tid);
+	} else {
+		struct vcpustat_vmm_thread *t = env_vmm_lookup(tid);
+
+		if (t)
+			vmm_forget(t, tid, ev->ts);
 	}
 	if (ev->arg0) {
 		vm = env_vm_lookup(tgid);
@@ -763,6 +879,9 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		break;
 	case VCPUSTAT_EV_WAKING:
 		on_waking(ev);
+		break;
+	case VCPUSTAT_EV_VMM_SEED:
+		on_vmm_seed(ev);
 		break;
 	}
 	return 0;

@@ -33,7 +33,7 @@ static void random_event(unsigned int *seed, __u64 *ts, struct vcpustat_event *e
 {
 	static const __u32 tids[] = { 101, 102, 103, 201, 202, 900, 901, 0 };
 	__u32 tid = tids[rand_r(seed) % 8], tid2 = tids[rand_r(seed) % 8];
-	int r = rand_r(seed) % 112;
+	int r = rand_r(seed) % 115;
 
 	memset(ev, 0, sizeof(*ev));
 	*ts += (__u64)(rand_r(seed) % 5000);
@@ -84,6 +84,11 @@ static void random_event(unsigned int *seed, __u64 *ts, struct vcpustat_event *e
 	} else if (r < 100) {
 		ev->type = VCPUSTAT_EV_PROCESS_EXIT;
 		ev->arg0 = (__u64)(rand_r(seed) % 2);
+	} else if (r >= 112) {
+		/* a VMM thread found by user space: other threads, or a vCPU not seen yet (it becomes one) */
+		ev->type = VCPUSTAT_EV_VMM_SEED;
+		ev->tgid = 100 * (1 + (__u32)(rand_r(seed) % 2));
+		ev->arg0 = (__u64)(rand_r(seed) % 2);
 	} else {
 		/* exit details: a few ports, addresses, MSRs and pages, so that the small tables overflow */
 		static const __u64 types[] = { VCPUSTAT_EV_PIO, VCPUSTAT_EV_MMIO, VCPUSTAT_EV_MSR, VCPUSTAT_EV_PAGE_FAULT };
@@ -105,6 +110,13 @@ static int cmp_u32_at0(const void *a, const void *b)
 static int cmp_vcpu(const void *a, const void *b)
 {
 	const struct vcpustat_vcpu *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int cmp_vmm(const void *a, const void *b)
+{
+	const struct vcpustat_vmm_thread *x = a, *y = b;
 
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
@@ -135,6 +147,10 @@ static void assert_same_snapshots(struct vcpustat_snapshot *a, struct vcpustat_s
 	cr_assert_eq(a->nr_hists, b->nr_hists, "round %d: hists", round);
 	cr_assert_eq(a->nr_culprits, b->nr_culprits, "round %d: culprits", round);
 	cr_assert_eq(a->nr_details, b->nr_details, "round %d: exit details", round);
+	cr_assert_eq(a->nr_vmm, b->nr_vmm, "round %d: VMM threads", round);
+	qsort(a->vmm, a->nr_vmm, sizeof(*a->vmm), cmp_vmm);
+	qsort(b->vmm, b->nr_vmm, sizeof(*b->vmm), cmp_vmm);
+	cr_assert_eq(memcmp(a->vmm, b->vmm, a->nr_vmm * sizeof(*a->vmm)), 0, "round %d: VMM threads differ", round);
 	qsort(a->details, a->nr_details, sizeof(*a->details), cmp_detail);
 	qsort(b->details, b->nr_details, sizeof(*b->details), cmp_detail);
 	cr_assert_eq(memcmp(a->details, b->details, a->nr_details * sizeof(*a->details)), 0,
@@ -211,6 +227,20 @@ Test(replay, kernel_and_user_space_replay_are_identical, .timeout = 120)
 				    (unsigned long long)a.lost[VCPUSTAT_LOST_DETAIL_FULL]);
 			cr_assert_gt(a.nr_details, 10, "the sequence exercises the exit details");
 			cr_assert_gt(other, 0, "and fills their tables");
+			{
+				__u64 vmm_ns = 0;
+				size_t vmm_culprits = 0;
+
+				for (size_t i = 0; i < a.nr_vms; i++)
+					vmm_ns += a.vms[i].vmm_run_ns[0] + a.vms[i].vmm_run_ns[1] +
+						  a.vms[i].vmm_wait_ns[0] + a.vms[i].vmm_wait_ns[1];
+				for (size_t i = 0; i < a.nr_culprits; i++)
+					vmm_culprits += !!(a.culprits[i].key.vm_tgid & VCPUSTAT_CULPRIT_VMM);
+				cr_log_info("%zu VMM threads, %llu ns of their time, %zu culprits of theirs", a.nr_vmm,
+					    (unsigned long long)vmm_ns, vmm_culprits);
+				cr_assert_gt(vmm_ns, 0, "the sequence exercises the VMM threads");
+				cr_assert_gt(vmm_culprits, 0, "and their culprits");
+			}
 		}
 		vcpustat_snapshot_free(&a);
 		vcpustat_snapshot_free(&b);

@@ -328,8 +328,11 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		mvprintw(dy, 0, "%-16.16s %9s %9s %9s", "EXIT REASON", "RATE/s", "P50", "P99");
 		mvprintw(dy, col2, "WHO TOOK %.20s's CPU", vm->name);
 		attroff(A_BOLD);
-		/* on the right: the culprits, then why its sleeping vCPUs woke */
-		size_t right = vm->nr_culprits + (vm->nr_wakes ? 1 + vm->nr_wakes : 0);
+		/* on the right: the culprits, then why its sleeping vCPUs woke, then its VMM's other threads */
+		size_t wakes_end = vm->nr_culprits + (vm->nr_wakes ? 1 + vm->nr_wakes : 0);
+		bool vmm = vm->vmm.known && (vm->vmm.threads[VMM_EMULATOR] || vm->vmm.threads[VMM_VHOST]);
+		size_t vmm_culprits = vm->vmm.nr_culprits < 3 ? vm->vmm.nr_culprits : 3;
+		size_t right = wakes_end + (vmm ? 1 + VMM_NR_KINDS + vmm_culprits : 0);
 
 		for (int r = 0; dy + 1 + r < LINES; r++) {
 			const struct latency_summary *l = NULL;
@@ -379,12 +382,35 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				attron(A_BOLD);
 				mvprintw(dy + 1 + r, col2, "%-16.16s %9s %9s %9s", "WAKE-UP BY", "RATE/s", "P50", "P99");
 				attroff(A_BOLD);
-			} else if ((size_t)r < right) {
+			} else if ((size_t)r < wakes_end) {
 				const struct latency_summary *w = &vm->wakes[(size_t)r - vm->nr_culprits - 1];
 
 				mvprintw(dy + 1 + r, col2, "%-16.16s %9.1f %9s %9s", w->name, w->rate,
 					 w->count ? format_ns(w->p50_ns, a, sizeof(a)) : "-",
 					 w->count ? format_ns(w->p99_ns, b, sizeof(b)) : "-");
+			} else if ((size_t)r == wakes_end && vmm) {
+				attron(A_BOLD);
+				mvprintw(dy + 1 + r, col2, "%-16.16s %7s %6s %6s", "VMM THREADS", "THREADS", "CPU",
+					 "STEAL");
+				attroff(A_BOLD);
+			} else if ((size_t)r < wakes_end + 1 + VMM_NR_KINDS && vmm) {
+				static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
+				int k = (int)((size_t)r - wakes_end - 1);
+				__u64 all = vm->vmm.run_ns[k] + vm->vmm.wait_ns[k];
+
+				mvprintw(dy + 1 + r, col2, "%-16.16s %7u %5.0f%% %5.1f%%", kind[k], vm->vmm.threads[k],
+					 s->seconds > 0 ? 100 * (double)vm->vmm.run_ns[k] / 1e9 / s->seconds : 0,
+					 all ? 100.0 * (double)vm->vmm.wait_ns[k] / (double)all : 0.0);
+			} else if ((size_t)r < right) {
+				const struct culprit_summary *c = &vm->vmm.culprits[(size_t)r - wakes_end - 1 - VMM_NR_KINDS];
+				char who[384], cg[320];
+
+				if (c->vm[0])
+					snprintf(who, sizeof(who), "VM %s vCPU %d", c->vm, c->vcpu);
+				else
+					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid,
+						 cgroup_label(c->cgroup, cg, sizeof(cg)));
+				mvprintw(dy + 1 + r, col2, "  %5.1f%% %.*s", 100 * c->share, COLS - col2 - 10, who);
 			}
 			if (!left && (size_t)r >= right)
 				break;

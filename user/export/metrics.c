@@ -458,6 +458,13 @@ int metrics_add(struct metrics *m, const struct summary *s)
 				return -ENOMEM;
 			hist_add(h, &vs->wakes[w]);
 		}
+		if (vs->vmm.known) {
+			vm->vmm_known = true;
+			for (int k = 0; k < VMM_NR_KINDS; k++) {
+				vm->vmm_run_ns[k] += vs->vmm.run_ns[k];
+				vm->vmm_wait_ns[k] += vs->vmm.wait_ns[k];
+			}
+		}
 		for (size_t c = 0; c < vs->nr_culprits && !err; c++)
 			err = culprit_charge(vm, &vs->culprits[c]);
 		for (size_t d = 0; d < vs->nr_details && !err; d++)

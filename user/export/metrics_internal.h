@@ -75,6 +75,8 @@ struct acc_vm {
 	__u32 halt_poll_ns;	     /* the largest of its vCPUs', as of the last window it was in */
 	unsigned long halt_poll_add; /* that window's metrics.nr_adds (VMs of one name: the largest) */
 	struct acc_counts c;
+	bool vmm_known;					 /* its VMM's other threads were accounted */
+	__u64 vmm_run_ns[VMM_NR_KINDS], vmm_wait_ns[VMM_NR_KINDS]; /* by enum { VMM_EMULATOR, VMM_VHOST } */
 	struct acc_vcpu *vcpus; /* by index */
 	size_t nr_vcpus;
 	struct acc_hist *exits, *uexits; /* by reason */

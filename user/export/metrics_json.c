@@ -117,6 +117,16 @@ json_t *metrics_json(const struct metrics *m)
 				    json_pack("{s:I, s:I}", "ok", (json_int_t)vm->c.polls_ok, "failed",
 					      (json_int_t)vm->c.polls_failed));
 		json_object_set_new(o, "halt_poll_failed_seconds", json_real((double)vm->c.poll_fail_ns / 1e9));
+		/* vcpustat_vmm_thread_cpu_seconds_total, vcpustat_vmm_thread_wait_seconds_total */
+		if (vm->vmm_known) {
+			json_t *t = json_object();
+
+			for (int k = 0; k < VMM_NR_KINDS; k++)
+				json_object_set_new(t, k == VMM_EMULATOR ? "emulator" : "vhost",
+						    json_pack("{s:f, s:f}", "cpu_seconds", (double)vm->vmm_run_ns[k] / 1e9,
+							      "wait_seconds", (double)vm->vmm_wait_ns[k] / 1e9));
+			json_object_set_new(o, "vmm_threads", t);
+		}
 		/* vcpustat_vcpu_halt_poll_seconds: the largest of its vCPUs' (per vCPU below) */
 		json_object_set_new(o, "halt_poll_seconds", json_real((double)vm->halt_poll_ns / 1e9));
 		if (!m->o.no_vcpu_labels) {

@@ -344,6 +344,14 @@ static const struct family fam_polls = {
 static const struct family fam_poll_fail = {
 	"vcpustat_halt_poll_failed_seconds", F_COUNTER, "seconds",
 	"CPU-seconds the VM's vCPUs spent in halt polls that failed (state poll, then asleep all the same)"};
+static const struct family fam_vmm_run = {
+	"vcpustat_vmm_thread_cpu_seconds", F_COUNTER, "seconds",
+	"CPU-seconds of the VM's VMM threads that are no vCPU, by kind: emulator (the VMM process's other threads: "
+	"main loop, I/O threads), vhost (its vhost-<pid> workers)"};
+static const struct family fam_vmm_wait = {
+	"vcpustat_vmm_thread_wait_seconds", F_COUNTER, "seconds",
+	"Seconds the VM's VMM threads that are no vCPU spent runnable, waiting for a CPU (emulator and vhost steal), "
+	"by kind"};
 static const struct family fam_halt_poll = {
 	"vcpustat_vcpu_halt_poll_seconds", F_GAUGE, "seconds",
 	"The vCPU's halt_poll_ns (how long KVM polls at its next halt) as last seen; 0: polling off or never seen"};
@@ -592,6 +600,27 @@ static void walk_halt_polls(struct sink *k, const struct metrics *m)
 	}
 }
 
+/* The VMM's other threads per VM and kind: CPU and waiting (VMs whose VMM threads were accounted). */
+static void walk_vmm_threads(struct sink *k, const struct metrics *m)
+{
+	static const char *const kind[VMM_NR_KINDS] = { "emulator", "vhost" };
+	char val[32];
+
+	for (int pass = 0; pass < 2; pass++) {
+		family_begin(k, pass ? &fam_vmm_wait : &fam_vmm_run);
+		for (size_t i = 0; i < m->nr_vms; i++) {
+			const struct acc_vm *vm = m->vms[i];
+
+			for (int t = 0; vm->vmm_known && t < VMM_NR_KINDS; t++) {
+				struct label l[] = { { "vm", vm->name }, { "kind", kind[t] } };
+
+				emit(k, "_total", l, 2,
+				     fmt_seconds(val, sizeof(val), pass ? vm->vmm_wait_ns[t] : vm->vmm_run_ns[t]));
+			}
+		}
+	}
+}
+
 static void walk(struct sink *k, const struct metrics *m)
 {
 	char val[64];
@@ -605,6 +634,7 @@ static void walk(struct sink *k, const struct metrics *m)
 	walk_counter(k, m, &fam_vexits, get_exits, false);
 	walk_counter(k, m, &fam_vuexits, get_uexits, false);
 	walk_halt_polls(k, m);
+	walk_vmm_threads(k, m);
 	walk_hists(k, m);
 	walk_culprits(k, m);
 	walk_details(k, m);

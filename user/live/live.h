@@ -104,6 +104,24 @@ int vcpustat_seed(struct vcpustat *vs, const char *proc_root);
 int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, const char *comm);
 
 /*
+ * Track thread tid of VM tgid as one of its VMM's other threads (emulator,
+ * I/O thread, vhost worker) from now on: its time on a CPU and waiting for
+ * one from its first scheduler event. comm may be NULL.
+ */
+int vcpustat_add_vmm_thread(struct vcpustat *vs, __u32 tid, __u32 tgid, enum vcpustat_vmm_kind kind,
+			    const char *comm);
+
+/*
+ * Find the VMM threads of the running VMs in snap that are not tracked yet:
+ * the threads of each VM's process that are no vCPU (a thread named like a
+ * vCPU waits for its first KVM event), vhost-<pid> workers among them (Linux
+ * 6.4+), and vhost-<pid> kernel threads (older kernels: a walk of every
+ * process, at most every VCPUSTAT_VHOST_SCAN_NS). Returns how many were added.
+ */
+#define VCPUSTAT_VHOST_SCAN_NS 5000000000ull
+int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap, const char *proc_root);
+
+/*
  * Read all maps. Dead vCPUs are returned once and removed from the kernel
  * map (reaped). Free with vcpustat_snapshot_free() (snapshot.h).
  */

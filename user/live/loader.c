@@ -106,6 +106,7 @@ struct vcpustat {
 	pthread_mutex_t read_lock;
 	void *read_keys, *read_vals;
 	size_t read_keys_size, read_vals_size;
+	__u64 vhost_scan_ns; /* the last look for vhost-<pid> kernel threads (vcpustat_seed_vmm) */
 };
 
 static vcpustat_log_fn log_fn;
@@ -920,6 +921,11 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	err = read_details(vs, snap);
 	if (err)
 		goto fail;
+	err = read_hash(vs, vs->skel->maps.vmm_threads, false, &keys, &vals, &snap->nr_vmm);
+	if (err)
+		goto fail;
+	free(keys);
+	snap->vmm = vals;
 	err = read_lost(vs, snap->lost);
 	if (err)
 		goto fail;
@@ -942,7 +948,8 @@ static int delete_by_tgid(struct vcpustat *vs, const struct bpf_map *map, __u32 
 	for (i = 0; i < n; i++) {
 		void *key = (char *)keys + i * ksz;
 
-		if (*(__u32 *)key == tgid)
+		/* culprits of its VMM threads: tgid | VCPUSTAT_CULPRIT_VMM */
+		if ((*(__u32 *)key & ~VCPUSTAT_CULPRIT_VMM) == tgid)
 			bpf_map_delete_elem(fd, key);
 	}
 	free(keys);
@@ -1400,4 +1407,131 @@ int vcpustat_seed(struct vcpustat *vs, const char *proc_root)
 	}
 	closedir(d);
 	return added;
+}
+
+int vcpustat_add_vmm_thread(struct vcpustat *vs, __u32 tid, __u32 tgid, enum vcpustat_vmm_kind kind, const char *comm)
+{
+	struct vcpustat_event ev = { .type = VCPUSTAT_EV_VMM_SEED, .ts = vcpustat_now_ns(), .tid = tid, .tgid = tgid,
+				     .arg0 = kind };
+
+	snprintf(ev.comm, sizeof(ev.comm), "%s", comm && *comm ? comm : "?");
+	return vcpustat_inject(vs, &ev);
+}
+
+/* A vhost worker's name: "vhost-<pid of its owner>"; that pid, or 0. */
+static __u32 vhost_owner(const char *comm)
+{
+	char *end;
+	unsigned long pid;
+
+	if (strncmp(comm, "vhost-", 6) || comm[6] < '0' || comm[6] > '9')
+		return 0;
+	pid = strtoul(comm + 6, &end, 10);
+	return *end || pid > 0xffffffffu ? 0 : (__u32)pid;
+}
+
+static int set_add(struct hashmap *set, __u32 tid)
+{
+	int err = hashmap_insert(set, &tid, NULL);
+
+	return err == -EEXIST ? 0 : err;
+}
+
+static bool tid_in(const struct hashmap *known, __u32 tid)
+{
+	return hashmap_lookup(known, &tid) != NULL;
+}
+
+/* The threads of VM tgid's process that are not tracked yet; the number added. */
+static int seed_vmm_process(struct vcpustat *vs, const char *proc_root, __u32 tgid, const struct hashmap *known)
+{
+	char path[512], comm[16];
+	struct dirent *de;
+	int added = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%u/task", proc_root, tgid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		__u32 tid;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		tid = (__u32)strtoul(de->d_name, NULL, 10);
+		if (tid_in(known, tid))
+			continue;
+		snprintf(path, sizeof(path), "%s/%u/task/%u/comm", proc_root, tgid, tid);
+		/* a vCPU not seen yet keeps out: its first KVM event makes it one */
+		if (read_comm(path, comm) || vcpu_index_from_comm(comm) >= 0)
+			continue;
+		if (vcpustat_add_vmm_thread(vs, tid, tgid, vhost_owner(comm) ? VCPUSTAT_VMM_VHOST : VCPUSTAT_VMM_EMULATOR,
+					    comm) == 0)
+			added++;
+	}
+	closedir(d);
+	return added;
+}
+
+/* vhost-<pid> kernel threads (before Linux 6.4) of the VMs in vms; the number added. */
+static int seed_vhost_kthreads(struct vcpustat *vs, const char *proc_root, const struct hashmap *vms,
+			       const struct hashmap *known)
+{
+	char path[512], comm[16];
+	struct dirent *de;
+	int added = 0;
+	DIR *d;
+
+	d = opendir(proc_root);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		__u32 pid, owner;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		pid = (__u32)strtoul(de->d_name, NULL, 10);
+		if (tid_in(known, pid) || tid_in(vms, pid))
+			continue;
+		snprintf(path, sizeof(path), "%s/%u/comm", proc_root, pid);
+		if (read_comm(path, comm) || !(owner = vhost_owner(comm)) || !tid_in(vms, owner))
+			continue;
+		if (vcpustat_add_vmm_thread(vs, pid, owner, VCPUSTAT_VMM_VHOST, comm) == 0)
+			added++;
+	}
+	closedir(d);
+	return added;
+}
+
+int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap, const char *proc_root)
+{
+	struct hashmap known, vms;
+	__u64 now = vcpustat_now_ns();
+	int added = 0, err;
+	size_t i;
+
+	if (!proc_root)
+		proc_root = "/proc";
+	err = hashmap_init(&known, sizeof(__u32), 1, 0);
+	if (!err)
+		err = hashmap_init(&vms, sizeof(__u32), 1, 0);
+	for (i = 0; i < snap->nr_vcpus && !err; i++)
+		err = set_add(&known, snap->vcpus[i].tid);
+	for (i = 0; i < snap->nr_vmm && !err; i++)
+		err = set_add(&known, snap->vmm[i].tid);
+	for (i = 0; i < snap->nr_vms && !err; i++)
+		if (!snap->vms[i].exited_ns)
+			err = set_add(&vms, snap->vms[i].tgid);
+	for (i = 0; i < snap->nr_vms && !err; i++)
+		if (!snap->vms[i].exited_ns)
+			added += seed_vmm_process(vs, proc_root, snap->vms[i].tgid, &known);
+	/* a walk of every process: not at every refresh */
+	if (!err && vms.count && (!vs->vhost_scan_ns || now - vs->vhost_scan_ns >= VCPUSTAT_VHOST_SCAN_NS)) {
+		vs->vhost_scan_ns = now;
+		added += seed_vhost_kthreads(vs, proc_root, &vms, &known);
+	}
+	hashmap_free(&known);
+	hashmap_free(&vms);
+	return err ? err : added;
 }

@@ -180,6 +180,8 @@ int live_window_next(struct live_window *w, struct summary *s)
 	e = vcpustat_snapshot(w->vs, &cur);
 	if (e)
 		return e;
+	/* the VMM threads that appeared: counted from their first event on */
+	vcpustat_seed_vmm(w->vs, &cur, NULL);
 	if (!w->have_prev && !s) {
 		w->prev = cur;
 		w->have_prev = true;

@@ -63,6 +63,8 @@ struct vcpustat_snapshot {
 	size_t nr_culprits;
 	struct vcpustat_detail_entry *details; /* both maps' rows */
 	size_t nr_details;
+	struct vcpustat_vmm_thread *vmm; /* the VMM threads tracked (vmm_threads map) */
+	size_t nr_vmm;
 	__u64 lost[VCPUSTAT_NR_LOST];
 };
 
@@ -305,16 +307,18 @@ struct guest_thread_summary {
 };
 
 /*
- * The VMM's threads other than its vCPUs, from a --level full recording
- * (reports only): [VMM_EMULATOR] its emulator and I/O threads (threads of
- * the VM's process), [VMM_VHOST] its vhost workers (vhost-<pid>). Their time
- * on a CPU and waiting for one (preempted + wait), and who ran on the CPU
- * they waited for (the one they ran on next; if none in the window, the last).
+ * The VMM's threads other than its vCPUs: [VMM_EMULATOR] its emulator and
+ * I/O threads (threads of the VM's process), [VMM_VHOST] its vhost workers
+ * (vhost-<pid>). Their time on a CPU and waiting for one (preempted + wait),
+ * and who ran on the CPU they waited for. Live: the vmm_threads map (the
+ * threads user space found, from their first event on); reports: a --level
+ * full recording's host threads (the CPU they waited for: the one they ran
+ * on next; if none in the window, the last).
  */
-enum { VMM_EMULATOR, VMM_VHOST, VMM_NR_KINDS };
+enum { VMM_EMULATOR = VCPUSTAT_VMM_EMULATOR, VMM_VHOST = VCPUSTAT_VMM_VHOST, VMM_NR_KINDS = VCPUSTAT_NR_VMM_KINDS };
 
 struct vmm_threads_summary {
-	bool known; /* the recording has the host's threads (--level full) */
+	bool known; /* live, or a recording that has the host's threads (--level full) */
 	unsigned int threads[VMM_NR_KINDS]; /* that ran or waited in the window */
 	__u64 run_ns[VMM_NR_KINDS], wait_ns[VMM_NR_KINDS];
 	struct culprit_summary *culprits; /* by ns, descending; share: of all their waiting */

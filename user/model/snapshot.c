@@ -12,5 +12,6 @@ void vcpustat_snapshot_free(struct vcpustat_snapshot *snap)
 	free(snap->hists);
 	free(snap->culprits);
 	free(snap->details);
+	free(snap->vmm);
 	memset(snap, 0, sizeof(*snap));
 }

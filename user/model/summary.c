@@ -374,17 +374,18 @@ static int by_name(const void *a, const void *b)
 	return c ? c : (x->tgid < y->tgid ? -1 : x->tgid > y->tgid);
 }
 
-static int culprit_add(struct vm_summary *vm, const struct vcpustat_culprit_entry *e, __u64 ns,
-		       const struct vcpustat_snapshot *cur, struct hashmap *vcpu_by_tid, struct names *names)
+/* Append culprit e (ns in the window) to the list *list of *n. */
+static int culprit_add(struct culprit_summary **list, size_t *n, const struct vcpustat_culprit_entry *e, __u64 ns,
+		       struct hashmap *vcpu_by_tid, struct names *names)
 {
 	struct culprit_summary *arr, *c;
 	const struct vcpustat_vcpu **who;
 
-	arr = grow(vm->culprits, vm->nr_culprits, sizeof(*arr));
+	arr = grow(*list, *n, sizeof(*arr));
 	if (!arr)
 		return -ENOMEM;
-	vm->culprits = arr;
-	c = &arr[vm->nr_culprits++];
+	*list = arr;
+	c = &arr[(*n)++];
 	memset(c, 0, sizeof(*c));
 	c->tid = e->key.tid;
 	c->tgid = e->culprit.tgid;
@@ -406,6 +407,89 @@ static int culprit_add(struct vm_summary *vm, const struct vcpustat_culprit_entr
 	}
 	c->ns = ns;
 	return 0;
+}
+
+/* A VMM thread's time on a CPU (wait: waiting for one) at snap->ts, its open interval included. */
+static __u64 vmm_thread_ns(const struct vcpustat_vmm_thread *t, __u64 ts, bool wait)
+{
+	__u64 ns = wait ? t->wait_ns : t->run_ns;
+
+	if (t->state == (wait ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_RUN) && ts > t->since)
+		ns += ts - t->since;
+	return ns;
+}
+
+/* Add snap's VMM times (closed: the vms map; open: the threads') to acc[vm index][run 0..1, wait 2..3]. */
+static void vmm_totals(const struct vcpustat_snapshot *snap, const struct hashmap *by_tgid, __u64 (*acc)[4])
+{
+	size_t i;
+
+	for (i = 0; i < snap->nr_vms; i++) {
+		const size_t *idx = hashmap_lookup(by_tgid, &snap->vms[i].tgid);
+
+		for (int k = 0; idx && k < VMM_NR_KINDS; k++) {
+			acc[*idx][k] += snap->vms[i].vmm_run_ns[k];
+			acc[*idx][2 + k] += snap->vms[i].vmm_wait_ns[k];
+		}
+	}
+	for (i = 0; i < snap->nr_vmm; i++) {
+		const struct vcpustat_vmm_thread *t = &snap->vmm[i];
+		const size_t *idx = hashmap_lookup(by_tgid, &t->vm_tgid);
+
+		if (!idx || t->kind >= VMM_NR_KINDS)
+			continue;
+		acc[*idx][t->kind] += vmm_thread_ns(t, snap->ts, false) - t->run_ns;
+		acc[*idx][2 + t->kind] += vmm_thread_ns(t, snap->ts, true) - t->wait_ns;
+	}
+}
+
+/*
+ * The window of the live VMs' VMM threads (the vmm_threads map): their times,
+ * and how many ran or waited in it.
+ */
+static int vmm_window(struct summary *s, const struct hashmap *by_tgid, const struct vcpustat_snapshot *prev,
+		      const struct vcpustat_snapshot *cur)
+{
+	__u64(*now)[4] = calloc(s->nr_vms + 1, sizeof(*now)), (*then)[4] = calloc(s->nr_vms + 1, sizeof(*then));
+	struct hashmap before;
+	size_t i;
+	int err = -ENOMEM;
+
+	if (!now || !then || hashmap_init(&before, sizeof(__u32), sizeof(__u64), 0))
+		goto out;
+	vmm_totals(cur, by_tgid, now);
+	if (prev)
+		vmm_totals(prev, by_tgid, then);
+	for (i = 0; i < s->nr_vms; i++) {
+		s->vms[i].vmm.known = true;
+		for (int k = 0; k < VMM_NR_KINDS; k++) {
+			s->vms[i].vmm.run_ns[k] = sub0(now[i][k], then[i][k]);
+			s->vms[i].vmm.wait_ns[k] = sub0(now[i][2 + k], then[i][2 + k]);
+		}
+	}
+	err = 0;
+	for (i = 0; prev && i < prev->nr_vmm && !err; i++) {
+		const struct vcpustat_vmm_thread *t = &prev->vmm[i];
+		__u64 ns = vmm_thread_ns(t, prev->ts, false) + vmm_thread_ns(t, prev->ts, true);
+
+		err = hashmap_update(&before, &t->tid, &ns);
+	}
+	for (i = 0; i < cur->nr_vmm && !err; i++) {
+		const struct vcpustat_vmm_thread *t = &cur->vmm[i];
+		const size_t *idx = hashmap_lookup(by_tgid, &t->vm_tgid);
+		const __u64 *was = hashmap_lookup(&before, &t->tid);
+
+		if (!idx || t->kind >= VMM_NR_KINDS)
+			continue;
+		if (vmm_thread_ns(t, cur->ts, false) + vmm_thread_ns(t, cur->ts, true) > (was ? *was : 0) ||
+		    t->state == VCPUSTAT_VMM_T_RUN || t->state == VCPUSTAT_VMM_T_WAIT)
+			s->vms[*idx].vmm.threads[t->kind]++;
+	}
+	hashmap_free(&before);
+out:
+	free(now);
+	free(then);
+	return err;
 }
 
 static const char *const guest_state_names[GUEST_NR_STATES] = {
@@ -562,9 +646,21 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 			was += f ? *f : 0;
 		}
 		ns = sub0(e->culprit.ns, was);
-		if (idx && ns)
-			err = culprit_add(&s->vms[*idx], e, ns, cur, &vcpu_by_tid, names);
+		if (!ns)
+			continue;
+		if (idx)
+			err = culprit_add(&s->vms[*idx].culprits, &s->vms[*idx].nr_culprits, e, ns, &vcpu_by_tid, names);
+		else if (e->key.vm_tgid & VCPUSTAT_CULPRIT_VMM) {
+			__u32 tgid = e->key.vm_tgid & ~VCPUSTAT_CULPRIT_VMM;
+
+			idx = hashmap_lookup(&by_tgid, &tgid);
+			if (idx)
+				err = culprit_add(&s->vms[*idx].vmm.culprits, &s->vms[*idx].vmm.nr_culprits, e, ns,
+						  &vcpu_by_tid, names);
+		}
 	}
+	if (!err)
+		err = vmm_window(s, &by_tgid, prev, cur);
 	hashmap_free(&folded);
 	for (i = 0; i < s->nr_vms; i++) {
 		struct vm_summary *vm = &s->vms[i];
@@ -578,6 +674,10 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->details, vm->nr_details, sizeof(*vm->details), detail_summary_cmp);
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			vm->culprits[c].share = waited ? (double)vm->culprits[c].ns / (double)waited : 0;
+		waited = vm->vmm.wait_ns[VMM_EMULATOR] + vm->vmm.wait_ns[VMM_VHOST];
+		sort(vm->vmm.culprits, vm->vmm.nr_culprits, sizeof(*vm->vmm.culprits), by_ns);
+		for (size_t c = 0; c < vm->vmm.nr_culprits; c++)
+			vm->vmm.culprits[c].share = waited ? (double)vm->vmm.culprits[c].ns / (double)waited : 0;
 	}
 	sort(s->vms, s->nr_vms, sizeof(*s->vms), by_name);
 	for (i = 0; i < VCPUSTAT_NR_LOST; i++) {

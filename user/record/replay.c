@@ -17,7 +17,7 @@ struct vcache {
 struct replay {
 	struct replay_options opts;
 	struct vcache vcache[VCACHE]; /* emptied whenever the vcpus table changes */
-	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages;
+	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages, vmm;
 	struct vcpustat_cpu *cpus;
 	struct vcpustat_vcpu scratch;
 	struct vcpustat_record record;
@@ -152,6 +152,25 @@ static inline void env_cpu_waiting(__u32 cpu, bool waiting)
 {
 }
 
+static inline struct vcpustat_vmm_thread *env_vmm_lookup(__u32 tid)
+{
+	return cur->vmm.count ? hashmap_lookup(&cur->vmm, &tid) : NULL;
+}
+
+static inline int env_vmm_insert(__u32 tid, const struct vcpustat_vmm_thread *t)
+{
+	return hashmap_insert(&cur->vmm, &tid, t);
+}
+
+static inline void env_vmm_delete(__u32 tid)
+{
+	hashmap_delete(&cur->vmm, &tid);
+}
+
+static inline void env_tid_tracked(__u32 tid, bool tracked)
+{
+}
+
 #include "vcpustat_handler.h"
 
 void replay_free(struct replay *r)
@@ -165,6 +184,7 @@ void replay_free(struct replay *r)
 	hashmap_free(&r->culprits);
 	hashmap_free(&r->details);
 	hashmap_free(&r->fault_pages);
+	hashmap_free(&r->vmm);
 	free(r->cpus);
 	free(r);
 }
@@ -217,6 +237,9 @@ int replay_new(struct replay **out, const struct replay_options *opts)
 	if (!err)
 		err = hashmap_init(&r->fault_pages, sizeof(struct vcpustat_detail_key), sizeof(struct vcpustat_detail),
 				   r->opts.max_details ? r->opts.max_details : VCPUSTAT_MAX_FAULT_PAGES);
+	if (!err)
+		err = hashmap_init(&r->vmm, sizeof(__u32), sizeof(struct vcpustat_vmm_thread),
+				   VCPUSTAT_MAX_VMM_THREADS);
 	if (err) {
 		replay_free(r);
 		return err;
@@ -266,6 +289,8 @@ int replay_snapshot(struct replay *r, struct vcpustat_snapshot *snap)
 		err = values_of(&r->dead, (void **)&snap->dead, &snap->nr_dead);
 	if (!err)
 		err = values_of(&r->vms, (void **)&snap->vms, &snap->nr_vms);
+	if (!err)
+		err = values_of(&r->vmm, (void **)&snap->vmm, &snap->nr_vmm);
 	if (err)
 		goto fail;
 	snap->hists = calloc(r->hists.count ? r->hists.count : 1, sizeof(*snap->hists));

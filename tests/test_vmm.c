@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The VMM's other threads, live (issue 12 item 4): emulator and I/O threads
+ * and vhost workers found by user space, their time on a CPU and waiting for
+ * one, and who kept them waiting. Exact values through the injection
+ * program (and the same through user-space replay); then real threads
+ * against the kernel's own accounting (/proc/<tid>/schedstat).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "helpers.h"
+#include "live/live.h"
+#include "model/model.h"
+#include "record/record.h"
+
+#define VM 100
+#define VCPU 101
+#define EMU 110
+#define VHOST 120
+
+static struct vcpustat *vs;
+
+static void open_injection(void)
+{
+	int err;
+
+	SKIP_UNLESS(bpf_unavailable());
+	err = vcpustat_open(&vs, NULL);
+	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
+}
+
+static void close_vs(void)
+{
+	vcpustat_close(vs);
+	vs = NULL;
+}
+
+TestSuite(vmm, .init = open_injection, .fini = close_vs);
+
+static struct vcpustat_event evs[64];
+static size_t nevs;
+
+static void add(__u64 type, __u64 ts, __u32 cpu, __u32 tid, __u32 tgid, __u32 tid2, __u64 a0, __u64 a1,
+		const char *comm)
+{
+	struct vcpustat_event *ev = &evs[nevs++];
+
+	cr_assert_leq(nevs, sizeof(evs) / sizeof(evs[0]));
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	ev->ts = ts;
+	ev->cpu = cpu;
+	ev->tid = tid;
+	ev->tgid = tgid;
+	ev->tid2 = tid2;
+	ev->tgid2 = tid2;
+	ev->arg0 = a0;
+	ev->arg1 = a1;
+	if (type == VCPUSTAT_EV_SWITCH)
+		ev->arg2 = 1; /* prev's cgroup id */
+	snprintf(ev->comm, sizeof(ev->comm), "%s", comm ? comm : "");
+	cr_assert_eq(vcpustat_inject(vs, ev), 0);
+}
+
+#define SWITCH(ts, cpu, prev, prev_tgid, state, preempt, next) \
+	add(VCPUSTAT_EV_SWITCH, ts, cpu, prev, prev_tgid, next, state, preempt, "t" #prev)
+
+/*
+ * VM 100 (vCPU 101) with emulator thread 110 and vhost worker 120:
+ * 110 runs 100..400 on CPU 1, is preempted by 998 until 450 (50 ns, 998's),
+ * runs to 500 and sleeps; woken at 600 for CPU 1, moved to CPU 0 at 610,
+ * where 997 runs until 700 (90 ns, 997's), runs to 800 and sleeps:
+ * 450 ns on a CPU, 150 ns waiting. 120 runs 1000..1200 and exits at 1300.
+ */
+static void scenario(void)
+{
+	nevs = 0;
+	add(VCPUSTAT_EV_KVM_RUN, 10, 0, VCPU, VM, 0, 0, 0, "CPU 0/KVM");
+	add(VCPUSTAT_EV_VMM_SEED, 20, 0, EMU, VM, 0, VCPUSTAT_VMM_EMULATOR, 0, "qemu-main");
+	add(VCPUSTAT_EV_VMM_SEED, 20, 0, VHOST, VM, 0, VCPUSTAT_VMM_VHOST, 0, "vhost-100");
+	add(VCPUSTAT_EV_WAKEUP, 50, 1, EMU, VM, 0, 1, 0, NULL); /* UNKNOWN: it may be running, no wait */
+	SWITCH(100, 1, 999, 999, 1, 0, EMU);
+	SWITCH(400, 1, EMU, VM, 0, 1, 998);
+	SWITCH(450, 1, 998, 998, 0, 1, EMU);
+	SWITCH(500, 1, EMU, VM, 1, 0, 0);
+	add(VCPUSTAT_EV_WAKEUP, 600, 1, EMU, VM, 0, 1, 0, NULL);
+	add(VCPUSTAT_EV_MIGRATE, 610, 1, EMU, VM, 0, 0, 1, NULL);
+	SWITCH(700, 0, 997, 997, 1, 0, EMU);
+	SWITCH(800, 0, EMU, VM, 1, 0, 0);
+	SWITCH(1000, 1, 0, 0, 0, 0, VHOST);
+	SWITCH(1200, 1, VHOST, VM, 1, 0, 0);
+	add(VCPUSTAT_EV_PROCESS_EXIT, 1300, 1, VHOST, VM, 0, 0, 0, NULL);
+}
+
+static bool culprit_ns(__u32 key_tgid, __u32 tid, __u64 *ns)
+{
+	struct vcpustat_culprit_key k = { .vm_tgid = key_tgid, .tid = tid };
+	struct vcpustat_culprit c;
+
+	if (bpf_map_lookup_elem(vcpustat_map_fd(vs, "culprits"), &k, &c))
+		return false;
+	*ns = c.ns;
+	return true;
+}
+
+Test(vmm, emulator_and_vhost_time_waits_and_culprits_are_exact)
+{
+	struct vcpustat_vmm_thread t;
+	struct vcpustat_vm vm;
+	__u32 tid = EMU, tgid = VM;
+	__u64 ns;
+
+	scenario();
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t), 0);
+	cr_assert_eq(t.run_ns, 450);
+	cr_assert_eq(t.wait_ns, 150);
+	cr_assert_eq(t.state, VCPUSTAT_VMM_T_SLEEP);
+	cr_assert_eq(t.kind, VCPUSTAT_VMM_EMULATOR);
+	cr_assert_str_eq(t.comm, "qemu-main");
+	tid = VHOST;
+	cr_assert_neq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t), 0, "the exited worker left");
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vms"), &tgid, &vm), 0);
+	cr_assert_eq(vm.vmm_run_ns[VCPUSTAT_VMM_EMULATOR], 450);
+	cr_assert_eq(vm.vmm_wait_ns[VCPUSTAT_VMM_EMULATOR], 150);
+	cr_assert_eq(vm.vmm_run_ns[VCPUSTAT_VMM_VHOST], 200, "an exited worker's time stays with its VM");
+	cr_assert_eq(vm.vmm_wait_ns[VCPUSTAT_VMM_VHOST], 0);
+	cr_assert(culprit_ns(VM | VCPUSTAT_CULPRIT_VMM, 998, &ns));
+	cr_assert_eq(ns, 50);
+	cr_assert(culprit_ns(VM | VCPUSTAT_CULPRIT_VMM, 997, &ns));
+	cr_assert_eq(ns, 90, "charged on the CPU it moved to");
+	cr_assert_not(culprit_ns(VM, 998, &ns), "the vCPU did not wait: no culprit of the VM's vCPUs");
+	cr_assert_not(culprit_ns(VM | VCPUSTAT_CULPRIT_VMM, 999, &ns), "nobody waited before 100");
+}
+
+Test(vmm, the_summary_gives_the_window_of_the_vmm_threads)
+{
+	struct vcpustat_snapshot a, b;
+	struct summary s;
+	struct names n;
+	const struct vm_summary *vm;
+
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	add(VCPUSTAT_EV_KVM_RUN, 5, 0, VCPU, VM, 0, 0, 0, "CPU 0/KVM");
+	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
+	scenario();
+	cr_assert_eq(vcpustat_snapshot(vs, &b), 0);
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	cr_assert_eq(s.nr_vms, 1);
+	vm = &s.vms[0];
+	cr_assert(vm->vmm.known);
+	cr_assert_eq(vm->vmm.run_ns[VMM_EMULATOR], 450);
+	cr_assert_eq(vm->vmm.wait_ns[VMM_EMULATOR], 150);
+	cr_assert_eq(vm->vmm.run_ns[VMM_VHOST], 200);
+	cr_assert_eq(vm->vmm.threads[VMM_EMULATOR], 1);
+	cr_assert_eq(vm->vmm.threads[VMM_VHOST], 0, "threads alive at the window's end");
+	cr_assert_eq(vm->vmm.nr_culprits, 2);
+	cr_assert_eq(vm->vmm.culprits[0].tid, 997);
+	cr_assert_eq(vm->vmm.culprits[0].ns, 90);
+	cr_assert_float_eq(vm->vmm.culprits[0].share, 0.6, 1e-9);
+	cr_assert_str_eq(vm->vmm.culprits[0].comm, "t997");
+	cr_assert_eq(vm->vmm.culprits[1].ns, 50);
+	cr_assert_eq(vm->nr_culprits, 0, "the VMM threads' culprits are not the vCPUs'");
+	summary_free(&s);
+
+	/* the next window: nothing happened */
+	vcpustat_snapshot_free(&a);
+	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
+	cr_assert_eq(summary_build(&s, &b, &a, &n, NULL), 0);
+	cr_assert_eq(s.vms[0].vmm.run_ns[VMM_EMULATOR] + s.vms[0].vmm.wait_ns[VMM_EMULATOR], 0);
+	cr_assert_eq(s.vms[0].vmm.threads[VMM_EMULATOR], 0);
+	cr_assert_eq(s.vms[0].vmm.nr_culprits, 0);
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	names_free(&n);
+}
+
+Test(vmm, user_space_replay_gives_the_same_tables)
+{
+	struct replay_options ro = { .record_level = VCPUSTAT_LEVEL_VCPU };
+	struct vcpustat_snapshot a, b;
+	struct replay *rp;
+
+	ro.nr_cpus = (unsigned int)libbpf_num_possible_cpus();
+	scenario();
+	cr_assert_eq(replay_new(&rp, &ro), 0);
+	for (size_t i = 0; i < nevs; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0);
+	cr_assert_eq(vcpustat_snapshot(vs, &a), 0);
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	cr_assert_eq(a.nr_vmm, 1);
+	cr_assert_eq(b.nr_vmm, 1);
+	cr_assert_eq(memcmp(a.vmm, b.vmm, sizeof(*a.vmm)), 0);
+	cr_assert_eq(a.nr_vms, 1);
+	cr_assert_eq(memcmp(a.vms, b.vms, sizeof(*a.vms)), 0);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	replay_free(rp);
+}
+
+Test(vmm, a_vmm_thread_that_enters_kvm_becomes_a_vcpu)
+{
+	struct vcpustat_vmm_thread t;
+	struct vcpustat_vcpu v;
+	__u32 tid = 130, tgid = VM;
+	struct vcpustat_vm vm;
+
+	add(VCPUSTAT_EV_VMM_SEED, 10, 0, tid, VM, 0, VCPUSTAT_VMM_EMULATOR, 0, "fc_vcpu 1");
+	SWITCH(20, 0, 0, 0, 0, 0, tid);
+	add(VCPUSTAT_EV_KVM_RUN, 70, 0, tid, VM, 0, 0, 0, "fc_vcpu 1");
+	cr_assert_neq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t), 0);
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vcpus"), &tid, &v), 0);
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vms"), &tgid, &vm), 0);
+	cr_assert_eq(vm.vmm_run_ns[VCPUSTAT_VMM_EMULATOR], 50, "its time before, as a VMM thread, stays");
+	/* a seed of a vCPU is refused */
+	add(VCPUSTAT_EV_VMM_SEED, 80, 0, tid, VM, 0, VCPUSTAT_VMM_EMULATOR, 0, "fc_vcpu 1");
+	cr_assert_neq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t), 0);
+}
+
+Test(vmm, discovery_finds_emulator_threads_and_vhost_workers_in_proc)
+{
+	char root[] = "/tmp/vcpustat-proc-XXXXXX", cmd[1024];
+	struct vcpustat_snapshot snap;
+	const char *comms[][2] = { { "4242/task/4242/comm", "qemu-system-x86" },
+				   { "4242/task/4243/comm", "CPU 0/KVM" },
+				   { "4242/task/4244/comm", "CPU 1/KVM" },
+				   { "4242/task/4245/comm", "IO iothread0" },
+				   { "4242/task/4246/comm", "vhost-4242" }, /* Linux 6.4+: a thread of the VMM */
+				   { "5000/comm", "vhost-4242" },	    /* before: a kernel thread */
+				   { "5001/comm", "vhost-777" },	    /* another process's */
+				   { "5002/comm", "kworker/0:1" } };
+	__u32 tids[] = { 4242, 4245, 4246, 5000 }, not[] = { 4243, 4244, 5001, 5002 };
+	__u8 kinds[] = { VCPUSTAT_VMM_EMULATOR, VCPUSTAT_VMM_EMULATOR, VCPUSTAT_VMM_VHOST, VCPUSTAT_VMM_VHOST };
+	struct vcpustat_vmm_thread t;
+
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && mkdir -p 4242/task/4242 4242/task/4243 4242/task/4244 4242/task/4245 4242/task/4246 "
+		 "5000 5001 5002",
+		 root);
+	cr_assert_eq(system(cmd), 0);
+	for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++) {
+		char path[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", root, comms[i][0]);
+		f = fopen(path, "w");
+		cr_assert_not_null(f, "%s", path);
+		fprintf(f, "%s\n", comms[i][1]);
+		fclose(f);
+	}
+	/* VM 4242, its vCPU 4243 known; 4244 is named as a vCPU: it waits for its first KVM event */
+	add(VCPUSTAT_EV_KVM_RUN, 10, 0, 4243, 4242, 0, 0, 0, "CPU 0/KVM");
+	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	cr_assert_eq(vcpustat_seed_vmm(vs, &snap, root), 4);
+	vcpustat_snapshot_free(&snap);
+	for (size_t i = 0; i < 4; i++) {
+		cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tids[i], &t), 0, "tid %u",
+			     tids[i]);
+		cr_assert_eq(t.vm_tgid, 4242);
+		cr_assert_eq(t.kind, kinds[i], "tid %u", tids[i]);
+	}
+	cr_assert_str_eq(t.comm, "vhost-4242");
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_neq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &not[i], &t), 0, "tid %u",
+			      not[i]);
+	/* known threads are not added twice; the walk of /proc waits VCPUSTAT_VHOST_SCAN_NS */
+	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	cr_assert_eq(vcpustat_seed_vmm(vs, &snap, root), 0);
+	vcpustat_snapshot_free(&snap);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/*
+ * Real threads, attached: this process is the "VM" (a thread of it is
+ * tracked as its vCPU). Its emulator thread, pinned to CPU 0, runs 2 ms and
+ * sleeps 1 ms, again and again, beside a busy process on the same CPU. The
+ * discovery of the live window finds it; its time on a CPU and waiting must
+ * match the kernel's sum_exec_runtime and run_delay over the same window
+ * (within 5 % of the window), and the busy process is who kept it waiting.
+ */
+static void attach(void)
+{
+	int n;
+
+	SKIP_UNLESS(bpf_unavailable());
+	cr_assert_eq(vcpustat_open(&vs, NULL), 0);
+	n = vcpustat_attach(vs);
+	cr_assert_gt(n, 0, "vcpustat_attach: %s", n < 0 ? strerror(-n) : "nothing attached");
+}
+
+TestSuite(vmm_live, .init = attach, .fini = close_vs, .timeout = 60);
+
+static atomic_int stop, emu_tid, vcpu_tid;
+
+static void *emulator(void *arg)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	pin_to_cpu(0);
+	prctl(PR_SET_NAME, "vmm-emulator");
+	emu_tid = (int)syscall(SYS_gettid);
+	while (!stop) {
+		__u64 end = mono_ns() + 2000000;
+
+		while (mono_ns() < end)
+			;
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+static void *idle_vcpu(void *arg)
+{
+	prctl(PR_SET_NAME, "CPU 0/KVM");
+	vcpu_tid = (int)syscall(SYS_gettid);
+	while (!stop)
+		usleep(10000);
+	return NULL;
+}
+
+static __u64 thread_ns(const struct vcpustat_vmm_thread *t, __u64 now, bool wait)
+{
+	__u64 ns = wait ? t->wait_ns : t->run_ns;
+
+	if (t->state == (wait ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_RUN) && now > t->since)
+		ns += now - t->since;
+	return ns;
+}
+
+Test(vmm_live, emulator_thread_run_and_wait_match_schedstat_and_name_the_culprit)
+{
+	struct vcpustat_vmm_thread t0, t1;
+	struct schedstat s0, s1;
+	struct live_window w;
+	struct summary s;
+	__u64 a0, a1, window;
+	pthread_t e, v;
+	pid_t hog;
+	__u32 tid;
+	double run_err, wait_err;
+
+	stop = 0;
+	pthread_create(&v, NULL, idle_vcpu, NULL);
+	pthread_create(&e, NULL, emulator, NULL);
+	while (!emu_tid || !vcpu_tid)
+		usleep(1000);
+	hog = fork();
+	cr_assert_geq(hog, 0);
+	if (hog == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "vmm-hog");
+		pin_to_cpu(0);
+		for (;;)
+			;
+	}
+	cr_assert_eq(vcpustat_add_vcpu(vs, (__u32)vcpu_tid, (__u32)getpid(), 0, "CPU 0/KVM"), 0);
+	cr_assert_eq(live_window_init(&w, vs, NULL), 0);
+	cr_assert_eq(live_window_next(&w, NULL), 0); /* finds the emulator thread */
+	tid = (__u32)emu_tid;
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t0), 0,
+		     "the live window's discovery found the emulator thread");
+	cr_assert_eq(t0.kind, VCPUSTAT_VMM_EMULATOR);
+	cr_assert_str_eq(t0.comm, "vmm-emulator");
+	usleep(200000); /* let it leave UNKNOWN */
+
+	cr_assert_eq(live_window_next(&w, NULL), 0);
+	a0 = mono_ns();
+	cr_assert_eq(read_schedstat(emu_tid, &s0), 0);
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t0), 0);
+	{
+		__u64 now0 = vcpustat_now_ns();
+
+		usleep(1500000);
+		cr_assert_eq(read_schedstat(emu_tid, &s1), 0);
+		cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t1), 0);
+		a1 = mono_ns();
+		window = a1 - a0;
+		run_err = ((double)(thread_ns(&t1, vcpustat_now_ns(), false) - thread_ns(&t0, now0, false)) -
+			   (double)(s1.run_ns - s0.run_ns)) /
+			  (double)window;
+		wait_err = ((double)(thread_ns(&t1, vcpustat_now_ns(), true) - thread_ns(&t0, now0, true)) -
+			    (double)(s1.wait_ns - s0.wait_ns)) /
+			   (double)window;
+	}
+	cr_assert_eq(live_window_next(&w, &s), 0);
+	stop = 1;
+	kill(hog, SIGKILL);
+	waitpid(hog, NULL, 0);
+	pthread_join(e, NULL);
+	pthread_join(v, NULL);
+
+	cr_log_info("window %.3f s: emulator run %.1f ms (schedstat %.1f, error %+.2f%%), wait (schedstat %.1f ms, "
+		    "error %+.2f%%)",
+		    window / 1e9, (thread_ns(&t1, a1, false) - thread_ns(&t0, a0, false)) / 1e6,
+		    (s1.run_ns - s0.run_ns) / 1e6, run_err * 100, (s1.wait_ns - s0.wait_ns) / 1e6, wait_err * 100);
+	cr_assert_gt(s1.run_ns - s0.run_ns, window / 20, "the emulator thread must have run");
+	cr_assert_gt(s1.wait_ns - s0.wait_ns, window / 20, "and waited behind the hog");
+	cr_assert_lt(run_err < 0 ? -run_err : run_err, 0.05, "run time off by %.2f%% of the window", run_err * 100);
+	cr_assert_lt(wait_err < 0 ? -wait_err : wait_err, 0.05, "wait time off by %.2f%% of the window",
+		     wait_err * 100);
+
+	/* the summary: this VM, its emulator threads' window, the hog as the top culprit */
+	{
+		const struct vm_summary *vm = NULL;
+
+		for (size_t i = 0; i < s.nr_vms; i++)
+			if (s.vms[i].tgid == (__u32)getpid())
+				vm = &s.vms[i];
+		cr_assert_not_null(vm);
+		cr_assert(vm->vmm.known);
+		cr_assert_geq(vm->vmm.threads[VMM_EMULATOR], 1);
+		cr_assert_gt(vm->vmm.run_ns[VMM_EMULATOR], (s1.run_ns - s0.run_ns) / 2);
+		cr_assert_gt(vm->vmm.wait_ns[VMM_EMULATOR], (s1.wait_ns - s0.wait_ns) / 2);
+		cr_assert_gt(vm->vmm.nr_culprits, 0);
+		cr_log_info("top culprit of the VMM threads: %s (tid %u), %.1f ms, %.0f%%", vm->vmm.culprits[0].comm,
+			    vm->vmm.culprits[0].tid, vm->vmm.culprits[0].ns / 1e6, vm->vmm.culprits[0].share * 100);
+		cr_assert_eq(vm->vmm.culprits[0].tid, (__u32)hog);
+		cr_assert_str_eq(vm->vmm.culprits[0].comm, "vmm-hog");
+		cr_assert_gt(vm->vmm.culprits[0].share, 0.5);
+	}
+	summary_free(&s);
+	live_window_free(&w);
+}
