@@ -54,6 +54,7 @@ struct microvm_opts {
 	uint64_t chunk_iters;	  /* --chunk-iters, 0 = calibrate to chunk_us */
 	uint64_t chunk_us;	  /* --chunk-us */
 	int pin;		  /* --pin CPU, -1 = no pinning */
+	uint64_t io_thread_us;	  /* --io-thread-us: an I/O thread busy X us, asleep X us; 0 = none */
 	unsigned int mix;	  /* --mix: bits (1 << enum microvm_mix_op), 0 = none */
 	int irqchip;		  /* --irqchip: in-kernel irqchip, the guest's LAPIC timer ends its halts */
 	int ipi;		  /* --ipi: vCPUs but 0 halt until vCPU 0 sends them an IPI */

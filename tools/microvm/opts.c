@@ -23,6 +23,7 @@ enum {
 	OPT_CHUNK_ITERS,
 	OPT_CHUNK_US,
 	OPT_PIN,
+	OPT_IO_THREAD_US,
 	OPT_MIX,
 	OPT_IRQCHIP,
 	OPT_IPI,
@@ -42,6 +43,7 @@ static const struct option long_options[] = {
 	{ "chunk-iters", required_argument, NULL, OPT_CHUNK_ITERS },
 	{ "chunk-us", required_argument, NULL, OPT_CHUNK_US },
 	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "io-thread-us", required_argument, NULL, OPT_IO_THREAD_US },
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "irqchip", no_argument, NULL, OPT_IRQCHIP },
 	{ "ipi", no_argument, NULL, OPT_IPI },
@@ -74,6 +76,9 @@ void microvm_usage(FILE *f)
 	      "  --chunk-iters K   fixed guest loop iterations between two I/O exits instead\n"
 	      "                    of calibrating (1..1000000000)\n"
 	      "  --pin CPU         pin every vCPU thread of every VM to CPU (sched_setaffinity)\n"
+	      "  --io-thread-us X  each VM also has an I/O thread (`IO iothread0`, pinned with\n"
+	      "                    --pin like its vCPUs) that works X us of CPU time, sleeps\n"
+	      "                    X us, again and again: a VMM thread that is no vCPU\n"
 	      "  --mix OPS         before each chunk the guest also runs each of OPS once (comma-\n"
 	      "                    separated, or all): cpuid, rdmsr, wrmsr (of EFER: exits handled\n"
 	      "                    in KVM), mmio (a write to unmapped memory: KVM_EXIT_MMIO), touch\n"
@@ -309,6 +314,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 			break;
 		case OPT_PIN:
 			r = parse_pin(optarg, &o->pin, err, errlen);
+			break;
+		case OPT_IO_THREAD_US:
+			r = parse_u64("--io-thread-us", optarg, 1, 3600000000ull, &o->io_thread_us, err, errlen);
 			break;
 		case OPT_MIX:
 			r = parse_mix(optarg, &o->mix, err, errlen);

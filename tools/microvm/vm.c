@@ -117,6 +117,13 @@ struct vm {
 	uint64_t busy_ns, idle_ns, chunk_ns;
 	struct kvm_cpuid2 *cpuid; /* --irqchip: what KVM supports, given to each vCPU */
 	sigset_t sleep_mask;	/* the threads' mask without KICK_SIGNAL */
+	/* --io-thread-us: the I/O thread */
+	pthread_t io_thread;
+	bool io_started;
+	pid_t io_tid;
+	uint64_t io_periods; /* busy periods done */
+	struct vcpu_stats io_st; /* its schedstat only */
+	char io_error[160];
 };
 
 static void err_msg(const struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -382,23 +389,57 @@ static int unexpected_exit(struct vcpu *v)
 	}
 }
 
-static void read_schedstat(struct vcpu *v)
+/* Thread tid's /proc schedstat into st. */
+static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 {
 	char path[64];
 	unsigned long long run, wait, slices;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)v->tid);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
 	f = fopen(path, "re");
 	if (!f)
 		return;
 	if (fscanf(f, "%llu %llu %llu", &run, &wait, &slices) == 3) {
-		v->st.sched_run_ns = run;
-		v->st.sched_wait_ns = wait;
-		v->st.sched_timeslices = slices;
-		v->st.schedstat_ok = true;
+		st->sched_run_ns = run;
+		st->sched_wait_ns = wait;
+		st->sched_timeslices = slices;
+		st->schedstat_ok = true;
 	}
 	fclose(f);
+}
+
+/*
+ * The I/O thread (--io-thread-us X): X us of CPU time, then X us asleep,
+ * until the stop; named like QEMU's I/O threads, pinned like the vCPUs. Its
+ * schedstat is its last act, as for the vCPUs.
+ */
+static void *io_thread(void *arg)
+{
+	struct vm *vm = arg;
+	uint64_t x = vm->o->io_thread_us * 1000;
+
+	vm->io_tid = gettid();
+	pthread_setname_np(pthread_self(), "IO iothread0");
+	if (vm->o->pin >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(vm->o->pin, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			snprintf(vm->io_error, sizeof(vm->io_error), "the I/O thread: pinning to CPU %d: %s", vm->o->pin,
+				 strerror(errno));
+	}
+	while (!vm->io_error[0] && !__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t until = thread_cpu_ns() + x;
+
+		while (thread_cpu_ns() < until && !__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE))
+			;
+		vm->io_periods++;
+		halt_sleep(vm, now_ns() + x);
+	}
+	read_schedstat(vm->io_tid, &vm->io_st);
+	return NULL;
 }
 
 static void mark_ready(struct vcpu *v)
@@ -495,7 +536,7 @@ static void *vcpu_thread(void *arg)
 	if (cal.active) /* stopped before calibration finished: report what it was at */
 		st->chunk_iters = cal.iters;
 out:
-	read_schedstat(v);
+	read_schedstat(v->tid, &v->st);
 	return NULL;
 }
 
@@ -814,6 +855,16 @@ static int send_report(struct vm *vm, uint64_t wall_ns, uint64_t running_ns, con
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
 		json_array_append_new(vcpus, vcpu_json(&vm->vcpus[i]));
 	json_object_set_new(body, "vcpus", vcpus);
+	if (vm->io_started)
+		json_object_set_new(
+			body, "io_thread",
+			json_pack("{s:i, s:I, s:o}", "tid", (int)vm->io_tid, "busy_periods", (json_int_t)vm->io_periods,
+				  "schedstat",
+				  vm->io_st.schedstat_ok ?
+					  json_pack("{s:I, s:I, s:I}", "run_ns", (json_int_t)vm->io_st.sched_run_ns,
+						    "wait_ns", (json_int_t)vm->io_st.sched_wait_ns, "timeslices",
+						    (json_int_t)vm->io_st.sched_timeslices) :
+					  json_null()));
 	return send_line(vm, "report", body);
 }
 
@@ -916,6 +967,10 @@ static void stop_vcpus(struct vm *vm)
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
 		if (vm->vcpus[i].started)
 			pthread_join(vm->vcpus[i].thread, NULL);
+	if (vm->io_started) {
+		pthread_kill(vm->io_thread, KICK_SIGNAL);
+		pthread_join(vm->io_thread, NULL);
+	}
 }
 
 int microvm_vm_main(const struct microvm_opts *o)
@@ -963,12 +1018,22 @@ int microvm_vm_main(const struct microvm_opts *o)
 		}
 		vm.vcpus[i].started = true;
 	}
-	if (vm.vcpus[vm.nr_vcpus - 1].started)
+	if (vm.vcpus[vm.nr_vcpus - 1].started && o->io_thread_us) {
+		err = pthread_create(&vm.io_thread, NULL, io_thread, &vm);
+		if (err)
+			err_msg(&vm, "starting the I/O thread: %s", strerror(err));
+		vm.io_started = !err;
+	}
+	if (vm.vcpus[vm.nr_vcpus - 1].started && (!o->io_thread_us || vm.io_started))
 		stopped_by = wait_for_stop(&vm, sig_fd, &running_since);
 	stop_vcpus(&vm);
 	for (unsigned int i = 0; i < vm.nr_vcpus; i++)
 		if (vm.vcpus[i].error[0])
 			err_msg(&vm, "%s", vm.vcpus[i].error);
+	if (vm.io_error[0]) {
+		err_msg(&vm, "%s", vm.io_error);
+		stopped_by = NULL;
+	}
 	if (!stopped_by)
 		goto out;
 	collect_counts(&vm);
