@@ -115,9 +115,12 @@ int vcpustat_add_vmm_thread(struct vcpustat *vs, __u32 tid, __u32 tgid, enum vcp
  * Find the VMM threads of the running VMs in snap that are not tracked yet:
  * the threads of each VM's process that are no vCPU (a thread named like a
  * vCPU waits for its first KVM event), vhost-<pid> workers among them (Linux
- * 6.4+), and vhost-<pid> kernel threads (older kernels: a walk of every
- * process, at most every VCPUSTAT_VHOST_SCAN_NS). Returns how many were added.
+ * 6.4+), looked at when a VM is first seen and then at most every
+ * VCPUSTAT_VMM_SCAN_NS; and vhost-<pid> kernel threads (older kernels: a walk
+ * of every process, at most every VCPUSTAT_VHOST_SCAN_NS). Returns how many
+ * were added.
  */
+#define VCPUSTAT_VMM_SCAN_NS 2000000000ull
 #define VCPUSTAT_VHOST_SCAN_NS 5000000000ull
 int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap, const char *proc_root);
 

@@ -107,6 +107,8 @@ struct vcpustat {
 	void *read_keys, *read_vals;
 	size_t read_keys_size, read_vals_size;
 	__u64 vhost_scan_ns; /* the last look for vhost-<pid> kernel threads (vcpustat_seed_vmm) */
+	struct hashmap vmm_scans; /* VM tgid -> __u64: the last look at its threads (when vmm_scans_on) */
+	bool vmm_scans_on;
 };
 
 static vcpustat_log_fn log_fn;
@@ -615,6 +617,8 @@ void vcpustat_close(struct vcpustat *vs)
 	pthread_mutex_destroy(&vs->read_lock);
 	free(vs->read_keys);
 	free(vs->read_vals);
+	if (vs->vmm_scans_on)
+		hashmap_free(&vs->vmm_scans);
 	free(vs);
 }
 
@@ -1506,13 +1510,22 @@ static int seed_vhost_kthreads(struct vcpustat *vs, const char *proc_root, const
 
 int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap, const char *proc_root)
 {
-	struct hashmap known, vms;
+	struct hashmap known = { 0 }, vms = { 0 }, scans;
 	__u64 now = vcpustat_now_ns();
 	int added = 0, err;
 	size_t i;
 
 	if (!proc_root)
 		proc_root = "/proc";
+	if (!vs->vmm_scans_on) {
+		err = hashmap_init(&vs->vmm_scans, sizeof(__u32), sizeof(__u64), 0);
+		if (err)
+			return err;
+		vs->vmm_scans_on = true;
+	}
+	err = hashmap_init(&scans, sizeof(__u32), sizeof(__u64), 0);
+	if (err)
+		return err;
 	err = hashmap_init(&known, sizeof(__u32), 1, 0);
 	if (!err)
 		err = hashmap_init(&vms, sizeof(__u32), 1, 0);
@@ -1523,9 +1536,22 @@ int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap,
 	for (i = 0; i < snap->nr_vms && !err; i++)
 		if (!snap->vms[i].exited_ns)
 			err = set_add(&vms, snap->vms[i].tgid);
-	for (i = 0; i < snap->nr_vms && !err; i++)
-		if (!snap->vms[i].exited_ns)
+	/* each VM when first seen, then every VCPUSTAT_VMM_SCAN_NS: a look costs a few syscalls */
+	for (i = 0; i < snap->nr_vms && !err; i++) {
+		const __u64 *last = hashmap_lookup(&vs->vmm_scans, &snap->vms[i].tgid);
+		__u64 t = last ? *last : 0;
+
+		if (snap->vms[i].exited_ns)
+			continue;
+		if (!last || now - *last >= VCPUSTAT_VMM_SCAN_NS) {
 			added += seed_vmm_process(vs, proc_root, snap->vms[i].tgid, &known);
+			t = now;
+		}
+		err = hashmap_update(&scans, &snap->vms[i].tgid, &t);
+	}
+	/* the VMs gone are forgotten */
+	hashmap_free(&vs->vmm_scans);
+	vs->vmm_scans = scans;
 	/* a walk of every process: not at every refresh */
 	if (!err && vms.count && (!vs->vhost_scan_ns || now - vs->vhost_scan_ns >= VCPUSTAT_VHOST_SCAN_NS)) {
 		vs->vhost_scan_ns = now;
