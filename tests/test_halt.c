@@ -413,6 +413,28 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 	snprintf(args, sizeof(args), "query %s --at 61000 --path '/vms/hv/vcpus/1/wake_reason'", sht);
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "ipi"), "%s", out);
+	{
+		/* plot: the wake-up histogram, stacked by reason */
+		char svg[] = "/tmp/vcpustat-halt-XXXXXX.svg", *text = NULL;
+		size_t len = 0;
+		FILE *f;
+
+		fd = mkstemps(svg, 4);
+		cr_assert_geq(fd, 0);
+		close(fd);
+		snprintf(args, sizeof(args), "plot %s -o %s", sht, svg);
+		cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+		f = fopen(svg, "r");
+		cr_assert_not_null(f);
+		cr_assert_gt(getdelim(&text, &len, '\0', f), 0);
+		fclose(f);
+		cr_assert_not_null(strstr(text, "Wake-up to guest code, by what woke the sleeping vCPU (5 in the window)"),
+				   "%s", text);
+		cr_assert_not_null(strstr(text, ">ipi (1)<"), "the reasons' legend");
+		cr_assert_not_null(strstr(text, ">timer (1)<"), "the reasons' legend");
+		free(text);
+		unlink(svg);
+	}
 	unlink(cap);
 	unlink(sht);
 }

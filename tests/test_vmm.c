@@ -24,6 +24,7 @@
 #include "live/live.h"
 #include "model/model.h"
 #include "record/record.h"
+#include "export/export.h"
 
 #define VM 100
 #define VCPU 101
@@ -172,6 +173,18 @@ Test(vmm, the_summary_gives_the_window_of_the_vmm_threads)
 	cr_assert_str_eq(vm->vmm.culprits[0].comm, "t997");
 	cr_assert_eq(vm->vmm.culprits[1].ns, 50);
 	cr_assert_eq(vm->nr_culprits, 0, "the VMM threads' culprits are not the vCPUs'");
+	{
+		/* plot: a bar per kind on a CPU and waiting, with the steal share */
+		struct plot_doc pd = { .s = &s, .seconds = s.seconds, .window = "test", .source = "live" };
+		char *svg;
+		size_t len;
+
+		cr_assert_eq(plot_svg(&pd, &svg, &len), 0);
+		cr_assert_not_null(strstr(svg, "other threads: on a CPU, and waiting for one"), "%s", svg);
+		cr_assert_not_null(strstr(svg, "<title>emulator/IO on CPU: 1 threads,"), "%s", svg);
+		cr_assert_not_null(strstr(svg, "steal 25.0 %"), "150 ns of 600: %s", svg);
+		free(svg);
+	}
 	summary_free(&s);
 
 	/* the next window: nothing happened */

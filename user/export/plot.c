@@ -342,6 +342,56 @@ static double vcpu_bars(FILE *f, double top, const struct vm_summary *vm, bool l
 }
 
 /*
+ * The VMM's other threads (where known: live, --level full recordings): per
+ * kind a bar of its CPU time and one of its waiting for a CPU, scaled to the
+ * longest; labelled with the time and the steal share. 0 height if none ran.
+ */
+static double vmm_bars(FILE *f, double top, const struct vm_summary *vm)
+{
+	static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
+	const double row = 18, bar = 13;
+	__u64 most = 0;
+	double y;
+	char buf[128], a[32];
+
+	if (!vm->vmm.known || (!vm->vmm.threads[VMM_EMULATOR] && !vm->vmm.threads[VMM_VHOST]))
+		return 0;
+	for (int k = 0; k < VMM_NR_KINDS; k++) {
+		if (vm->vmm.run_ns[k] > most)
+			most = vm->vmm.run_ns[k];
+		if (vm->vmm.wait_ns[k] > most)
+			most = vm->vmm.wait_ns[k];
+	}
+	plot_text(f, LEFT, top + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
+		  "The VMM's other threads: on a CPU, and waiting for one");
+	y = top + 24;
+	for (int k = 0; k < VMM_NR_KINDS; k++) {
+		__u64 all = vm->vmm.run_ns[k] + vm->vmm.wait_ns[k];
+
+		for (int w = 0; w < 2; w++, y += row) {
+			__u64 ns = w ? vm->vmm.wait_ns[k] : vm->vmm.run_ns[k];
+			double len = most ? PLOT_W * 0.8 * (double)ns / (double)most : 0;
+
+			snprintf(buf, sizeof(buf), "%s %s", kind[k], w ? "waiting" : "on CPU");
+			plot_text(f, LEFT - 6, y + bar - 2, "end", "font-size:11px;fill:#444", buf);
+			fprintf(f,
+				"<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" style=\"fill:%s\">"
+				"<title>%s: %u threads, %s</title></rect>\n",
+				LEFT, y, len, bar, plot_state_color(w ? VCPU_WAIT : VCPU_HOST), buf, vm->vmm.threads[k],
+				fmt_ns((double)ns, a, sizeof(a)));
+			if (w)
+				snprintf(buf, sizeof(buf), "%s, steal %.1f %%", fmt_ns((double)ns, a, sizeof(a)),
+					 all ? 100.0 * (double)ns / (double)all : 0.0);
+			else
+				snprintf(buf, sizeof(buf), "%s, %u thread%s", fmt_ns((double)ns, a, sizeof(a)),
+					 vm->vmm.threads[k], vm->vmm.threads[k] == 1 ? "" : "s");
+			plot_text(f, LEFT + len + 6, y + bar - 2, "start", "font-size:11px;fill:#444", buf);
+		}
+	}
+	return y - top + 12;
+}
+
+/*
  * What the exits accessed (exit details): per kind, a horizontal bar per row,
  * the top TOP_DETAILS by handling time, bars scaled to the VM's longest total;
  * each labelled with its count and total. 0 height without details.
@@ -598,6 +648,9 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 		y += h;
 		h = hist_chart(f, y, "Run-queue wait (preempted or woken, until on a CPU)", &vm->runq, 1);
 		y += h;
+		h = hist_chart(f, y, "Wake-up to guest code, by what woke the sleeping vCPU", vm->wakes, vm->nr_wakes);
+		y += h;
+		y += vmm_bars(f, y, vm);
 		y += detail_bars(f, y, vm);
 		if (!vm->nr_exits)
 			plot_text(f, LEFT, y + 4, "start", "font-size:11px;fill:#666",
