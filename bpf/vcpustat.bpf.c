@@ -112,6 +112,22 @@ struct {
 	__type(value, struct vcpustat_culprit);
 } culprits SEC(".maps");
 
+/* Where each CPU is (placement), written by user space before it attaches. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to the number of possible CPUs before load */
+	__type(key, __u32);
+	__type(value, struct vcpustat_cpu_topo);
+} cpu_topo SEC(".maps");
+
+/* vCPU-nanoseconds per (VM, CPU), closed intervals (placement). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VCPUSTAT_MAX_PLACES);
+	__type(key, struct vcpustat_place_key);
+	__type(value, __u64);
+} vm_cpu SEC(".maps");
+
 /* The VMM's threads that are no vCPU (include/vcpustat_abi.h), added by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -212,6 +228,24 @@ static __always_inline int env_vmm_insert(__u32 tid, const struct vcpustat_vmm_t
 static __always_inline void env_vmm_delete(__u32 tid)
 {
 	bpf_map_delete_elem(&vmm_threads, &tid);
+}
+
+static __always_inline const struct vcpustat_cpu_topo *env_cpu_topo(__u32 cpu)
+{
+	const struct vcpustat_cpu_topo *t = bpf_map_lookup_elem(&cpu_topo, &cpu);
+
+	return t && t->valid ? t : NULL;
+}
+
+static __always_inline __u64 *env_place_get(const struct vcpustat_place_key *k)
+{
+	__u64 *ns = bpf_map_lookup_elem(&vm_cpu, k);
+	__u64 zero = 0;
+
+	if (ns)
+		return ns;
+	bpf_map_update_elem(&vm_cpu, k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&vm_cpu, k);
 }
 
 static __always_inline struct vcpustat_vm *env_vm_lookup(__u32 tgid)

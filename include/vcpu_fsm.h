@@ -204,6 +204,7 @@ struct vcpu_fsm_step {
 	unsigned int from, to;	/* enum vcpu_fsm_state */
 	unsigned int gone;	/* the vCPU's thread exited */
 	unsigned int pcpu_changed;
+	unsigned int pcpu_from;	/* with pcpu_changed: the pCPU before (VCPU_PCPU_NONE: none) */
 	unsigned long long at;	/* start of the new interval */
 	unsigned long long dur; /* length of the interval that closed */
 	struct vcpu_fsm_sample sample[2];
@@ -244,6 +245,7 @@ VCPU_FSM_INLINE void vcpu_fsm_step_clear(struct vcpu_fsm_step *s, unsigned int s
 	s->to = state;
 	s->gone = 0;
 	s->pcpu_changed = 0;
+	s->pcpu_from = VCPU_PCPU_NONE;
 	s->at = 0;
 	s->dur = 0;
 	for (unsigned int i = 0; i < 2; i++) {
@@ -295,6 +297,7 @@ VCPU_FSM_INLINE void vcpu_fsm_on_cpu(struct vcpu_fsm *f, unsigned int cpu, struc
 		return;
 	if (f->pcpu != VCPU_PCPU_NONE)
 		f->migrations++;
+	s->pcpu_from = f->pcpu;
 	f->pcpu = cpu;
 	s->pcpu_changed = 1;
 }

@@ -193,6 +193,10 @@ struct vcpustat_vcpu {
 	__u8 wake_hint;	    /* what its waker's context said (EV_WAKING), for the coming wakeup */
 	__u8 pad2;
 	__u64 wake_ts;	    /* when it was woken */
+	/* placement (cpu_topo map): */
+	__u64 oncpu_since;  /* when it last came on a CPU (its pcpu): its time there is charged at its leaving */
+	__u64 cross_node;   /* pCPU changes to another NUMA node */
+	__u64 cross_llc;    /* ... to another last-level cache */
 };
 
 /*
@@ -227,6 +231,32 @@ struct vcpustat_cpu {
 	__u64 irq_ts;
 	__u32 irq_tid;
 	__u32 irq_reason;
+	/*
+	 * The vCPU on this CPU now (occ_tid 0: none), since when: written by this
+	 * CPU's own events, read by its SMT sibling's (placement).
+	 */
+	__u32 occ_tid;
+	__u32 occ_tgid;
+	__u64 occ_since;
+};
+
+/*
+ * cpu_topo map: key = CPU number, written by user space (vcpustat_set_topology)
+ * before it attaches; valid 0: no topology for that CPU. Where the CPU is:
+ * what placement needs in the kernel (moves across nodes and caches, and
+ * which CPU shares its core).
+ */
+struct vcpustat_cpu_topo {
+	__s32 node;    /* NUMA node, -1: unknown */
+	__s32 llc;     /* last-level cache id, -1: unknown */
+	__u32 sibling; /* another hardware thread of its core, VCPU_PCPU_NONE: none */
+	__u32 valid;
+};
+
+/* vm_cpu map: the vCPU-nanoseconds each VM ran on each CPU (placement), closed intervals. */
+struct vcpustat_place_key {
+	__u32 tgid;
+	__u32 cpu;
 };
 
 /* An interrupt accepted this long (or less) before a wake-up by the same thread caused it. */
@@ -261,6 +291,13 @@ struct vcpustat_vm {
 	/* its VMM threads' closed intervals (vmm_thread.run_ns, wait_ns), by enum vcpustat_vmm_kind */
 	__u64 vmm_run_ns[2];
 	__u64 vmm_wait_ns[2];
+	/*
+	 * vCPU-time of its vCPUs on a core whose other hardware thread ran a vCPU
+	 * of another VM (smt_other_ns) or of this VM (smt_same_ns), charged when
+	 * the first of the two leaves
+	 */
+	__u64 smt_other_ns;
+	__u64 smt_same_ns;
 };
 
 /*
@@ -388,6 +425,7 @@ enum vcpustat_lost {
 	VCPUSTAT_LOST_WAIT_SLOTS,  /* > VCPUSTAT_WAIT_SLOTS vCPUs waited on one CPU: not attributed */
 	VCPUSTAT_LOST_DETAIL_FULL, /* details/fault_pages map full, even for the "other" row */
 	VCPUSTAT_LOST_VMM_FULL,	   /* vmm_threads map full: a VMM thread not tracked */
+	VCPUSTAT_LOST_PLACE_FULL,  /* vm_cpu map full: on-CPU time of a (VM, CPU) not kept */
 	VCPUSTAT_NR_LOST,
 };
 
@@ -400,6 +438,7 @@ enum vcpustat_lost {
 #define VCPUSTAT_MAX_DETAILS 4096     /* port, MMIO and MSR rows of all VMs */
 #define VCPUSTAT_MAX_FAULT_PAGES 4096 /* page-fault rows of all VMs */
 #define VCPUSTAT_MAX_VMM_THREADS 8192 /* VMM threads (not vCPUs) of all VMs */
+#define VCPUSTAT_MAX_PLACES 16384     /* (VM, CPU) pairs of vm_cpu */
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */
 #define VCPUSTAT_RINGBUF_CPU_MIN_BYTES (1u << 20) /* ... but at least this per CPU */
 

@@ -36,6 +36,8 @@
  *   int   env_vmm_insert(__u32 tid, const struct vcpustat_vmm_thread *t);  0 or <0 (full)
  *   void  env_vmm_delete(__u32 tid);
  *   void  env_tid_tracked(__u32 tid, bool tracked);                   a VMM thread was added or is about to go
+ *   const struct vcpustat_cpu_topo *env_cpu_topo(__u32 cpu);           NULL if unknown
+ *   __u64 *env_place_get(const struct vcpustat_place_key *k);          lookup or create zeroed, NULL if full
  */
 #ifndef VCPUSTAT_HANDLER_H
 #define VCPUSTAT_HANDLER_H
@@ -235,9 +237,87 @@ HANDLER_INLINE void exit_details_close(struct vcpustat_vcpu *v, __u64 now)
 }
 
 /* Everything a state-machine step produced: histogram samples and records. */
-HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, const struct vcpustat_vcpu *v,
+/* ---- placement: where vCPUs ran (vm_cpu), moves across nodes and caches, SMT siblings ---- */
+
+/* The vCPU moved from CPU `from` to `to`: across a node, a last-level cache? */
+HANDLER_INLINE void place_moved(struct vcpustat_vcpu *v, __u32 from, __u32 to)
+{
+	const struct vcpustat_cpu_topo *a = env_cpu_topo(from), *b;
+
+	if (!a)
+		return;
+	b = env_cpu_topo(to);
+	if (!b)
+		return;
+	if (a->node >= 0 && b->node >= 0 && a->node != b->node)
+		v->cross_node++;
+	if (a->llc >= 0 && b->llc >= 0 && a->llc != b->llc)
+		v->cross_llc++;
+}
+
+/* Two vCPUs (of VMs a and b) shared a core for ns: vCPU-time beside another VM's vCPU, or beside its own VM's. */
+HANDLER_INLINE void smt_add(__u32 a, __u32 b, __u64 ns)
+{
+	struct vcpustat_vm *vm = env_vm_lookup(a);
+
+	if (a == b) {
+		if (vm)
+			__sync_fetch_and_add(&vm->smt_same_ns, 2 * ns);
+		return;
+	}
+	if (vm)
+		__sync_fetch_and_add(&vm->smt_other_ns, ns);
+	vm = env_vm_lookup(b);
+	if (vm)
+		__sync_fetch_and_add(&vm->smt_other_ns, ns);
+}
+
+/* vCPU v comes on cpu at ts. */
+HANDLER_INLINE void occupant_begin(struct vcpustat_cpu *c, struct vcpustat_vcpu *v, __u64 ts)
+{
+	c->occ_since = ts;
+	c->occ_tgid = v->tgid;
+	c->occ_tid = v->tid;
+	v->oncpu_since = ts;
+}
+
+/*
+ * The vCPU on cpu leaves it at ts: its time there, and its overlap with the
+ * vCPU on its SMT sibling (that one's earlier overlaps were charged when they
+ * ended: each overlap is charged by the first of the two to leave).
+ */
+HANDLER_INLINE void occupant_end(struct vcpustat_cpu *c, __u32 cpu, __u64 ts)
+{
+	struct vcpustat_place_key key = { .tgid = c->occ_tgid, .cpu = cpu };
+	const struct vcpustat_cpu_topo *t;
+	__u64 since = c->occ_since, *ns;
+
+	c->occ_tid = 0;
+	if (ts <= since)
+		return;
+	ns = env_place_get(&key);
+	if (ns)
+		__sync_fetch_and_add(ns, ts - since);
+	else
+		env_lost(VCPUSTAT_LOST_PLACE_FULL);
+	t = env_cpu_topo(cpu);
+	if (t && t->sibling != VCPU_PCPU_NONE && t->sibling != cpu) {
+		struct vcpustat_cpu *sib = env_cpu(t->sibling);
+
+		if (sib && sib->occ_tid) {
+			__u64 from = sib->occ_since > since ? sib->occ_since : since;
+
+			if (ts > from)
+				smt_add(key.tgid, sib->occ_tgid, ts - from);
+		}
+	}
+}
+
+HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, struct vcpustat_vcpu *v,
 			       const struct vcpu_fsm_step *s, __u32 arg0, __u32 arg1)
 {
+	if (s->pcpu_changed && s->pcpu_from != VCPU_PCPU_NONE)
+		place_moved(v, s->pcpu_from, v->fsm.pcpu);
 	if (s->sample[0].kind != VCPU_SAMPLE_NONE)
 		hist_add(v->tgid, &s->sample[0]);
 	if (s->sample[1].kind != VCPU_SAMPLE_NONE)
@@ -553,8 +633,13 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	struct vcpustat_cpu *c;
 
 	c = env_cpu(cpu);
-	if (c)
+	if (c) {
 		charge_culprits(ev, c);
+		if (c->occ_tid == prev && prev)
+			occupant_end(c, cpu, ev->ts);
+		else
+			c->occ_tid = 0; /* an occupant whose leaving was not seen: its time is not known */
+	}
 
 	v = env_vcpu_lookup(prev);
 	if (v) {
@@ -572,6 +657,8 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		wait_end(v);
 		vcpu_fsm_switch_in(&v->fsm, ev->ts, cpu, &s);
 		apply_step(ev, v, &s, cpu, 0);
+		if (c)
+			occupant_begin(c, v, ev->ts);
 	} else if ((t = env_vmm_lookup(next))) {
 		vmm_enter(t, VCPUSTAT_VMM_T_RUN, ev->ts, cpu);
 	}
@@ -713,6 +800,10 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 
 	v = env_vcpu_lookup(tid);
 	if (v) {
+		struct vcpustat_cpu *c = env_cpu((__u32)ev->cpu);
+
+		if (c && c->occ_tid == tid)
+			occupant_end(c, (__u32)ev->cpu, ev->ts);
 		wait_end(v);
 		if (v->fsm.flags & VCPU_F_IN_EXIT)
 			exit_details_close(v, ev->ts); /* like its exit's latency sample */
@@ -757,6 +848,13 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 	v = vcpu_discover(ev, kvm_vcpu_id);
 	if (!v)
 		return;
+	{
+		/* a KVM event runs in the vCPU's thread: it is on this CPU (seen here first if seeded, say) */
+		struct vcpustat_cpu *c = env_cpu((__u32)ev->cpu);
+
+		if (c && c->occ_tid != v->tid)
+			occupant_begin(c, v, ev->ts);
+	}
 
 	switch (ev->type) {
 	case VCPUSTAT_EV_KVM_ENTRY:

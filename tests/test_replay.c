@@ -121,6 +121,11 @@ static int cmp_vmm(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+static int cmp_place(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct vcpustat_place_key));
+}
+
 static int cmp_hist(const void *a, const void *b)
 {
 	return memcmp(&((const struct vcpustat_hist_entry *)a)->key, &((const struct vcpustat_hist_entry *)b)->key,
@@ -151,6 +156,11 @@ static void assert_same_snapshots(struct vcpustat_snapshot *a, struct vcpustat_s
 	qsort(a->vmm, a->nr_vmm, sizeof(*a->vmm), cmp_vmm);
 	qsort(b->vmm, b->nr_vmm, sizeof(*b->vmm), cmp_vmm);
 	cr_assert_eq(memcmp(a->vmm, b->vmm, a->nr_vmm * sizeof(*a->vmm)), 0, "round %d: VMM threads differ", round);
+	cr_assert_eq(a->nr_places, b->nr_places, "round %d: (VM, CPU) places", round);
+	qsort(a->places, a->nr_places, sizeof(*a->places), cmp_place);
+	qsort(b->places, b->nr_places, sizeof(*b->places), cmp_place);
+	cr_assert_eq(memcmp(a->places, b->places, a->nr_places * sizeof(*a->places)), 0, "round %d: places differ",
+		     round);
 	qsort(a->details, a->nr_details, sizeof(*a->details), cmp_detail);
 	qsort(b->details, b->nr_details, sizeof(*b->details), cmp_detail);
 	cr_assert_eq(memcmp(a->details, b->details, a->nr_details * sizeof(*a->details)), 0,
@@ -240,6 +250,7 @@ Test(replay, kernel_and_user_space_replay_are_identical, .timeout = 120)
 					    (unsigned long long)vmm_ns, vmm_culprits);
 				cr_assert_gt(vmm_ns, 0, "the sequence exercises the VMM threads");
 				cr_assert_gt(vmm_culprits, 0, "and their culprits");
+				cr_assert_gt(a.nr_places, 0, "and where the vCPUs ran");
 			}
 		}
 		vcpustat_snapshot_free(&a);

@@ -46,7 +46,42 @@ static void vm_free(struct acc_vm *vm)
 	hashmap_free(&vm->culprit_idx);
 	free(vm->details);
 	hashmap_free(&vm->detail_idx);
+	free(vm->node_ns);
+	free(vm->llc_ns);
 	free(vm);
+}
+
+/* Add the window's placement of vs (per node and cache with the summary's topology) to vm. */
+static int place_charge(struct acc_vm *vm, const struct summary *s, const struct vm_summary *vs)
+{
+	for (int llc = 0; llc < 2; llc++) {
+		__u64 **arr = llc ? &vm->llc_ns : &vm->node_ns;
+		int *nr = llc ? &vm->nr_llc : &vm->nr_node;
+
+		for (size_t i = 0; i < vs->place.nr_cpus; i++) {
+			__u32 cpu = vs->place.cpus[i].cpu;
+			int id = cpu < s->topo->nr_cpus ? (llc ? s->topo->llc[cpu] : s->topo->node[cpu]) : -1;
+
+			if (id < 0 || id > 65535)
+				continue;
+			if (id >= *nr) {
+				__u64 *grown = realloc(*arr, (size_t)(id + 1) * sizeof(**arr));
+
+				if (!grown)
+					return -ENOMEM;
+				memset(grown + *nr, 0, (size_t)(id + 1 - *nr) * sizeof(*grown));
+				*arr = grown;
+				*nr = id + 1;
+			}
+			(*arr)[id] += vs->place.cpus[i].ns;
+		}
+	}
+	vm->place_known = true;
+	vm->cross_node += vs->place.cross_node;
+	vm->cross_llc += vs->place.cross_llc;
+	vm->smt_other_ns += vs->place.smt_other_ns;
+	vm->smt_same_ns += vs->place.smt_same_ns;
+	return 0;
 }
 
 void metrics_free(struct metrics *m)
@@ -457,6 +492,11 @@ int metrics_add(struct metrics *m, const struct summary *s)
 			if (!h)
 				return -ENOMEM;
 			hist_add(h, &vs->wakes[w]);
+		}
+		if (vs->place.known && s->topo) {
+			err = place_charge(vm, s, vs);
+			if (err)
+				return err;
 		}
 		if (vs->vmm.known) {
 			vm->vmm_known = true;

@@ -76,6 +76,11 @@ struct acc_vm {
 	unsigned long halt_poll_add; /* that window's metrics.nr_adds (VMs of one name: the largest) */
 	struct acc_counts c;
 	bool vmm_known;					 /* its VMM's other threads were accounted */
+	/* placement (live, where the host's topology is known): vCPU-ns per node id and cache id */
+	bool place_known;
+	__u64 *node_ns, *llc_ns;
+	int nr_node, nr_llc; /* ids 0 .. nr-1 */
+	__u64 cross_node, cross_llc, smt_other_ns, smt_same_ns;
 	__u64 vmm_run_ns[VMM_NR_KINDS], vmm_wait_ns[VMM_NR_KINDS]; /* by enum { VMM_EMULATOR, VMM_VHOST } */
 	struct acc_vcpu *vcpus; /* by index */
 	size_t nr_vcpus;

@@ -127,6 +127,29 @@ json_t *metrics_json(const struct metrics *m)
 							      "wait_seconds", (double)vm->vmm_wait_ns[k] / 1e9));
 			json_object_set_new(o, "vmm_threads", t);
 		}
+		/* vcpustat_placement_*: per node and cache, migrations across them, SMT sharing */
+		if (vm->place_known) {
+			json_t *pl = json_object(), *nodes = json_object(), *llcs = json_object();
+			char id[16];
+
+			for (int d = 0; d < vm->nr_node; d++)
+				if (vm->node_ns[d]) {
+					snprintf(id, sizeof(id), "%d", d);
+					json_object_set_new(nodes, id, json_real((double)vm->node_ns[d] / 1e9));
+				}
+			for (int d = 0; d < vm->nr_llc; d++)
+				if (vm->llc_ns[d]) {
+					snprintf(id, sizeof(id), "%d", d);
+					json_object_set_new(llcs, id, json_real((double)vm->llc_ns[d] / 1e9));
+				}
+			json_object_set_new(pl, "node_seconds", nodes);
+			json_object_set_new(pl, "llc_seconds", llcs);
+			json_object_set_new(pl, "cross_node_migrations", json_integer((json_int_t)vm->cross_node));
+			json_object_set_new(pl, "cross_llc_migrations", json_integer((json_int_t)vm->cross_llc));
+			json_object_set_new(pl, "smt_other_vm_seconds", json_real((double)vm->smt_other_ns / 1e9));
+			json_object_set_new(pl, "smt_same_vm_seconds", json_real((double)vm->smt_same_ns / 1e9));
+			json_object_set_new(o, "placement", pl);
+		}
 		/* vcpustat_vcpu_halt_poll_seconds: the largest of its vCPUs' (per vCPU below) */
 		json_object_set_new(o, "halt_poll_seconds", json_real((double)vm->halt_poll_ns / 1e9));
 		if (!m->o.no_vcpu_labels) {

@@ -352,6 +352,20 @@ static const struct family fam_vmm_wait = {
 	"vcpustat_vmm_thread_wait_seconds", F_COUNTER, "seconds",
 	"Seconds the VM's VMM threads that are no vCPU spent runnable, waiting for a CPU (emulator and vhost steal), "
 	"by kind"};
+static const struct family fam_place_node = {
+	"vcpustat_placement_node_seconds", F_COUNTER, "seconds",
+	"vCPU-seconds the VM's vCPUs ran on the CPUs of each NUMA node (live, with the host's topology)"};
+static const struct family fam_place_llc = {
+	"vcpustat_placement_llc_seconds", F_COUNTER, "seconds",
+	"vCPU-seconds the VM's vCPUs ran under each last-level cache (numbered in order of their first CPU)"};
+static const struct family fam_place_moves = {
+	"vcpustat_placement_migrations", F_COUNTER, NULL,
+	"Migrations of the VM's vCPUs to a CPU of another NUMA node (across=\"node\") or another last-level cache "
+	"(across=\"llc\")"};
+static const struct family fam_place_smt = {
+	"vcpustat_placement_smt_seconds", F_COUNTER, "seconds",
+	"vCPU-seconds the VM's vCPUs ran while the other hardware thread of their core ran a vCPU of another VM "
+	"(beside=\"other_vm\": the noisy-neighbour share) or of the same VM (beside=\"same_vm\")"};
 static const struct family fam_halt_poll = {
 	"vcpustat_vcpu_halt_poll_seconds", F_GAUGE, "seconds",
 	"The vCPU's halt_poll_ns (how long KVM polls at its next halt) as last seen; 0: polling off or never seen"};
@@ -621,6 +635,52 @@ static void walk_vmm_threads(struct sink *k, const struct metrics *m)
 	}
 }
 
+/* Placement per VM (VMs whose placement is known: live, with a topology). */
+static void walk_placement(struct sink *k, const struct metrics *m)
+{
+	char val[32], id[16];
+
+	for (int llc = 0; llc < 2; llc++) {
+		family_begin(k, llc ? &fam_place_llc : &fam_place_node);
+		for (size_t i = 0; i < m->nr_vms; i++) {
+			const struct acc_vm *vm = m->vms[i];
+			const __u64 *ns = llc ? vm->llc_ns : vm->node_ns;
+			int nr = llc ? vm->nr_llc : vm->nr_node;
+
+			for (int d = 0; vm->place_known && d < nr; d++) {
+				struct label l[] = { { "vm", vm->name }, { llc ? "llc" : "node", id } };
+
+				if (!ns[d])
+					continue;
+				snprintf(id, sizeof(id), "%d", d);
+				emit(k, "_total", l, 2, fmt_seconds(val, sizeof(val), ns[d]));
+			}
+		}
+	}
+	family_begin(k, &fam_place_moves);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+		struct label n[] = { { "vm", vm->name }, { "across", "node" } };
+		struct label c[] = { { "vm", vm->name }, { "across", "llc" } };
+
+		if (!vm->place_known)
+			continue;
+		emit(k, "_total", n, 2, fmt_u64(val, sizeof(val), vm->cross_node));
+		emit(k, "_total", c, 2, fmt_u64(val, sizeof(val), vm->cross_llc));
+	}
+	family_begin(k, &fam_place_smt);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+		struct label o[] = { { "vm", vm->name }, { "beside", "other_vm" } };
+		struct label sm[] = { { "vm", vm->name }, { "beside", "same_vm" } };
+
+		if (!vm->place_known)
+			continue;
+		emit(k, "_total", o, 2, fmt_seconds(val, sizeof(val), vm->smt_other_ns));
+		emit(k, "_total", sm, 2, fmt_seconds(val, sizeof(val), vm->smt_same_ns));
+	}
+}
+
 static void walk(struct sink *k, const struct metrics *m)
 {
 	char val[64];
@@ -635,6 +695,7 @@ static void walk(struct sink *k, const struct metrics *m)
 	walk_counter(k, m, &fam_vuexits, get_uexits, false);
 	walk_halt_polls(k, m);
 	walk_vmm_threads(k, m);
+	walk_placement(k, m);
 	walk_hists(k, m);
 	walk_culprits(k, m);
 	walk_details(k, m);

@@ -104,6 +104,13 @@ int vcpustat_seed(struct vcpustat *vs, const char *proc_root);
 int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, const char *comm);
 
 /*
+ * Tell the kernel side where each CPU is (placement: moves across NUMA nodes
+ * and last-level caches, SMT siblings); t->core identifies a CPU's core.
+ * Before the programs run. Returns the number of CPUs set, or -errno.
+ */
+int vcpustat_set_topology(struct vcpustat *vs, const struct cpu_topology *t);
+
+/*
  * Track thread tid of VM tgid as one of its VMM's other threads (emulator,
  * I/O thread, vhost worker) from now on: its time on a CPU and waiting for
  * one from its first scheduler event. comm may be NULL.
@@ -236,6 +243,8 @@ struct live_window {
 	struct vcpustat_snapshot prev; /* the end of the last window */
 	bool have_prev;
 	const struct summary_filter *filter;
+	struct cpu_topology topo; /* the host's (sysfs), given to the kernel side and to the summaries */
+	bool have_topo;
 };
 
 int live_window_init(struct live_window *w, struct vcpustat *vs, const struct summary_filter *filter);

@@ -456,6 +456,7 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	vs->skel->data_hotpath->hotpath.level_full = opts->record_level >= VCPUSTAT_LEVEL_FULL;
 	vs->skel->rodata->record_raw = opts->record_raw;
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
+	bpf_map__set_max_entries(vs->skel->maps.cpu_topo, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {
 		bpf_map__set_max_entries(vs->skel->maps.vcpus, opts->max_vcpus);
 		bpf_map__set_max_entries(vs->skel->maps.dead_vcpus, opts->max_vcpus);
@@ -930,6 +931,19 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 		goto fail;
 	free(keys);
 	snap->vmm = vals;
+	err = read_hash_locked(vs, vs->skel->maps.vm_cpu, false, &snap->nr_places);
+	if (err)
+		goto fail;
+	snap->places = calloc(snap->nr_places ? snap->nr_places : 1, sizeof(*snap->places));
+	for (i = 0; snap->places && i < snap->nr_places; i++) {
+		snap->places[i].key = ((struct vcpustat_place_key *)vs->read_keys)[i];
+		snap->places[i].ns = ((__u64 *)vs->read_vals)[i];
+	}
+	pthread_mutex_unlock(&vs->read_lock);
+	if (!snap->places) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	err = read_lost(vs, snap->lost);
 	if (err)
 		goto fail;
@@ -973,7 +987,28 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 		err = delete_by_tgid(vs, vs->skel->maps.details, tgid);
 	if (!err)
 		err = delete_by_tgid(vs, vs->skel->maps.fault_pages, tgid);
+	if (!err)
+		err = delete_by_tgid(vs, vs->skel->maps.vm_cpu, tgid);
 	return err;
+}
+
+int vcpustat_set_topology(struct vcpustat *vs, const struct cpu_topology *t)
+{
+	int fd = bpf_map__fd(vs->skel->maps.cpu_topo), set = 0;
+
+	for (unsigned int cpu = 0; cpu < t->nr_cpus && cpu < (unsigned int)vs->ncpus; cpu++) {
+		struct vcpustat_cpu_topo v = { .node = t->node[cpu], .llc = t->llc[cpu], .sibling = VCPU_PCPU_NONE,
+					       .valid = 1 };
+
+		/* the first other hardware thread of its core (placement counts one sibling) */
+		for (unsigned int o = 0; t->core[cpu] >= 0 && o < t->nr_cpus && v.sibling == VCPU_PCPU_NONE; o++)
+			if (o != cpu && t->core[o] == t->core[cpu])
+				v.sibling = o;
+		if (bpf_map_update_elem(fd, &cpu, &v, BPF_ANY))
+			return -errno;
+		set++;
+	}
+	return set;
 }
 
 /*

@@ -169,6 +169,14 @@ int live_window_init(struct live_window *w, struct vcpustat *vs, const struct su
 	w->filter = filter;
 	if (names_init(&w->names, NULL, NULL))
 		return -ENOMEM;
+	/* placement: the kernel side counts moves across nodes and caches and SMT sharing with it */
+	{
+		struct vcpustat_error err;
+
+		w->have_topo = topology_read_sysfs(&w->topo, NULL, &err) == 0;
+		if (w->have_topo)
+			vcpustat_set_topology(vs, &w->topo);
+	}
 	return 0;
 }
 
@@ -194,6 +202,7 @@ int live_window_next(struct live_window *w, struct summary *s)
 			vcpustat_snapshot_free(&cur);
 			return e;
 		}
+		s->topo = w->have_topo ? &w->topo : NULL;
 	}
 	/* VMs that exited: their last window is counted, the kernel may forget them */
 	forget_exited(w->vs, &cur);
@@ -209,5 +218,7 @@ void live_window_free(struct live_window *w)
 	if (w->have_prev)
 		vcpustat_snapshot_free(&w->prev);
 	names_free(&w->names);
+	if (w->have_topo)
+		topology_free(&w->topo);
 	memset(w, 0, sizeof(*w));
 }

@@ -36,6 +36,12 @@ struct vcpustat_hist_entry {
 	struct vcpustat_hist hist;
 };
 
+/* One (VM, CPU) of the vm_cpu map: its vCPUs' closed time on that CPU. */
+struct vcpustat_place_entry {
+	struct vcpustat_place_key key;
+	__u64 ns;
+};
+
 /* One culprit: who ran (key.tid) while VM key.vm_tgid waited. */
 /* One exit-detail row (details and fault_pages maps). */
 struct vcpustat_detail_entry {
@@ -65,6 +71,8 @@ struct vcpustat_snapshot {
 	size_t nr_details;
 	struct vcpustat_vmm_thread *vmm; /* the VMM threads tracked (vmm_threads map) */
 	size_t nr_vmm;
+	struct vcpustat_place_entry *places; /* vm_cpu: vCPU-ns per (VM, CPU), closed intervals */
+	size_t nr_places;
 	__u64 lost[VCPUSTAT_NR_LOST];
 };
 
@@ -235,6 +243,7 @@ struct vcpu_summary {
 	__u64 polls_failed; /* polls that ended in sleep */
 	__u64 poll_fail_ns; /* POLL time of the failed ones: CPU burnt for nothing */
 	__u32 halt_poll_ns; /* its halt_poll_ns at the end of the window (0: polling off, or never seen) */
+	__u64 cross_node, cross_llc; /* live: its migrations to another NUMA node / last-level cache */
 };
 
 /* One histogram's share of the window. */
@@ -325,6 +334,26 @@ struct vmm_threads_summary {
 	size_t nr_culprits;
 };
 
+/*
+ * Where a VM's vCPUs ran (live: the vm_cpu map and the kernel's topology,
+ * vcpustat_set_topology()): vCPU-time per CPU, to be summed per node or
+ * cache with the host's topology, migrations across nodes and caches, and
+ * time on a core whose other hardware thread ran another VM's vCPU (or one
+ * of its own). Recordings: `report --placement` (struct placement).
+ */
+struct place_cpu {
+	__u32 cpu;
+	__u64 ns;
+};
+
+struct vm_place {
+	bool known;
+	struct place_cpu *cpus; /* vCPU-ns per CPU in the window, by CPU */
+	size_t nr_cpus;
+	__u64 cross_node, cross_llc;
+	__u64 smt_other_ns, smt_same_ns;
+};
+
 struct vm_summary {
 	__u32 tgid;
 	char name[64];
@@ -351,7 +380,8 @@ struct vm_summary {
 	size_t nr_culprits;
 	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */
 	size_t nr_guest_threads;
-	struct vmm_threads_summary vmm; /* reports of --level full recordings only */
+	struct vmm_threads_summary vmm; /* live, and reports of --level full recordings */
+	struct vm_place place;		/* live only */
 	unsigned int nr_vcpus_all; /* --vcpu, --tid: the vCPUs the VM has in the file (vcpus: the kept ones); 0 without */
 };
 
@@ -368,7 +398,17 @@ struct summary {
 	__u64 lost[VCPUSTAT_NR_LOST];	    /* since attach */
 	__u64 lost_window[VCPUSTAT_NR_LOST]; /* in the window */
 	char pcpus[160]; /* --pcpu: the CPUs time is counted on ("0-3,8"); "" without */
+	const struct cpu_topology *topo; /* live: the host's, to show vm_place per node and cache; NULL: none */
 };
+
+/*
+ * vm->place over s->topo: vCPU-ns per node (or last-level cache: llc) into
+ * ns[id] for ids 0..max-1 (unknown ones not counted); returns the number of
+ * ids with time, or -1 without a topology.
+ */
+int place_by(const struct summary *s, const struct vm_summary *vm, bool llc, __u64 *ns, int max);
+/* Does the host have more than one node, or cache, or SMT siblings (worth showing placement)? */
+bool place_worth_showing(const struct cpu_topology *t);
 
 /*
  * ---- filter.c: what the offline commands' filters keep (docs/vcpustat.md, "Filters") ----

@@ -406,7 +406,7 @@ static const char *const lost_kind_names[VCPUSTAT_NR_LOST] = {
 	[VCPUSTAT_LOST_VM_FULL] = "vm_table_full",     [VCPUSTAT_LOST_HIST_FULL] = "hist_table_full",
 	[VCPUSTAT_LOST_DEAD_FULL] = "dead_table_full", [VCPUSTAT_LOST_CULPRIT_FULL] = "culprit_table_full",
 	[VCPUSTAT_LOST_WAIT_SLOTS] = "wait_slots",     [VCPUSTAT_LOST_DETAIL_FULL] = "detail_table_full",
-	[VCPUSTAT_LOST_VMM_FULL] = "vmm_table_full",
+	[VCPUSTAT_LOST_VMM_FULL] = "vmm_table_full",      [VCPUSTAT_LOST_PLACE_FULL] = "place_table_full",
 };
 
 const char *lost_kind_name(unsigned int kind)

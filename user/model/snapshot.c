@@ -13,5 +13,6 @@ void vcpustat_snapshot_free(struct vcpustat_snapshot *snap)
 	free(snap->culprits);
 	free(snap->details);
 	free(snap->vmm);
+	free(snap->places);
 	memset(snap, 0, sizeof(*snap));
 }

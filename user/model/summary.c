@@ -220,6 +220,10 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->polls_failed = DELTA(polls_failed);
 	vs->poll_fail_ns = DELTA(poll_fail_ns);
 #undef DELTA
+	vs->cross_node = same ? sub0(v->cross_node, pv->v->cross_node) : v->cross_node;
+	vs->cross_llc = same ? sub0(v->cross_llc, pv->v->cross_llc) : v->cross_llc;
+	vm->place.cross_node += vs->cross_node;
+	vm->place.cross_llc += vs->cross_llc;
 	vs->halt_poll_ns = v->fsm.halt_poll_ns;
 	vm->preemptions += vs->preemptions;
 	vm->wakeups += vs->wakeups;
@@ -492,6 +496,136 @@ out:
 	return err;
 }
 
+/* snap's vCPU-time per (VM, CPU) into m (key -> __u64): closed (vm_cpu) and open (the vCPUs on a CPU now). */
+static int place_totals(const struct vcpustat_snapshot *snap, struct hashmap *m)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < snap->nr_places && !err; i++)
+		err = hashmap_update(m, &snap->places[i].key, &snap->places[i].ns);
+	for (size_t i = 0; i < snap->nr_vcpus && !err; i++) {
+		const struct vcpustat_vcpu *v = &snap->vcpus[i];
+		struct vcpustat_place_key k = { .tgid = v->tgid, .cpu = v->fsm.pcpu };
+		unsigned int st = v->fsm.state;
+		__u64 *ns, open;
+
+		if (!v->oncpu_since || snap->ts <= v->oncpu_since || v->fsm.pcpu == VCPU_PCPU_NONE ||
+		    (st != VCPU_GUEST && st != VCPU_HOST && st != VCPU_POLL))
+			continue;
+		open = snap->ts - v->oncpu_since;
+		ns = hashmap_lookup(m, &k);
+		if (ns)
+			*ns += open;
+		else
+			err = hashmap_update(m, &k, &open);
+	}
+	return err;
+}
+
+static int by_place_cpu(const void *a, const void *b)
+{
+	const struct place_cpu *x = a, *y = b;
+
+	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/* The live VMs' placement in the window: time per CPU, SMT sharing (cross-node/LLC moves: vcpu_add). */
+static int place_window(struct summary *s, const struct hashmap *by_tgid, const struct vcpustat_snapshot *prev,
+			const struct vcpustat_snapshot *cur)
+{
+	struct hashmap now, then;
+	size_t pos = 0;
+	void *k, *v;
+	int err;
+
+	err = hashmap_init(&now, sizeof(struct vcpustat_place_key), sizeof(__u64), 0);
+	if (err)
+		return err;
+	err = hashmap_init(&then, sizeof(struct vcpustat_place_key), sizeof(__u64), 0);
+	if (err) {
+		hashmap_free(&now);
+		return err;
+	}
+	err = place_totals(cur, &now);
+	if (!err && prev)
+		err = place_totals(prev, &then);
+	while (!err && hashmap_next(&now, &pos, &k, &v)) {
+		const struct vcpustat_place_key *key = k;
+		const __u64 *was = hashmap_lookup(&then, key);
+		const size_t *idx = hashmap_lookup(by_tgid, &key->tgid);
+		__u64 ns = sub0(*(const __u64 *)v, was ? *was : 0);
+		struct vm_place *p;
+		struct place_cpu *arr;
+
+		if (!idx || !ns)
+			continue;
+		p = &s->vms[*idx].place;
+		arr = grow(p->cpus, p->nr_cpus, sizeof(*arr));
+		if (!arr) {
+			err = -ENOMEM;
+			break;
+		}
+		p->cpus = arr;
+		arr[p->nr_cpus++] = (struct place_cpu){ .cpu = key->cpu, .ns = ns };
+	}
+	/* SMT: the vms map's counters, each VM's previous entry found by tgid */
+	hashmap_free(&then);
+	if (!err)
+		err = hashmap_init(&then, sizeof(__u32), sizeof(size_t), 0);
+	for (size_t i = 0; !err && prev && i < prev->nr_vms; i++)
+		err = hashmap_update(&then, &prev->vms[i].tgid, &i);
+	for (size_t i = 0; !err && i < cur->nr_vms; i++) {
+		const size_t *idx = hashmap_lookup(by_tgid, &cur->vms[i].tgid);
+		const size_t *j = prev ? hashmap_lookup(&then, &cur->vms[i].tgid) : NULL;
+
+		if (!idx)
+			continue;
+		s->vms[*idx].place.smt_other_ns = sub0(cur->vms[i].smt_other_ns, j ? prev->vms[*j].smt_other_ns : 0);
+		s->vms[*idx].place.smt_same_ns = sub0(cur->vms[i].smt_same_ns, j ? prev->vms[*j].smt_same_ns : 0);
+	}
+	for (size_t i = 0; i < s->nr_vms; i++) {
+		s->vms[i].place.known = true;
+		sort(s->vms[i].place.cpus, s->vms[i].place.nr_cpus, sizeof(struct place_cpu), by_place_cpu);
+	}
+	hashmap_free(&now);
+	hashmap_free(&then);
+	return err;
+}
+
+int place_by(const struct summary *s, const struct vm_summary *vm, bool llc, __u64 *ns, int max)
+{
+	int n = 0;
+
+	if (!s->topo)
+		return -1;
+	memset(ns, 0, (size_t)max * sizeof(*ns));
+	for (size_t i = 0; i < vm->place.nr_cpus; i++) {
+		__u32 cpu = vm->place.cpus[i].cpu;
+		int id = cpu < s->topo->nr_cpus ? (llc ? s->topo->llc[cpu] : s->topo->node[cpu]) : -1;
+
+		if (id < 0 || id >= max)
+			continue;
+		n += !ns[id];
+		ns[id] += vm->place.cpus[i].ns;
+	}
+	return n;
+}
+
+bool place_worth_showing(const struct cpu_topology *t)
+{
+	if (!t)
+		return false;
+	for (unsigned int c = 1; c < t->nr_cpus; c++)
+		if ((t->node[c] >= 0 && t->node[c] != t->node[0]) || (t->llc[c] >= 0 && t->llc[c] != t->llc[0]) ||
+		    (t->core[c] >= 0 && t->core[c] == t->core[0]))
+			return true;
+	for (unsigned int c = 1; c < t->nr_cpus; c++)
+		for (unsigned int d = c + 1; d < t->nr_cpus; d++)
+			if (t->core[c] >= 0 && t->core[c] == t->core[d])
+				return true;
+	return false;
+}
+
 static const char *const guest_state_names[GUEST_NR_STATES] = {
 	[GUEST_RUNNING] = "running",	 [GUEST_VIRT_PREEMPTED] = "virt_preempted", [GUEST_PREEMPTED] = "preempted",
 	[GUEST_WAIT] = "wait",		 [GUEST_BLOCKED] = "blocked",
@@ -511,6 +645,7 @@ void summary_free_vm(struct vm_summary *vm)
 	free(vm->culprits);
 	free(vm->details);
 	free(vm->vmm.culprits);
+	free(vm->place.cpus);
 	for (size_t i = 0; i < vm->nr_guest_threads; i++)
 		free(vm->guest_threads[i].culprits);
 	free(vm->guest_threads);
@@ -661,6 +796,8 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 	}
 	if (!err)
 		err = vmm_window(s, &by_tgid, prev, cur);
+	if (!err)
+		err = place_window(s, &by_tgid, prev, cur);
 	hashmap_free(&folded);
 	for (i = 0; i < s->nr_vms; i++) {
 		struct vm_summary *vm = &s->vms[i];

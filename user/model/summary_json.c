@@ -157,6 +157,38 @@ static json_t *guest_thread_json(const struct guest_thread_summary *g)
 	return o;
 }
 
+/* A live VM's placement (vm_place): per CPU, per node and cache (with the host's topology), moves, SMT. */
+static json_t *place_json(const struct summary *s, const struct vm_summary *vm)
+{
+	json_t *o = json_object(), *cpus = json_object();
+	char key[16];
+
+	for (size_t i = 0; i < vm->place.nr_cpus; i++) {
+		snprintf(key, sizeof(key), "%u", vm->place.cpus[i].cpu);
+		json_object_set_new(cpus, key, json_integer((json_int_t)vm->place.cpus[i].ns));
+	}
+	json_object_set_new(o, "cpu_ns", cpus);
+	for (int llc = 0; llc < 2 && s->topo; llc++) {
+		enum { MAX_IDS = 1024 };
+		__u64 *ns = calloc(MAX_IDS, sizeof(*ns));
+		json_t *by = json_object();
+
+		if (ns && place_by(s, vm, llc, ns, MAX_IDS) >= 0)
+			for (int id = 0; id < MAX_IDS; id++)
+				if (ns[id]) {
+					snprintf(key, sizeof(key), "%d", id);
+					json_object_set_new(by, key, json_integer((json_int_t)ns[id]));
+				}
+		free(ns);
+		json_object_set_new(o, llc ? "llc_ns" : "node_ns", by);
+	}
+	json_object_set_new(o, "cross_node_migrations", json_integer((json_int_t)vm->place.cross_node));
+	json_object_set_new(o, "cross_llc_migrations", json_integer((json_int_t)vm->place.cross_llc));
+	json_object_set_new(o, "smt_other_vm_ns", json_integer((json_int_t)vm->place.smt_other_ns));
+	json_object_set_new(o, "smt_same_vm_ns", json_integer((json_int_t)vm->place.smt_same_ns));
+	return o;
+}
+
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
 {
 	json_t *doc = json_object(), *vms = json_array(), *lost = json_object(), *lostw = json_object();
@@ -222,6 +254,8 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 			json_object_set_new(vmm, "culprits", vc);
 			json_object_set_new(o, "vmm_threads", vmm);
 		}
+		if (vm->place.known)
+			json_object_set_new(o, "placement", place_json(s, vm));
 		if (vm->nr_guest_threads) {
 			json_t *gt = json_array();
 

@@ -125,6 +125,37 @@ static void print_vmm_threads(FILE *f, const struct summary *s, const struct vm_
 		print_culprit(f, "      ", &vm->vmm.culprits[c]);
 }
 
+/* A live VM's placement line: time per node and cache, moves across them, SMT sharing (hosts where it matters). */
+static void print_place(FILE *f, const struct summary *s, const struct vm_summary *vm)
+{
+	enum { MAX_IDS = 1024 };
+	__u64 ns[MAX_IDS], all = 0;
+	char b1[24], b2[24];
+
+	if (!vm->place.known || !place_worth_showing(s->topo))
+		return;
+	for (size_t i = 0; i < vm->place.nr_cpus; i++)
+		all += vm->place.cpus[i].ns;
+	fprintf(f, "    PLACEMENT ");
+	for (int llc = 0; llc < 2; llc++) {
+		const char *sep = " ";
+
+		if (place_by(s, vm, llc, ns, MAX_IDS) <= 0)
+			continue;
+		for (int id = 0; id < MAX_IDS; id++)
+			if (ns[id]) {
+				fprintf(f, "%s%s %d %.1f %%", sep, llc ? "cache" : "node", id,
+					all ? 100.0 * (double)ns[id] / (double)all : 0.0);
+				sep = ", ";
+			}
+		fprintf(f, ";");
+	}
+	fprintf(f, " %llu migration%s across nodes, %llu across caches; SMT: %s beside another VM's vCPU, %s beside its own\n",
+		(unsigned long long)vm->place.cross_node, vm->place.cross_node == 1 ? "" : "s",
+		(unsigned long long)vm->place.cross_llc, format_ns(vm->place.smt_other_ns, b1, sizeof(b1)),
+		format_ns(vm->place.smt_same_ns, b2, sizeof(b2)));
+}
+
 /* The guest threads of a VM (reports with guest traces): time lost to the host, and to whom. */
 static void print_guest_threads(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
 {
@@ -271,6 +302,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 				print_culprit(f, "    ", &vm->culprits[c]);
 		}
 		print_vmm_threads(f, s, vm, top);
+		print_place(f, s, vm);
 		print_guest_threads(f, s, vm, top);
 	}
 	if (oncpu && !split)

@@ -17,7 +17,7 @@ struct vcache {
 struct replay {
 	struct replay_options opts;
 	struct vcache vcache[VCACHE]; /* emptied whenever the vcpus table changes */
-	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages, vmm;
+	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages, vmm, places;
 	struct vcpustat_cpu *cpus;
 	struct vcpustat_vcpu scratch;
 	struct vcpustat_record record;
@@ -171,6 +171,20 @@ static inline void env_tid_tracked(__u32 tid, bool tracked)
 {
 }
 
+static inline const struct vcpustat_cpu_topo *env_cpu_topo(__u32 cpu)
+{
+	return NULL; /* a replay knows no topology: no placement moves, no SMT siblings */
+}
+
+static inline __u64 *env_place_get(const struct vcpustat_place_key *k)
+{
+	__u64 *ns = hashmap_lookup(&cur->places, k);
+
+	if (!ns && hashmap_insert(&cur->places, k, NULL) == 0)
+		ns = hashmap_lookup(&cur->places, k);
+	return ns;
+}
+
 #include "vcpustat_handler.h"
 
 void replay_free(struct replay *r)
@@ -185,6 +199,7 @@ void replay_free(struct replay *r)
 	hashmap_free(&r->details);
 	hashmap_free(&r->fault_pages);
 	hashmap_free(&r->vmm);
+	hashmap_free(&r->places);
 	free(r->cpus);
 	free(r);
 }
@@ -240,6 +255,8 @@ int replay_new(struct replay **out, const struct replay_options *opts)
 	if (!err)
 		err = hashmap_init(&r->vmm, sizeof(__u32), sizeof(struct vcpustat_vmm_thread),
 				   VCPUSTAT_MAX_VMM_THREADS);
+	if (!err)
+		err = hashmap_init(&r->places, sizeof(struct vcpustat_place_key), sizeof(__u64), VCPUSTAT_MAX_PLACES);
 	if (err) {
 		replay_free(r);
 		return err;
@@ -293,6 +310,16 @@ int replay_snapshot(struct replay *r, struct vcpustat_snapshot *snap)
 		err = values_of(&r->vmm, (void **)&snap->vmm, &snap->nr_vmm);
 	if (err)
 		goto fail;
+	snap->places = calloc(r->places.count ? r->places.count : 1, sizeof(*snap->places));
+	if (!snap->places) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (pos = 0, i = 0; hashmap_next(&r->places, &pos, &k, &v); i++) {
+		memcpy(&snap->places[i].key, k, sizeof(snap->places[i].key));
+		memcpy(&snap->places[i].ns, v, sizeof(snap->places[i].ns));
+	}
+	snap->nr_places = i;
 	snap->hists = calloc(r->hists.count ? r->hists.count : 1, sizeof(*snap->hists));
 	snap->culprits = calloc(r->culprits.count ? r->culprits.count : 1, sizeof(*snap->culprits));
 	if (!snap->hists || !snap->culprits) {
