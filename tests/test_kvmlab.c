@@ -1613,15 +1613,6 @@ static int thread_named(pid_t pid, const char *comm)
 	return found;
 }
 
-static __u64 vmm_ns(const struct vcpustat_vmm_thread *t, __u64 now, bool wait)
-{
-	__u64 ns = wait ? t->wait_ns : t->run_ns;
-
-	if (t->state == (wait ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_RUN) && now > t->since)
-		ns += now - t->since;
-	return ns;
-}
-
 /*
  * microvm's I/O thread (--io-thread-us: `IO iothread0`, 2 ms of work, 2 ms
  * asleep) pinned to CPU 0 with the VM's busy vCPU: the live window finds it
@@ -1689,15 +1680,15 @@ Test(kvmlab, a_vm_io_thread_is_accounted_live_and_names_its_vcpu_as_culprit)
 	cr_assert_eq(wait_exit(mvm), 0, "microvm %s", args);
 
 	window = m1 - m0;
-	run_err = ((double)(vmm_ns(&t1, n1, false) - vmm_ns(&t0, n0, false)) - (double)(s1.run_ns - s0.run_ns)) /
+	run_err = ((double)(vmm_thread_ns(&t1, n1, false) - vmm_thread_ns(&t0, n0, false)) - (double)(s1.run_ns - s0.run_ns)) /
 		  (double)window;
-	wait_err = ((double)(vmm_ns(&t1, n1, true) - vmm_ns(&t0, n0, true)) - (double)(s1.wait_ns - s0.wait_ns)) /
+	wait_err = ((double)(vmm_thread_ns(&t1, n1, true) - vmm_thread_ns(&t0, n0, true)) - (double)(s1.wait_ns - s0.wait_ns)) /
 		   (double)window;
 	fprintf(stderr,
 		"kvmlab: I/O thread %u over %.3f s: run %.1f ms (schedstat %.1f ms, %+.2f %% of the window), wait %.1f "
 		"ms (schedstat %.1f ms, %+.2f %%)\n",
-		io_tid, window / 1e9, (vmm_ns(&t1, n1, false) - vmm_ns(&t0, n0, false)) / 1e6,
-		(s1.run_ns - s0.run_ns) / 1e6, run_err * 100, (vmm_ns(&t1, n1, true) - vmm_ns(&t0, n0, true)) / 1e6,
+		io_tid, window / 1e9, (vmm_thread_ns(&t1, n1, false) - vmm_thread_ns(&t0, n0, false)) / 1e6,
+		(s1.run_ns - s0.run_ns) / 1e6, run_err * 100, (vmm_thread_ns(&t1, n1, true) - vmm_thread_ns(&t0, n0, true)) / 1e6,
 		(s1.wait_ns - s0.wait_ns) / 1e6, wait_err * 100);
 	cr_assert_gt(s1.run_ns - s0.run_ns, window / 20, "the I/O thread ran");
 	/* it preempts the vCPU at most wake-ups (a sleeper), so it waits little, but it does */

@@ -41,8 +41,15 @@ TestSuite(place_live, .init = open_injection, .fini = close_vs);
 
 static void inject(__u64 type, __u64 ts, __u32 cpu, __u32 tid, __u32 tgid, __u32 tid2, __u64 a0, __u64 a1)
 {
-	struct vcpustat_event ev = { .type = type, .ts = ts, .cpu = cpu, .tid = tid, .tgid = tgid, .tid2 = tid2,
-				     .tgid2 = tid2 / 100 * 100, .arg0 = a0, .arg1 = a1 };
+	struct vcpustat_event ev = {.type = type,
+				    .ts = ts,
+				    .cpu = cpu,
+				    .tid = tid,
+				    .tgid = tgid,
+				    .tid2 = tid2,
+				    .tgid2 = tid2 / 100 * 100,
+				    .arg0 = a0,
+				    .arg1 = a1};
 
 	if (type == VCPUSTAT_EV_SWITCH)
 		ev.arg2 = 1;
@@ -55,8 +62,8 @@ static void inject(__u64 type, __u64 ts, __u32 cpu, __u32 tid, __u32 tgid, __u32
 
 static void set_topology(void)
 {
-	int node[] = { 0, 1 }, llc[] = { 0, 1 }, core[] = { 0, 0 };
-	struct cpu_topology t = { .nr_cpus = 2, .node = node, .llc = llc, .core = core };
+	int node[] = {0, 1}, llc[] = {0, 1}, core[] = {0, 0};
+	struct cpu_topology t = {.nr_cpus = 2, .node = node, .llc = llc, .core = core};
 
 	cr_assert_eq(vcpustat_set_topology(vs, &t), 2);
 }
@@ -87,7 +94,7 @@ static void scenario(void)
 
 static __u64 place_ns(__u32 tgid, __u32 cpu)
 {
-	struct vcpustat_place_key k = { .tgid = tgid, .cpu = cpu };
+	struct vcpustat_place_key k = {.tgid = tgid, .cpu = cpu};
 	__u64 ns = 0;
 
 	bpf_map_lookup_elem(vcpustat_map_fd(vs, "vm_cpu"), &k, &ns);
@@ -143,8 +150,8 @@ Test(place_live, without_a_topology_only_the_time_per_cpu_is_known)
 
 Test(place_live, the_summary_and_its_outputs_give_the_window)
 {
-	int node[] = { 0, 1 }, llc[] = { 0, 1 }, core[] = { 0, 0 };
-	struct cpu_topology topo = { .nr_cpus = 2, .node = node, .llc = llc, .core = core };
+	int node[] = {0, 1}, llc[] = {0, 1}, core[] = {0, 0};
+	struct cpu_topology topo = {.nr_cpus = 2, .node = node, .llc = llc, .core = core};
 	struct vcpustat_snapshot s0, s1;
 	const struct vm_summary *a;
 	struct summary s;
@@ -204,14 +211,17 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 		cr_assert_not_null(m);
 		cr_assert_eq(metrics_add(m, &s), 0);
 		cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &out, &olen), 0);
-		cr_assert_not_null(strstr(out, "vcpustat_placement_node_seconds_total{vm=\"pid 100\",node=\"0\"} 0.000000700"),
-				   "%s", out);
-		cr_assert_not_null(strstr(out, "vcpustat_placement_llc_seconds_total{vm=\"pid 100\",llc=\"1\"} 0.000000500"),
-				   "%s", out);
+		cr_assert_not_null(
+		    strstr(out, "vcpustat_placement_node_seconds_total{vm=\"pid 100\",node=\"0\"} 0.000000700"), "%s",
+		    out);
+		cr_assert_not_null(
+		    strstr(out, "vcpustat_placement_llc_seconds_total{vm=\"pid 100\",llc=\"1\"} 0.000000500"), "%s",
+		    out);
 		cr_assert_not_null(strstr(out, "vcpustat_placement_migrations_total{vm=\"pid 100\",across=\"node\"} 1"),
 				   "%s", out);
-		cr_assert_not_null(strstr(out, "vcpustat_placement_smt_seconds_total{vm=\"pid 200\",beside=\"other_vm\"} 0.000000400"),
-				   "%s", out);
+		cr_assert_not_null(
+		    strstr(out, "vcpustat_placement_smt_seconds_total{vm=\"pid 200\",beside=\"other_vm\"} 0.000000400"),
+		    "%s", out);
 		free(out);
 		metrics_free(m);
 	}

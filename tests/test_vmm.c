@@ -75,7 +75,7 @@ static void add(__u64 type, __u64 ts, __u32 cpu, __u32 tid, __u32 tgid, __u32 ti
 	cr_assert_eq(vcpustat_inject(vs, ev), 0);
 }
 
-#define SWITCH(ts, cpu, prev, prev_tgid, state, preempt, next) \
+#define SWITCH(ts, cpu, prev, prev_tgid, state, preempt, next)                                                         \
 	add(VCPUSTAT_EV_SWITCH, ts, cpu, prev, prev_tgid, next, state, preempt, "t" #prev)
 
 /*
@@ -107,7 +107,7 @@ static void scenario(void)
 
 static bool culprit_ns(__u32 key_tgid, __u32 tid, __u64 *ns)
 {
-	struct vcpustat_culprit_key k = { .vm_tgid = key_tgid, .tid = tid };
+	struct vcpustat_culprit_key k = {.vm_tgid = key_tgid, .tid = tid};
 	struct vcpustat_culprit c;
 
 	if (bpf_map_lookup_elem(vcpustat_map_fd(vs, "culprits"), &k, &c))
@@ -175,7 +175,7 @@ Test(vmm, the_summary_gives_the_window_of_the_vmm_threads)
 	cr_assert_eq(vm->nr_culprits, 0, "the VMM threads' culprits are not the vCPUs'");
 	{
 		/* plot: a bar per kind on a CPU and waiting, with the steal share */
-		struct plot_doc pd = { .s = &s, .seconds = s.seconds, .window = "test", .source = "live" };
+		struct plot_doc pd = {.s = &s, .seconds = s.seconds, .window = "test", .source = "live"};
 		char *svg;
 		size_t len;
 
@@ -202,7 +202,7 @@ Test(vmm, the_summary_gives_the_window_of_the_vmm_threads)
 
 Test(vmm, user_space_replay_gives_the_same_tables)
 {
-	struct replay_options ro = { .record_level = VCPUSTAT_LEVEL_VCPU };
+	struct replay_options ro = {.record_level = VCPUSTAT_LEVEL_VCPU};
 	struct vcpustat_snapshot a, b;
 	struct replay *rp;
 
@@ -246,16 +246,16 @@ Test(vmm, discovery_finds_emulator_threads_and_vhost_workers_in_proc)
 {
 	char root[] = "/tmp/vcpustat-proc-XXXXXX", cmd[1024];
 	struct vcpustat_snapshot snap;
-	const char *comms[][2] = { { "4242/task/4242/comm", "qemu-system-x86" },
-				   { "4242/task/4243/comm", "CPU 0/KVM" },
-				   { "4242/task/4244/comm", "CPU 1/KVM" },
-				   { "4242/task/4245/comm", "IO iothread0" },
-				   { "4242/task/4246/comm", "vhost-4242" }, /* Linux 6.4+: a thread of the VMM */
-				   { "5000/comm", "vhost-4242" },	    /* before: a kernel thread */
-				   { "5001/comm", "vhost-777" },	    /* another process's */
-				   { "5002/comm", "kworker/0:1" } };
-	__u32 tids[] = { 4242, 4245, 4246, 5000 }, not[] = { 4243, 4244, 5001, 5002 };
-	__u8 kinds[] = { VCPUSTAT_VMM_EMULATOR, VCPUSTAT_VMM_EMULATOR, VCPUSTAT_VMM_VHOST, VCPUSTAT_VMM_VHOST };
+	const char *comms[][2] = {{"4242/task/4242/comm", "qemu-system-x86"},
+				  {"4242/task/4243/comm", "CPU 0/KVM"},
+				  {"4242/task/4244/comm", "CPU 1/KVM"},
+				  {"4242/task/4245/comm", "IO iothread0"},
+				  {"4242/task/4246/comm", "vhost-4242"}, /* Linux 6.4+: a thread of the VMM */
+				  {"5000/comm", "vhost-4242"},		 /* before: a kernel thread */
+				  {"5001/comm", "vhost-777"},		 /* another process's */
+				  {"5002/comm", "kworker/0:1"}};
+	__u32 tids[] = {4242, 4245, 4246, 5000}, not [] = {4243, 4244, 5001, 5002};
+	__u8 kinds[] = {VCPUSTAT_VMM_EMULATOR, VCPUSTAT_VMM_EMULATOR, VCPUSTAT_VMM_VHOST, VCPUSTAT_VMM_VHOST};
 	struct vcpustat_vmm_thread t;
 
 	cr_assert_not_null(mkdtemp(root));
@@ -287,8 +287,8 @@ Test(vmm, discovery_finds_emulator_threads_and_vhost_workers_in_proc)
 	}
 	cr_assert_str_eq(t.comm, "vhost-4242");
 	for (size_t i = 0; i < 4; i++)
-		cr_assert_neq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &not[i], &t), 0, "tid %u",
-			      not[i]);
+		cr_assert_neq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &not [i], &t), 0, "tid %u",
+			      not [i]);
 	/* known threads are not added twice; the walk of /proc waits VCPUSTAT_VHOST_SCAN_NS */
 	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
 	cr_assert_eq(vcpustat_seed_vmm(vs, &snap, root), 0);
@@ -321,7 +321,7 @@ static atomic_int stop, emu_tid, vcpu_tid;
 
 static void *emulator(void *arg)
 {
-	struct timespec ms = { 0, 1000000 };
+	struct timespec ms = {0, 1000000};
 
 	pin_to_cpu(0);
 	prctl(PR_SET_NAME, "vmm-emulator");
@@ -343,15 +343,6 @@ static void *idle_vcpu(void *arg)
 	while (!stop)
 		usleep(10000);
 	return NULL;
-}
-
-static __u64 thread_ns(const struct vcpustat_vmm_thread *t, __u64 now, bool wait)
-{
-	__u64 ns = wait ? t->wait_ns : t->run_ns;
-
-	if (t->state == (wait ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_RUN) && now > t->since)
-		ns += now - t->since;
-	return ns;
 }
 
 Test(vmm_live, emulator_thread_run_and_wait_match_schedstat_and_name_the_culprit)
@@ -402,10 +393,10 @@ Test(vmm_live, emulator_thread_run_and_wait_match_schedstat_and_name_the_culprit
 		cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vmm_threads"), &tid, &t1), 0);
 		a1 = mono_ns();
 		window = a1 - a0;
-		run_err = ((double)(thread_ns(&t1, vcpustat_now_ns(), false) - thread_ns(&t0, now0, false)) -
+		run_err = ((double)(vmm_thread_ns(&t1, vcpustat_now_ns(), false) - vmm_thread_ns(&t0, now0, false)) -
 			   (double)(s1.run_ns - s0.run_ns)) /
 			  (double)window;
-		wait_err = ((double)(thread_ns(&t1, vcpustat_now_ns(), true) - thread_ns(&t0, now0, true)) -
+		wait_err = ((double)(vmm_thread_ns(&t1, vcpustat_now_ns(), true) - vmm_thread_ns(&t0, now0, true)) -
 			    (double)(s1.wait_ns - s0.wait_ns)) /
 			   (double)window;
 	}
@@ -418,7 +409,7 @@ Test(vmm_live, emulator_thread_run_and_wait_match_schedstat_and_name_the_culprit
 
 	cr_log_info("window %.3f s: emulator run %.1f ms (schedstat %.1f, error %+.2f%%), wait (schedstat %.1f ms, "
 		    "error %+.2f%%)",
-		    window / 1e9, (thread_ns(&t1, a1, false) - thread_ns(&t0, a0, false)) / 1e6,
+		    window / 1e9, (vmm_thread_ns(&t1, a1, false) - vmm_thread_ns(&t0, a0, false)) / 1e6,
 		    (s1.run_ns - s0.run_ns) / 1e6, run_err * 100, (s1.wait_ns - s0.wait_ns) / 1e6, wait_err * 100);
 	cr_assert_gt(s1.run_ns - s0.run_ns, window / 20, "the emulator thread must have run");
 	cr_assert_gt(s1.wait_ns - s0.wait_ns, window / 20, "and waited behind the hog");

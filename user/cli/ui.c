@@ -149,6 +149,18 @@ static bool matches_filter(const struct ui *ui, const struct vm_summary *vm)
 	return strstr(vm->name, ui->filter) || !strcmp(pid, ui->filter);
 }
 
+/* Who a culprit is, for one line: another VM's vCPU, or a thread with its process and cgroup. */
+static const char *culprit_who(const struct culprit_summary *c, char *who, size_t len)
+{
+	char cg[320];
+
+	if (c->vm[0])
+		snprintf(who, len, "VM %s vCPU %d", c->vm, c->vcpu);
+	else
+		snprintf(who, len, "%s (%s %u) %s", c->comm, c->process, c->tgid, cgroup_label(c->cgroup, cg, sizeof(cg)));
+	return who;
+}
+
 static void pct(int y, int x, double share, int pair)
 {
 	if (pair && share >= 0.05 && has_colors())
@@ -370,14 +382,10 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 			}
 			if ((size_t)r < vm->nr_culprits) {
 				const struct culprit_summary *c = &vm->culprits[r];
-				char who[384], cg[320];
+				char who[384];
 
-				if (c->vm[0])
-					snprintf(who, sizeof(who), "VM %s vCPU %d", c->vm, c->vcpu);
-				else
-					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid,
-						 cgroup_label(c->cgroup, cg, sizeof(cg)));
-				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8, who);
+				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8,
+					 culprit_who(c, who, sizeof(who)));
 			} else if ((size_t)r == vm->nr_culprits && vm->nr_wakes) {
 				attron(A_BOLD);
 				mvprintw(dy + 1 + r, col2, "%-16.16s %9s %9s %9s", "WAKE-UP BY", "RATE/s", "P50", "P99");
@@ -403,14 +411,10 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 					 all ? 100.0 * (double)vm->vmm.wait_ns[k] / (double)all : 0.0);
 			} else if ((size_t)r < right) {
 				const struct culprit_summary *c = &vm->vmm.culprits[(size_t)r - wakes_end - 1 - VMM_NR_KINDS];
-				char who[384], cg[320];
+				char who[384];
 
-				if (c->vm[0])
-					snprintf(who, sizeof(who), "VM %s vCPU %d", c->vm, c->vcpu);
-				else
-					snprintf(who, sizeof(who), "%s (%s %u) %s", c->comm, c->process, c->tgid,
-						 cgroup_label(c->cgroup, cg, sizeof(cg)));
-				mvprintw(dy + 1 + r, col2, "  %5.1f%% %.*s", 100 * c->share, COLS - col2 - 10, who);
+				mvprintw(dy + 1 + r, col2, "  %5.1f%% %.*s", 100 * c->share, COLS - col2 - 10,
+					 culprit_who(c, who, sizeof(who)));
 			}
 			if (!left && (size_t)r >= right)
 				break;

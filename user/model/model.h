@@ -326,6 +326,9 @@ struct guest_thread_summary {
  */
 enum { VMM_EMULATOR = VCPUSTAT_VMM_EMULATOR, VMM_VHOST = VCPUSTAT_VMM_VHOST, VMM_NR_KINDS = VCPUSTAT_NR_VMM_KINDS };
 
+/* A vmm_threads entry's time on a CPU (wait: waiting for one) at ts (CLOCK_MONOTONIC), its open interval included. */
+__u64 vmm_thread_ns(const struct vcpustat_vmm_thread *t, __u64 ts, bool wait);
+
 struct vmm_threads_summary {
 	bool known; /* live, or a recording that has the host's threads (--level full) */
 	unsigned int threads[VMM_NR_KINDS]; /* that ran or waited in the window */

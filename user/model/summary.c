@@ -413,8 +413,8 @@ static int culprit_add(struct culprit_summary **list, size_t *n, const struct vc
 	return 0;
 }
 
-/* A VMM thread's time on a CPU (wait: waiting for one) at snap->ts, its open interval included. */
-static __u64 vmm_thread_ns(const struct vcpustat_vmm_thread *t, __u64 ts, bool wait)
+/* A VMM thread's time on a CPU (wait: waiting for one) at ts, its open interval included. */
+__u64 vmm_thread_ns(const struct vcpustat_vmm_thread *t, __u64 ts, bool wait)
 {
 	__u64 ns = wait ? t->wait_ns : t->run_ns;
 
