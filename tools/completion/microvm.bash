@@ -12,12 +12,12 @@ _microvm()
 		_filedir
 		return
 		;;
-	--vms | --vcpus | --busy-us | --idle-us | --chunk-us | --chunk-iters | --pin | --duration | -name | --mix)
+	--vms | --vcpus | --busy-us | --idle-us | --chunk-us | --chunk-iters | --pin | --io-thread-us | --duration | -name | --mix)
 		return
 		;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "--vms --vcpus --busy-us --idle-us --chunk-us --chunk-iters --pin
+		COMPREPLY=($(compgen -W "--vms --vcpus --busy-us --idle-us --chunk-us --chunk-iters --pin --io-thread-us
 			--duration -name --json --ready -h --help --mix --irqchip --ipi" -- "$cur"))
 	fi
 } &&
