@@ -12,6 +12,8 @@
 #include <time.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <criterion/criterion.h>
+#include <jansson.h>
 #include "helpers.h"
 #include "live/live.h"
 
@@ -281,4 +283,18 @@ int run_vcpustat(const char *args, char *out, size_t len)
 
 	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat %s", build_dir(), args);
 	return run_shell(cmd, out, len);
+}
+
+json_t *report_json(const char *sht, const char *window)
+{
+	static char out[1 << 16];
+	char args[512];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(args, sizeof(args), "report %s -j %s", sht, window);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	j = json_loads(out, 0, &je);
+	cr_assert_not_null(j, "report -j: %s: %s", je.text, out);
+	return j;
 }

@@ -95,6 +95,8 @@ char *slurp_file(const char *path);
 int run_shell(const char *cmd, char *out, size_t len);
 /* Run `vcpustat ARGS` (a shell string) with stderr merged; its output in out; its exit status. */
 int run_vcpustat(const char *args, char *out, size_t len);
+/* `vcpustat report SHT -j WINDOW` (WINDOW: more options, "" for none), asserted to succeed: its JSON document. */
+struct json_t *report_json(const char *sht, const char *window);
 
 /* CLOCK_MONOTONIC ns */
 __u64 mono_ns(void);

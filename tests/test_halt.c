@@ -339,17 +339,11 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 /* `report -j SHT WINDOW`: the document (*doc, to free) and its first VM's wake_reasons, n rows of them. */
 static json_t *report_wakes(const char *sht, const char *window, size_t n, json_t **doc)
 {
-	static char out[1 << 16];
-	char args[512];
-	json_error_t je;
 	json_t *wakes;
 
-	snprintf(args, sizeof(args), "report -j %s %s", sht, window);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
-	*doc = json_loads(out, 0, &je);
-	cr_assert_not_null(*doc, "%s: %s", je.text, out);
+	*doc = report_json(sht, window);
 	wakes = json_object_get(json_array_get(json_object_get(*doc, "vms"), 0), "wake_reasons");
-	cr_assert_eq(json_array_size(wakes), n, "%s", out);
+	cr_assert_eq(json_array_size(wakes), n, "report -j %s %s: %zu wake reasons", sht, window, json_array_size(wakes));
 	return wakes;
 }
 

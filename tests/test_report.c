@@ -357,20 +357,6 @@ Test(report, recording_preempted_before_the_start_is_no_preemption_of_the_file)
 	unlink(sht);
 }
 
-static json_t *report_json(const char *sht, const char *window)
-{
-	static char out[1 << 16];
-	char args[512];
-	json_error_t je;
-	json_t *j;
-
-	snprintf(args, sizeof(args), "report %s -j %s", sht, window);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
-	j = json_loads(out, 0, &je);
-	cr_assert_not_null(j, "report -j: %s: %s", je.text, out);
-	return j;
-}
-
 /* kvm_exits of the first vCPU, and the count of exit reason name (0 if absent) */
 static void json_exits(json_t *j, const char *name, long long *kvm_exits, long long *count)
 {
