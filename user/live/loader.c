@@ -1547,8 +1547,10 @@ int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap,
 {
 	struct hashmap known = { 0 }, vms = { 0 }, scans;
 	__u64 now = vcpustat_now_ns();
+	__u32 *due = NULL;
+	size_t i, nr_due = 0;
+	bool vhost_due;
 	int added = 0, err;
-	size_t i;
 
 	if (!proc_root)
 		proc_root = "/proc";
@@ -1561,16 +1563,9 @@ int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap,
 	err = hashmap_init(&scans, sizeof(__u32), sizeof(__u64), 0);
 	if (err)
 		return err;
-	err = hashmap_init(&known, sizeof(__u32), 1, 0);
-	if (!err)
-		err = hashmap_init(&vms, sizeof(__u32), 1, 0);
-	for (i = 0; i < snap->nr_vcpus && !err; i++)
-		err = set_add(&known, snap->vcpus[i].tid);
-	for (i = 0; i < snap->nr_vmm && !err; i++)
-		err = set_add(&known, snap->vmm[i].tid);
-	for (i = 0; i < snap->nr_vms && !err; i++)
-		if (!snap->vms[i].exited_ns)
-			err = set_add(&vms, snap->vms[i].tgid);
+	err = hashmap_init(&vms, sizeof(__u32), 1, 0);
+	if (!err && !(due = malloc((snap->nr_vms + 1) * sizeof(*due))))
+		err = -ENOMEM;
 	/* each VM when first seen, then every VCPUSTAT_VMM_SCAN_NS: a look costs a few syscalls */
 	for (i = 0; i < snap->nr_vms && !err; i++) {
 		const __u64 *last = hashmap_lookup(&vs->vmm_scans, &snap->vms[i].tgid);
@@ -1579,19 +1574,32 @@ int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap,
 		if (snap->vms[i].exited_ns)
 			continue;
 		if (!last || now - *last >= VCPUSTAT_VMM_SCAN_NS) {
-			added += seed_vmm_process(vs, proc_root, snap->vms[i].tgid, &known);
+			due[nr_due++] = snap->vms[i].tgid;
 			t = now;
 		}
 		err = hashmap_update(&scans, &snap->vms[i].tgid, &t);
+		if (!err)
+			err = set_add(&vms, snap->vms[i].tgid);
 	}
 	/* the VMs gone are forgotten */
 	hashmap_free(&vs->vmm_scans);
 	vs->vmm_scans = scans;
 	/* a walk of every process: not at every refresh */
-	if (!err && vms.count && (!vs->vhost_scan_ns || now - vs->vhost_scan_ns >= VCPUSTAT_VHOST_SCAN_NS)) {
+	vhost_due = !err && vms.count && (!vs->vhost_scan_ns || now - vs->vhost_scan_ns >= VCPUSTAT_VHOST_SCAN_NS);
+	/* the threads tracked already: only when there is something to look at */
+	if (!err && (nr_due || vhost_due))
+		err = hashmap_init(&known, sizeof(__u32), 1, 0);
+	for (i = 0; i < snap->nr_vcpus && !err && (nr_due || vhost_due); i++)
+		err = set_add(&known, snap->vcpus[i].tid);
+	for (i = 0; i < snap->nr_vmm && !err && (nr_due || vhost_due); i++)
+		err = set_add(&known, snap->vmm[i].tid);
+	for (i = 0; i < nr_due && !err; i++)
+		added += seed_vmm_process(vs, proc_root, due[i], &known);
+	if (!err && vhost_due) {
 		vs->vhost_scan_ns = now;
 		added += seed_vhost_kthreads(vs, proc_root, &vms, &known);
 	}
+	free(due);
 	hashmap_free(&known);
 	hashmap_free(&vms);
 	return err ? err : added;
