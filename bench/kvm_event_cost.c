@@ -169,17 +169,18 @@ static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
  * halt's start (fentry kvm_vcpu_halt); then in turn either a poll that
  * sees the wake-up (kvm_vcpu_wakeup, not waited) or a sleep (sched_switch
  * out) ended by vCPU B's IPI (kvm_apic_accept_irq in B's thread,
- * sched_waking, sched_wakeup, sched_switch in, kvm_vcpu_wakeup waited);
- * kvm_entry (which closes the wake-up's sample). Each event into vcpustat's
+ * sched_waking, sched_wakeup, sched_switch in, kvm_vcpu_wakeup waited,
+ * kvm_inj_virq of the IPI's vector); kvm_entry (which closes the wake-up's
+ * samples, by reason and by vector). Each event into vcpustat's
  * handler and into the empty raw_tp, per event type.
  */
 static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
 {
-	enum { HLT, HALT, END_OK, SLEEP, ACCEPT, WAKING, WAKEUP, RUN, END_WAITED, ENTRY, NR_ROWS };
+	enum { HLT, HALT, END_OK, SLEEP, ACCEPT, WAKING, WAKEUP, RUN, END_WAITED, INJ, ENTRY, NR_ROWS };
 	static const char *const names[NR_ROWS] = {
 		"kvm_exit (hlt)",	     "kvm_vcpu_halt (fentry)",  "kvm_vcpu_wakeup (poll ok)", "sched_switch (out, asleep)",
 		"kvm_apic_accept_irq (ipi)", "sched_waking",		"sched_wakeup",		     "sched_switch (in)",
-		"kvm_vcpu_wakeup (waited)",  "kvm_entry (after a halt)",
+		"kvm_vcpu_wakeup (waited)",  "kvm_inj_virq (woken)",	"kvm_entry (after a halt)",
 	};
 	double sum[2][NR_ROWS] = { { 0 } };
 	long cnt[2][NR_ROWS] = { { 0 } };
@@ -189,8 +190,8 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 	for (int i = 0; i < n; i++) {
 		__u64 t = 100000000 + (__u64)i * 100000;
 		bool slept = i & 1;
-		struct vcpustat_event ev[9];
-		int slot[9], k = 0;
+		struct vcpustat_event ev[10];
+		int slot[10], k = 0;
 
 		memset(ev, 0, sizeof(ev));
 #define EV(row, type_, tid_, cpu_, a0, a1, a2) \
@@ -211,6 +212,7 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 			ev[k - 1].tid2 = A;
 			ev[k - 1].tgid2 = VM;
 			EV(END_WAITED, VCPUSTAT_EV_HALT_END, A, 0, 9000, 1, 1);
+			EV(INJ, VCPUSTAT_EV_INJ_VIRQ, A, 0, 0x41, 0, 0);
 		}
 		EV(ENTRY, VCPUSTAT_EV_KVM_ENTRY, A, 0, 0, 0, 0);
 #undef EV

@@ -822,6 +822,18 @@ int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
 }
 
 /*
+ * The vector KVM injects into the current vCPU before an entry: that of a
+ * vCPU's first entry after a wake-up says what woke it (a guest timer's
+ * vector, an IPI's, a device's). Only the first argument is read: it is the
+ * vector in every kernel (6.x added two more after it).
+ */
+SEC("tp_btf/kvm_inj_virq")
+int BPF_PROG(on_kvm_inj_virq, unsigned int vector)
+{
+	return vcpu_thread_event(VCPUSTAT_EV_INJ_VIRQ, vector, 0, 0);
+}
+
+/*
  * Halt polling. KVM has no tracepoint where an in-kernel halt begins, and
  * polls (or not) from there: kvm_vcpu_halt (virt/kvm/kvm_main.c, 5.17 on) is
  * that point, and reads what decides whether it polls: the vCPU's

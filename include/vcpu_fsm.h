@@ -176,6 +176,8 @@ enum vcpu_sample_kind {
 	VCPU_SAMPLE_RUNQ_WAIT,	    /* PREEMPTED/WAIT -> on a CPU (run-queue latency) */
 	VCPU_SAMPLE_WAKE,	    /* a sleeping vCPU's wake-up -> its next kvm_entry, by
 				       enum vcpu_wake_reason (vcpustat_handler.h) */
+	VCPU_SAMPLE_WAKE_VECTOR,    /* the same, by the vector injected at that entry
+				       (kvm_inj_virq), 0 if none was seen */
 	VCPU_NR_SAMPLE_KINDS,
 };
 

@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 2
+#define VCPUSTAT_ABI_VERSION 3
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
@@ -64,6 +64,8 @@ enum vcpustat_event_type {
 				       (emulator, I/O thread, vhost worker): tid = it,
 				       tgid = the VM, arg0 = enum vcpustat_vmm_kind,
 				       comm = its name */
+	VCPUSTAT_EV_INJ_VIRQ,	    /* kvm_inj_virq: KVM injects an interrupt into the current
+				       vCPU (its next entry delivers it): arg0 = vector */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -120,7 +122,9 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_HALT_POLL_NS, /* the vCPU's halt_poll_ns changed (or was first seen): arg0 = it */
 	VCPUSTAT_REC_WAKE,	   /* a vCPU woken from sleep reached its first kvm_entry (before that
 				      entry's REC_STATE, same ts): arg0 = enum vcpu_wake_reason,
-				      arg1 = ns since the wake-up (capped at 2^32 - 1) */
+				      arg1 = ns since the wake-up (capped at 2^32 - 1),
+				      from = the vector injected at that entry (kvm_inj_virq;
+				      0: none seen) */
 	VCPUSTAT_NR_RECORDS,
 };
 
@@ -191,7 +195,7 @@ struct vcpustat_vcpu {
 	__u8 wake_pending;  /* woken from IDLE/BLOCKED, its next kvm_entry not yet seen */
 	__u8 wake_reason;   /* enum vcpu_wake_reason (OTHER until known) */
 	__u8 wake_hint;	    /* what its waker's context said (EV_WAKING), for the coming wakeup */
-	__u8 pad2;
+	__u8 wake_vector;   /* the first vector injected since that wake-up (EV_INJ_VIRQ), 0: none yet */
 	__u64 wake_ts;	    /* when it was woken */
 	/* placement (cpu_topo map): */
 	__u64 oncpu_since;  /* when it last came on a CPU (its pcpu): its time there is charged at its leaving */

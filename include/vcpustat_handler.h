@@ -699,9 +699,14 @@ HANDLER_INLINE void wake_begin(const struct vcpustat_event *ev, struct vcpustat_
 	v->wake_ts = ev->ts;
 	v->wake_reason = v->wake_hint;
 	v->wake_hint = VCPU_WAKE_OTHER;
+	v->wake_vector = 0;
 }
 
-/* The woken vCPU enters the guest: the delivery delay it felt, by reason. */
+/*
+ * The woken vCPU enters the guest: the delivery delay it felt, by reason and
+ * by the vector KVM injected for that entry (what the guest was woken to
+ * handle; 0 when none was seen: posted interrupts, or no interrupt at all).
+ */
 HANDLER_INLINE void wake_end(const struct vcpustat_event *ev, struct vcpustat_vcpu *v)
 {
 	struct vcpu_fsm_sample ws = {
@@ -712,8 +717,24 @@ HANDLER_INLINE void wake_end(const struct vcpustat_event *ev, struct vcpustat_vc
 
 	v->wake_pending = 0;
 	hist_add(v->tgid, &ws);
+	ws.kind = VCPU_SAMPLE_WAKE_VECTOR;
+	ws.reason = v->wake_vector;
+	hist_add(v->tgid, &ws);
 	/* recordings: the reason, at the entry (the wake-up itself is the state's change from asleep) */
-	emit_vcpu(ev, v, VCPUSTAT_REC_WAKE, 0, 0, ws.reason, ws.ns > 0xffffffffull ? 0xffffffffu : (__u32)ws.ns);
+	emit_vcpu(ev, v, VCPUSTAT_REC_WAKE, v->wake_vector, 0, v->wake_reason,
+		  ws.ns > 0xffffffffull ? 0xffffffffu : (__u32)ws.ns);
+}
+
+/*
+ * kvm_inj_virq (EV_INJ_VIRQ), on the vCPU's thread as it prepares an entry:
+ * the first vector injected into a woken vCPU is the one it woke for.
+ */
+HANDLER_INLINE void on_inj_virq(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+
+	if (v && v->wake_pending && !v->wake_vector && ev->arg0 && ev->arg0 <= 0xff)
+		v->wake_vector = (__u8)ev->arg0;
 }
 
 /*
@@ -980,6 +1001,9 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		break;
 	case VCPUSTAT_EV_VMM_SEED:
 		on_vmm_seed(ev);
+		break;
+	case VCPUSTAT_EV_INJ_VIRQ:
+		on_inj_virq(ev);
 		break;
 	}
 	return 0;

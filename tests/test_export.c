@@ -357,9 +357,11 @@ static void assert_formats_agree(const struct metrics *m)
 	/* CSV: one row per sample (build_info aside), same order, same value text */
 	line = strtok_r(csv, "\n", &save);
 	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,"
-			       "result,value");
+			       "result,node,llc,across,beside,vector,value");
 	for (i = 0; (line = strtok_r(NULL, "\n", &save)); i++) {
 		const char *comma = strrchr(line, ',');
+		char name[64], value[256], field[260];
+		int used;
 
 		while (i < p.n && !strcmp(p.s[i].name, "vcpustat_build_info"))
 			i++;
@@ -367,6 +369,33 @@ static void assert_formats_agree(const struct metrics *m)
 		cr_assert_eq(strncmp(line, p.s[i].name, strlen(p.s[i].name)), 0, "row %zu: %s vs %s", i, line,
 			     p.s[i].name);
 		cr_assert_str_eq(comma + 1, p.s[i].text, "row %zu: %s", i, line);
+		/*
+		 * every label is a column, and its value is in the row: no label is
+		 * dropped (values with characters Prometheus escapes or CSV quotes are
+		 * checked by the column alone)
+		 */
+		for (const char *l = p.s[i].labels; sscanf(l, "%63[a-z_]=\"%n", name, &used) == 1;) {
+			size_t vlen = 0;
+			bool plain = true;
+			char col[80];
+
+			for (l += used; *l && *l != '"'; l++) {
+				if (*l == '\\' && l[1])
+					l++, plain = false;
+				plain &= *l != ',';
+				if (vlen < sizeof(value) - 1)
+					value[vlen++] = *l;
+			}
+			value[vlen] = '\0';
+			l += *l == '"';
+			l += *l == ',';
+			snprintf(col, sizeof(col), ",%s,", name);
+			cr_assert(strstr(",metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,"
+					 "target,access,msr,result,node,llc,across,beside,vector,value,", col),
+				  "row %zu: label %s has no CSV column (%s)", i, name, p.s[i].labels);
+			snprintf(field, sizeof(field), ",%s,", value);
+			cr_assert(!plain || strstr(line, field), "row %zu: %s=%s not in %s", i, name, value, line);
+		}
 		rows++;
 	}
 	cr_assert_eq(rows, p.n - 1, "every sample but build_info has a CSV row");
@@ -547,8 +576,8 @@ Test(export, delay_and_wait_seconds_are_preempted_plus_wait_to_the_ns)
 			 "1.975308642");
 	/* CSV: the same rows, same digits */
 	csv = render(m, METRICS_CSV);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
 	free(csv);
 	/* JSON: per vCPU and per VM */
 	js = render(m, METRICS_JSON);
@@ -612,10 +641,10 @@ Test(export, halt_poll_families_exact_in_every_format)
 		"# TYPE vcpustat_vcpu_halt_poll_seconds gauge\n# UNIT vcpustat_vcpu_halt_poll_seconds seconds\n",
 	};
 	static const char *const csv_lines[] = {
-		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,ok,6\n",
-		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,failed,3\n",
-		"\nvcpustat_halt_poll_failed_seconds_total,web,,,,,,,,,,,,,,,1.750000001\n",
-		"\nvcpustat_vcpu_halt_poll_seconds,web,0,,,,,,,,,,,,,,0.000100000\n",
+		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,ok,,,,,,6\n",
+		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,failed,,,,,,3\n",
+		"\nvcpustat_halt_poll_failed_seconds_total,web,,,,,,,,,,,,,,,,,,,,1.750000001\n",
+		"\nvcpustat_vcpu_halt_poll_seconds,web,0,,,,,,,,,,,,,,,,,,,0.000100000\n",
 	};
 	char *text, *om, *csv, *js;
 	json_t *doc, *vm;

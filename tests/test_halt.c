@@ -72,22 +72,27 @@ static struct vcpustat_event wake_ev(__u64 ts, __u32 tid, __u32 cpu)
 #define HALT(ts, tid, poll_ns) kvm(VCPUSTAT_EV_HALT, ts, tid, poll_ns, (poll_ns) != 0, 0)
 #define HALT_END(ts, tid, waited) kvm(VCPUSTAT_EV_HALT_END, ts, tid, 0, waited, 1)
 #define ACCEPT(ts, tid, apicid, vec) kvm(VCPUSTAT_EV_APIC_ACCEPT, ts, tid, apicid, vec, 0)
+#define INJ(ts, tid, vec) kvm(VCPUSTAT_EV_INJ_VIRQ, ts, tid, vec, 0, 0)
 
 /*
  * The scenario (ns), SVM, vCPU 0 on CPU 0, vCPU 1 on CPU 1:
  *   vCPU 0   1000 hlt, 1100 halt (poll 40 us), 1700 halt ends, not slept: a poll that worked, 600 ns
  *            2000 hlt, 2100 halt (poll 40 us), 45000 sleeps: KVM's loop gave up at 42100, a failed
  *                 poll of 40000 ns, then 2900 ns on its way to sleep (host)
+ *            (1750: KVM injects 0xec into it, awake: no wake-up's vector)
  *            50000 woken by an interrupt on an idle CPU (waker 0), 50100 runs, 50200 halt ends,
- *                 50300 its own LAPIC accepts its timer's interrupt: a timer wake-up, 400 ns to 50400
+ *                 50300 its own LAPIC accepts its timer's interrupt: a timer wake-up, 400 ns to 50400;
+ *                 KVM injects 0x40 (50350), then 0x41 (50360): the first is the wake-up's vector
  *   vCPU 1   3000 hlt, 3050 halt (no poll: budget 0), 3100 sleeps
  *            60000 vCPU 0's LAPIC write: vCPU 1's LAPIC accepts 0x41, 60005 vCPU 0 starts waking it
- *                 (sched_waking), 60010 it is woken, reported on its own CPU 1: an IPI, 990 ns to 61000
+ *                 (sched_waking), 60010 it is woken, reported on its own CPU 1: an IPI, 990 ns to 61000,
+ *                 vector 0x41 injected at 60900
  *            62000 hlt, 62100 sleeps; 70000 a device thread's interrupt (on CPU 1), 70005 it wakes
- *                 vCPU 1: a device wake-up, 195 ns to 70200
+ *                 vCPU 1: a device wake-up, 195 ns to 70200, vector 0x22 injected at 70150
  *            71000 hlt, 71100 sleeps; 80000 woken on CPU 0 by no interrupt's thread (0): other, 300 ns
  *            81000 hlt, 81100 sleeps; 90000 the device's interrupt on CPU 1, but vCPU 1 is woken at
  *                 2090000 (2 ms later: not that interrupt's kick): other, 100 ns
+ *            (neither "other" wake-up has a vector injected: "none", 2, 400 ns)
  */
 static size_t scenario(struct vcpustat_event *out)
 {
@@ -98,6 +103,7 @@ static size_t scenario(struct vcpustat_event *out)
 		HLT(1000, TID0),
 		HALT(1100, TID0, 40000),
 		HALT_END(1700, TID0, 0),
+		INJ(1750, TID0, 0xec),
 		ENTRY(1800, TID0),
 		HLT(2000, TID0),
 		HALT(2100, TID0, 40000),
@@ -110,11 +116,14 @@ static size_t scenario(struct vcpustat_event *out)
 		run_ev(50100, TID0, 0),
 		HALT_END(50200, TID0, 1),
 		ACCEPT(50300, TID0, 0, 0x40),
+		INJ(50350, TID0, 0x40),
+		INJ(50360, TID0, 0x41),
 		ENTRY(50400, TID0),
 		ACCEPT(60000, TID0, 1, 0x41),
 		waking_ev(60005, TID1, TID0, 0),
 		wake_ev(60010, TID1, 1), /* queued to vCPU 1's idle CPU: reported there */
 		run_ev(60500, TID1, 1),
+		INJ(60900, TID1, 0x41),
 		ENTRY(61000, TID1),
 		HLT(62000, TID1),
 		sleep_ev(62100, TID1, 1),
@@ -122,6 +131,7 @@ static size_t scenario(struct vcpustat_event *out)
 		waking_ev(70003, TID1, DEVICE, 1),
 		wake_ev(70005, TID1, 1),
 		run_ev(70100, TID1, 1),
+		INJ(70150, TID1, 0x22),
 		ENTRY(70200, TID1),
 		HLT(71000, TID1),
 		sleep_ev(71100, TID1, 1),
@@ -150,14 +160,32 @@ static const struct vcpustat_vcpu *find_vcpu(const struct vcpustat_snapshot *s, 
 	return NULL;
 }
 
-static const struct vcpustat_hist *find_wake(const struct vcpustat_snapshot *s, __u32 reason)
+/* The VM's histogram of kind (VCPU_SAMPLE_WAKE or _WAKE_VECTOR) and reason (or vector), or NULL. */
+static const struct vcpustat_hist *find_hist(const struct vcpustat_snapshot *s, __u32 kind, __u32 reason)
 {
 	for (size_t i = 0; i < s->nr_hists; i++)
-		if (s->hists[i].key.tgid == VM && s->hists[i].key.kind == VCPU_SAMPLE_WAKE &&
-		    s->hists[i].key.reason == reason)
+		if (s->hists[i].key.tgid == VM && s->hists[i].key.kind == kind && s->hists[i].key.reason == reason)
 			return &s->hists[i].hist;
 	return NULL;
 }
+
+static const struct vcpustat_hist *find_wake(const struct vcpustat_snapshot *s, __u32 reason)
+{
+	return find_hist(s, VCPU_SAMPLE_WAKE, reason);
+}
+
+/* The wake-ups by vector the scenario makes: what each test checks, in the maps, outputs and reports. */
+static const struct {
+	__u32 vector;
+	const char *name;
+	__u64 count, sum_ns;
+} want_vectors[] = {
+	{ 0x40, "0x40", 1, 400 },
+	{ 0x41, "0x41", 1, 990 },
+	{ 0x22, "0x22", 1, 195 },
+	{ 0, "none", 2, 400 },
+};
+#define NR_WANT_VECTORS (sizeof(want_vectors) / sizeof(want_vectors[0]))
 
 static void assert_scenario(const struct vcpustat_snapshot *s, const char *src)
 {
@@ -192,6 +220,16 @@ static void assert_scenario(const struct vcpustat_snapshot *s, const char *src)
 		cr_assert_eq(h->sum_ns, wakes[i].sum_ns, "%s: %s sum %llu", src, wake_reason_name(wakes[i].reason),
 			     h->sum_ns);
 	}
+	for (size_t i = 0; i < NR_WANT_VECTORS; i++) {
+		const struct vcpustat_hist *h = find_hist(s, VCPU_SAMPLE_WAKE_VECTOR, want_vectors[i].vector);
+
+		cr_assert_not_null(h, "%s: wake-ups by vector %s", src, want_vectors[i].name);
+		cr_assert_eq(h->count, want_vectors[i].count, "%s: vector %s count %llu", src, want_vectors[i].name,
+			     h->count);
+		cr_assert_eq(h->sum_ns, want_vectors[i].sum_ns, "%s: vector %s sum %llu", src, want_vectors[i].name,
+			     h->sum_ns);
+	}
+	cr_assert_null(find_hist(s, VCPU_SAMPLE_WAKE_VECTOR, 0xec), "%s: 0xec went to an awake vCPU", src);
 }
 
 Test(halt, polls_and_wake_reasons_through_replay)
@@ -240,6 +278,19 @@ Test(halt, wake_reasons_have_names_and_back)
 	}
 	cr_assert_str_eq(wake_reason_name(VCPU_WAKE_IPI), "ipi");
 	cr_assert_eq(wake_reason_from_name("nonsense"), -1);
+}
+
+Test(halt, wake_vectors_have_names_and_back)
+{
+	static const char *const bad[] = { "0x", "0x4", "0x400", "0xg1", "0x-1", "0x 1", "0x00", "40", "", "None" };
+	char buf[8];
+
+	for (unsigned int v = 0; v < 256; v++)
+		cr_assert_eq(wake_vector_from_name(wake_vector_name(v, buf, sizeof(buf))), (int)v, "%u", v);
+	cr_assert_str_eq(wake_vector_name(0xec, buf, sizeof(buf)), "0xec");
+	cr_assert_str_eq(wake_vector_name(0, buf, sizeof(buf)), "none");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(wake_vector_from_name(bad[i]), -1, "\"%s\"", bad[i]);
 }
 
 /* The JSON row of `reason` in a VM's "wake_reasons" (NULL: none). */
@@ -299,6 +350,15 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	r = wake_row(wakes, "other");
 	cr_assert_eq(json_integer_value(json_object_get(r, "count")), 2);
 	cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), 400);
+	wakes = json_object_get(vm, "wake_vectors");
+	cr_assert_eq(json_array_size(wakes), NR_WANT_VECTORS);
+	for (size_t i = 0; i < NR_WANT_VECTORS; i++) {
+		r = wake_row(wakes, want_vectors[i].name);
+		cr_assert_not_null(r, "%s", want_vectors[i].name);
+		cr_assert_eq(json_integer_value(json_object_get(r, "vector")), want_vectors[i].vector);
+		cr_assert_eq(json_integer_value(json_object_get(r, "count")), (json_int_t)want_vectors[i].count);
+		cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), (json_int_t)want_vectors[i].sum_ns);
+	}
 	r = json_object_get(vm, "halt_poll");
 	cr_assert_eq(json_integer_value(json_object_get(r, "ok")), 1);
 	cr_assert_eq(json_integer_value(json_object_get(r, "failed")), 1);
@@ -314,6 +374,10 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	cr_assert_not_null(strstr(text, "    timer                             1        1.0      400ns      400ns      400ns\n"),
 			   "%s", text);
 	cr_assert_not_null(strstr(text, "halt polling: 1 ok, 1 failed"), "%s", text);
+	cr_assert_not_null(strstr(text, "    WAKE-UP VECTOR"), "%s", text);
+	cr_assert_not_null(strstr(text, "    0x41                              1        1.0      990ns      990ns      990ns\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "    none                              2        2.0"), "%s", text);
 	free(text);
 
 	cr_assert_eq(metrics_add(m, &sum), 0);
@@ -326,6 +390,29 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	cr_assert_not_null(strstr(text, "vcpustat_wakeup_to_guest_duration_seconds_count{vm=\"pid 60\",reason=\"other\"} 2\n"),
 			   "%s", text);
 	cr_assert_not_null(strstr(text, "vcpustat_halt_polls_total{vm=\"pid 60\",result=\"failed\"} 1\n"), "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_vector_to_guest_duration_seconds_count{vm=\"pid 60\",vector=\"0x22\"} 1\n"),
+			   "%s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_vector_to_guest_duration_seconds_sum{vm=\"pid 60\",vector=\"none\"} 0.000000400\n"),
+			   "%s", text);
+	free(text);
+	/* CSV: the vector has its column (the last; 18 empty ones between vm and it) */
+	cr_assert_eq(metrics_render(m, METRICS_CSV, &text, &len), 0);
+	cr_assert_not_null(strstr(text, ",vector,value\n"), "%.300s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_vector_to_guest_duration_seconds_count,pid 60,,,,,,,,,,,,,,,,,,,0x41,1\n"),
+			   "%s", text);
+	free(text);
+	/* JSON: each VM's wake_vectors */
+	cr_assert_eq(metrics_render(m, METRICS_JSON, &text, &len), 0);
+	doc = json_loads(text, 0, NULL);
+	cr_assert_not_null(doc);
+	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_vectors");
+	cr_assert_eq(json_array_size(wakes), NR_WANT_VECTORS, "%s", text);
+	json_array_foreach(wakes, len, r)
+		if (!strcmp(json_string_value(json_object_get(r, "vector")), "0x40"))
+			break;
+	cr_assert_lt(len, NR_WANT_VECTORS, "%s", text);
+	cr_assert_eq(json_integer_value(json_object_get(r, "count")), 1);
+	json_decref(doc);
 	free(text);
 
 	metrics_free(m);
@@ -391,6 +478,18 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 		cr_assert_eq(json_integer_value(json_object_get(r, "count")), want[i].count, "%s", want[i].reason);
 		cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), want[i].sum_ns, "%s", want[i].reason);
 	}
+	/* and by vector (the wake_vector attribute), as the live maps have them */
+	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_vectors");
+	cr_assert_eq(json_array_size(wakes), NR_WANT_VECTORS);
+	for (size_t i = 0; i < NR_WANT_VECTORS; i++) {
+		r = wake_row(wakes, want_vectors[i].name);
+		cr_assert_not_null(r, "%s", want_vectors[i].name);
+		cr_assert_eq(json_integer_value(json_object_get(r, "vector")), want_vectors[i].vector);
+		cr_assert_eq(json_integer_value(json_object_get(r, "count")), (json_int_t)want_vectors[i].count, "%s",
+			     want_vectors[i].name);
+		cr_assert_eq(json_integer_value(json_object_get(r, "sum_ns")), (json_int_t)want_vectors[i].sum_ns, "%s",
+			     want_vectors[i].name);
+	}
 	json_decref(doc);
 
 	/* the IPI's entry at 61000 alone: [60500, 61500) */
@@ -407,6 +506,9 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 	snprintf(args, sizeof(args), "query %s --at 61000 --path '/vms/hv/vcpus/1/wake_reason'", sht);
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "ipi"), "%s", out);
+	snprintf(args, sizeof(args), "query %s --at 61000 --path '/vms/hv/vcpus/1/wake_vector'", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "0x41"), "%s", out);
 	{
 		/* plot: the wake-up histogram, stacked by reason */
 		char svg[] = "/tmp/vcpustat-halt-XXXXXX.svg", *text = NULL;

@@ -42,6 +42,7 @@ static void vm_free(struct acc_vm *vm)
 	free(vm->exits);
 	free(vm->uexits);
 	free(vm->wakes);
+	free(vm->wake_vectors);
 	free(vm->culprits);
 	hashmap_free(&vm->culprit_idx);
 	free(vm->details);
@@ -492,6 +493,13 @@ int metrics_add(struct metrics *m, const struct summary *s)
 			if (!h)
 				return -ENOMEM;
 			hist_add(h, &vs->wakes[w]);
+		}
+		for (size_t w = 0; w < vs->nr_wake_vectors; w++) {
+			struct acc_hist *h = hist_get(&vm->wake_vectors, &vm->nr_wake_vectors, vs->wake_vectors[w].name);
+
+			if (!h)
+				return -ENOMEM;
+			hist_add(h, &vs->wake_vectors[w]);
 		}
 		if (vs->place.known && s->topo) {
 			err = place_charge(vm, s, vs);

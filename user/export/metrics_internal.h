@@ -89,6 +89,8 @@ struct acc_vm {
 	struct acc_hist runq;
 	struct acc_hist *wakes; /* wake-ups of sleeping vCPUs, by reason */
 	size_t nr_wakes;
+	struct acc_hist *wake_vectors; /* the same, by the vector injected ("0x40", "none") */
+	size_t nr_wake_vectors;
 	struct acc_culprit *culprits;
 	size_t nr_culprits;
 	struct hashmap culprit_idx; /* struct culprit_key -> size_t */

@@ -182,6 +182,14 @@ json_t *metrics_json(const struct metrics *m)
 			for (size_t w = 0; w < vm->nr_wakes; w++)
 				json_array_append_new(wakes, hist_json(&vm->wakes[w], true));
 			json_object_set_new(o, "wake_reasons", wakes);
+			wakes = json_array();
+			for (size_t w = 0; w < vm->nr_wake_vectors; w++) {
+				json_t *h = hist_json(&vm->wake_vectors[w], false);
+
+				json_object_set_new(h, "vector", json_string(vm->wake_vectors[w].reason));
+				json_array_append_new(wakes, h);
+			}
+			json_object_set_new(o, "wake_vectors", wakes);
 		}
 		json_object_set_new(o, "runqueue_wait", hist_json(&vm->runq, false));
 		named = metrics_named_culprits(vm, &n);

@@ -117,6 +117,13 @@ int vcpu_state_from_name(const char *s);
 const char *wake_reason_name(unsigned int reason);
 /* The wake reason whose name is s, or -1. */
 int wake_reason_from_name(const char *s);
+/*
+ * The vector a woken vCPU's first entry injected (VCPU_SAMPLE_WAKE_VECTOR's
+ * reason): "0x40" (two hex digits), or "none" for 0 (none seen); its name
+ * back to the vector, -1 if it is none of these.
+ */
+const char *wake_vector_name(unsigned int vector, char *buf, size_t len);
+int wake_vector_from_name(const char *s);
 
 /* "MSR_WRITE" (VMX), "hlt" (SVM); unknown codes as "VMX_123" / "SVM_0x7b". buf >= 24 bytes. */
 const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len);
@@ -377,6 +384,9 @@ struct vm_summary {
 	struct latency_summary *wakes; /* wake-ups of its sleeping vCPUs by reason (VCPU_SAMPLE_WAKE):
 					  from the wake-up to the next kvm_entry; by count, descending */
 	size_t nr_wakes;
+	struct latency_summary *wake_vectors; /* the same wake-ups by the vector injected at that entry
+						 (VCPU_SAMPLE_WAKE_VECTOR; "none": none seen); by count */
+	size_t nr_wake_vectors;
 	struct detail_summary *details; /* rows counted in the window: by kind, then count, descending */
 	size_t nr_details;
 	struct culprit_summary *culprits; /* by ns, descending */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +55,26 @@ int wake_reason_from_name(const char *s)
 		if (!strcmp(s, wake_names[i]))
 			return i;
 	return -1;
+}
+
+const char *wake_vector_name(unsigned int vector, char *buf, size_t len)
+{
+	if (!vector)
+		return "none";
+	snprintf(buf, len, "0x%02x", vector & 0xff);
+	return buf;
+}
+
+int wake_vector_from_name(const char *s)
+{
+	unsigned int v;
+	int n = 0;
+
+	if (!strcmp(s, "none"))
+		return 0;
+	if (sscanf(s, "0x%2x%n", &v, &n) != 1 || n != 4 || s[n] || !v || v > 0xff || !isxdigit((unsigned char)s[2]))
+		return -1;
+	return (int)v;
 }
 
 const char *exit_reason_name(unsigned int isa, unsigned int reason, char *buf, size_t len)

@@ -62,6 +62,10 @@ static void latency_init(struct latency_summary *l, unsigned int kind, const cha
 		int w = wake_reason_from_name(name);
 
 		l->reason = w >= 0 ? (unsigned int)w : 0;
+	} else if (kind == VCPU_SAMPLE_WAKE_VECTOR) {
+		int w = wake_vector_from_name(name);
+
+		l->reason = w >= 0 ? (unsigned int)w : 0;
 	}
 }
 
@@ -388,9 +392,21 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
  * tid: what separate range queries give, from one query over the attributes
  * (the intervals come sorted by attribute, then start). out[]: state,
  * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns,
- * wake_reason (meeting [t1, t2]).
+ * wake_reason, wake_vector (meeting [t1, t2]).
  */
-enum { VA_STATE, VA_EXIT, VA_UEXIT, VA_PCPU, VA_ACCESS, VA_FAULT, VA_HALT_POLL_NS, VA_WAKE, VA_NR, VA_TID = VA_NR };
+enum {
+	VA_STATE,
+	VA_EXIT,
+	VA_UEXIT,
+	VA_PCPU,
+	VA_ACCESS,
+	VA_FAULT,
+	VA_HALT_POLL_NS,
+	VA_WAKE,
+	VA_WAKE_VECTOR,
+	VA_NR,
+	VA_TID = VA_NR
+};
 
 struct vcpu_ivs {
 	struct sht_interval *iv[VA_NR];
@@ -409,7 +425,7 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 {
 	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason",  "userspace_exit", "pcpu",
 						      "exit_access", "exit_fault",   "halt_poll_ns",   "wake_reason",
-						      "tid" };
+						      "wake_vector", "tid" };
 	struct sht_interval *all = NULL;
 	size_t nall = 0;
 	uint32_t attr[VA_NR + 1];
@@ -591,14 +607,16 @@ static void polls_in_window(const struct sht_interval *st, size_t nst, uint64_t 
 }
 
 /*
- * The wake-ups of a sleeping vCPU whose first kvm_entry falls in [t1, t2):
- * each wake_reason interval starts at that entry (REC_WAKE); the wake-up is
+ * The wake-ups of a sleeping vCPU whose first kvm_entry falls in [t1, t2),
+ * by reason (wk: wake_reason, kind VCPU_SAMPLE_WAKE) or by vector (wk:
+ * wake_vector, kind VCPU_SAMPLE_WAKE_VECTOR): each such interval starts at
+ * that entry (REC_WAKE); the wake-up is
  * the end of the vCPU's last idle or blocked state before it (the kernel's
  * sample: wake-up to entry). One whose wake-up the file does not hold (woken
  * before the file began) is in no window, like an exit's.
  */
 static int wakes_in_window(const struct sht_interval *wk, size_t nwk, const struct sht_interval *st, size_t nst,
-			   uint64_t t1, uint64_t t2, const struct vcpu_on *on, struct hashmap *wakes)
+			   uint64_t t1, uint64_t t2, const struct vcpu_on *on, unsigned int kind, struct hashmap *wakes)
 {
 	size_t j = 0;
 	int e = 0;
@@ -614,7 +632,7 @@ static int wakes_in_window(const struct sht_interval *wk, size_t nwk, const stru
 		for (size_t k = j; k-- > 0;)
 			if (st[k].value.type == SHT_INT && (st[k].value.i == VCPU_IDLE || st[k].value.i == VCPU_BLOCKED) &&
 			    st[k].end <= at) { /* asleep since before the file, too: the wake-up is in it */
-				e = latency_add(wakes, VCPU_SAMPLE_WAKE, wk[i].value.s, at - st[k].end);
+				e = latency_add(wakes, kind, wk[i].value.s, at - st[k].end);
 				break;
 			}
 	}
@@ -623,7 +641,7 @@ static int wakes_in_window(const struct sht_interval *wk, size_t nwk, const stru
 
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
-		       struct hashmap *wakes,
+		       struct hashmap *wakes /* [2]: by reason, by vector */,
 		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, bool *has_details,
 		       const struct id_set *cpus, struct vcpustat_error *err)
 {
@@ -733,7 +751,10 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
 		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
 	if (!e)
-		e = wakes_in_window(ivs.iv[VA_WAKE], ivs.n[VA_WAKE], st, nst, t1, t2, on, wakes);
+		e = wakes_in_window(ivs.iv[VA_WAKE], ivs.n[VA_WAKE], st, nst, t1, t2, on, VCPU_SAMPLE_WAKE, &wakes[0]);
+	if (!e)
+		e = wakes_in_window(ivs.iv[VA_WAKE_VECTOR], ivs.n[VA_WAKE_VECTOR], st, nst, t1, t2, on,
+				    VCPU_SAMPLE_WAKE_VECTOR, &wakes[1]);
 out:
 	free(set.iv);
 	vcpu_ivs_free(&ivs);
@@ -1184,7 +1205,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		}
 
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		struct hashmap exits, uexits, runq, culprits, details, wakes;
+		struct hashmap exits, uexits, runq, culprits, details, wakes[2]; /* by reason, by vector */
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid;
 		struct report_thread proc = { .th = vm }; /* its pid, cgroup and pidns: one query */
 		struct vm_summary *vs, *arr;
@@ -1212,7 +1233,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&runq, 32, sizeof(struct latency_summary), 0);
-		hashmap_init(&wakes, 32, sizeof(struct latency_summary), 0);
+		hashmap_init(&wakes[0], 32, sizeof(struct latency_summary), 0);
+		hashmap_init(&wakes[1], 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
 		hashmap_init(&details, 64, sizeof(struct detail_summary), 0);
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
@@ -1228,7 +1250,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 					continue;
 			}
 			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
-					&wakes,
+					wakes,
 					*has_culprits ? &cr : NULL, &culprits, &details, &s->has_details,
 					f ? &f->pcpus : NULL, err);
 			if (e)
@@ -1267,7 +1289,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		if (!e)
 			e = details_collect(&details, vs, s->seconds);
 		if (!e)
-			e = latency_collect(&wakes, &vs->wakes, &vs->nr_wakes, s->seconds);
+			e = latency_collect(&wakes[0], &vs->wakes, &vs->nr_wakes, s->seconds);
+		if (!e)
+			e = latency_collect(&wakes[1], &vs->wake_vectors, &vs->nr_wake_vectors, s->seconds);
 		if (!e && runq.count) {
 			size_t pos = 0;
 			void *k, *v;
@@ -1295,7 +1319,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_free(&exits);
 		hashmap_free(&uexits);
 		hashmap_free(&runq);
-		hashmap_free(&wakes);
+		hashmap_free(&wakes[0]);
+		hashmap_free(&wakes[1]);
 		hashmap_free(&culprits);
 		hashmap_free(&details);
 		if (!e) {

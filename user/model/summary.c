@@ -257,6 +257,8 @@ static void latency_fill(struct latency_summary *l, const struct vcpustat_hist_k
 		snprintf(l->name, sizeof(l->name), "%s", userspace_exit_name(k->reason, buf, sizeof(buf)));
 	else if (k->kind == VCPU_SAMPLE_WAKE)
 		snprintf(l->name, sizeof(l->name), "%s", wake_reason_name(k->reason));
+	else if (k->kind == VCPU_SAMPLE_WAKE_VECTOR)
+		snprintf(l->name, sizeof(l->name), "%s", wake_vector_name(k->reason, buf, sizeof(buf)));
 	else
 		snprintf(l->name, sizeof(l->name), "runq_wait");
 	l->count = before ? sub0(h->count, before->count) : h->count;
@@ -642,6 +644,7 @@ void summary_free_vm(struct vm_summary *vm)
 	free(vm->exits);
 	free(vm->uexits);
 	free(vm->wakes);
+	free(vm->wake_vectors);
 	free(vm->culprits);
 	free(vm->details);
 	free(vm->vmm.culprits);
@@ -739,6 +742,8 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 			vm->runq = l;
 		else if (e->key.kind == VCPU_SAMPLE_WAKE)
 			err = latency_append(&vm->wakes, &vm->nr_wakes, &l);
+		else if (e->key.kind == VCPU_SAMPLE_WAKE_VECTOR)
+			err = latency_append(&vm->wake_vectors, &vm->nr_wake_vectors, &l);
 	}
 	for (i = 0; i < cur->nr_details && !err; i++)
 		err = detail_add(s, &by_tgid, &pi, &cur->details[i]);
@@ -807,6 +812,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->exits, vm->nr_exits, sizeof(*vm->exits), by_rate);
 		sort(vm->uexits, vm->nr_uexits, sizeof(*vm->uexits), by_rate);
 		sort(vm->wakes, vm->nr_wakes, sizeof(*vm->wakes), by_rate);
+		sort(vm->wake_vectors, vm->nr_wake_vectors, sizeof(*vm->wake_vectors), by_rate);
 		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
 		sort(vm->details, vm->nr_details, sizeof(*vm->details), detail_summary_cmp);
 		for (size_t c = 0; c < vm->nr_culprits; c++)

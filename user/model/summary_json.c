@@ -58,6 +58,8 @@ static json_t *latency_json(const struct latency_summary *l, bool gsys_known)
 			json_object_set_new(o, "guest_kernel", json_integer((json_int_t)l->gsys));
 	} else if (l->kind == VCPU_SAMPLE_USERSPACE_EXIT) {
 		json_object_set_new(o, "code", json_integer(l->reason));
+	} else if (l->kind == VCPU_SAMPLE_WAKE_VECTOR) {
+		json_object_set_new(o, "vector", json_integer(l->reason));
 	}
 	return o;
 }
@@ -231,6 +233,10 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 			for (size_t w = 0; w < vm->nr_wakes; w++)
 				json_array_append_new(wakes, latency_json(&vm->wakes[w], false));
 			json_object_set_new(o, "wake_reasons", wakes);
+			wakes = json_array();
+			for (size_t w = 0; w < vm->nr_wake_vectors; w++)
+				json_array_append_new(wakes, latency_json(&vm->wake_vectors[w], false));
+			json_object_set_new(o, "wake_vectors", wakes);
 		}
 		json_object_set_new(o, "culprits", cul);
 		if (s->has_details) {

@@ -295,6 +295,10 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds, false);
 		/* why sleeping vCPUs woke, and the delay from the wake-up to guest code */
 		print_latency_table(f, "WAKE-UP BY", vm->wakes, vm->nr_wakes, top, s->seconds, false);
+		/* ... and by the vector its first entry injected: not when none was ever seen (posted interrupts) */
+		if (vm->nr_wake_vectors > 1 || (vm->nr_wake_vectors && vm->wake_vectors[0].reason))
+			print_latency_table(f, "WAKE-UP VECTOR", vm->wake_vectors, vm->nr_wake_vectors, top, s->seconds,
+					    false);
 		if (vm->nr_culprits) {
 			fprintf(f, "    %-6s %-10s %-8s %-16s %-20s %s\n", "SHARE", "TIME", "TID", "THREAD",
 				"PROCESS / VM", "CGROUP");

@@ -31,9 +31,9 @@ struct attr {
 
 struct vcpu_attrs {
 	uint32_t tgid, index;
-	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, halt_poll_ns; /* halt_poll_ns last */
+	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, wake_vector, halt_poll_ns; /* that last */
 };
-#define VCPU_NR_ATTRS 10
+#define VCPU_NR_ATTRS 11
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -445,6 +445,7 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	va->access = va->fault = ATTR_NONE;
 	va->halt_poll_ns = ATTR_NONE; /* and at its first halt_poll_ns: an older file does not say 0 */
 	va->wake = ATTR_NONE;	      /* and at its first wake-up's entry */
+	va->wake_vector = ATTR_NONE;
 	return 0;
 }
 
@@ -503,7 +504,7 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
 	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit, va->pcpu, va->tid,
-				      va->sync,	 va->access, va->fault, va->wake, va->halt_poll_ns };
+				      va->sync,	 va->access, va->fault, va->wake, va->wake_vector, va->halt_poll_ns };
 	int e = 0;
 
 	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
@@ -524,7 +525,7 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
 		struct vcpu_attrs old = *va;
 		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,   old.uexit, old.pcpu, old.tid,
-					       old.sync,  old.access, old.fault, old.wake, old.halt_poll_ns };
+					       old.sync,  old.access, old.fault, old.wake, old.wake_vector, old.halt_poll_ns };
 		struct attr saved[VCPU_NR_ATTRS];
 
 		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
@@ -538,7 +539,7 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		{
 			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit,	  fresh.uexit, fresh.pcpu,
 						       fresh.tid,   fresh.sync,	  fresh.access, fresh.fault,
-						       fresh.wake,  fresh.halt_poll_ns };
+						       fresh.wake,  fresh.wake_vector, fresh.halt_poll_ns };
 
 			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
 				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
@@ -741,8 +742,11 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 			e = set_null(r, va->uexit, t);
 		if (!e && rec->cause == VCPUSTAT_EV_SWITCH)
 			e = set_int(r, va->pcpu, t, rec->cpu);
-		if (!e && (rec->to == VCPU_IDLE || rec->to == VCPU_BLOCKED)) /* asleep: its last wake-up's reason ends */
+		if (!e && (rec->to == VCPU_IDLE || rec->to == VCPU_BLOCKED)) { /* asleep: its last wake-up's reason ends */
 			e = set_null(r, va->wake, t);
+			if (!e)
+				e = set_null(r, va->wake_vector, t);
+		}
 		break;
 	case VCPUSTAT_REC_EXIT:
 		e = details_end(r, va, t);
@@ -789,6 +793,13 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		e = vcpu_lazy_attr(r, va, &va->wake, "wake_reason");
 		if (!e)
 			e = set_str(r, va->wake, t, intern(r, wake_reason_name(rec->arg0)));
+		if (!e)
+			e = vcpu_lazy_attr(r, va, &va->wake_vector, "wake_vector");
+		if (!e) {
+			char buf[8];
+
+			e = set_str(r, va->wake_vector, t, intern(r, wake_vector_name(rec->from, buf, sizeof(buf))));
+		}
 		break;
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);
