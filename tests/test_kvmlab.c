@@ -947,15 +947,41 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
  * VM, the wake-ups it explains as "timer" are vCPU 0's (at least 95 % of
  * KVM's count, no more than vcpustat's), as "ipi" those of vCPUs 1 and 2 (at
  * least 90 %, no more), none as "device" (microvm has none), and at most
- * 5 % as "other". A recording made meanwhile gives, in `report`, as many
- * wake-ups as the live view, their reasons within 5 % + 2 of its.
+ * 5 % as "other". By the vector KVM injected at the woken vCPU's entry:
+ * 0x40 (the timer's) as many as "timer" within 5 % + 2, 0x41 (the IPI's)
+ * as many as "ipi" within 5 % + 2, no other vector, as many in all as by
+ * reason. A recording made meanwhile gives, in `report`, as many wake-ups
+ * as the live view, their reasons and vectors within 5 % + 2 of its.
  */
+
+/* The wake-ups of the live docs' VM named like vm, by vector (0..255; 0: none seen). */
+static long long live_wake_vectors(json_t *docs, json_t *vm, long long by_vec[256])
+{
+	long long total = 0;
+	json_t *doc, *r;
+	size_t i, j;
+
+	memset(by_vec, 0, 256 * sizeof(*by_vec));
+	json_array_foreach(docs, i, doc) {
+		json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name"));
+
+		json_array_foreach(lvm ? jget(lvm, "wake_vectors") : NULL, j, r) {
+			long long v = jint(r, "vector");
+
+			cr_assert(v >= 0 && v < 256, "a vector: %lld", v);
+			by_vec[v] += jint(r, "count");
+			total += jint(r, "count");
+		}
+	}
+	return total;
+}
+
 Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 {
 	char args[512], out[256];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r, *rep, *rvm;
 	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, kwoke[3] = { 0 }, total = 0;
-	long long rec[VCPU_NR_WAKE_REASONS] = { 0 };
+	long long rec[VCPU_NR_WAKE_REASONS] = { 0 }, by_vec[256], rec_vec[256] = { 0 }, vtotal;
 	const char *sht;
 	size_t i, j, k;
 
@@ -1015,6 +1041,15 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 	cr_assert_leq(by[VCPU_WAKE_IPI], woke[1] + woke[2], "only vCPUs 1 and 2 get IPIs");
 	cr_assert_eq(by[VCPU_WAKE_DEVICE], 0, "microvm has no devices");
 	cr_assert_leq(by[VCPU_WAKE_OTHER] * 100, total * 5, "other: %lld of %lld", by[VCPU_WAKE_OTHER], total);
+	vtotal = live_wake_vectors(docs, vm, by_vec);
+	fprintf(stderr, "kvmlab:   wake vectors: 0x40 %lld, 0x41 %lld, none %lld, in all %lld\n", by_vec[0x40],
+		by_vec[0x41], by_vec[0], vtotal);
+	cr_assert_eq(vtotal, total, "by vector %lld, by reason %lld: the same wake-ups", vtotal, total);
+	cr_assert_leq(llabs(by_vec[0x40] - by[VCPU_WAKE_TIMER]), total / 20 + 2, "0x40 %lld, timer %lld", by_vec[0x40],
+		      by[VCPU_WAKE_TIMER]);
+	cr_assert_leq(llabs(by_vec[0x41] - by[VCPU_WAKE_IPI]), total / 20 + 2, "0x41 %lld, ipi %lld", by_vec[0x41],
+		      by[VCPU_WAKE_IPI]);
+	cr_assert_eq(by_vec[0x40] + by_vec[0x41] + by_vec[0], vtotal, "no vector but the timer's and the IPI's");
 
 	stop_recorder();
 	snprintf(out, sizeof(out), "%s", in_dir("wr.json"));
@@ -1048,7 +1083,79 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 		}
 		cr_assert_eq(rtotal, total, "wake-ups: the recording's report %lld, the live view %lld", rtotal, total);
 	}
+	json_array_foreach(jget(rvm, "wake_vectors"), j, r) {
+		long long v = jint(r, "vector");
+
+		cr_assert(v >= 0 && v < 256);
+		rec_vec[v] = jint(r, "count");
+	}
+	fprintf(stderr, "kvmlab:   recorded vectors: 0x40 %lld, 0x41 %lld, none %lld\n", rec_vec[0x40], rec_vec[0x41],
+		rec_vec[0]);
+	for (int v = 0; v < 256; v++)
+		cr_assert_leq(llabs(rec_vec[v] - by_vec[v]), total / 20 + 2,
+			      "vector 0x%02x: the recording's report %lld, the live view %lld", v, rec_vec[v], by_vec[v]);
 	json_decref(rep);
+	json_decref(docs);
+	json_decref(report);
+}
+
+/*
+ * microvm --irqchip --msi-us 1000, 2 vCPUs: no vCPU arms its timer; the
+ * VMM's I/O thread sends each vCPU an MSI (vector 0x42) every millisecond,
+ * and that ends their halts. The wake-ups vcpustat explains as "device" are
+ * at least 90 % of KVM's halt_wakeup (and no more than the MSIs the guest
+ * took), none as "ipi", at most 5 % as "timer" or "other"; by vector, 0x42
+ * as many as "device" within 5 % + 2, and no vector but 0x42 (or none).
+ */
+Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
+{
+	char args[512];
+	json_t *report, *docs, *doc, *vm, *vcpu, *r, *io;
+	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, by_vec[256], total = 0, kwoke = 0, taken = 0, vtotal;
+	size_t i, j;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	lab_mkdir();
+	live_around_microvm("--irqchip --msi-us 1000 --vcpus 2 --busy-us 200 --duration 2 -name guest=dv", NULL, NULL,
+			    args, sizeof(args), &report, &docs);
+	vm = json_array_get(jget(report, "vms"), 0);
+	io = jget(vm, "io_thread");
+	cr_assert_not_null(io, "microvm's report has the device thread");
+	json_array_foreach(docs, i, doc) {
+		json_t *lvm = find_by(jget(doc, "vms"), "vm", jget(vm, "name"));
+
+		json_array_foreach(lvm ? jget(lvm, "wake_reasons") : NULL, j, r) {
+			int reason = wake_reason_from_name(json_string_value(jget(r, "reason")));
+
+			cr_assert_geq(reason, 0);
+			by[reason] += jint(r, "count");
+			total += jint(r, "count");
+		}
+	}
+	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
+		kwoke += jint(jget(vcpu, "kvm_stats"), "halt_wakeup");
+		taken += jint(vcpu, "msis");
+	}
+	vtotal = live_wake_vectors(docs, vm, by_vec);
+	fprintf(stderr,
+		"kvmlab: microvm %s: MSIs sent %lld, taken %lld; KVM's halt_wakeup %lld; vcpustat -j: device %lld, "
+		"timer %lld, ipi %lld, other %lld; vector 0x42 %lld, none %lld\n",
+		args, jint(io, "msis_sent"), taken, kwoke, by[VCPU_WAKE_DEVICE], by[VCPU_WAKE_TIMER], by[VCPU_WAKE_IPI],
+		by[VCPU_WAKE_OTHER], by_vec[0x42], by_vec[0]);
+	cr_assert_gt(kwoke, 100, "the vCPUs slept and were woken");
+	cr_assert_leq(taken, jint(io, "msis_sent"), "the guest took no more MSIs than were sent");
+	cr_assert_geq(by[VCPU_WAKE_DEVICE] * 100, kwoke * 90, "device: %lld, KVM's halt_wakeup %lld",
+		      by[VCPU_WAKE_DEVICE], kwoke);
+	cr_assert_leq(by[VCPU_WAKE_DEVICE], taken + 2, "device: %lld, MSIs the guest took %lld", by[VCPU_WAKE_DEVICE],
+		      taken);
+	cr_assert_eq(by[VCPU_WAKE_IPI], 0, "no vCPU sends an IPI");
+	cr_assert_leq((by[VCPU_WAKE_TIMER] + by[VCPU_WAKE_OTHER]) * 100, total * 5, "timer %lld + other %lld of %lld",
+		      by[VCPU_WAKE_TIMER], by[VCPU_WAKE_OTHER], total);
+	cr_assert_eq(vtotal, total, "by vector %lld, by reason %lld", vtotal, total);
+	cr_assert_leq(llabs(by_vec[0x42] - by[VCPU_WAKE_DEVICE]), total / 20 + 2, "0x42 %lld, device %lld",
+		      by_vec[0x42], by[VCPU_WAKE_DEVICE]);
+	cr_assert_eq(by_vec[0x42] + by_vec[0], vtotal, "no vector but the device's");
 	json_decref(docs);
 	json_decref(report);
 }

@@ -12,12 +12,12 @@ _microvm()
 		_filedir
 		return
 		;;
-	--vms | --vcpus | --busy-us | --idle-us | --chunk-us | --chunk-iters | --pin | --io-thread-us | --duration | -name | --mix)
+	--vms | --vcpus | --busy-us | --idle-us | --chunk-us | --chunk-iters | --pin | --io-thread-us | --msi-us | --duration | -name | --mix)
 		return
 		;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "--vms --vcpus --busy-us --idle-us --chunk-us --chunk-iters --pin --io-thread-us
+		COMPREPLY=($(compgen -W "--vms --vcpus --busy-us --idle-us --chunk-us --chunk-iters --pin --io-thread-us --msi-us
 			--duration -name --json --ready -h --help --mix --irqchip --ipi" -- "$cur"))
 	fi
 } &&

@@ -55,6 +55,7 @@ struct microvm_opts {
 	uint64_t chunk_us;	  /* --chunk-us */
 	int pin;		  /* --pin CPU, -1 = no pinning */
 	uint64_t io_thread_us;	  /* --io-thread-us: an I/O thread busy X us, asleep X us; 0 = none */
+	uint64_t msi_us;	  /* --msi-us: the I/O thread is a device: an MSI to each vCPU every X us */
 	unsigned int mix;	  /* --mix: bits (1 << enum microvm_mix_op), 0 = none */
 	int irqchip;		  /* --irqchip: in-kernel irqchip, the guest's LAPIC timer ends its halts */
 	int ipi;		  /* --ipi: vCPUs but 0 halt until vCPU 0 sends them an IPI */
@@ -97,6 +98,7 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define GUEST_PORT_KICK 0x12u	 /* --irqchip: `in eax, 0x12`: APIC id + 1 to send an IPI to, 0 = none */
 #define GUEST_TIMER_VECTOR 0x40u /* --irqchip: the LAPIC timer's vector (real-mode IVT entry) */
 #define GUEST_IPI_VECTOR 0x41u	 /* --ipi: the IPI's vector */
+#define GUEST_MSI_VECTOR 0x42u	 /* --msi-us: the device's MSI vector (same handler as the IPI's) */
 #define GUEST_STACK_SIZE 128u	 /* per vCPU, down from the top of guest RAM */
 #define GUEST_MAILBOX_ADDR 0x800u /* + 32 * vCPU index: that vCPU's mailbox (SI points to it) */
 #define GUEST_MAILBOX_SIZE 32u
@@ -115,7 +117,7 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define MAILBOX_TOUCH_SEG 2
 #define MAILBOX_COUNT(op) (4 + 4 * (op))
 #define MAILBOX_TIMER_IRQS 24 /* u32: --irqchip timer interrupts taken, counted by the guest */
-#define MAILBOX_IPIS 28	      /* u32: --ipi IPIs taken, counted by the guest */
+#define MAILBOX_IPIS 28	      /* u32: --ipi IPIs (or --msi-us MSIs) taken, counted by the guest */
 
 /* The plain program (no --mix) and the --mix program. */
 extern const unsigned char guest_code[];

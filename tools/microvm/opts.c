@@ -24,6 +24,7 @@ enum {
 	OPT_CHUNK_US,
 	OPT_PIN,
 	OPT_IO_THREAD_US,
+	OPT_MSI_US,
 	OPT_MIX,
 	OPT_IRQCHIP,
 	OPT_IPI,
@@ -44,6 +45,7 @@ static const struct option long_options[] = {
 	{ "chunk-us", required_argument, NULL, OPT_CHUNK_US },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "io-thread-us", required_argument, NULL, OPT_IO_THREAD_US },
+	{ "msi-us", required_argument, NULL, OPT_MSI_US },
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "irqchip", no_argument, NULL, OPT_IRQCHIP },
 	{ "ipi", no_argument, NULL, OPT_IPI },
@@ -89,6 +91,11 @@ void microvm_usage(FILE *f)
 	      "  --ipi             with --irqchip: only vCPU 0 arms its timer; after each of its\n"
 	      "                    halts it sends every other vCPU an IPI, which is what ends\n"
 	      "                    their halts\n"
+	      "  --msi-us X        with --irqchip: a device. Each VM's I/O thread (`IO iothread0`)\n"
+	      "                    sleeps X us, then sends each vCPU an MSI (KVM_SIGNAL_MSI,\n"
+	      "                    vector 0x42), again and again; no vCPU arms its timer, so\n"
+	      "                    the device's interrupts end their halts (not with --ipi or\n"
+	      "                    --io-thread-us)\n"
 	      "  --duration SEC    stop after SEC seconds (decimals allowed), counted in each VM\n"
 	      "                    from the moment all its vCPUs run (default: until SIGINT or\n"
 	      "                    SIGTERM)\n"
@@ -315,6 +322,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		case OPT_PIN:
 			r = parse_pin(optarg, &o->pin, err, errlen);
 			break;
+		case OPT_MSI_US:
+			r = parse_u64("--msi-us", optarg, 1, 3600000000ull, &o->msi_us, err, errlen);
+			break;
 		case OPT_IO_THREAD_US:
 			r = parse_u64("--io-thread-us", optarg, 1, 3600000000ull, &o->io_thread_us, err, errlen);
 			break;
@@ -366,6 +376,8 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		return fail(err, errlen, "-name: '%s' is longer than %d characters", o->name, MICROVM_NAME_MAX);
 	if (o->ipi && (!o->irqchip || o->vcpus < 2))
 		return fail(err, errlen, "--ipi: needs --irqchip and --vcpus 2 or more (vCPU 0 sends, the others receive)");
+	if (o->msi_us && (!o->irqchip || o->ipi || o->io_thread_us))
+		return fail(err, errlen, "--msi-us: needs --irqchip, and neither --ipi nor --io-thread-us (the I/O thread is the device)");
 	if (o->irqchip && o->mix)
 		return fail(err, errlen, "--irqchip and --mix: one guest program or the other, not both");
 	if (o->irqchip && o->idle_us > 4000000)

@@ -117,7 +117,7 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 {
 	const struct microvm_opts *o = s->o;
 	char a_name[MICROVM_NAME_MAX + 64], a_index[16], a_fd[16], a_vcpus[16], a_busy[32], a_idle[32],
-		a_chunk_us[32], a_chunk_iters[32], a_pin[16], a_mix[64], a_io[32];
+		a_chunk_us[32], a_chunk_iters[32], a_pin[16], a_mix[64], a_io[32], a_msi[32];
 	const char *argv[32];
 	pid_t parent = getpid();
 	int pipefd[2], n = 0;
@@ -162,6 +162,11 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 		snprintf(a_io, sizeof(a_io), "%llu", (unsigned long long)o->io_thread_us);
 		argv[n++] = "--io-thread-us";
 		argv[n++] = a_io;
+	}
+	if (o->msi_us) {
+		snprintf(a_msi, sizeof(a_msi), "%llu", (unsigned long long)o->msi_us);
+		argv[n++] = "--msi-us";
+		argv[n++] = a_msi;
 	}
 	if (o->mix) {
 		argv[n++] = "--mix";

@@ -77,6 +77,7 @@ struct vcpu_stats {
 	uint64_t timer_irqs;	       /* --irqchip: timer interrupts the guest took (counted by it) */
 	uint64_t ipis;		       /* --ipi: IPIs the guest took (counted by it) */
 	uint64_t ipis_sent;	       /* --ipi: IPIs vCPU 0 was told to send */
+	uint64_t msis;		       /* --msi-us: the device's MSIs the guest took (counted by it) */
 	bool halt_cut_short;	       /* the stop ended the last halt before idle-us */
 	uint64_t busy_periods;	       /* busy periods begun */
 	uint64_t chunks;	       /* chunks of work handed to the guest */
@@ -121,7 +122,8 @@ struct vm {
 	pthread_t io_thread;
 	bool io_started;
 	pid_t io_tid;
-	uint64_t io_periods; /* busy periods done */
+	uint64_t io_periods; /* busy periods done (--msi-us: rounds of MSIs sent) */
+	uint64_t msis_sent;  /* --msi-us: KVM_SIGNAL_MSI calls KVM delivered */
 	struct vcpu_stats io_st; /* its schedstat only */
 	char io_error[160];
 };
@@ -281,9 +283,10 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 	    run->io.size == 4 && run->io.count == 1) {
 		/*
 		 * the guest arms its LAPIC timer with this many ns (divide 1, 1 GHz
-		 * bus) and halts; with --ipi, vCPUs but 0 wait for vCPU 0's IPI
+		 * bus) and halts; with --ipi, vCPUs but 0 wait for vCPU 0's IPI;
+		 * with --msi-us, all wait for the device's MSI
 		 */
-		answer = vm->o->ipi && v->index ? 0 : (uint32_t)vm->idle_ns;
+		answer = (vm->o->ipi && v->index) || vm->o->msi_us ? 0 : (uint32_t)vm->idle_ns;
 		memcpy((char *)run + run->io.data_offset, &answer, sizeof(answer));
 		v->st.halts++;
 		b->halt_start = now;
@@ -410,9 +413,38 @@ static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 }
 
 /*
+ * --msi-us X: the I/O thread as a device. Every X us, an MSI to each vCPU
+ * (fixed delivery to APIC id = index, vector GUEST_MSI_VECTOR), as a device
+ * model's irqfd would raise it: KVM delivers it to the LAPIC from this
+ * thread and kicks the vCPU awake.
+ */
+static void device_loop(struct vm *vm)
+{
+	uint64_t next = now_ns();
+
+	while (!vm->io_error[0] && !__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
+		next += vm->o->msi_us * 1000;
+		halt_sleep(vm, next);
+		if (__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE))
+			break;
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+			struct kvm_msi msi = { .address_lo = 0xfee00000u | i << 12, .data = GUEST_MSI_VECTOR };
+			int r = ioctl(vm->vm_fd, KVM_SIGNAL_MSI, &msi);
+
+			if (r > 0)
+				vm->msis_sent++;
+			else if (r < 0 && errno != EINTR)
+				snprintf(vm->io_error, sizeof(vm->io_error), "the device: KVM_SIGNAL_MSI to vCPU %u: %s", i,
+					 strerror(errno));
+		}
+		vm->io_periods++;
+	}
+}
+
+/*
  * The I/O thread (--io-thread-us X): X us of CPU time, then X us asleep,
  * until the stop; named like QEMU's I/O threads, pinned like the vCPUs. Its
- * schedstat is its last act, as for the vCPUs.
+ * schedstat is its last act, as for the vCPUs. With --msi-us, the device.
  */
 static void *io_thread(void *arg)
 {
@@ -430,7 +462,9 @@ static void *io_thread(void *arg)
 			snprintf(vm->io_error, sizeof(vm->io_error), "the I/O thread: pinning to CPU %d: %s", vm->o->pin,
 				 strerror(errno));
 	}
-	while (!vm->io_error[0] && !__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
+	if (vm->o->msi_us)
+		device_loop(vm);
+	while (!vm->o->msi_us && !vm->io_error[0] && !__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t until = thread_cpu_ns() + x;
 
 		while (thread_cpu_ns() < until && !__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE))
@@ -621,11 +655,15 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 static int vm_setup_irqchip(struct vm *vm)
 {
 	uint16_t ivt[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_irq_isr_offset), 0 }; /* offset, segment */
-	uint16_t ivt_ipi[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_ipi_isr_offset), 0 };
+	uint16_t ivt_ipi[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_ipi_isr_offset), 0 }; /* also the MSI's */
 	unsigned int n = 256;
 
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IRQCHIP) <= 0) {
 		err_msg(vm, "--irqchip: this KVM has no in-kernel irqchip (KVM_CAP_IRQCHIP)");
+		return -1;
+	}
+	if (vm->o->msi_us && ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SIGNAL_MSI) <= 0) {
+		err_msg(vm, "--msi-us: this KVM cannot signal MSIs (KVM_CAP_SIGNAL_MSI)");
 		return -1;
 	}
 	if (kvm_ioctl(vm, vm->vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP") < 0)
@@ -640,6 +678,7 @@ static int vm_setup_irqchip(struct vm *vm)
 		return -1;
 	memcpy((char *)vm->mem + GUEST_TIMER_VECTOR * 4, ivt, sizeof(ivt));
 	memcpy((char *)vm->mem + GUEST_IPI_VECTOR * 4, ivt_ipi, sizeof(ivt_ipi));
+	memcpy((char *)vm->mem + GUEST_MSI_VECTOR * 4, ivt_ipi, sizeof(ivt_ipi));
 	return 0;
 }
 
@@ -796,6 +835,7 @@ static json_t *vcpu_json(const struct vcpu *v)
 		json_object_set_new(o, "timer_irqs", json_integer((json_int_t)st->timer_irqs));
 		json_object_set_new(o, "ipis", json_integer((json_int_t)st->ipis));
 		json_object_set_new(o, "ipis_sent", json_integer((json_int_t)st->ipis_sent));
+		json_object_set_new(o, "msis", json_integer((json_int_t)st->msis));
 		json_object_set_new(o, "last_exit",
 				    st->last_exit < 0 ? json_null() :
 							json_string(exit_name((unsigned int)st->last_exit, nb, sizeof(nb))));
@@ -858,8 +898,8 @@ static int send_report(struct vm *vm, uint64_t wall_ns, uint64_t running_ns, con
 	if (vm->io_started)
 		json_object_set_new(
 			body, "io_thread",
-			json_pack("{s:i, s:I, s:o}", "tid", (int)vm->io_tid, "busy_periods", (json_int_t)vm->io_periods,
-				  "schedstat",
+			json_pack("{s:i, s:I, s:I, s:o}", "tid", (int)vm->io_tid, "busy_periods",
+				  (json_int_t)vm->io_periods, "msis_sent", (json_int_t)vm->msis_sent, "schedstat",
 				  vm->io_st.schedstat_ok ?
 					  json_pack("{s:I, s:I, s:I}", "run_ns", (json_int_t)vm->io_st.sched_run_ns,
 						    "wait_ns", (json_int_t)vm->io_st.sched_wait_ns, "timeslices",
@@ -952,7 +992,10 @@ static void collect_counts(struct vm *vm)
 			memcpy(&count, mailbox(v) + MAILBOX_TIMER_IRQS, sizeof(count));
 			v->st.timer_irqs = count;
 			memcpy(&count, mailbox(v) + MAILBOX_IPIS, sizeof(count));
-			v->st.ipis = count;
+			if (vm->o->msi_us)
+				v->st.msis = count; /* the same handler took them */
+			else
+				v->st.ipis = count;
 		}
 		v->kvm_stats = kvm_vcpu_stats(vm->kvm_fd, v->fd, v->kvm_stats_why, sizeof(v->kvm_stats_why));
 	}
@@ -1018,13 +1061,13 @@ int microvm_vm_main(const struct microvm_opts *o)
 		}
 		vm.vcpus[i].started = true;
 	}
-	if (vm.vcpus[vm.nr_vcpus - 1].started && o->io_thread_us) {
+	if (vm.vcpus[vm.nr_vcpus - 1].started && (o->io_thread_us || o->msi_us)) {
 		err = pthread_create(&vm.io_thread, NULL, io_thread, &vm);
 		if (err)
 			err_msg(&vm, "starting the I/O thread: %s", strerror(err));
 		vm.io_started = !err;
 	}
-	if (vm.vcpus[vm.nr_vcpus - 1].started && (!o->io_thread_us || vm.io_started))
+	if (vm.vcpus[vm.nr_vcpus - 1].started && (!(o->io_thread_us || o->msi_us) || vm.io_started))
 		stopped_by = wait_for_stop(&vm, sig_fd, &running_since);
 	stop_vcpus(&vm);
 	for (unsigned int i = 0; i < vm.nr_vcpus; i++)
