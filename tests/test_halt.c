@@ -379,6 +379,28 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 			   "%s", text);
 	cr_assert_not_null(strstr(text, "    none                              2        2.0"), "%s", text);
 	free(text);
+	{
+		/* the ncurses view's panel of the VM: both tables, headers in bold */
+		struct panel_line lines[32];
+		size_t nl = vm_panel_lines(&sum, &sum.vms[0], lines, 32), reasons = nl, vectors = nl;
+
+		for (size_t i = 0; i < nl; i++) {
+			if (!strncmp(lines[i].text, "WAKE-UP BY ", 11))
+				reasons = i;
+			if (!strncmp(lines[i].text, "WAKE-UP VECTOR ", 15))
+				vectors = i;
+		}
+		cr_assert_eq(vectors, reasons + 1 + 4, "4 reasons, then the vectors (%zu lines)", nl);
+		cr_assert(lines[reasons].bold && lines[vectors].bold && !lines[vectors + 1].bold);
+		cr_assert_eq(nl, vectors + 1 + NR_WANT_VECTORS, "nothing after the vectors here");
+		for (size_t i = 0; i < NR_WANT_VECTORS; i++) {
+			size_t k = vectors + 1;
+
+			while (k < nl && strncmp(lines[k].text, want_vectors[i].name, strlen(want_vectors[i].name)))
+				k++;
+			cr_assert_lt(k, nl, "%s in the panel", want_vectors[i].name);
+		}
+	}
 
 	cr_assert_eq(metrics_add(m, &sum), 0);
 	cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &text, &len), 0);

@@ -202,6 +202,22 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 	cr_assert_not_null(strstr(text, "1 migration across nodes, 1 across caches"), "%s", text);
 	free(text);
 
+	/* the ncurses view's panel of the VM: its placement section, the same lines */
+	{
+		struct panel_line lines[32];
+		size_t nl = vm_panel_lines(&s, a, lines, 32), at = nl;
+
+		for (size_t i = 0; i < nl; i++)
+			if (!strcmp(lines[i].text, "PLACEMENT"))
+				at = i;
+		cr_assert_eq(at + 5, nl, "a PLACEMENT header and 4 lines, the last (%zu lines)", nl);
+		cr_assert(lines[at].bold);
+		cr_assert_str_eq(lines[at + 1].text, "node 0 58.3 %, node 1 41.7 %");
+		cr_assert_str_eq(lines[at + 3].text, "1 migration across nodes, 1 across caches");
+		cr_assert_not_null(strstr(lines[at + 4].text, "SMT: "), "%s", lines[at + 4].text);
+		cr_assert_eq(vm_panel_lines(&s, a, lines, 2), 2, "no more lines than asked for");
+	}
+
 	/* the exporters: per node and cache, moves, SMT */
 	{
 		struct metrics *m = metrics_new(NULL);

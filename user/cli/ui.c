@@ -149,18 +149,6 @@ static bool matches_filter(const struct ui *ui, const struct vm_summary *vm)
 	return strstr(vm->name, ui->filter) || !strcmp(pid, ui->filter);
 }
 
-/* Who a culprit is, for one line: another VM's vCPU, or a thread with its process and cgroup. */
-static const char *culprit_who(const struct culprit_summary *c, char *who, size_t len)
-{
-	char cg[320];
-
-	if (c->vm[0])
-		snprintf(who, len, "VM %s vCPU %d", c->vm, c->vcpu);
-	else
-		snprintf(who, len, "%s (%s %u) %s", c->comm, c->process, c->tgid, cgroup_label(c->cgroup, cg, sizeof(cg)));
-	return who;
-}
-
 static void pct(int y, int x, double share, int pair)
 {
 	if (pair && share >= 0.05 && has_colors())
@@ -336,15 +324,18 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		const struct vm_summary *vm = order[ui->selected];
 		int dy = y + 1, col2 = COLS / 2;
 
+		/*
+		 * on the right: the culprits, why its sleeping vCPUs woke, its VMM's
+		 * other threads, its placement (vm_panel_lines)
+		 */
+		size_t max = LINES > dy + 1 ? (size_t)(LINES - dy - 1) : 0;
+		struct panel_line *side = calloc(max ? max : 1, sizeof(*side));
+		size_t right = side ? vm_panel_lines(s, vm, side, max) : 0;
+
 		attron(A_BOLD);
 		mvprintw(dy, 0, "%-16.16s %9s %9s %9s", "EXIT REASON", "RATE/s", "P50", "P99");
 		mvprintw(dy, col2, "WHO TOOK %.20s's CPU", vm->name);
 		attroff(A_BOLD);
-		/* on the right: the culprits, then why its sleeping vCPUs woke, then its VMM's other threads */
-		size_t wakes_end = vm->nr_culprits + (vm->nr_wakes ? 1 + vm->nr_wakes : 0);
-		bool vmm = vm->vmm.known && (vm->vmm.threads[VMM_EMULATOR] || vm->vmm.threads[VMM_VHOST]);
-		size_t vmm_culprits = vm->vmm.nr_culprits < 3 ? vm->vmm.nr_culprits : 3;
-		size_t right = wakes_end + (vmm ? 1 + VMM_NR_KINDS + vmm_culprits : 0);
 
 		for (int r = 0; dy + 1 + r < LINES; r++) {
 			const struct latency_summary *l = NULL;
@@ -380,45 +371,17 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				mvprintw(dy + 1 + r, 0, "%-16.16s %9.1f %9s %9s", name, ds->rate,
 					 format_ns(ds->sum_ns / ds->count, a, sizeof(a)), format_ns(ds->max_ns, b, sizeof(b)));
 			}
-			if ((size_t)r < vm->nr_culprits) {
-				const struct culprit_summary *c = &vm->culprits[r];
-				char who[384];
-
-				mvprintw(dy + 1 + r, col2, "%5.1f%% %.*s", 100 * c->share, COLS - col2 - 8,
-					 culprit_who(c, who, sizeof(who)));
-			} else if ((size_t)r == vm->nr_culprits && vm->nr_wakes) {
-				attron(A_BOLD);
-				mvprintw(dy + 1 + r, col2, "%-16.16s %9s %9s %9s", "WAKE-UP BY", "RATE/s", "P50", "P99");
-				attroff(A_BOLD);
-			} else if ((size_t)r < wakes_end) {
-				const struct latency_summary *w = &vm->wakes[(size_t)r - vm->nr_culprits - 1];
-
-				mvprintw(dy + 1 + r, col2, "%-16.16s %9.1f %9s %9s", w->name, w->rate,
-					 w->count ? format_ns(w->p50_ns, a, sizeof(a)) : "-",
-					 w->count ? format_ns(w->p99_ns, b, sizeof(b)) : "-");
-			} else if ((size_t)r == wakes_end && vmm) {
-				attron(A_BOLD);
-				mvprintw(dy + 1 + r, col2, "%-16.16s %7s %6s %6s", "VMM THREADS", "THREADS", "CPU",
-					 "STEAL");
-				attroff(A_BOLD);
-			} else if ((size_t)r < wakes_end + 1 + VMM_NR_KINDS && vmm) {
-				static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
-				int k = (int)((size_t)r - wakes_end - 1);
-				__u64 all = vm->vmm.run_ns[k] + vm->vmm.wait_ns[k];
-
-				mvprintw(dy + 1 + r, col2, "%-16.16s %7u %5.0f%% %5.1f%%", kind[k], vm->vmm.threads[k],
-					 s->seconds > 0 ? 100 * (double)vm->vmm.run_ns[k] / 1e9 / s->seconds : 0,
-					 all ? 100.0 * (double)vm->vmm.wait_ns[k] / (double)all : 0.0);
-			} else if ((size_t)r < right) {
-				const struct culprit_summary *c = &vm->vmm.culprits[(size_t)r - wakes_end - 1 - VMM_NR_KINDS];
-				char who[384];
-
-				mvprintw(dy + 1 + r, col2, "  %5.1f%% %.*s", 100 * c->share, COLS - col2 - 10,
-					 culprit_who(c, who, sizeof(who)));
+			if ((size_t)r < right) {
+				if (side[r].bold)
+					attron(A_BOLD);
+				mvprintw(dy + 1 + r, col2, "%.*s", COLS - col2, side[r].text);
+				if (side[r].bold)
+					attroff(A_BOLD);
 			}
 			if (!left && (size_t)r >= right)
 				break;
 		}
+		free(side);
 	}
 	if (ui->help && ui->playback)
 		draw_help_playback();

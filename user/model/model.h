@@ -422,6 +422,27 @@ struct summary {
 int place_by(const struct summary *s, const struct vm_summary *vm, bool llc, __u64 *ns, int max);
 /* Does the host have more than one node, or cache, or SMT siblings (worth showing placement)? */
 bool place_worth_showing(const struct cpu_topology *t);
+/*
+ * A VM's placement in the window as the text output (PLACEMENT) and the
+ * ncurses view show it: its vCPU-time by node ("node 0 62.5 %, node 1 ..."),
+ * by cache, its migrations across them, its SMT sharing; one per line, up to
+ * PLACE_MAX_LINES. 0 when there is nothing to show (no topology, or a host
+ * of one node and cache without SMT).
+ */
+#define PLACE_MAX_LINES 4
+#define PLACE_LINE_LEN 256
+size_t place_lines(const struct summary *s, const struct vm_summary *vm, char (*lines)[PLACE_LINE_LEN]);
+/*
+ * A VM's panel in the ncurses view (beside its exit reasons), line by line,
+ * bold for a section's header: who took its CPU, its wake-ups by reason and
+ * by vector, its VMM's other threads, its placement. At most max lines;
+ * returns how many.
+ */
+struct panel_line {
+	char text[PLACE_LINE_LEN + 128];
+	bool bold;
+};
+size_t vm_panel_lines(const struct summary *s, const struct vm_summary *vm, struct panel_line *out, size_t max);
 
 /*
  * ---- filter.c: what the offline commands' filters keep (docs/vcpustat.md, "Filters") ----

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* summary_text.c - the window model as plain-text tables (batch mode, reports). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,34 +127,48 @@ static void print_vmm_threads(FILE *f, const struct summary *s, const struct vm_
 }
 
 /* A live VM's placement line: time per node and cache, moves across them, SMT sharing (hosts where it matters). */
-static void print_place(FILE *f, const struct summary *s, const struct vm_summary *vm)
+size_t place_lines(const struct summary *s, const struct vm_summary *vm, char (*lines)[PLACE_LINE_LEN])
 {
 	enum { MAX_IDS = 1024 };
 	__u64 ns[MAX_IDS], all = 0;
 	char b1[24], b2[24];
+	size_t n = 0;
 
 	if (!vm->place.known || !place_worth_showing(s->topo))
-		return;
+		return 0;
 	for (size_t i = 0; i < vm->place.nr_cpus; i++)
 		all += vm->place.cpus[i].ns;
-	fprintf(f, "    PLACEMENT ");
 	for (int llc = 0; llc < 2; llc++) {
-		const char *sep = " ";
+		size_t len = 0;
 
 		if (place_by(s, vm, llc, ns, MAX_IDS) <= 0)
 			continue;
-		for (int id = 0; id < MAX_IDS; id++)
-			if (ns[id]) {
-				fprintf(f, "%s%s %d %.1f %%", sep, llc ? "cache" : "node", id,
-					all ? 100.0 * (double)ns[id] / (double)all : 0.0);
-				sep = ", ";
-			}
-		fprintf(f, ";");
+		lines[n][0] = '\0';
+		for (int id = 0; id < MAX_IDS && len < PLACE_LINE_LEN; id++)
+			if (ns[id])
+				len += (size_t)snprintf(lines[n] + len, PLACE_LINE_LEN - len, "%s%s %d %.1f %%",
+							len ? ", " : "", llc ? "cache" : "node", id,
+							all ? 100.0 * (double)ns[id] / (double)all : 0.0);
+		n++;
 	}
-	fprintf(f, " %llu migration%s across nodes, %llu across caches; SMT: %s beside another VM's vCPU, %s beside its own\n",
-		(unsigned long long)vm->place.cross_node, vm->place.cross_node == 1 ? "" : "s",
-		(unsigned long long)vm->place.cross_llc, format_ns(vm->place.smt_other_ns, b1, sizeof(b1)),
-		format_ns(vm->place.smt_same_ns, b2, sizeof(b2)));
+	snprintf(lines[n++], PLACE_LINE_LEN, "%llu migration%s across nodes, %llu across caches",
+		 (unsigned long long)vm->place.cross_node, vm->place.cross_node == 1 ? "" : "s",
+		 (unsigned long long)vm->place.cross_llc);
+	snprintf(lines[n++], PLACE_LINE_LEN, "SMT: %s beside another VM's vCPU, %s beside its own",
+		 format_ns(vm->place.smt_other_ns, b1, sizeof(b1)), format_ns(vm->place.smt_same_ns, b2, sizeof(b2)));
+	return n;
+}
+
+static void print_place(FILE *f, const struct summary *s, const struct vm_summary *vm)
+{
+	char lines[PLACE_MAX_LINES][PLACE_LINE_LEN];
+	size_t n = place_lines(s, vm, lines);
+
+	if (!n)
+		return;
+	fprintf(f, "    PLACEMENT ");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s%s", lines[i], i + 1 < n ? ";" : "\n");
 }
 
 /* The guest threads of a VM (reports with guest traces): time lost to the host, and to whom. */
@@ -313,4 +328,82 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		fprintf(f, "\nnote: kvm_entry/kvm_exit did not fire: guest and hypervisor time are not separated; "
 			   "on-CPU time is counted as host\n");
 	fflush(f);
+}
+
+/* ---- the ncurses view's panel of a VM (vm_panel_lines) ---- */
+
+/* Who a culprit is, for one line: another VM's vCPU, or a thread with its process and cgroup. */
+static const char *culprit_who(const struct culprit_summary *c, char *who, size_t len)
+{
+	char cg[320];
+
+	if (c->vm[0])
+		snprintf(who, len, "VM %s vCPU %d", c->vm, c->vcpu);
+	else
+		snprintf(who, len, "%s (%s %u) %s", c->comm, c->process, c->tgid, cgroup_label(c->cgroup, cg, sizeof(cg)));
+	return who;
+}
+
+static void side_add(struct panel_line *out, size_t max, size_t *n, bool bold, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void side_add(struct panel_line *out, size_t max, size_t *n, bool bold, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n >= max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out[*n].text, sizeof(out[*n].text), fmt, ap);
+	va_end(ap);
+	out[(*n)++].bold = bold;
+}
+
+/* A latency table's header and rows (wake-ups by reason, by vector). */
+static void side_latency(struct panel_line *out, size_t max, size_t *n, const char *title,
+			 const struct latency_summary *l, size_t nl)
+{
+	char a[16], b[16];
+
+	side_add(out, max, n, true, "%-16.16s %9s %9s %9s", title, "RATE/s", "P50", "P99");
+	for (size_t i = 0; i < nl; i++)
+		side_add(out, max, n, false, "%-16.16s %9.1f %9s %9s", l[i].name, l[i].rate,
+			 l[i].count ? format_ns(l[i].p50_ns, a, sizeof(a)) : "-",
+			 l[i].count ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-");
+}
+
+size_t vm_panel_lines(const struct summary *s, const struct vm_summary *vm, struct panel_line *out, size_t max)
+{
+	bool vmm = vm->vmm.known && (vm->vmm.threads[VMM_EMULATOR] || vm->vmm.threads[VMM_VHOST]);
+	char place[PLACE_MAX_LINES][PLACE_LINE_LEN], who[384];
+	size_t n = 0, np;
+
+	for (size_t i = 0; i < vm->nr_culprits; i++)
+		side_add(out, max, &n, false, "%5.1f%% %s", 100 * vm->culprits[i].share,
+			 culprit_who(&vm->culprits[i], who, sizeof(who)));
+	if (vm->nr_wakes)
+		side_latency(out, max, &n, "WAKE-UP BY", vm->wakes, vm->nr_wakes);
+	/* as the text output: not when no vector was ever seen (posted interrupts) */
+	if (vm->nr_wake_vectors > 1 || (vm->nr_wake_vectors && vm->wake_vectors[0].reason))
+		side_latency(out, max, &n, "WAKE-UP VECTOR", vm->wake_vectors, vm->nr_wake_vectors);
+	if (vmm) {
+		static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
+
+		side_add(out, max, &n, true, "%-16.16s %7s %6s %6s", "VMM THREADS", "THREADS", "CPU", "STEAL");
+		for (int k = 0; k < VMM_NR_KINDS; k++) {
+			__u64 all = vm->vmm.run_ns[k] + vm->vmm.wait_ns[k];
+
+			side_add(out, max, &n, false, "%-16.16s %7u %5.0f%% %5.1f%%", kind[k], vm->vmm.threads[k],
+				 s->seconds > 0 ? 100 * (double)vm->vmm.run_ns[k] / 1e9 / s->seconds : 0,
+				 all ? 100.0 * (double)vm->vmm.wait_ns[k] / (double)all : 0.0);
+		}
+		for (size_t i = 0; i < vm->vmm.nr_culprits && i < 3; i++)
+			side_add(out, max, &n, false, "  %5.1f%% %s", 100 * vm->vmm.culprits[i].share,
+				 culprit_who(&vm->vmm.culprits[i], who, sizeof(who)));
+	}
+	np = place_lines(s, vm, place);
+	if (np)
+		side_add(out, max, &n, true, "PLACEMENT");
+	for (size_t i = 0; i < np; i++)
+		side_add(out, max, &n, false, "%s", place[i]);
+	return n;
 }
