@@ -298,3 +298,9 @@ json_t *report_json(const char *sht, const char *window)
 	cr_assert_not_null(j, "report -j: %s: %s", je.text, out);
 	return j;
 }
+
+void assert_holds(const char *what, const char *text, const char *const *needles)
+{
+	for (const char *const *n = needles; *n; n++)
+		cr_assert_not_null(strstr(text, *n), "%s: no \"%s\" in:\n%s", what, *n, text);
+}

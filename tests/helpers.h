@@ -98,6 +98,14 @@ int run_vcpustat(const char *args, char *out, size_t len);
 /* `vcpustat report SHT -j WINDOW` (WINDOW: more options, "" for none), asserted to succeed: its JSON document. */
 struct json_t *report_json(const char *sht, const char *window);
 
+/* Assert that text holds each of the NULL-terminated needles (what names the first one missing, and the text). */
+void assert_holds(const char *what, const char *text, const char *const *needles);
+#define ASSERT_HOLDS(what, text, ...)                                                                              \
+	do {                                                                                                       \
+		const char *const needles_[] = { __VA_ARGS__, NULL };                                              \
+		assert_holds(what, text, needles_);                                                                \
+	} while (0)
+
 /* CLOCK_MONOTONIC ns */
 __u64 mono_ns(void);
 #endif
