@@ -663,6 +663,43 @@ int BPF_PROG(on_sched_migrate_task, struct task_struct *p, int dest_cpu)
 	return run_event(&ev);
 }
 
+/*
+ * NUMA balancing moves a task (sched_move_numa) or swaps two
+ * (sched_swap_numa): which of a vCPU's moves the kernel's balancer made,
+ * rather than the load balancer or an affinity change. Kernels without
+ * CONFIG_NUMA_BALANCING have neither tracepoint: the loader leaves these out.
+ */
+static __noinline int numa_move(struct task_struct *p, int from, int to)
+{
+	struct vcpustat_event ev;
+
+	if (!is_tracked_task(p))
+		return 0;
+	event_task(&ev, VCPUSTAT_EV_NUMA_MOVE, p);
+	ev.arg0 = (__u32)from;
+	ev.arg1 = (__u32)to;
+	return run_event(&ev);
+}
+
+SEC("tp_btf/sched_move_numa")
+int BPF_PROG(on_sched_move_numa, struct task_struct *p, int src_cpu, int dst_cpu)
+{
+	if (!hot_maybe_tracked(p->pid))
+		return 0;
+	return numa_move(p, src_cpu, dst_cpu);
+}
+
+SEC("tp_btf/sched_swap_numa")
+int BPF_PROG(on_sched_swap_numa, struct task_struct *src, int src_cpu, struct task_struct *dst, int dst_cpu)
+{
+	/* either may be NULL (the verifier says so from 6.x's BTF) */
+	if (src && hot_maybe_tracked(src->pid))
+		numa_move(src, src_cpu, dst_cpu);
+	if (dst && hot_maybe_tracked(dst->pid))
+		numa_move(dst, dst_cpu, src_cpu);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 {

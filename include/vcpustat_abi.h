@@ -66,6 +66,8 @@ enum vcpustat_event_type {
 				       comm = its name */
 	VCPUSTAT_EV_INJ_VIRQ,	    /* kvm_inj_virq: KVM injects an interrupt into the current
 				       vCPU (its next entry delivers it): arg0 = vector */
+	VCPUSTAT_EV_NUMA_MOVE,	    /* sched_move_numa, sched_swap_numa: the kernel's NUMA
+				       balancing moves tid/tgid: arg0 = from cpu, arg1 = to cpu */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -201,6 +203,7 @@ struct vcpustat_vcpu {
 	__u64 oncpu_since;  /* when it last came on a CPU (its pcpu): its time there is charged at its leaving */
 	__u64 cross_node;   /* pCPU changes to another NUMA node */
 	__u64 cross_llc;    /* ... to another last-level cache */
+	__u64 numa_moves;   /* moves the kernel's NUMA balancing made (EV_NUMA_MOVE) */
 };
 
 /*

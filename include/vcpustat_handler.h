@@ -1005,6 +1005,14 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 	case VCPUSTAT_EV_INJ_VIRQ:
 		on_inj_virq(ev);
 		break;
+	case VCPUSTAT_EV_NUMA_MOVE: {
+		/* the move itself follows (sched_migrate_task); this says who decided it */
+		struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+
+		if (v)
+			v->numa_moves++;
+		break;
+	}
 	}
 	return 0;
 }

@@ -72,7 +72,8 @@ static void set_topology(void)
  * VM 100 (vCPUs 101, 102) and VM 200 (vCPU 201):
  *  101 on CPU 0 1000..1500; 201 on CPU 1 1100..1600: they share the core 1100..1500
  *  (400 ns, each VM beside another VM's vCPU);
- *  101 on CPU 1 2000..2500 (a move to another node and cache); 102 on CPU 0
+ *  101 on CPU 1 2000..2500 (a move to another node and cache, which NUMA
+ *  balancing decided at 1890); 102 on CPU 0
  *  2100..2300 beside it: 200 ns of two vCPUs of the same VM (400 vCPU-ns).
  * VM 100: CPU 0 700 ns, CPU 1 500 ns; VM 200: CPU 1 500 ns.
  */
@@ -85,6 +86,8 @@ static void scenario(void)
 	SWITCH(1100, 1, 0, 201);
 	SWITCH(1500, 0, 101, 0);
 	SWITCH(1600, 1, 201, 0);
+	inject(VCPUSTAT_EV_NUMA_MOVE, 1890, 0, 101, 100, 0, 0, 1); /* the NUMA balancer moves it */
+	inject(VCPUSTAT_EV_NUMA_MOVE, 1895, 0, 999, 900, 0, 0, 1); /* a thread of no VM: nothing */
 	inject(VCPUSTAT_EV_WAKEUP, 1900, 0, 101, 100, 0, 1, 0);
 	SWITCH(2000, 1, 0, 101);
 	SWITCH(2100, 0, 0, 102);
@@ -126,6 +129,7 @@ Test(place_live, time_per_cpu_moves_across_nodes_and_smt_sharing_are_exact)
 	cr_assert_eq(v.fsm.migrations, 1);
 	cr_assert_eq(v.cross_node, 1);
 	cr_assert_eq(v.cross_llc, 1);
+	cr_assert_eq(v.numa_moves, 1, "NUMA balancing's move");
 	key = 102;
 	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vcpus"), &key, &v), 0);
 	cr_assert_eq(v.cross_node, 0, "its first CPU is no move");
@@ -146,6 +150,7 @@ Test(place_live, without_a_topology_only_the_time_per_cpu_is_known)
 	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vcpus"), &key, &v), 0);
 	cr_assert_eq(v.fsm.migrations, 1);
 	cr_assert_eq(v.cross_node + v.cross_llc, 0);
+	cr_assert_eq(v.numa_moves, 1, "NUMA balancing's moves need no topology");
 }
 
 Test(place_live, the_summary_and_its_outputs_give_the_window)
@@ -178,6 +183,8 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 	cr_assert_eq(a->place.cpus[1].ns, 500);
 	cr_assert_eq(a->place.cross_node, 1);
 	cr_assert_eq(a->place.cross_llc, 1);
+	cr_assert_eq(a->place.numa_moves, 1);
+	cr_assert_eq(s.vms[1].place.numa_moves, 0);
 	cr_assert_eq(a->place.smt_other_ns, 400);
 	cr_assert_eq(a->place.smt_same_ns, 400);
 	cr_assert_eq(s.vms[1].place.smt_other_ns, 400);
@@ -190,6 +197,7 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(p, "node_ns"), "1")), 500);
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(p, "llc_ns"), "1")), 500);
 	cr_assert_eq(json_integer_value(json_object_get(p, "cross_node_migrations")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(p, "numa_balancing_moves")), 1);
 	cr_assert_eq(json_integer_value(json_object_get(p, "smt_other_vm_ns")), 400);
 	cr_assert_eq(json_integer_value(json_object_get(p, "smt_same_vm_ns")), 400);
 	json_decref(doc);
@@ -199,7 +207,7 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 	summary_print(f, &s, NULL, 0, 0);
 	fclose(f);
 	cr_assert_not_null(strstr(text, "PLACEMENT  node 0 58.3 %, node 1 41.7 %"), "%s", text);
-	cr_assert_not_null(strstr(text, "1 migration across nodes, 1 across caches"), "%s", text);
+	cr_assert_not_null(strstr(text, "1 migration across nodes, 1 across caches, 1 by NUMA balancing;"), "%s", text);
 	free(text);
 
 	/* the ncurses view's panel of the VM: its placement section, the same lines */
@@ -213,7 +221,7 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 		cr_assert_eq(at + 5, nl, "a PLACEMENT header and 4 lines, the last (%zu lines)", nl);
 		cr_assert(lines[at].bold);
 		cr_assert_str_eq(lines[at + 1].text, "node 0 58.3 %, node 1 41.7 %");
-		cr_assert_str_eq(lines[at + 3].text, "1 migration across nodes, 1 across caches");
+		cr_assert_str_eq(lines[at + 3].text, "1 migration across nodes, 1 across caches, 1 by NUMA balancing");
 		cr_assert_not_null(strstr(lines[at + 4].text, "SMT: "), "%s", lines[at + 4].text);
 		cr_assert_eq(vm_panel_lines(&s, a, lines, 2), 2, "no more lines than asked for");
 	}
@@ -235,6 +243,8 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 		    out);
 		cr_assert_not_null(strstr(out, "vcpustat_placement_migrations_total{vm=\"pid 100\",across=\"node\"} 1"),
 				   "%s", out);
+		ASSERT_HOLDS("Prometheus", out, "vcpustat_placement_numa_balancing_moves_total{vm=\"pid 100\"} 1\n",
+			     "vcpustat_placement_numa_balancing_moves_total{vm=\"pid 200\"} 0\n");
 		cr_assert_not_null(
 		    strstr(out, "vcpustat_placement_smt_seconds_total{vm=\"pid 200\",beside=\"other_vm\"} 0.000000400"),
 		    "%s", out);

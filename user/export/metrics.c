@@ -80,6 +80,7 @@ static int place_charge(struct acc_vm *vm, const struct summary *s, const struct
 	vm->place_known = true;
 	vm->cross_node += vs->place.cross_node;
 	vm->cross_llc += vs->place.cross_llc;
+	vm->numa_moves += vs->place.numa_moves;
 	vm->smt_other_ns += vs->place.smt_other_ns;
 	vm->smt_same_ns += vs->place.smt_same_ns;
 	return 0;

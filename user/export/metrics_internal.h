@@ -80,7 +80,7 @@ struct acc_vm {
 	bool place_known;
 	__u64 *node_ns, *llc_ns;
 	int nr_node, nr_llc; /* ids 0 .. nr-1 */
-	__u64 cross_node, cross_llc, smt_other_ns, smt_same_ns;
+	__u64 cross_node, cross_llc, numa_moves, smt_other_ns, smt_same_ns;
 	__u64 vmm_run_ns[VMM_NR_KINDS], vmm_wait_ns[VMM_NR_KINDS]; /* by enum { VMM_EMULATOR, VMM_VHOST } */
 	struct acc_vcpu *vcpus; /* by index */
 	size_t nr_vcpus;

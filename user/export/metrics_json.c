@@ -146,6 +146,7 @@ json_t *metrics_json(const struct metrics *m)
 			json_object_set_new(pl, "llc_seconds", llcs);
 			json_object_set_new(pl, "cross_node_migrations", json_integer((json_int_t)vm->cross_node));
 			json_object_set_new(pl, "cross_llc_migrations", json_integer((json_int_t)vm->cross_llc));
+			json_object_set_new(pl, "numa_balancing_moves", json_integer((json_int_t)vm->numa_moves));
 			json_object_set_new(pl, "smt_other_vm_seconds", json_real((double)vm->smt_other_ns / 1e9));
 			json_object_set_new(pl, "smt_same_vm_seconds", json_real((double)vm->smt_same_ns / 1e9));
 			json_object_set_new(o, "placement", pl);

@@ -366,6 +366,9 @@ static const struct family fam_place_moves = {
 	"vcpustat_placement_migrations", F_COUNTER, NULL,
 	"Migrations of the VM's vCPUs to a CPU of another NUMA node (across=\"node\") or another last-level cache "
 	"(across=\"llc\")"};
+static const struct family fam_place_numa = {
+	"vcpustat_placement_numa_balancing_moves", F_COUNTER, NULL,
+	"Moves of the VM's vCPUs that the kernel's NUMA balancing made (sched_move_numa, sched_swap_numa)"};
 static const struct family fam_place_smt = {
 	"vcpustat_placement_smt_seconds", F_COUNTER, "seconds",
 	"vCPU-seconds the VM's vCPUs ran while the other hardware thread of their core ran a vCPU of another VM "
@@ -677,6 +680,14 @@ static void walk_placement(struct sink *k, const struct metrics *m)
 			continue;
 		emit(k, "_total", n, 2, fmt_u64(val, sizeof(val), vm->cross_node));
 		emit(k, "_total", c, 2, fmt_u64(val, sizeof(val), vm->cross_llc));
+	}
+	family_begin(k, &fam_place_numa);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+		struct label l[] = { { "vm", vm->name } };
+
+		if (vm->place_known)
+			emit(k, "_total", l, 1, fmt_u64(val, sizeof(val), vm->numa_moves));
 	}
 	family_begin(k, &fam_place_smt);
 	for (size_t i = 0; i < m->nr_vms; i++) {

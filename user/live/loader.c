@@ -47,6 +47,8 @@ static const struct prog_def prog_defs[] = {
 	{ "on_sched_wakeup_new", "sched:sched_wakeup_new", true, false, true },
 	{ "on_sched_waking", "sched:sched_waking", true, false, false },
 	{ "on_sched_migrate_task", "sched:sched_migrate_task", true, false, false },
+	{ "on_sched_move_numa", "sched:sched_move_numa", true, false, false },
+	{ "on_sched_swap_numa", "sched:sched_swap_numa", true, false, false },
 	{ "on_sched_process_exit", "sched:sched_process_exit", true, false, true },
 	{ "on_kvm_entry", "kvm:kvm_entry", false, true, false },
 	{ "on_kvm_exit", "kvm:kvm_exit", false, true, false },

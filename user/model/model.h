@@ -251,6 +251,7 @@ struct vcpu_summary {
 	__u64 poll_fail_ns; /* POLL time of the failed ones: CPU burnt for nothing */
 	__u32 halt_poll_ns; /* its halt_poll_ns at the end of the window (0: polling off, or never seen) */
 	__u64 cross_node, cross_llc; /* live: its migrations to another NUMA node / last-level cache */
+	__u64 numa_moves;	     /* live: its moves the kernel's NUMA balancing made */
 };
 
 /* One histogram's share of the window. */
@@ -361,6 +362,7 @@ struct vm_place {
 	struct place_cpu *cpus; /* vCPU-ns per CPU in the window, by CPU */
 	size_t nr_cpus;
 	__u64 cross_node, cross_llc;
+	__u64 numa_moves; /* moves of its vCPUs made by the kernel's NUMA balancing */
 	__u64 smt_other_ns, smt_same_ns;
 };
 

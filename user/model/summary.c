@@ -224,6 +224,8 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->cross_llc = same ? sub0(v->cross_llc, pv->v->cross_llc) : v->cross_llc;
 	vm->place.cross_node += vs->cross_node;
 	vm->place.cross_llc += vs->cross_llc;
+	vs->numa_moves = same ? sub0(v->numa_moves, pv->v->numa_moves) : v->numa_moves;
+	vm->place.numa_moves += vs->numa_moves;
 	vs->halt_poll_ns = v->fsm.halt_poll_ns;
 	vm->preemptions += vs->preemptions;
 	vm->wakeups += vs->wakeups;

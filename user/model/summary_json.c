@@ -186,6 +186,7 @@ static json_t *place_json(const struct summary *s, const struct vm_summary *vm)
 	}
 	json_object_set_new(o, "cross_node_migrations", json_integer((json_int_t)vm->place.cross_node));
 	json_object_set_new(o, "cross_llc_migrations", json_integer((json_int_t)vm->place.cross_llc));
+	json_object_set_new(o, "numa_balancing_moves", json_integer((json_int_t)vm->place.numa_moves));
 	json_object_set_new(o, "smt_other_vm_ns", json_integer((json_int_t)vm->place.smt_other_ns));
 	json_object_set_new(o, "smt_same_vm_ns", json_integer((json_int_t)vm->place.smt_same_ns));
 	return o;

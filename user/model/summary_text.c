@@ -151,9 +151,13 @@ size_t place_lines(const struct summary *s, const struct vm_summary *vm, char (*
 							all ? 100.0 * (double)ns[id] / (double)all : 0.0);
 		n++;
 	}
-	snprintf(lines[n++], PLACE_LINE_LEN, "%llu migration%s across nodes, %llu across caches",
+	snprintf(lines[n], PLACE_LINE_LEN, "%llu migration%s across nodes, %llu across caches",
 		 (unsigned long long)vm->place.cross_node, vm->place.cross_node == 1 ? "" : "s",
 		 (unsigned long long)vm->place.cross_llc);
+	if (vm->place.numa_moves) /* a part of the first (or a move within a node, on some hosts) */
+		snprintf(lines[n] + strlen(lines[n]), PLACE_LINE_LEN - strlen(lines[n]), ", %llu by NUMA balancing",
+			 (unsigned long long)vm->place.numa_moves);
+	n++;
 	snprintf(lines[n++], PLACE_LINE_LEN, "SMT: %s beside another VM's vCPU, %s beside its own",
 		 format_ns(vm->place.smt_other_ns, b1, sizeof(b1)), format_ns(vm->place.smt_same_ns, b2, sizeof(b2)));
 	return n;
