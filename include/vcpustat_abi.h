@@ -204,6 +204,7 @@ struct vcpustat_vcpu {
 	__u64 cross_node;   /* pCPU changes to another NUMA node */
 	__u64 cross_llc;    /* ... to another last-level cache */
 	__u64 numa_moves;   /* moves the kernel's NUMA balancing made (EV_NUMA_MOVE) */
+	__u64 wake_hint_ts; /* when wake_hint was given (it holds for VCPUSTAT_WAKE_CAUSE_NS) */
 };
 
 /*

@@ -668,20 +668,24 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 }
 
 /*
- * sched_waking of a sleeping vCPU, in its waker's context: if the waker had
- * just had a LAPIC accept an interrupt on this CPU, that interrupt's kick is
- * waking the vCPU. (sched_wakeup, which changes the state, may fire later on
- * the vCPU's own CPU, where the waker is not current.)
+ * sched_waking of a vCPU, in its waker's context: if the waker had just had
+ * a LAPIC accept an interrupt on this CPU, that interrupt's kick is waking
+ * the vCPU. (sched_wakeup, which changes the state, may fire later on the
+ * vCPU's own CPU, where the waker is not current.) The kernel traces it only
+ * for a task in a sleeping state, which may not have left its CPU yet: a
+ * vCPU on its way to sleep when the interrupt came is woken once its switch
+ * out is done, so the hint is kept, with its time, for that wake-up.
  */
 HANDLER_INLINE void on_waking(const struct vcpustat_event *ev)
 {
 	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
 	struct vcpustat_cpu *c;
 
-	if (!v || !vcpu_fsm_asleep(&v->fsm))
-		return; /* running or runnable: no wake-up */
+	if (!v)
+		return;
 	c = env_cpu((__u32)ev->cpu);
 	v->wake_hint = VCPU_WAKE_OTHER;
+	v->wake_hint_ts = ev->ts;
 	if (c && ev->tid2 && c->irq_tid == (__u32)ev->tid2 && ev->ts >= c->irq_ts &&
 	    ev->ts - c->irq_ts <= VCPUSTAT_WAKE_CAUSE_NS)
 		v->wake_hint = (__u8)c->irq_reason;
@@ -697,7 +701,9 @@ HANDLER_INLINE void wake_begin(const struct vcpustat_event *ev, struct vcpustat_
 {
 	v->wake_pending = 1;
 	v->wake_ts = ev->ts;
-	v->wake_reason = v->wake_hint;
+	v->wake_reason = ev->ts >= v->wake_hint_ts && ev->ts - v->wake_hint_ts <= VCPUSTAT_WAKE_CAUSE_NS ?
+				 v->wake_hint :
+				 VCPU_WAKE_OTHER;
 	v->wake_hint = VCPU_WAKE_OTHER;
 	v->wake_vector = 0;
 }

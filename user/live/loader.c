@@ -137,18 +137,35 @@ static void vlog(int level, const char *fmt, ...)
  */
 static bool libbpf_quiet;
 
+/*
+ * The program libbpf last failed to load ("prog 'NAME': failed to load"):
+ * an optional one the kernel refuses is left out and the rest loaded again.
+ */
+static char libbpf_refused[64];
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	int l = level == LIBBPF_WARN && !libbpf_quiet ? VCPUSTAT_LOG_WARN :
 		level == LIBBPF_DEBUG ? VCPUSTAT_LOG_DEBUG : VCPUSTAT_LOG_INFO;
-	char *buf;
+	char *buf, name[64];
+	int at = 0;
 	size_t n;
 
-	if (!log_fn || l > log_max)
-		return 0;
 	/* whole: a verifier's log runs to many kilobytes and its end says why */
 	if (vasprintf(&buf, fmt, ap) < 0)
 		return 0;
+	if (sscanf(buf, "prog '%63[^']'%n", name, &at) == 1 && at && !strncmp(buf + at, ": failed to load", 16))
+		snprintf(libbpf_refused, sizeof(libbpf_refused), "%s", name);
+	if (!log_fn) { /* as libbpf would print it */
+		if (level != LIBBPF_DEBUG)
+			fputs(buf, stderr);
+		free(buf);
+		return 0;
+	}
+	if (l > log_max) {
+		free(buf);
+		return 0;
+	}
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
@@ -327,6 +344,7 @@ struct open_try {
 	bool rings_failed;
 	bool fentry_tried;
 	int fentry_err;
+	int refused[NR_PROGS]; /* optional programs the kernel refused (their error): left out */
 };
 
 static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, struct open_try *t);
@@ -341,7 +359,22 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 		opts = &defaults;
 	struct open_try t = { .no_per_cpu = opts->single_ring ? "asked for" : NULL };
 
-	err = open_object(out, opts, &t);
+	libbpf_set_print(libbpf_log);
+	for (;;) {
+		size_t i;
+
+		libbpf_refused[0] = '\0';
+		err = open_object(out, opts, &t);
+		for (i = 0; err && libbpf_refused[0] && i < NR_PROGS; i++)
+			if (!strcmp(prog_defs[i].name, libbpf_refused))
+				break;
+		if (!err || i >= NR_PROGS || prog_defs[i].required || t.refused[i])
+			break;
+		/* an optional program this kernel's verifier refuses: the others without it */
+		vlog(VCPUSTAT_LOG_WARN, "the kernel refused %s (%s); loading the others without it", prog_defs[i].name,
+		     strerror(-err));
+		t.refused[i] = err;
+	}
 	if (err && t.fentry_tried) {
 		/* an optional fentry program (halt polling) the kernel refuses: without it */
 		vlog(VCPUSTAT_LOG_WARN, "loading with fentry programs failed (%s); trying without them", strerror(-err));
@@ -417,12 +450,17 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		if (d->kvm && opts->no_kvm) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (--no-kvm)");
-		} else if (d->fentry && t->fentry_err) {
+		} else if (d->fentry && (t->fentry_err || t->refused[i])) {
 			p->status = VCPUSTAT_PROG_FAILED;
-			p->err = t->fentry_err;
+			p->err = t->refused[i] ? t->refused[i] : t->fentry_err;
 			snprintf(p->message, sizeof(p->message),
 				 "this kernel does not load fentry programs on %s (%s): halt polling stays host time",
-				 strchr(d->tracepoint, ':') + 1, strerror(-t->fentry_err));
+				 strchr(d->tracepoint, ':') + 1, strerror(-p->err));
+		} else if (t->refused[i]) {
+			p->status = VCPUSTAT_PROG_FAILED;
+			p->err = t->refused[i];
+			snprintf(p->message, sizeof(p->message), "this kernel refused the program on %s (%s): left out",
+				 d->tracepoint, strerror(-p->err));
 		} else if (!tracepoint_exists(&kb, d)) {
 			p->status = VCPUSTAT_PROG_MISSING;
 			p->err = -ENOENT;
