@@ -205,7 +205,7 @@ Test(export_live, live_exposition_passes_promtool_and_state_seconds_add_up, .tim
 	SKIP_UNLESS(kvm_unavailable());
 	if (!have("promtool"))
 		cr_skip_test("promtool is not installed (Debian package prometheus; tools/deps.sh installs it)");
-	vm_start(&vm, "live", 30, true);
+	vm_start(&vm, "live", 120, true); /* stopped after the two exports, which can each take 15 s to attach in the lab */
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "export", "--vm", vm.name, "-i", "1", NULL };
 
@@ -233,7 +233,8 @@ Test(export_live, live_exposition_passes_promtool_and_state_seconds_add_up, .tim
 	json_array_foreach(json_object_get(doc, "vms"), i, v)
 		if (!strcmp(json_string_value(json_object_get(v, "vm")), vm.name))
 			vmj = v;
-	cr_assert_not_null(vmj);
+	cr_assert_not_null(vmj, "VM %s is not in `export --vm %s -i 3 -f json`:\n%.3000s\nits stderr: %.2000s", vm.name,
+			   vm.name, slurp(tmp("live.json")), slurp(tmp("live.err")));
 	json_array_foreach(json_object_get(vmj, "vcpus"), i, v) {
 		json_t *sec = json_object_get(v, "seconds"), *x;
 		const char *k;
@@ -473,7 +474,7 @@ Test(export_live, prometheus_evaluates_every_dashboard_and_rule_query_on_serve, 
 	SKIP_UNLESS(kvm_unavailable());
 	if (!have("prometheus"))
 		cr_skip_test("prometheus is not installed (tools/deps.sh installs it)");
-	vm_start(&vm, "eval", 100, true);
+	vm_start(&vm, "eval", 300, true); /* stopped at the end: Prometheus and the dashboard take 80 s in the lab */
 	prom = serve_and_prometheus(&vm, port, PROM_EVAL_RULES, &serve, &prom_port);
 	/* 12 s of scrapes: a 10 s rate of every counter, the rules evaluated a few times over them */
 	for (int w = 0; w < 40 && promql(prom_port, "count_over_time(up{job=\"vcpustat\"}[12s])") < 12; w++)
@@ -538,7 +539,7 @@ Test(export_live, serve_drops_to_an_unprivileged_user_and_still_serves, .timeout
 	SKIP_UNLESS(kvm_unavailable());
 	if (geteuid() != 0)
 		cr_skip_test("needs root to drop to another user");
-	vm_start(&vm, "serve", 30, true);
+	vm_start(&vm, "serve", 120, true); /* stopped at the end */
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "serve", "--listen", listen, "--user", "nobody", "--vm",
