@@ -487,7 +487,7 @@ Test(export_live, prometheus_evaluates_every_dashboard_and_rule_query_on_serve, 
 
 	/* the contended VM's steal, recorded and alerted on */
 	snprintf(q, sizeof(q), "vm:vcpustat_steal:ratio_rate5m{vm=\"%s\"}", vm.name);
-	cr_assert_eq(promql_count(prom_port, q, &steal, err, sizeof(err)), 1, "%s", q);
+	cr_assert_eq(promql_count_settled(prom_port, q, &steal, err, sizeof(err)), 1, "%s", q);
 	snprintf(q, sizeof(q), "ALERTS{alertname=\"VcpustatHighSteal\",vm=\"%s\",alertstate=\"pending\"}", vm.name);
 	cr_log_info("steal of the contended VM: %.3f; VcpustatHighSteal pending: %d", steal,
 		    promql_count(prom_port, q, NULL, err, sizeof(err)));
@@ -498,13 +498,13 @@ Test(export_live, prometheus_evaluates_every_dashboard_and_rule_query_on_serve, 
 		 "sum(vcpustat_vcpu_delay_seconds_total{vm=\"%s\"}) - sum(vcpustat_vcpu_seconds_total{vm=\"%s\","
 		 "state=~\"preempted|wait\"})",
 		 vm.name, vm.name);
-	n = promql_count(prom_port, q, &v, err, sizeof(err));
+	n = promql_count_settled(prom_port, q, &v, err, sizeof(err));
 	cr_assert_eq(n, 1, "%s: %d results (%s)", q, n, n < 0 ? err : "");
 	cr_assert_lt(v < 0 ? -v : v, 1e-6, "delay = preempted + wait: %s = %g", q, v);
 	snprintf(q, sizeof(q),
 		 "sum(vcpustat_vcpu_wait_seconds_total{vm=\"%s\"}) - sum(vcpustat_vcpu_delay_seconds_total{vm=\"%s\"})",
 		 vm.name, vm.name);
-	n = promql_count(prom_port, q, &v, err, sizeof(err));
+	n = promql_count_settled(prom_port, q, &v, err, sizeof(err));
 	cr_assert_eq(n, 1, "%s: %d results (%s)", q, n, n < 0 ? err : "");
 	/* the same numbers summed: equal but for the order Prometheus adds them in */
 	cr_assert_lt(v < 0 ? -v : v, 1e-6, "wait = delay: %s = %g", q, v);
