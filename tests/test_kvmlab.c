@@ -1281,8 +1281,18 @@ static pid_t spawn_microvm(const char *args)
  * calibration, run while the other VM starts, once gave chunks 20x too short), "exity" an exit-bound one (no halts, one loop iteration between two
  * I/O exits). Per vCPU: guest + host = the kernel's own on-CPU time for the
  * thread (/proc/<tid>/schedstat, which microvm reads as the thread's last
- * act) within 1 % of the window (the VM's life); busy: guest > 90 % of it;
- * exity: host > 50 %. What the thread runs after that last read (its exit:
+ * act) within 1 % of the window (the VM's life); busy: the guest share
+ * within 6 points of the kernel's own (guest_time / (utime + stime) of
+ * /proc/<tid>/stat: PF_VCPU sampled at each tick, ~1,000 ticks, ~1 point
+ * of sampling error; in the lab the kernel's share came out 1.1-4.2 points
+ * under ours, though its guest window holds ours: its ticks fall in host
+ * mode more often than their share under emulation); exity: host > 50 %
+ * (its ticks are no measure: 28 % against our 38 % in one run, 38 %
+ * against 37 % in the other vCPU, with 6,000 exits a second against 250
+ * ticks). A fixed bound on the
+ * busy share (90 %) failed in CI at 86.6-89.8 %: how much host time a chunk's
+ * exits take under emulation depends on the machine's load, and the kernel's
+ * share moves with it. What the thread runs after that last read (its exit:
  * the sanitizer's teardown, under emulation) is host time schedstat never
  * shows: once 32 ms on a loaded machine, over 1 % of a 2 s window; hence 4 s.
  */
@@ -1337,7 +1347,8 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 		cr_assert_not_null(xvm, "the exporter publishes VM %s", name);
 		json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
 			json_t *xv = find_by(jget(xvm, "vcpus"), "vcpu", jget(vcpu, "index")), *sec;
-			double guest, host, run, oncpu;
+			double guest, host, run, oncpu, kguest = -1, ktotal = 0;
+			json_t *ticks = jget(jget(vcpu, "schedstat"), "ticks");
 
 			cr_assert_not_null(xv, "export: %s vCPU %zu", name, j);
 			sec = jget(xv, "seconds");
@@ -1345,18 +1356,28 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 			host = json_real_value(jget(sec, "host"));
 			run = (double)jint(jget(vcpu, "schedstat"), "run_ns") / 1e9;
 			oncpu = guest + host;
+			if (json_is_object(ticks)) {
+				kguest = (double)jint(ticks, "guest_ns") / 1e9;
+				ktotal = (double)(jint(ticks, "utime_ns") + jint(ticks, "stime_ns")) / 1e9;
+			}
 			fprintf(stderr,
 				"kvmlab:   %s vCPU %zu: guest %.4f s + host %.4f s = %.4f s vs schedstat run %.4f s "
-				"(diff %.4f s = %.2f %% of the %.3f s window); guest share %.1f %%; exits %lld\n",
+				"(diff %.4f s = %.2f %% of the %.3f s window); guest share %.1f %%, the kernel's "
+				"%.1f %% (guest_time %.2f s of utime + stime %.2f s); exits %lld\n",
 				name, j, guest, host, oncpu, run, oncpu - run, 100 * (oncpu - run) / wall, wall,
-				100 * guest / oncpu, jint(xv, "exit_count"));
+				100 * guest / oncpu, ktotal > 0 ? 100 * kguest / ktotal : -1.0, kguest, ktotal,
+				jint(xv, "exit_count"));
 			cr_assert_lt(fabs(oncpu - run), 0.01 * wall,
 				     "%s vCPU %zu: guest + host (%.4f s) = schedstat's run time (%.4f s) within 1 %% of the "
 				     "%.3f s window", name, j, oncpu, run, wall);
-			if (m == 0)
-				cr_assert_gt(guest, 0.9 * oncpu, "busy vCPU %zu: guest %.4f s > 90 %% of on-CPU %.4f s", j,
-					     guest, oncpu);
-			else
+			if (m == 0) {
+				cr_assert_gt(ktotal, 0.5 * run, "microvm read the busy vCPU %zu's ticks (/proc stat)", j);
+				cr_assert_gt(kguest, 0.5 * ktotal, "busy vCPU %zu: the kernel saw it mostly in the guest", j);
+				cr_assert_lt(fabs(guest / oncpu - kguest / ktotal), 0.06,
+					     "busy vCPU %zu: guest share %.1f %% = the kernel's (guest_time %.3f s of "
+					     "utime + stime %.3f s) %.1f %% within 6 points",
+					     j, 100 * guest / oncpu, kguest, ktotal, 100 * kguest / ktotal);
+			} else
 				cr_assert_gt(host, 0.5 * oncpu, "exit-bound vCPU %zu: host %.4f s > 50 %% of on-CPU %.4f s",
 					     j, host, oncpu);
 		}

@@ -86,6 +86,8 @@ struct vcpu_stats {
 	uint64_t mmio;		       /* KVM_EXIT_MMIO writes to GUEST_MMIO_ADDR */
 	bool schedstat_ok;
 	uint64_t sched_run_ns, sched_wait_ns, sched_timeslices;
+	bool guest_time_ok;
+	uint64_t utime_ns, stime_ns, guest_time_ns; /* /proc stat's, in ticks: the kernel's own sampling */
 };
 
 struct vcpu {
@@ -392,7 +394,53 @@ static int unexpected_exit(struct vcpu *v)
 	}
 }
 
-/* Thread tid's /proc schedstat into st. */
+/*
+ * Thread tid's utime, stime and guest_time (fields 14, 15 and 43 of
+ * /proc/<pid>/task/<tid>/stat, in clock ticks): the kernel's own account of
+ * its time, sampled at each scheduler tick (guest mode: PF_VCPU; guest time
+ * is part of utime), or exact with full dynticks accounting. The comm
+ * (field 2) may hold spaces and parentheses: fields are counted after its
+ * last ')'.
+ */
+static void read_guest_time(pid_t tid, struct vcpu_stats *st)
+{
+	static const int want[3] = { 14, 15, 43 };
+	unsigned long long ticks[3];
+	char path[64], buf[1024], *p, *end;
+	long hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	int fd, field = 3, k;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || hz <= 0)
+		return;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return;
+	p++; /* at the space before field 3 (state) */
+	for (k = 0; k < 3; k++) {
+		for (; field < want[k] && p; field++)
+			p = strchr(p + 1, ' ');
+		if (!p)
+			return;
+		errno = 0;
+		ticks[k] = strtoull(p + 1, &end, 10);
+		if (errno || end == p + 1)
+			return;
+	}
+	st->utime_ns = (uint64_t)ticks[0] * (1000000000ull / (uint64_t)hz);
+	st->stime_ns = (uint64_t)ticks[1] * (1000000000ull / (uint64_t)hz);
+	st->guest_time_ns = (uint64_t)ticks[2] * (1000000000ull / (uint64_t)hz);
+	st->guest_time_ok = true;
+}
+
+/* Thread tid's /proc schedstat (and guest_time) into st. */
 static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 {
 	char path[64];
@@ -410,6 +458,7 @@ static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 		st->schedstat_ok = true;
 	}
 	fclose(f);
+	read_guest_time(tid, st);
 }
 
 /*
@@ -846,9 +895,15 @@ static json_t *vcpu_json(const struct vcpu *v)
 	if (o)
 		json_object_set_new(o, "schedstat",
 				    st->schedstat_ok ?
-					    json_pack("{s:I, s:I, s:I}", "run_ns", (json_int_t)st->sched_run_ns,
+					    json_pack("{s:I, s:I, s:I, s:o}", "run_ns", (json_int_t)st->sched_run_ns,
 						      "wait_ns", (json_int_t)st->sched_wait_ns, "timeslices",
-						      (json_int_t)st->sched_timeslices) :
+						      (json_int_t)st->sched_timeslices, "ticks",
+						      st->guest_time_ok ?
+							      json_pack("{s:I, s:I, s:I}", "utime_ns",
+									(json_int_t)st->utime_ns, "stime_ns",
+									(json_int_t)st->stime_ns, "guest_ns",
+									(json_int_t)st->guest_time_ns) :
+							      json_null()) :
 					    json_null());
 	return o;
 }
