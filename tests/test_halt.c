@@ -625,9 +625,34 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 				   "%s", text);
 		cr_assert_not_null(strstr(text, ">ipi (1)<"), "the reasons' legend");
 		cr_assert_not_null(strstr(text, ">timer (1)<"), "the reasons' legend");
+		/* ... and by vector: 0x22, 0x40 and 0x41 once each, none twice */
+		cr_assert_not_null(strstr(text, "Wake-up to guest code, by the vector injected at that entry (5 in the window)"),
+				   "%s", text);
+		ASSERT_HOLDS("the vectors' legend", text, ">none (2)<", ">0x22 (1)<", ">0x40 (1)<", ">0x41 (1)<");
 		free(text);
 		unlink(svg);
 	}
 	unlink(cap);
 	unlink(sht);
+}
+
+/*
+ * The vector tables and charts are left out only when every wake-up is
+ * "none" (posted interrupts): one "none" row alone; any vector, or a vector
+ * beside "none", is shown.
+ */
+Test(halt, vectors_are_hidden_only_when_none_was_ever_injected)
+{
+	struct latency_summary rows[2] = { { .kind = VCPU_SAMPLE_WAKE_VECTOR, .reason = 0, .count = 3 },
+					   { .kind = VCPU_SAMPLE_WAKE_VECTOR, .reason = 0xec, .count = 1 } };
+	struct vm_summary vm = { .wake_vectors = rows };
+
+	cr_assert_not(wake_vectors_worth_showing(&vm), "no wake-up at all");
+	vm.nr_wake_vectors = 1;
+	cr_assert_not(wake_vectors_worth_showing(&vm), "only none");
+	vm.nr_wake_vectors = 2;
+	cr_assert(wake_vectors_worth_showing(&vm), "none and 0xec");
+	vm.wake_vectors = &rows[1];
+	vm.nr_wake_vectors = 1;
+	cr_assert(wake_vectors_worth_showing(&vm), "0xec alone");
 }

@@ -650,6 +650,9 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 		y += h;
 		h = hist_chart(f, y, "Wake-up to guest code, by what woke the sleeping vCPU", vm->wakes, vm->nr_wakes);
 		y += h;
+		if (wake_vectors_worth_showing(vm))
+			y += hist_chart(f, y, "Wake-up to guest code, by the vector injected at that entry",
+					vm->wake_vectors, vm->nr_wake_vectors);
 		y += vmm_bars(f, y, vm);
 		y += detail_bars(f, y, vm);
 		if (!vm->nr_exits)

@@ -422,6 +422,11 @@ struct summary {
  * ids with time, or -1 without a topology.
  */
 int place_by(const struct summary *s, const struct vm_summary *vm, bool llc, __u64 *ns, int max);
+/*
+ * Are the VM's wake-ups by vector worth a table or chart: not when every one
+ * is "none" (posted interrupts: KVM traced no injection at their entries).
+ */
+bool wake_vectors_worth_showing(const struct vm_summary *vm);
 /* Does the host have more than one node, or cache, or SMT siblings (worth showing placement)? */
 bool place_worth_showing(const struct cpu_topology *t);
 /*

@@ -615,6 +615,12 @@ int place_by(const struct summary *s, const struct vm_summary *vm, bool llc, __u
 	return n;
 }
 
+bool wake_vectors_worth_showing(const struct vm_summary *vm)
+{
+	/* row 0 is "none" (reason 0) only when it is the most frequent; any other row is a vector */
+	return vm->nr_wake_vectors > 1 || (vm->nr_wake_vectors && vm->wake_vectors[0].reason);
+}
+
 bool place_worth_showing(const struct cpu_topology *t)
 {
 	if (!t)

@@ -314,8 +314,8 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds, false);
 		/* why sleeping vCPUs woke, and the delay from the wake-up to guest code */
 		print_latency_table(f, "WAKE-UP BY", vm->wakes, vm->nr_wakes, top, s->seconds, false);
-		/* ... and by the vector its first entry injected: not when none was ever seen (posted interrupts) */
-		if (vm->nr_wake_vectors > 1 || (vm->nr_wake_vectors && vm->wake_vectors[0].reason))
+		/* ... and by the vector its first entry injected */
+		if (wake_vectors_worth_showing(vm))
 			print_latency_table(f, "WAKE-UP VECTOR", vm->wake_vectors, vm->nr_wake_vectors, top, s->seconds,
 					    false);
 		if (vm->nr_culprits) {
@@ -386,8 +386,7 @@ size_t vm_panel_lines(const struct summary *s, const struct vm_summary *vm, stru
 			 culprit_who(&vm->culprits[i], who, sizeof(who)));
 	if (vm->nr_wakes)
 		side_latency(out, max, &n, "WAKE-UP BY", vm->wakes, vm->nr_wakes);
-	/* as the text output: not when no vector was ever seen (posted interrupts) */
-	if (vm->nr_wake_vectors > 1 || (vm->nr_wake_vectors && vm->wake_vectors[0].reason))
+	if (wake_vectors_worth_showing(vm))
 		side_latency(out, max, &n, "WAKE-UP VECTOR", vm->wake_vectors, vm->nr_wake_vectors);
 	if (vmm) {
 		static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
