@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli_run.h"
+#include "helpers.h"
 #include "model/model.h"
 #include "record/record.h"
 
@@ -242,6 +243,85 @@ Test(placement, suggests_the_move_that_balances_the_nodes)
 		json_decref(doc);
 	}
 	unlink(path);
+}
+
+/*
+ * Live (`top -b`, `-j`): the same balance over a window's summary, from each
+ * VM's per-CPU vCPU time and the host's topology. Two nodes of two CPUs, a
+ * 1 s window: a 0.9 + 0.9 s on node 0, b 0.5 s on node 0, c 0.2 s on node 1:
+ * node 0 runs 2.3 busy vCPUs (115 %), node 1 0.2 (10 %); moving b leaves
+ * 90 % and 35 % (55 points), moving a 25 % and 100 % (75): b moves.
+ */
+Test(placement, the_live_window_suggests_the_move_too)
+{
+	int node[] = { 0, 0, 1, 1 }, llc[] = { 0, 0, 1, 1 }, core[] = { 0, 1, 2, 3 };
+	struct cpu_topology topo = { .nr_cpus = 4, .node = node, .llc = llc, .core = core };
+	struct place_cpu pa[] = { { 0, 900000000 }, { 1, 900000000 } }, pb[] = { { 0, 500000000 } },
+			 pc[] = { { 2, 200000000 } };
+	struct vcpu_summary va[2] = { { .ns = { [VCPU_GUEST] = 900000000 } }, { .ns = { [VCPU_HOST] = 900000000 } } },
+			    vb = { .ns = { [VCPU_GUEST] = 500000000 } }, vc = { .ns = { [VCPU_GUEST] = 200000000 } };
+	struct vm_summary vms[3] = {
+		{ .tgid = 10, .name = "a", .vcpus = va, .nr_vcpus = 2, .migrations = 3,
+		  .place = { .known = true, .cpus = pa, .nr_cpus = 2, .cross_node = 1 } },
+		{ .tgid = 20, .name = "b", .vcpus = &vb, .nr_vcpus = 1, .place = { .known = true, .cpus = pb, .nr_cpus = 1 } },
+		{ .tgid = 30, .name = "c", .vcpus = &vc, .nr_vcpus = 1, .place = { .known = true, .cpus = pc, .nr_cpus = 1 } },
+	};
+	struct summary s = { .t0 = 5000000000ull, .t1 = 6000000000ull, .seconds = 1.0, .vms = vms, .nr_vms = 3,
+			     .topo = &topo };
+	const char *want = "  move b (0.50 busy vCPUs on node 0) to node 1: node 0 (2.30 - 0.50) / 2 = 90.0%, node 1 "
+			   "(0.20 + 0.50) / 2 = 35.0%: 55.0 points apart\n";
+	struct placement p;
+	char *text = NULL;
+	size_t len = 0;
+	json_t *doc, *b, *mv;
+	FILE *f;
+
+	cr_assert_eq(placement_from_summary(&p, &s), 0);
+	cr_assert_str_eq(p.topo_source, "host");
+	cr_assert_eq(p.nr_vms, 3);
+	cr_assert_eq(p.vms[0].vcpus, 2);
+	cr_assert_eq(p.vms[0].run_ns, 1800000000ull);
+	cr_assert_eq(p.vms[0].node_ns[0], 1800000000ull);
+	cr_assert_eq(p.vms[0].migrations, 3);
+	cr_assert_eq(p.vms[0].cross_node, 1);
+	cr_assert_eq(p.node_ns[0], 2300000000ull);
+	cr_assert_eq(p.node_ns[1], 200000000ull);
+	cr_assert_geq(p.move.vm, 0);
+	cr_assert_str_eq(p.vms[p.move.vm].name, "b");
+	cr_assert_float_eq(p.move.hot_util, 1.15, 1e-9);
+	cr_assert_float_eq(p.move.cold_util, 0.10, 1e-9);
+	cr_assert_float_eq(p.move.hot_after, 0.90, 1e-9);
+	cr_assert_float_eq(p.move.cold_after, 0.35, 1e-9);
+	placement_free(&p);
+
+	f = open_memstream(&text, &len);
+	summary_print(f, &s, NULL, 0, 0);
+	fclose(f);
+	ASSERT_HOLDS("top -b", text, "\nHOST PLACEMENT (the VMs shown, over this interval)\nNUMA node",
+		     "  utilization      115.0%      10.0%\n", want);
+	free(text);
+
+	doc = summary_json(&s, NULL, 0);
+	b = json_object_get(doc, "balance");
+	cr_assert_not_null(b, "-j: the balance");
+	cr_assert_eq(json_array_size(json_object_get(b, "nodes")), 2);
+	cr_assert_float_eq(json_real_value(json_object_get(json_array_get(json_object_get(b, "nodes"), 0), "busy_vcpus")),
+			   2.3, 1e-9);
+	mv = json_object_get(b, "move");
+	cr_assert_str_eq(json_string_value(json_object_get(mv, "vm")), "b");
+	cr_assert_eq(json_integer_value(json_object_get(mv, "to_node")), 1);
+	json_decref(doc);
+
+	/* one node: no balance in either */
+	node[2] = node[3] = 0;
+	f = open_memstream(&text, &len);
+	summary_print(f, &s, NULL, 0, 0);
+	fclose(f);
+	cr_assert_null(strstr(text, "HOST PLACEMENT"), "%s", text);
+	free(text);
+	doc = summary_json(&s, NULL, 0);
+	cr_assert_null(json_object_get(doc, "balance"));
+	json_decref(doc);
 }
 
 Test(placement, a_recording_without_topology_says_so_and_host_topology_fills_in)

@@ -692,6 +692,17 @@ struct placement {
 int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint64_t t2,
 		    const struct summary_filter *f, const struct cpu_topology *host, struct vcpustat_error *err);
 void placement_print(FILE *f, const struct placement *p);
+/*
+ * The same over a live window (`top`, `top -b`, `-j`): from each VM's
+ * vm->place and s->topo (p->topo_source "host", or NULL without one). The
+ * nodes' load is that of the VMs in s (a --vm filter leaves the others
+ * out). -ENOMEM.
+ */
+int placement_from_summary(struct placement *p, const struct summary *s);
+/* The host's nodes and the move (placement_print's last part); nothing unless there are 2 nodes or more. */
+void placement_print_balance(FILE *f, const struct placement *p);
+/* ... as JSON: {"nodes": [...], "move": {...} or null}; NULL unless there are 2 nodes or more. */
+json_t *placement_balance_json(const struct placement *p);
 json_t *placement_json(const struct placement *p);
 void placement_free(struct placement *p);
 

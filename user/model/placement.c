@@ -333,6 +333,101 @@ static void suggest(struct placement *p)
 		mv->vm = -1;
 }
 
+/* From p->topo: what it knows, the node and cache columns, the CPUs per node; -ENOMEM. */
+static int columns(struct placement *p)
+{
+	p->has_nodes = p->topo.node && known(p->topo.node, p->topo.nr_cpus);
+	p->has_llcs = p->topo.llc && known(p->topo.llc, p->topo.nr_cpus);
+	p->has_smt = p->topo.core && known(p->topo.core, p->topo.nr_cpus);
+	if ((p->has_nodes && collect_cols(p->topo.node, p->topo.nr_cpus, &p->node_ids, &p->nr_nodes)) ||
+	    (p->has_llcs && collect_cols(p->topo.llc, p->topo.nr_cpus, &p->llc_ids, &p->nr_llcs)))
+		return -ENOMEM;
+	p->node_ns = calloc((size_t)p->nr_nodes + 1, sizeof(uint64_t));
+	p->node_cpus = calloc((size_t)p->nr_nodes + 1, sizeof(int));
+	if (!p->node_ns || !p->node_cpus)
+		return -ENOMEM;
+	for (unsigned int c = 0; c < p->topo.nr_cpus && p->has_nodes; c++) {
+		int col = col_of(p->node_ids, p->nr_nodes, p->topo.node[c]);
+
+		if (col >= 0)
+			p->node_cpus[col]++;
+	}
+	return 0;
+}
+
+/* A row for a VM, its node and cache columns zeroed; NULL: out of memory. */
+static struct placement_vm *add_vm(struct placement *p, const char *name, uint32_t pid)
+{
+	struct placement_vm *arr = realloc(p->vms, (p->nr_vms + 1) * sizeof(*arr)), *pv;
+
+	if (!arr)
+		return NULL;
+	p->vms = arr;
+	pv = &arr[p->nr_vms];
+	memset(pv, 0, sizeof(*pv));
+	snprintf(pv->name, sizeof(pv->name), "%s", name);
+	pv->pid = pid;
+	pv->node_ns = calloc((size_t)p->nr_nodes + 1, sizeof(uint64_t));
+	pv->llc_ns = calloc((size_t)p->nr_llcs + 1, sizeof(uint64_t));
+	if (!pv->node_ns || !pv->llc_ns) {
+		free(pv->node_ns);
+		free(pv->llc_ns);
+		return NULL;
+	}
+	p->nr_vms++;
+	return pv;
+}
+
+int placement_from_summary(struct placement *p, const struct summary *s)
+{
+	memset(p, 0, sizeof(*p));
+	p->t1 = s->t0;
+	p->t2 = s->t0 + (uint64_t)(s->seconds * 1e9 + 0.5);
+	p->topo_source = s->topo ? "host" : NULL;
+	if ((s->topo && topology_copy(&p->topo, s->topo)) || columns(p))
+		goto nomem;
+	for (size_t i = 0; i < s->nr_vms; i++) {
+		const struct vm_summary *vm = &s->vms[i];
+		struct placement_vm *pv;
+
+		if (!vm->place.known)
+			continue;
+		pv = add_vm(p, vm->name, vm->tgid);
+		if (!pv)
+			goto nomem;
+		for (size_t v = 0; v < vm->nr_vcpus; v++)
+			pv->vcpus += vm->vcpus[v].ns[VCPU_GUEST] + vm->vcpus[v].ns[VCPU_HOST] > 0;
+		for (size_t c = 0; c < vm->place.nr_cpus; c++) {
+			uint32_t cpu = vm->place.cpus[c].cpu;
+			uint64_t d = vm->place.cpus[c].ns;
+			int node = col_of(p->node_ids, p->nr_nodes, id_of(p->topo.node, p->topo.nr_cpus, cpu));
+			int llc = col_of(p->llc_ids, p->nr_llcs, id_of(p->topo.llc, p->topo.nr_cpus, cpu));
+
+			pv->run_ns += d;
+			if (node >= 0) {
+				pv->node_ns[node] += d;
+				p->node_ns[node] += d;
+			} else {
+				pv->node_unknown_ns += d;
+			}
+			if (llc >= 0)
+				pv->llc_ns[llc] += d;
+			else
+				pv->llc_unknown_ns += d;
+		}
+		pv->migrations = vm->migrations;
+		pv->cross_node = vm->place.cross_node;
+		pv->cross_llc = vm->place.cross_llc;
+		pv->smt_other_vm_ns = vm->place.smt_other_ns;
+		pv->smt_same_vm_ns = vm->place.smt_same_ns;
+	}
+	suggest(p);
+	return 0;
+nomem:
+	placement_free(p);
+	return -ENOMEM;
+}
+
 int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint64_t t2,
 		    const struct summary_filter *f, const struct cpu_topology *host, struct vcpustat_error *err)
 {
@@ -359,25 +454,9 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 	}
 	if (e)
 		return e == -ENOMEM ? verror(err, e, "out of memory") : e;
-	p->has_nodes = p->topo.node && known(p->topo.node, p->topo.nr_cpus);
-	p->has_llcs = p->topo.llc && known(p->topo.llc, p->topo.nr_cpus);
-	p->has_smt = p->topo.core && known(p->topo.core, p->topo.nr_cpus);
-	if ((p->has_nodes && collect_cols(p->topo.node, p->topo.nr_cpus, &p->node_ids, &p->nr_nodes)) ||
-	    (p->has_llcs && collect_cols(p->topo.llc, p->topo.nr_cpus, &p->llc_ids, &p->nr_llcs))) {
+	if (columns(p)) {
 		e = verror(err, -ENOMEM, "out of memory");
 		goto out;
-	}
-	p->node_ns = calloc((size_t)p->nr_nodes + 1, sizeof(uint64_t));
-	p->node_cpus = calloc((size_t)p->nr_nodes + 1, sizeof(int));
-	if (!p->node_ns || !p->node_cpus) {
-		e = verror(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (unsigned int c = 0; c < p->topo.nr_cpus && p->has_nodes; c++) {
-		int col = col_of(p->node_ids, p->nr_nodes, p->topo.node[c]);
-
-		if (col >= 0)
-			p->node_cpus[col]++;
 	}
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
 		nvm++;
@@ -395,26 +474,12 @@ int placement_build(struct placement *p, struct sht_reader *r, uint64_t t1, uint
 
 		vm_to_row[nvm] = -1;
 		if (summary_filter_wants(f, sht_attr_name(r, vm), pid)) {
-			struct placement_vm *arr = realloc(p->vms, (p->nr_vms + 1) * sizeof(*arr));
-
-			if (!arr) {
+			pv = add_vm(p, sht_attr_name(r, vm), pid);
+			if (!pv) {
 				e = verror(err, -ENOMEM, "out of memory");
 				break;
 			}
-			p->vms = arr;
-			pv = &arr[p->nr_vms];
-			memset(pv, 0, sizeof(*pv));
-			snprintf(pv->name, sizeof(pv->name), "%s", sht_attr_name(r, vm));
-			pv->pid = pid;
-			pv->node_ns = calloc((size_t)p->nr_nodes + 1, sizeof(uint64_t));
-			pv->llc_ns = calloc((size_t)p->nr_llcs + 1, sizeof(uint64_t));
-			if (!pv->node_ns || !pv->llc_ns) {
-				free(pv->node_ns);
-				free(pv->llc_ns);
-				e = verror(err, -ENOMEM, "out of memory");
-				break;
-			}
-			vm_to_row[nvm] = (int)p->nr_vms++;
+			vm_to_row[nvm] = (int)p->nr_vms - 1;
 		}
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {

@@ -157,6 +157,17 @@ void placement_print(FILE *f, const struct placement *p)
 		print_move(f, p, w);
 }
 
+void placement_print_balance(FILE *f, const struct placement *p)
+{
+	double w = secs(p->t2 - p->t1);
+
+	if (!p->has_nodes || p->nr_nodes < 2 || w <= 0)
+		return;
+	fprintf(f, "\nHOST PLACEMENT (the VMs shown, over this interval)");
+	print_nodes(f, p, w);
+	print_move(f, p, w);
+}
+
 static json_t *cpus_json(const int *ids, unsigned int nr, int id)
 {
 	json_t *a = json_array();
@@ -223,5 +234,17 @@ json_t *placement_json(const struct placement *p)
 		move = json_null();
 	}
 	json_object_set_new(o, "move", move);
+	return o;
+}
+
+json_t *placement_balance_json(const struct placement *p)
+{
+	json_t *all, *o;
+
+	if (!p->has_nodes || p->nr_nodes < 2 || p->t2 <= p->t1)
+		return NULL;
+	all = placement_json(p);
+	o = json_pack("{s:O, s:O}", "nodes", json_object_get(all, "nodes"), "move", json_object_get(all, "move"));
+	json_decref(all);
 	return o;
 }

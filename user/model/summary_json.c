@@ -275,6 +275,17 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		oncpu |= vm->ns[VCPU_HOST] > 0;
 	}
 	json_object_set_new(doc, "vms", vms);
+	if (s->topo) {
+		struct placement p;
+		json_t *b;
+
+		if (!placement_from_summary(&p, s)) {
+			b = placement_balance_json(&p);
+			if (b)
+				json_object_set_new(doc, "balance", b);
+			placement_free(&p);
+		}
+	}
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++) {
 		json_object_set_new(lost, lost_kind_name(i), json_integer((json_int_t)s->lost[i]));
 		json_object_set_new(lostw, lost_kind_name(i), json_integer((json_int_t)s->lost_window[i]));

@@ -328,6 +328,14 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		print_place(f, s, vm);
 		print_guest_threads(f, s, vm, top);
 	}
+	if (s->topo) {
+		struct placement p;
+
+		if (!placement_from_summary(&p, s)) {
+			placement_print_balance(f, &p);
+			placement_free(&p);
+		}
+	}
 	if (oncpu && !split)
 		fprintf(f, "\nnote: kvm_entry/kvm_exit did not fire: guest and hypervisor time are not separated; "
 			   "on-CPU time is counted as host\n");
