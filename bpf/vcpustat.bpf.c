@@ -179,6 +179,14 @@ struct {
 	__type(value, struct vcpustat_detail);
 } fault_pages SEC(".maps");
 
+/* Guest address spaces (VCPUSTAT_DETAIL_CR3 rows, --address-spaces). Sized by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VCPUSTAT_MAX_GUEST_CR3S);
+	__type(key, struct vcpustat_detail_key);
+	__type(value, struct vcpustat_detail);
+} guest_cr3s SEC(".maps");
+
 /* The initial value of a new exit-detail row (all zero). */
 const struct vcpustat_detail zero_detail = {};
 
@@ -281,7 +289,9 @@ static __always_inline struct vcpustat_culprit *env_culprit_get(const struct vcp
 
 static __always_inline struct vcpustat_detail *env_detail_get(const struct vcpustat_detail_key *k, bool create)
 {
-	void *map = k->kind == VCPUSTAT_DETAIL_PAGE_FAULT ? (void *)&fault_pages : (void *)&details;
+	void *map = k->kind == VCPUSTAT_DETAIL_PAGE_FAULT ? (void *)&fault_pages :
+		    k->kind == VCPUSTAT_DETAIL_CR3	  ? (void *)&guest_cr3s :
+							    (void *)&details;
 	struct vcpustat_detail *d = bpf_map_lookup_elem(map, k);
 
 	if (d || !create)
@@ -753,6 +763,79 @@ int on_kvm_exit(struct trace_event_raw_kvm_exit *ctx)
 		ev.arg2 |= VCPUSTAT_EXIT_GSYS;
 	run_event(&ev);
 	return TP_PASS;
+}
+
+/*
+ * --address-spaces: the guest's CR3 at each exit (the vCPU-state paper's
+ * guest address spaces, seen from the host alone). A second program on
+ * kvm_exit, attached after on_kvm_exit so that it runs after it on each exit
+ * (a tracepoint calls its probes in the order they were attached; the perf
+ * probe of the tp/ program is there first); it reads the vCPU that tp_btf
+ * hands over:
+ * - SVM with nested paging: the VMCB's save area holds the guest's CR3,
+ *   saved by the #VMEXIT (struct vcpu_svm is kvm_amd's: CO-RE finds it in
+ *   the module's BTF; absent, the branch is pruned at load);
+ * - SVM with shadow paging (svm_npt false, from kvm_amd's npt parameter):
+ *   KVM's copy, kvm_vcpu.arch.cr3, which every CR3 write updates (they exit);
+ * - VMX: KVM's copy where it is valid (regs_avail has VCPU_EXREG_CR3); with
+ *   EPT the CR3 is in the VMCS, which KVM reads only when it needs it:
+ *   VCPUSTAT_CR3_UNKNOWN then.
+ * The low 12 bits (PCID, cache flags) are cleared.
+ */
+const volatile bool svm_npt = true;
+
+struct vmcb_save_area___vcpustat {
+	__u64 cr3;
+} __attribute__((preserve_access_index));
+
+struct vmcb___vcpustat {
+	struct vmcb_save_area___vcpustat save;
+} __attribute__((preserve_access_index));
+
+struct vcpu_svm___vcpustat {
+	struct vmcb___vcpustat *vmcb;
+} __attribute__((preserve_access_index));
+
+#define KVM_ISA_VMX_ 1
+#define KVM_ISA_SVM_ 2
+
+static __always_inline __u64 guest_cr3(struct kvm_vcpu *vcpu, __u32 isa)
+{
+	if (isa == KVM_ISA_SVM_ && svm_npt) {
+		struct vcpu_svm___vcpustat *svm = (void *)vcpu;
+		struct vmcb___vcpustat *vmcb;
+
+		if (!bpf_core_field_exists(svm->vmcb))
+			return VCPUSTAT_CR3_UNKNOWN;
+		vmcb = BPF_CORE_READ(svm, vmcb);
+		if (!vmcb)
+			return VCPUSTAT_CR3_UNKNOWN;
+		return BPF_CORE_READ(vmcb, save.cr3) & ~0xfffULL;
+	}
+	if (isa == KVM_ISA_VMX_) {
+		__u64 bit;
+
+		if (!bpf_core_enum_value_exists(enum kvm_reg, VCPU_EXREG_CR3))
+			return VCPUSTAT_CR3_UNKNOWN;
+		bit = bpf_core_enum_value(enum kvm_reg, VCPU_EXREG_CR3);
+		if (bit > 63 || !(BPF_CORE_READ(vcpu, arch.regs_avail) & (1ULL << bit)))
+			return VCPUSTAT_CR3_UNKNOWN;
+	} else if (isa != KVM_ISA_SVM_) {
+		return VCPUSTAT_CR3_UNKNOWN;
+	}
+	return BPF_CORE_READ(vcpu, arch.cr3) & ~0xfffULL;
+}
+
+SEC("tp_btf/kvm_exit")
+int BPF_PROG(on_kvm_exit_cr3, struct kvm_vcpu *vcpu, __u32 isa)
+{
+	struct vcpustat_event ev;
+
+	if (!hot_maybe_tracked((__u32)bpf_get_current_pid_tgid()))
+		return 0;
+	event_current(&ev, VCPUSTAT_EV_GUEST_CR3);
+	ev.arg0 = guest_cr3(vcpu, isa);
+	return run_event(&ev);
 }
 
 SEC("tp_btf/kvm_userspace_exit")

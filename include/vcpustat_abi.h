@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 3
+#define VCPUSTAT_ABI_VERSION 4
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
@@ -68,6 +68,9 @@ enum vcpustat_event_type {
 				       vCPU (its next entry delivers it): arg0 = vector */
 	VCPUSTAT_EV_NUMA_MOVE,	    /* sched_move_numa, sched_swap_numa: the kernel's NUMA
 				       balancing moves tid/tgid: arg0 = from cpu, arg1 = to cpu */
+	VCPUSTAT_EV_GUEST_CR3,	    /* kvm_exit (a second program, --address-spaces), after the
+				       exit's own event: the guest's CR3 at the exit, page-aligned
+				       (arg0; VCPUSTAT_CR3_UNKNOWN: KVM held no valid copy) */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -205,6 +208,7 @@ struct vcpustat_vcpu {
 	__u64 cross_llc;    /* ... to another last-level cache */
 	__u64 numa_moves;   /* moves the kernel's NUMA balancing made (EV_NUMA_MOVE) */
 	__u64 wake_hint_ts; /* when wake_hint was given (it holds for VCPUSTAT_WAKE_CAUSE_NS) */
+	__u64 cr3_guest_ns; /* fsm.ns[VCPU_GUEST] at its last EV_GUEST_CR3: the guest time since is the next one's */
 };
 
 /*
@@ -375,6 +379,9 @@ enum vcpustat_detail_kind {
 	VCPUSTAT_DETAIL_MMIO,	    /* addr = guest-physical address */
 	VCPUSTAT_DETAIL_MSR,	    /* addr = MSR index */
 	VCPUSTAT_DETAIL_PAGE_FAULT, /* addr = faulting page (address & ~0xfff) */
+	VCPUSTAT_DETAIL_CR3,	    /* guest address spaces (guest_cr3s map, EV_GUEST_CR3): addr =
+				       the guest's CR3 at the exits, count = exits, sum_ns = guest
+				       time before them, max_ns = the longest; access = READ */
 	VCPUSTAT_NR_DETAIL_KINDS,
 };
 
@@ -386,6 +393,7 @@ enum vcpustat_detail_access {
 };
 
 #define VCPUSTAT_DETAIL_OTHER 0xffffffffffffffffULL
+#define VCPUSTAT_CR3_UNKNOWN 0xfffffffffffff000ULL /* EV_GUEST_CR3: KVM held no valid copy of CR3 */
 
 struct vcpustat_detail_key {
 	__u32 tgid;
@@ -431,7 +439,7 @@ enum vcpustat_lost {
 	VCPUSTAT_LOST_DEAD_FULL,   /* dead_vcpus map full: final totals dropped */
 	VCPUSTAT_LOST_CULPRIT_FULL, /* culprits map full: culprit time dropped */
 	VCPUSTAT_LOST_WAIT_SLOTS,  /* > VCPUSTAT_WAIT_SLOTS vCPUs waited on one CPU: not attributed */
-	VCPUSTAT_LOST_DETAIL_FULL, /* details/fault_pages map full, even for the "other" row */
+	VCPUSTAT_LOST_DETAIL_FULL, /* details/fault_pages/guest_cr3s map full, even for the "other" row */
 	VCPUSTAT_LOST_VMM_FULL,	   /* vmm_threads map full: a VMM thread not tracked */
 	VCPUSTAT_LOST_PLACE_FULL,  /* vm_cpu map full: on-CPU time of a (VM, CPU) not kept */
 	VCPUSTAT_NR_LOST,
@@ -445,6 +453,7 @@ enum vcpustat_lost {
 #define VCPUSTAT_MAX_CULPRITS 16384
 #define VCPUSTAT_MAX_DETAILS 4096     /* port, MMIO and MSR rows of all VMs */
 #define VCPUSTAT_MAX_FAULT_PAGES 4096 /* page-fault rows of all VMs */
+#define VCPUSTAT_MAX_GUEST_CR3S 4096  /* guest address-space rows of all VMs */
 #define VCPUSTAT_MAX_VMM_THREADS 8192 /* VMM threads (not vCPUs) of all VMs */
 #define VCPUSTAT_MAX_PLACES 16384     /* (VM, CPU) pairs of vm_cpu */
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */

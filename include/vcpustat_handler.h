@@ -220,6 +220,25 @@ HANDLER_INLINE void on_exit_detail(const struct vcpustat_event *ev)
 		  (__u32)(v->detail_addr >> 32));
 }
 
+/*
+ * The guest's address space at an exit (EV_GUEST_CR3, after the exit's own
+ * event has closed the guest interval): the guest time the vCPU gathered
+ * since its last one, and one exit, are charged to this CR3 (a row of the
+ * VM's guest_cr3s table). The guest time a vCPU had before its first is
+ * charged there too: it is counted from its discovery, as its guest state.
+ */
+HANDLER_INLINE void on_guest_cr3(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+	__u64 guest;
+
+	if (!v)
+		return;
+	guest = v->fsm.ns[VCPU_GUEST];
+	detail_add(v->tgid, VCPUSTAT_DETAIL_CR3, VCPUSTAT_ACCESS_READ, ev->arg0, guest - v->cr3_guest_ns);
+	v->cr3_guest_ns = guest;
+}
+
 /* kvm_entry or the thread's exit (before the state machine closes the exit): charge its details. */
 HANDLER_INLINE void exit_details_close(struct vcpustat_vcpu *v, __u64 now)
 {
@@ -1010,6 +1029,9 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		break;
 	case VCPUSTAT_EV_INJ_VIRQ:
 		on_inj_virq(ev);
+		break;
+	case VCPUSTAT_EV_GUEST_CR3:
+		on_guest_cr3(ev);
 		break;
 	case VCPUSTAT_EV_NUMA_MOVE: {
 		/* the move itself follows (sched_migrate_task); this says who decided it */

@@ -818,8 +818,8 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
  * ended; args: the microvm command line, for the test's log.
  */
 /* cgroup: start microvm in that cgroup (its directory); live_cgroup: vcpustat -j --cgroup live_cgroup. */
-static void live_around_microvm(const char *opts, const char *cgroup, const char *live_cgroup, char *args, size_t len,
-				json_t **report, json_t **docs)
+static void live_around_microvm_with(const char *flag, const char *opts, const char *cgroup, const char *live_cgroup,
+				     char *args, size_t len, json_t **report, json_t **docs)
 {
 	const char *live, *mjson;
 	char bin[512];
@@ -830,8 +830,16 @@ static void live_around_microvm(const char *opts, const char *cgroup, const char
 	mjson = in_dir("microvm.json");
 	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
 	{
-		char *argl[] = { bin, "-j", "-d", "1", live_cgroup ? "--cgroup" : NULL, (char *)live_cgroup, NULL };
+		char *argl[8] = { bin, "-j", "-d", "1" };
+		int n = 4;
 
+		if (flag)
+			argl[n++] = (char *)flag;
+		if (live_cgroup) {
+			argl[n++] = "--cgroup";
+			argl[n++] = (char *)live_cgroup;
+		}
+		argl[n] = NULL;
 		slot = start_tool(live, argl);
 	}
 	wait_live_doc(slot, live, 0);
@@ -844,6 +852,78 @@ static void live_around_microvm(const char *opts, const char *cgroup, const char
 	stop_tool(slot, "vcpustat -j");
 	*report = load(mjson);
 	*docs = live_docs(live);
+}
+
+static void live_around_microvm(const char *opts, const char *cgroup, const char *live_cgroup, char *args, size_t len,
+				json_t **report, json_t **docs)
+{
+	live_around_microvm_with(NULL, opts, cgroup, live_cgroup, args, len, report, docs);
+}
+
+/*
+ * Guest address spaces from the host alone (issue 13 item 7): microvm
+ * --address-spaces runs its chunks of loop work in two page directories in
+ * turn, CR3 0x4000 (A) and 0x5000 (B), A's with 3x the iterations of B's.
+ * vcpustat -j --address-spaces reads the guest's CR3 at each exit from the
+ * VMCB (kvm_amd, nested paging): the VM's guest time is in those two rows
+ * alone, split as the iterations are (within 5 points), and each has at
+ * least an exit per chunk run in it (the exit that ends the chunk).
+ */
+Test(kvmlab, guest_address_spaces_are_the_two_page_tables_microvm_switches)
+{
+	char args[1024];
+	json_t *report, *docs, *doc, *name, *mv;
+	long long ns[2] = { 0 }, exits[2] = { 0 }, other_ns = 0, chunks[2], iters[2];
+	size_t i, j;
+	double share, want;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	live_around_microvm_with("--address-spaces",
+				 "--vcpus 1 --idle-us 0 --chunk-iters 600000 --address-spaces --duration 4 -name guest=asp",
+				 NULL, NULL, args, sizeof(args), &report, &docs);
+	mv = json_array_get(jget(json_array_get(jget(report, "vms"), 0), "vcpus"), 0);
+	for (int k = 0; k < 2; k++) {
+		json_t *as = json_array_get(jget(mv, "address_spaces"), (size_t)k);
+
+		chunks[k] = jint(as, "chunks");
+		iters[k] = jint(as, "iters");
+	}
+	name = json_string("asp");
+	json_array_foreach(docs, i, doc) {
+		json_t *vm = find_by(jget(doc, "vms"), "vm", name), *row;
+
+		json_array_foreach(vm ? json_object_get(vm, "address_spaces") : NULL, j, row) {
+			const char *cr3 = json_string_value(jget(row, "cr3"));
+			int k = !strcmp(cr3, "0x4000") ? 0 : !strcmp(cr3, "0x5000") ? 1 : -1;
+
+			if (k < 0) {
+				cr_log_info("CR3 %s: %lld ns, %lld exits", cr3, jint(row, "guest_ns"), jint(row, "exits"));
+				other_ns += jint(row, "guest_ns");
+				continue;
+			}
+			ns[k] += jint(row, "guest_ns");
+			exits[k] += jint(row, "exits");
+		}
+	}
+	cr_assert_gt(ns[0] + ns[1], 0, "vcpustat -j --address-spaces saw CR3 0x4000 and 0x5000 (%s)", args);
+	share = (double)ns[0] / (double)(ns[0] + ns[1]);
+	want = (double)iters[0] / (double)(iters[0] + iters[1]);
+	fprintf(stderr,
+		"kvmlab:   CR3 0x4000: %.3f s guest, %lld exits (microvm: %lld chunks, %lld iterations); "
+		"CR3 0x5000: %.3f s, %lld exits (%lld chunks, %lld iterations); other %lld ns; "
+		"0x4000's share %.1f %% against %.1f %% of the iterations\n",
+		(double)ns[0] / 1e9, exits[0], chunks[0], iters[0], (double)ns[1] / 1e9, exits[1], chunks[1], iters[1],
+		other_ns, 100 * share, 100 * want);
+	cr_assert_lt(other_ns, (ns[0] + ns[1]) / 100, "the guest ran in no other address space (%lld ns)", other_ns);
+	cr_assert_gt(chunks[0], 50, "microvm ran chunks in A");
+	cr_assert_geq(exits[0], chunks[0] - 1, "an exit per chunk in A at least");
+	cr_assert_geq(exits[1], chunks[1] - 1, "an exit per chunk in B at least");
+	cr_assert_lt(fabs(share - want), 0.05, "A's share of the guest time %.1f %% = its share of the iterations %.1f %%",
+		     100 * share, 100 * want);
+	json_decref(name);
+	json_decref(report);
+	json_decref(docs);
 }
 
 /*

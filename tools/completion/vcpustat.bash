@@ -8,7 +8,7 @@ _vcpustat_commands="top record report export serve plot query check replay impor
 _vcpustat_options() # COMMAND: its options
 {
 	case $1 in
-	top) echo "-d --delay -n --iterations -b --batch -j --json --vm --top --demo -v --verbose -h --help
+	top) echo "-d --delay -n --iterations -b --batch -j --json --vm --top --address-spaces --demo -v --verbose -h --help
 		--file --from --speed --vcpu --tid --pcpu --cgroup" ;;
 	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;

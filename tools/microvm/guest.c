@@ -232,6 +232,35 @@ const size_t guest_code_irq_size = sizeof(guest_code_irq);
 const unsigned short guest_irq_isr_offset = 0x7f;
 const unsigned short guest_ipi_isr_offset = 0x9e;
 
+/*
+ * The --address-spaces program: 32-bit protected mode with paging (the VMM
+ * sets CR0.PE|PG, CR4.PSE, flat 4 GiB segments, CR3 = GUEST_PD_B), the same
+ * protocol on port 0x10, and before each chunk's loop it switches to the
+ * other page directory: EDI holds the current CR3, ESI = GUEST_PD_A ^
+ * GUEST_PD_B (set by the VMM), so the chunks run in A, B, A, B, ...
+ *
+ *   1000: e5 10              top:  in    eax, 0x10
+ *   1002: 85 c0                    test  eax, eax
+ *   1004: 74 10                    jz    idle
+ *   1006: 89 c1                    mov   ecx, eax
+ *   1008: 31 f7                    xor   edi, esi      ; the other page directory
+ *   100a: 0f 22 df                 mov   cr3, edi
+ *   100d: 01 cb              work: add   ebx, ecx
+ *   100f: d1 c3                    rol   ebx, 1
+ *   1011: 49                       dec   ecx
+ *   1012: 75 f9                    jnz   work
+ *   1014: eb ea                    jmp   top
+ *   1016: f4                 idle: hlt
+ *   1017: eb e7                    jmp   top
+ *
+ * (Check: objdump -D -b binary -m i386 --adjust-vma=0x1000 on these bytes.)
+ */
+const unsigned char guest_code_as[] = {
+	0xe5, GUEST_PORT_WORK, 0x85, 0xc0, 0x74, 0x10, 0x89, 0xc1, 0x31, 0xf7, 0x0f, 0x22, 0xdf,
+	0x01, 0xcb, 0xd1, 0xc3, 0x49, 0x75, 0xf9, 0xeb, 0xea, 0xf4, 0xeb, 0xe7,
+};
+const size_t guest_code_as_size = sizeof(guest_code_as);
+
 const unsigned short guest_mix_count_offset[MIX_NR_OPS] = {
 	[MIX_CPUID] = 0x1e,
 	[MIX_RDMSR] = 0x2f,

@@ -59,6 +59,7 @@ struct microvm_opts {
 	unsigned int mix;	  /* --mix: bits (1 << enum microvm_mix_op), 0 = none */
 	int irqchip;		  /* --irqchip: in-kernel irqchip, the guest's LAPIC timer ends its halts */
 	int ipi;		  /* --ipi: vCPUs but 0 halt until vCPU 0 sends them an IPI */
+	int address_spaces;	  /* --address-spaces: 32-bit paging, two page directories in turn */
 	double duration_s;	  /* --duration, 0 = until SIGINT/SIGTERM */
 	const char *duration_arg; /* as given, passed on to the VM processes */
 	const char *json_path;	  /* --json, NULL = stdout */
@@ -106,6 +107,15 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define GUEST_TOUCH_ADDR 0x20000u
 #define GUEST_TOUCH_SIZE 0x80000u
 #define GUEST_PAGE_SIZE 4096u
+/*
+ * --address-spaces: two page directories (32-bit paging with 4 MiB pages,
+ * each mapping the first 4 MiB onto themselves): the guest's CR3 is one or
+ * the other. Chunks alternate between them, A first; an A chunk has
+ * GUEST_AS_RATIO times the loop iterations of a B chunk.
+ */
+#define GUEST_PD_A 0x4000u
+#define GUEST_PD_B 0x5000u
+#define GUEST_AS_RATIO 3u
 
 /*
  * A vCPU's mailbox (--mix program), little-endian:
@@ -124,6 +134,9 @@ extern const unsigned char guest_code[];
 extern const size_t guest_code_size;
 extern const unsigned char guest_code_mix[];
 extern const size_t guest_code_mix_size;
+/* The --address-spaces program (32-bit protected mode, paging on). */
+extern const unsigned char guest_code_as[];
+extern const size_t guest_code_as_size;
 /* The --irqchip program and the offset of its timer interrupt handler. */
 extern const unsigned char guest_code_irq[];
 extern const size_t guest_code_irq_size;

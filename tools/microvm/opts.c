@@ -28,6 +28,7 @@ enum {
 	OPT_MIX,
 	OPT_IRQCHIP,
 	OPT_IPI,
+	OPT_ADDRESS_SPACES,
 	OPT_DURATION,
 	OPT_NAME,
 	OPT_JSON,
@@ -49,6 +50,7 @@ static const struct option long_options[] = {
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "irqchip", no_argument, NULL, OPT_IRQCHIP },
 	{ "ipi", no_argument, NULL, OPT_IPI },
+	{ "address-spaces", no_argument, NULL, OPT_ADDRESS_SPACES },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "json", required_argument, NULL, OPT_JSON },
@@ -96,6 +98,10 @@ void microvm_usage(FILE *f)
 	      "                    vector 0x42), again and again; no vCPU arms its timer, so\n"
 	      "                    the device's interrupts end their halts (not with --ipi or\n"
 	      "                    --io-thread-us)\n"
+	      "  --address-spaces  the guest runs in 32-bit protected mode with paging and two\n"
+	      "                    page directories, CR3 0x4000 and 0x5000: its chunks alternate\n"
+	      "                    between them, and those in 0x4000 have 3x the loop\n"
+	      "                    iterations (not with --mix or --irqchip)\n"
 	      "  --duration SEC    stop after SEC seconds (decimals allowed), counted in each VM\n"
 	      "                    from the moment all its vCPUs run (default: until SIGINT or\n"
 	      "                    SIGTERM)\n"
@@ -337,6 +343,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		case OPT_IPI:
 			o->ipi = 1;
 			break;
+		case OPT_ADDRESS_SPACES:
+			o->address_spaces = 1;
+			break;
 		case OPT_DURATION:
 			r = parse_duration(optarg, &o->duration_s, err, errlen);
 			o->duration_arg = optarg;
@@ -378,6 +387,8 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		return fail(err, errlen, "--ipi: needs --irqchip and --vcpus 2 or more (vCPU 0 sends, the others receive)");
 	if (o->msi_us && (!o->irqchip || o->ipi || o->io_thread_us))
 		return fail(err, errlen, "--msi-us: needs --irqchip, and neither --ipi nor --io-thread-us (the I/O thread is the device)");
+	if (o->address_spaces && (o->mix || o->irqchip))
+		return fail(err, errlen, "--address-spaces: not with --mix or --irqchip (each is a guest program of its own)");
 	if (o->irqchip && o->mix)
 		return fail(err, errlen, "--irqchip and --mix: one guest program or the other, not both");
 	if (o->irqchip && o->idle_us > 4000000)

@@ -82,6 +82,7 @@ struct vcpu_stats {
 	uint64_t busy_periods;	       /* busy periods begun */
 	uint64_t chunks;	       /* chunks of work handed to the guest */
 	uint64_t chunk_iters;	       /* loop iterations per chunk (calibrated or --chunk-iters) */
+	uint64_t as_chunks[2], as_iters[2]; /* --address-spaces: chunks and iterations in A and B */
 	uint64_t ops[MIX_NR_OPS];      /* --mix ops done (counted by the guest; mmio: by the VMM) */
 	uint64_t mmio;		       /* KVM_EXIT_MMIO writes to GUEST_MMIO_ADDR */
 	bool schedstat_ok;
@@ -327,6 +328,15 @@ static int handle_io(struct vcpu *v, uint64_t now, struct busy_state *b, struct 
 		answer = 0; /* busy period over: the guest halts */
 	} else {
 		answer = (uint32_t)(c->active ? c->iters : v->st.chunk_iters);
+		if (vm->o->address_spaces) {
+			/* the guest switches page directory before each chunk: A, B, A, ...; B's are shorter */
+			unsigned int as = (unsigned int)(v->st.chunks & 1);
+
+			if (as)
+				answer = answer / GUEST_AS_RATIO ? answer / GUEST_AS_RATIO : 1;
+			v->st.as_chunks[as]++;
+			v->st.as_iters[as] += answer;
+		}
 		b->chunks++;
 		v->st.chunks++;
 		if (vm->o->mix & (1u << MIX_TOUCH) && next_touch(v))
@@ -363,7 +373,9 @@ static int unexpected_exit(struct vcpu *v)
 
 	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0) {
 		size_t size = v->vm->o->mix ? guest_code_mix_size :
-			      v->vm->o->irqchip ? guest_code_irq_size : guest_code_size;
+			      v->vm->o->irqchip	      ? guest_code_irq_size :
+			      v->vm->o->address_spaces ? guest_code_as_size :
+							 guest_code_size;
 
 		snprintf(rip, sizeof(rip), "0x%llx", (unsigned long long)regs.rip);
 		/*
@@ -667,6 +679,27 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 	sregs.cs.selector = 0;
 	sregs.ds.base = sregs.es.base = sregs.ss.base = sregs.fs.base = sregs.gs.base = 0;
 	sregs.ds.selector = sregs.es.selector = sregs.ss.selector = sregs.fs.selector = sregs.gs.selector = 0;
+	if (vm->o->address_spaces) {
+		/*
+		 * 32-bit protected mode with paging, flat 4 GiB segments (their
+		 * cached descriptors; the guest never loads a selector, so no
+		 * GDT), CR3 = B: the first chunk switches to A.
+		 */
+		struct kvm_segment code = { .base = 0, .limit = 0xffffffff, .selector = 0x8, .type = 0xb, .present = 1,
+					    .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1 };
+		struct kvm_segment data = code;
+
+		data.selector = 0x10;
+		data.type = 0x3;
+		sregs.cs = code;
+		sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = data;
+		sregs.cr0 = 0x80000011; /* PG | ET | PE */
+		sregs.cr4 = 0x10;	/* PSE: 4 MiB pages */
+		sregs.cr3 = GUEST_PD_B;
+		sregs.efer = 0;
+		regs.rsi = GUEST_PD_A ^ GUEST_PD_B;
+		regs.rdi = GUEST_PD_B;
+	}
 	if (kvm_ioctl(vm, v->fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS") < 0 ||
 	    kvm_ioctl(vm, v->fd, KVM_SET_REGS, &regs, "KVM_SET_REGS") < 0)
 		return -1;
@@ -791,7 +824,14 @@ static int vm_setup(struct vm *vm)
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_mix, guest_code_mix_size);
 	else if (o->irqchip)
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_irq, guest_code_irq_size);
-	else
+	else if (o->address_spaces) {
+		/* each page directory's entry 0: the first 4 MiB, present, writable, 4 MiB page */
+		uint32_t pde = 0x83;
+
+		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_as, guest_code_as_size);
+		memcpy((char *)vm->mem + GUEST_PD_A, &pde, sizeof(pde));
+		memcpy((char *)vm->mem + GUEST_PD_B, &pde, sizeof(pde));
+	} else
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code, guest_code_size);
 	region = (struct kvm_userspace_memory_region){
 		.slot = 0,
@@ -881,6 +921,12 @@ static json_t *vcpu_json(const struct vcpu *v)
 		for (unsigned int op = 0; op < MIX_NR_OPS; op++)
 			json_object_set_new(ops, microvm_mix_names[op], json_integer((json_int_t)st->ops[op]));
 		json_object_set_new(o, "ops", ops);
+		if (v->vm->o->address_spaces)
+			json_object_set_new(o, "address_spaces",
+					    json_pack("[{s:I, s:I, s:I}, {s:I, s:I, s:I}]", "cr3", (json_int_t)GUEST_PD_A,
+						      "chunks", (json_int_t)st->as_chunks[0], "iters",
+						      (json_int_t)st->as_iters[0], "cr3", (json_int_t)GUEST_PD_B, "chunks",
+						      (json_int_t)st->as_chunks[1], "iters", (json_int_t)st->as_iters[1]));
 		json_object_set_new(o, "timer_irqs", json_integer((json_int_t)st->timer_irqs));
 		json_object_set_new(o, "ipis", json_integer((json_int_t)st->ipis));
 		json_object_set_new(o, "ipis_sent", json_integer((json_int_t)st->ipis_sent));

@@ -245,6 +245,7 @@ struct top_args {
 	long iterations; /* -n: windows to show in -b/-j (-1: all) */
 	long top;	 /* --top: rows per table in -b */
 	bool batch, json;
+	bool address_spaces; /* --address-spaces: the guest's CR3 at each exit (live only) */
 	struct summary_filter *filter;
 	const char *file;	 /* the recording */
 	const char *from;	 /* --from T (NULL: its start) */

@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 
 static const char synopsis[] =
-	"[-d SEC] [-n N] [-b | -j] [--vm NAME|PID]... [--demo] [-v]\n"
+	"[-d SEC] [-n N] [-b | -j] [--vm NAME|PID]... [--address-spaces] [--demo] [-v]\n"
 	"       vcpustat [top] --file REC.sht [--from T] [--speed X] [-d SEC] [-n N] [-b | -j] [--vm ...]";
 
 static const char about[] =
@@ -28,7 +28,7 @@ static const char notes[] =
 
 int cmd_top(int argc, char **argv)
 {
-	enum { OPT_VM = 256, OPT_TOP, OPT_DEMO, OPT_FILE, OPT_FROM, OPT_SPEED };
+	enum { OPT_VM = 256, OPT_TOP, OPT_DEMO, OPT_FILE, OPT_FROM, OPT_SPEED, OPT_AS };
 	struct top_args t = { .delay = 1, .iterations = -1, .top = 5 };
 	struct summary_filter filter = { 0 };
 	bool want_demo = false, verbose = false;
@@ -46,6 +46,9 @@ int cmd_top(int argc, char **argv)
 					  "sharing CPU 0; stopped when vcpustat exits. Without a usable\n"
 					  "/dev/kvm (or BPF): play the bundled recording of that demo", CLI_FLAG,
 		  &want_demo },
+		{ "address-spaces", OPT_AS, NULL, "also the guest's address spaces: each VM's guest time and exits\n"
+						  "by the guest's CR3 at the exit (a second program on kvm_exit)",
+		  CLI_FLAG, &t.address_spaces },
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &verbose },
 		{ "help", 'h', NULL, "this help" },
 		{ "file", OPT_FILE, "REC.sht", "time travel over a recording (`vcpustat record`, `import`,\n"
@@ -105,6 +108,10 @@ int cmd_top(int argc, char **argv)
 			return CLI_FAIL;
 		t.file = demo_path;
 		t.demo_reason = demo_why;
+	}
+	if (t.file && t.address_spaces) {
+		cli_err("--address-spaces is live only: recordings do not keep the guest's CR3");
+		return CLI_USAGE;
 	}
 	if (t.file)
 		return top_file(&t);

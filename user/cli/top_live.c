@@ -103,7 +103,7 @@ static int run(struct top_live *t, struct vcpustat *vs)
 
 int top_live(const struct top_args *a, bool want_demo, bool verbose)
 {
-	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE, .address_spaces = a->address_spaces };
 	struct top_live t = { .a = a };
 	struct demo demo = { 0 };
 	struct vcpustat *vs;

@@ -46,6 +46,7 @@ struct vcpustat_options {
 	bool no_kvm;				 /* do not load/attach the KVM programs */
 	bool record_raw;			 /* also capture every handled event (ring buffer) */
 	bool single_ring;			 /* one ring shared by all CPUs, not one per CPU */
+	bool address_spaces;			 /* the guest's CR3 at each exit (on_kvm_exit_cr3) */
 };
 
 typedef void (*vcpustat_log_fn)(int level, const char *msg);

@@ -39,6 +39,7 @@ struct prog_def {
 	bool kvm;
 	bool required;
 	bool fentry;		/* fentry/ on the function named after the ':' */
+	bool asked;		/* loaded only when asked for (vcpustat_options.address_spaces) */
 };
 
 static const struct prog_def prog_defs[] = {
@@ -52,6 +53,8 @@ static const struct prog_def prog_defs[] = {
 	{ "on_sched_process_exit", "sched:sched_process_exit", true, false, true },
 	{ "on_kvm_entry", "kvm:kvm_entry", false, true, false },
 	{ "on_kvm_exit", "kvm:kvm_exit", false, true, false },
+	/* after on_kvm_exit, so that it is attached, and runs, after it: */
+	{ "on_kvm_exit_cr3", "kvm:kvm_exit", true, true, false, false, true },
 	{ "on_kvm_userspace_exit", "kvm:kvm_userspace_exit", true, true, false },
 	{ "on_kvm_fpu", "kvm:kvm_fpu", true, true, false },
 	{ "on_kvm_hypercall", "kvm:kvm_hypercall", true, true, false },
@@ -349,6 +352,21 @@ struct open_try {
 
 static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, struct open_try *t);
 
+/*
+ * Does kvm_amd use nested paging (its npt parameter, Y unless loaded with
+ * npt=0 or the CPU lacks it)? Then an SVM guest's CR3 is in its VMCB; with
+ * shadow paging KVM's own copy is the guest's (on_kvm_exit_cr3).
+ */
+static bool svm_nested_paging(void)
+{
+	FILE *f = fopen("/sys/module/kvm_amd/parameters/npt", "re");
+	int c = f ? fgetc(f) : 'Y';
+
+	if (f)
+		fclose(f);
+	return c != 'N' && c != 'n' && c != '0';
+}
+
 int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 {
 	static const struct vcpustat_options defaults;
@@ -450,6 +468,9 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		if (d->kvm && opts->no_kvm) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (--no-kvm)");
+		} else if (d->asked && !opts->address_spaces) {
+			p->status = VCPUSTAT_PROG_OFF;
+			snprintf(p->message, sizeof(p->message), "not loaded (guest address spaces: --address-spaces)");
 		} else if (d->fentry && (t->fentry_err || t->refused[i])) {
 			p->status = VCPUSTAT_PROG_FAILED;
 			p->err = t->refused[i] ? t->refused[i] : t->fentry_err;
@@ -496,6 +517,7 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	vs->skel->rodata->record_level = opts->record_level;
 	vs->skel->data_hotpath->hotpath.level_full = opts->record_level >= VCPUSTAT_LEVEL_FULL;
 	vs->skel->rodata->record_raw = opts->record_raw;
+	vs->skel->rodata->svm_npt = svm_nested_paging();
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
 	bpf_map__set_max_entries(vs->skel->maps.cpu_topo, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {
@@ -509,6 +531,7 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	if (opts->max_details) {
 		bpf_map__set_max_entries(vs->skel->maps.details, opts->max_details);
 		bpf_map__set_max_entries(vs->skel->maps.fault_pages, opts->max_details);
+		bpf_map__set_max_entries(vs->skel->maps.guest_cr3s, opts->max_details);
 	}
 	/*
 	 * The rings: ringbuf_bytes (default VCPUSTAT_RINGBUF_BYTES) split among
@@ -876,14 +899,15 @@ int vcpustat_lost(struct vcpustat *vs, __u64 lost[VCPUSTAT_NR_LOST])
 	return read_lost(vs, lost);
 }
 
-/* The rows of the details and fault_pages maps, one after the other, in snap->details. */
+/* The rows of the details, fault_pages and guest_cr3s maps, one after the other, in snap->details. */
 static int read_details(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 {
-	const struct bpf_map *maps[] = { vs->skel->maps.details, vs->skel->maps.fault_pages };
+	const struct bpf_map *maps[] = { vs->skel->maps.details, vs->skel->maps.fault_pages,
+					 vs->skel->maps.guest_cr3s };
 	size_t n, i;
 	int err;
 
-	for (int m = 0; m < 2; m++) {
+	for (int m = 0; m < 3; m++) {
 		struct vcpustat_detail_entry *d;
 
 		err = read_hash_locked(vs, maps[m], false, &n);
@@ -1028,6 +1052,8 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 		err = delete_by_tgid(vs, vs->skel->maps.details, tgid);
 	if (!err)
 		err = delete_by_tgid(vs, vs->skel->maps.fault_pages, tgid);
+	if (!err)
+		err = delete_by_tgid(vs, vs->skel->maps.guest_cr3s, tgid);
 	if (!err)
 		err = delete_by_tgid(vs, vs->skel->maps.vm_cpu, tgid);
 	return err;

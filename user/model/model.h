@@ -134,6 +134,8 @@ const char *detail_kind_name(unsigned int kind);
 const char *detail_access_name(unsigned int access);
 /* A row's target as people read it: "0x3f8", "0xc0000080", "other". */
 const char *detail_target(__u64 addr, char *buf, size_t len);
+/* A guest address space's row: "0x1a2b000", "other", "unknown" (VCPUSTAT_CR3_UNKNOWN). */
+const char *cr3_target(__u64 addr, char *buf, size_t len);
 /* The architectural or KVM name of an MSR ("EFER", "x2APIC_ICR"), NULL if not known. */
 const char *msr_name(__u32 index);
 /* The same for an exit-detail row: NULL unless it is an MSR's (not "other") with a known name. */
@@ -391,6 +393,10 @@ struct vm_summary {
 	size_t nr_wake_vectors;
 	struct detail_summary *details; /* rows counted in the window: by kind, then count, descending */
 	size_t nr_details;
+	struct detail_summary *address_spaces; /* --address-spaces (live): kind VCPUSTAT_DETAIL_CR3 rows,
+						  addr = the guest's CR3 (VCPUSTAT_CR3_UNKNOWN, OTHER),
+						  count = exits, sum_ns = guest time; by sum_ns, descending */
+	size_t nr_address_spaces;
 	struct culprit_summary *culprits; /* by ns, descending */
 	size_t nr_culprits;
 	struct guest_thread_summary *guest_threads; /* by virt_preempted time, descending (reports only) */

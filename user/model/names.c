@@ -437,7 +437,7 @@ const char *lost_kind_name(unsigned int kind)
 
 static const char *const detail_kind_names[VCPUSTAT_NR_DETAIL_KINDS] = {
 	[VCPUSTAT_DETAIL_NONE] = "none", [VCPUSTAT_DETAIL_PIO] = "pio",		      [VCPUSTAT_DETAIL_MMIO] = "mmio",
-	[VCPUSTAT_DETAIL_MSR] = "msr",	 [VCPUSTAT_DETAIL_PAGE_FAULT] = "page_fault",
+	[VCPUSTAT_DETAIL_MSR] = "msr",	 [VCPUSTAT_DETAIL_PAGE_FAULT] = "page_fault", [VCPUSTAT_DETAIL_CR3] = "cr3",
 };
 
 const char *detail_kind_name(unsigned int kind)
@@ -458,6 +458,15 @@ const char *detail_target(__u64 addr, char *buf, size_t len)
 		snprintf(buf, len, "other");
 	else
 		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
+	return buf;
+}
+
+const char *cr3_target(__u64 addr, char *buf, size_t len)
+{
+	if (addr == VCPUSTAT_CR3_UNKNOWN)
+		snprintf(buf, len, "unknown");
+	else
+		detail_target(addr, buf, len);
 	return buf;
 }
 

@@ -524,7 +524,8 @@ static bool detail_parse(const char *s, struct detail_summary *d)
 	for (d->access = 0; d->access < VCPUSTAT_NR_ACCESSES && strcmp(detail_access_name(d->access), access);
 	     d->access++)
 		;
-	if (d->kind >= VCPUSTAT_NR_DETAIL_KINDS || d->access >= VCPUSTAT_NR_ACCESSES)
+	/* recordings keep no guest address spaces (cr3): not an exit detail */
+	if (d->kind >= VCPUSTAT_DETAIL_CR3 || d->access >= VCPUSTAT_NR_ACCESSES)
 		return false;
 	if (!strcmp(target, "other")) {
 		d->addr = VCPUSTAT_DETAIL_OTHER;

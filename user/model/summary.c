@@ -320,6 +320,18 @@ static int by_ns(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* Address spaces: most guest time first, then most exits, then by CR3. */
+static int by_guest_ns(const void *a, const void *b)
+{
+	const struct detail_summary *x = a, *y = b;
+
+	if (x->sum_ns != y->sum_ns)
+		return x->sum_ns > y->sum_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
 int detail_summary_cmp(const void *a, const void *b)
 {
 	const struct detail_summary *x = a, *y = b;
@@ -347,11 +359,19 @@ static int detail_add(struct summary *s, struct hashmap *by_tgid, const struct p
 	if (!idx || !count)
 		return 0;
 	vm = &s->vms[*idx];
-	d = grow(vm->details, vm->nr_details, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	vm->details = d;
-	d += vm->nr_details++;
+	if (e->key.kind == VCPUSTAT_DETAIL_CR3) { /* guest address spaces: a table of their own */
+		d = grow(vm->address_spaces, vm->nr_address_spaces, sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		vm->address_spaces = d;
+		d += vm->nr_address_spaces++;
+	} else {
+		d = grow(vm->details, vm->nr_details, sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		vm->details = d;
+		d += vm->nr_details++;
+	}
 	memset(d, 0, sizeof(*d));
 	d->kind = e->key.kind;
 	d->access = e->key.access;
@@ -655,6 +675,7 @@ void summary_free_vm(struct vm_summary *vm)
 	free(vm->wake_vectors);
 	free(vm->culprits);
 	free(vm->details);
+	free(vm->address_spaces);
 	free(vm->vmm.culprits);
 	free(vm->place.cpus);
 	for (size_t i = 0; i < vm->nr_guest_threads; i++)
@@ -823,6 +844,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->wake_vectors, vm->nr_wake_vectors, sizeof(*vm->wake_vectors), by_rate);
 		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
 		sort(vm->details, vm->nr_details, sizeof(*vm->details), detail_summary_cmp);
+		sort(vm->address_spaces, vm->nr_address_spaces, sizeof(*vm->address_spaces), by_guest_ns);
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			vm->culprits[c].share = waited ? (double)vm->culprits[c].ns / (double)waited : 0;
 		waited = vm->vmm.wait_ns[VMM_EMULATOR] + vm->vmm.wait_ns[VMM_VHOST];

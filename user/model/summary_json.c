@@ -247,6 +247,22 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 				json_array_append_new(det, detail_json(&vm->details[d]));
 			json_object_set_new(o, "exit_details", det);
 		}
+		if (vm->nr_address_spaces) {
+			json_t *as = json_array();
+			char t[32];
+
+			for (size_t a = 0; a < vm->nr_address_spaces; a++) {
+				const struct detail_summary *d = &vm->address_spaces[a];
+
+				json_array_append_new(as, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "cr3",
+								    cr3_target(d->addr, t, sizeof(t)), "guest_ns",
+								    (json_int_t)d->sum_ns, "exits", (json_int_t)d->count,
+								    "max_ns", (json_int_t)d->max_ns, "guest_ns_total",
+								    (json_int_t)d->sum_ns_total, "exits_total",
+								    (json_int_t)d->count_total));
+			}
+			json_object_set_new(o, "address_spaces", as);
+		}
 		if (vm->vmm.known) {
 			json_t *vmm = json_object(), *vc = json_array();
 			static const char *const kind[VMM_NR_KINDS] = { "emulator", "vhost" };

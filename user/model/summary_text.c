@@ -89,6 +89,31 @@ static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top
 	}
 }
 
+/*
+ * --address-spaces: the VM's guest time and exits by the guest's CR3 at the
+ * exit, most time first; SHARE is of the time in the table.
+ */
+static void print_address_spaces(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
+{
+	__u64 all = 0;
+	char t[32], a[24], b[24];
+
+	if (!vm->nr_address_spaces)
+		return;
+	for (size_t i = 0; i < vm->nr_address_spaces; i++)
+		all += vm->address_spaces[i].sum_ns;
+	fprintf(f, "    %-24s %10s %6s %10s %10s %10s\n", "GUEST ADDRESS SPACE", "GUEST", "SHARE", "EXITS", "EXITS/s",
+		"MAX RUN");
+	for (size_t i = 0; i < vm->nr_address_spaces && (!top || i < top); i++) {
+		const struct detail_summary *d = &vm->address_spaces[i];
+
+		fprintf(f, "    CR3 %-20s %10s %5.1f%% %10llu %10.1f %10s\n", cr3_target(d->addr, t, sizeof(t)),
+			format_ns(d->sum_ns, a, sizeof(a)), all ? 100.0 * (double)d->sum_ns / (double)all : 0.0,
+			(unsigned long long)d->count, s->seconds > 0 ? (double)d->count / s->seconds : 0.0,
+			format_ns(d->max_ns, b, sizeof(b)));
+	}
+}
+
 static void print_culprit(FILE *f, const char *indent, const struct culprit_summary *cu)
 {
 	char who[96], b[24], cg[320];
@@ -310,6 +335,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds, s->has_gsys);
 		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds, false);
 		print_details(f, vm, top);
+		print_address_spaces(f, s, vm, top);
 		if (vm->runq.count)
 			print_latency_table(f, "RUN-QUEUE WAIT", &vm->runq, 1, 1, s->seconds, false);
 		/* why sleeping vCPUs woke, and the delay from the wake-up to guest code */
@@ -410,6 +436,19 @@ size_t vm_panel_lines(const struct summary *s, const struct vm_summary *vm, stru
 		for (size_t i = 0; i < vm->vmm.nr_culprits && i < 3; i++)
 			side_add(out, max, &n, false, "  %5.1f%% %s", 100 * vm->vmm.culprits[i].share,
 				 culprit_who(&vm->vmm.culprits[i], who, sizeof(who)));
+	}
+	if (vm->nr_address_spaces) {
+		__u64 all = 0;
+		char t[32], a[24];
+
+		for (size_t i = 0; i < vm->nr_address_spaces; i++)
+			all += vm->address_spaces[i].sum_ns;
+		side_add(out, max, &n, true, "%-22.22s %9s %6s", "GUEST ADDRESS SPACE", "GUEST", "SHARE");
+		for (size_t i = 0; i < vm->nr_address_spaces && i < 5; i++)
+			side_add(out, max, &n, false, "CR3 %-18.18s %9s %5.1f%%",
+				 cr3_target(vm->address_spaces[i].addr, t, sizeof(t)),
+				 format_ns(vm->address_spaces[i].sum_ns, a, sizeof(a)),
+				 all ? 100.0 * (double)vm->address_spaces[i].sum_ns / (double)all : 0.0);
 	}
 	np = place_lines(s, vm, place);
 	if (np)

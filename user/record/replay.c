@@ -17,7 +17,7 @@ struct vcache {
 struct replay {
 	struct replay_options opts;
 	struct vcache vcache[VCACHE]; /* emptied whenever the vcpus table changes */
-	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages, vmm, places;
+	struct hashmap vcpus, dead, vms, hists, culprits, details, fault_pages, guest_cr3s, vmm, places;
 	struct vcpustat_cpu *cpus;
 	struct vcpustat_vcpu scratch;
 	struct vcpustat_record record;
@@ -87,10 +87,12 @@ static inline struct vcpustat_culprit *env_culprit_get(const struct vcpustat_cul
 	return hashmap_lookup(&cur->culprits, k);
 }
 
-/* Two tables as in the kernel: page faults cannot crowd out ports, MMIO and MSRs. */
+/* Three tables as in the kernel: page faults and address spaces cannot crowd out ports, MMIO and MSRs. */
 static inline struct vcpustat_detail *env_detail_get(const struct vcpustat_detail_key *k, bool create)
 {
-	struct hashmap *m = k->kind == VCPUSTAT_DETAIL_PAGE_FAULT ? &cur->fault_pages : &cur->details;
+	struct hashmap *m = k->kind == VCPUSTAT_DETAIL_PAGE_FAULT ? &cur->fault_pages :
+			    k->kind == VCPUSTAT_DETAIL_CR3	  ? &cur->guest_cr3s :
+								    &cur->details;
 	struct vcpustat_detail *d = hashmap_lookup(m, k);
 
 	if (d || !create || hashmap_insert(m, k, NULL))
@@ -198,6 +200,7 @@ void replay_free(struct replay *r)
 	hashmap_free(&r->culprits);
 	hashmap_free(&r->details);
 	hashmap_free(&r->fault_pages);
+	hashmap_free(&r->guest_cr3s);
 	hashmap_free(&r->vmm);
 	hashmap_free(&r->places);
 	free(r->cpus);
@@ -252,6 +255,9 @@ int replay_new(struct replay **out, const struct replay_options *opts)
 	if (!err)
 		err = hashmap_init(&r->fault_pages, sizeof(struct vcpustat_detail_key), sizeof(struct vcpustat_detail),
 				   r->opts.max_details ? r->opts.max_details : VCPUSTAT_MAX_FAULT_PAGES);
+	if (!err)
+		err = hashmap_init(&r->guest_cr3s, sizeof(struct vcpustat_detail_key), sizeof(struct vcpustat_detail),
+				   r->opts.max_details ? r->opts.max_details : VCPUSTAT_MAX_GUEST_CR3S);
 	if (!err)
 		err = hashmap_init(&r->vmm, sizeof(__u32), sizeof(struct vcpustat_vmm_thread),
 				   VCPUSTAT_MAX_VMM_THREADS);
@@ -336,7 +342,7 @@ int replay_snapshot(struct replay *r, struct vcpustat_snapshot *snap)
 		memcpy(&snap->culprits[i].culprit, v, sizeof(snap->culprits[i].culprit));
 	}
 	snap->nr_culprits = i;
-	snap->details = calloc(r->details.count + r->fault_pages.count + 1, sizeof(*snap->details));
+	snap->details = calloc(r->details.count + r->fault_pages.count + r->guest_cr3s.count + 1, sizeof(*snap->details));
 	if (!snap->details) {
 		err = -ENOMEM;
 		goto fail;
@@ -347,6 +353,10 @@ int replay_snapshot(struct replay *r, struct vcpustat_snapshot *snap)
 		memcpy(&snap->details[i].detail, v, sizeof(snap->details[i].detail));
 	}
 	for (pos = 0; hashmap_next(&r->fault_pages, &pos, &k, &v); i++) {
+		memcpy(&snap->details[i].key, k, sizeof(snap->details[i].key));
+		memcpy(&snap->details[i].detail, v, sizeof(snap->details[i].detail));
+	}
+	for (pos = 0; hashmap_next(&r->guest_cr3s, &pos, &k, &v); i++) {
 		memcpy(&snap->details[i].key, k, sizeof(snap->details[i].key));
 		memcpy(&snap->details[i].detail, v, sizeof(snap->details[i].detail));
 	}
