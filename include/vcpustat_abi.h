@@ -130,6 +130,8 @@ enum vcpustat_record_type {
 				      arg1 = ns since the wake-up (capped at 2^32 - 1),
 				      from = the vector injected at that entry (kvm_inj_virq;
 				      0: none seen) */
+	VCPUSTAT_REC_GUEST_CR3,	   /* the guest's CR3 at an exit (EV_GUEST_CR3) differs from its last
+				      one: arg0/arg1 = CR3 low/high, ts = the exit's (the state's start) */
 	VCPUSTAT_NR_RECORDS,
 };
 
@@ -209,6 +211,7 @@ struct vcpustat_vcpu {
 	__u64 numa_moves;   /* moves the kernel's NUMA balancing made (EV_NUMA_MOVE) */
 	__u64 wake_hint_ts; /* when wake_hint was given (it holds for VCPUSTAT_WAKE_CAUSE_NS) */
 	__u64 cr3_guest_ns; /* fsm.ns[VCPU_GUEST] at its last EV_GUEST_CR3: the guest time since is the next one's */
+	__u64 cr3_last;	    /* that event's CR3 | 1 (CR3s are page-aligned), 0: none yet (REC_GUEST_CR3 on a change) */
 };
 
 /*

@@ -237,6 +237,13 @@ HANDLER_INLINE void on_guest_cr3(const struct vcpustat_event *ev)
 	guest = v->fsm.ns[VCPU_GUEST];
 	detail_add(v->tgid, VCPUSTAT_DETAIL_CR3, VCPUSTAT_ACCESS_READ, ev->arg0, guest - v->cr3_guest_ns);
 	v->cr3_guest_ns = guest;
+	/* recordings: the value at the exit's time (the state it began), so that it covers the interval's end */
+	if ((ev->arg0 | 1) != v->cr3_last) {
+		v->cr3_last = ev->arg0 | 1;
+		if (env_record_level() >= VCPUSTAT_LEVEL_VCPU)
+			emit_at(ev, v->fsm.since, v->tid, v->tgid, v->index, VCPUSTAT_REC_GUEST_CR3, 0, 0, (__u32)ev->arg0,
+				(__u32)(ev->arg0 >> 32));
+	}
 }
 
 /* kvm_entry or the thread's exit (before the state machine closes the exit): charge its details. */

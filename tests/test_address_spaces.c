@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "cli_run.h"
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "live/live.h"
@@ -26,12 +28,16 @@ static struct vcpustat_event ev(__u64 type, __u64 ts, __u32 tid, __u64 a0)
 	struct vcpustat_event e = { .type = type, .ts = ts, .tid = tid, .tgid = VM, .arg0 = a0 };
 
 	snprintf(e.comm, sizeof(e.comm), "CPU %u/KVM", tid - VM - 1);
-	if (type == VCPUSTAT_EV_KVM_EXIT)
+	if (type == VCPUSTAT_EV_KVM_ENTRY) /* KVM's vcpu_id: the index */
+		e.arg0 = tid - VM - 1;
+	if (type == VCPUSTAT_EV_KVM_EXIT) {
 		e.arg1 = KVM_ISA_SVM;
+		e.arg2 = tid - VM - 1;
+	}
 	return e;
 }
 
-#define ENTRY(ts, tid) ev(VCPUSTAT_EV_KVM_ENTRY, ts, tid, 0)
+#define ENTRY(ts, tid) ev(VCPUSTAT_EV_KVM_ENTRY, ts, tid, 0) /* arg0: set by ev() */
 #define EXIT(ts, tid, cr3) ev(VCPUSTAT_EV_KVM_EXIT, ts, tid, EXIT_IO), ev(VCPUSTAT_EV_GUEST_CR3, ts, tid, cr3)
 
 /*
@@ -221,4 +227,74 @@ Test(address_spaces, the_window_shows_them_by_guest_time_as_json_and_text)
 	names_free(&names);
 	vcpustat_snapshot_free(&b);
 	replay_free(rp);
+}
+
+/*
+ * Recordings: `vcpustat replay` of a capture of the scenario writes the
+ * guest's CR3 as the vCPU's guest_cr3 attribute (set at the exits where it
+ * changed), and `report -j` of the file gives the kernel's table to the
+ * nanosecond; a window that holds only the exit at 1000 has 0x5000 alone.
+ */
+Test(address_spaces, a_recording_gives_the_same_table)
+{
+	char cap[] = "/tmp/vcpustat-as-XXXXXX.vcap", sht[] = "/tmp/vcpustat-as-XXXXXX.sht", args[512];
+	static char out[1 << 16];
+	struct vcpustat_error err = { 0 };
+	struct capture_writer *w;
+	struct vcpustat_event evs[32];
+	size_t n = scenario(evs);
+	json_t *doc, *as;
+	int fd;
+
+	fd = mkstemps(cap, 5);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	fd = mkstemps(sht, 4);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(capture_create(&w, cap, 0, 1795356187000000000ull, "level=vcpu\ncpus=2\n", &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_name(w, VM, "asp", &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(capture_write(w, &evs[i], &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_end(w, 3000, &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
+	snprintf(args, sizeof(args), "replay -q %s -o %s", cap, sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+
+	snprintf(args, sizeof(args), "report -j %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	doc = json_loads(out, 0, NULL);
+	cr_assert_not_null(doc, "%s", out);
+	as = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "address_spaces");
+	cr_assert_eq(json_array_size(as), NR_WANT, "%s", out);
+	for (size_t i = 0; i < NR_WANT; i++) {
+		json_t *row = json_array_get(as, i);
+		char t[32];
+
+		cr_assert_str_eq(json_string_value(json_object_get(row, "cr3")), cr3_target(want[i].cr3, t, sizeof(t)));
+		cr_assert_eq(json_integer_value(json_object_get(row, "guest_ns")), (json_int_t)want[i].ns, "%s", t);
+		cr_assert_eq(json_integer_value(json_object_get(row, "exits")), (json_int_t)want[i].exits, "%s", t);
+		cr_assert_eq(json_integer_value(json_object_get(row, "max_ns")), (json_int_t)want[i].max_ns, "%s", t);
+	}
+	json_decref(doc);
+
+	snprintf(args, sizeof(args), "report -j --from 900 --to 1100 %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	doc = json_loads(out, 0, NULL);
+	cr_assert_not_null(doc, "%s", out);
+	as = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "address_spaces");
+	cr_assert_eq(json_array_size(as), 1, "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(as, 0), "cr3")), "0x5000");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(as, 0), "guest_ns")), 600);
+	json_decref(doc);
+
+	/* the attribute, as query shows it, and the text */
+	snprintf(args, sizeof(args), "query %s --at 1000 --path '/vms/asp/vcpus/0/guest_cr3'", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "0x5000"), "%s", out);
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "CR3 0x4000"), "%s", out);
+	unlink(cap);
+	unlink(sht);
 }

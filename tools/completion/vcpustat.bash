@@ -10,7 +10,7 @@ _vcpustat_options() # COMMAND: its options
 	case $1 in
 	top) echo "-d --delay -n --iterations -b --batch -j --json --vm --top --address-spaces --demo -v --verbose -h --help
 		--file --from --speed --vcpu --tid --pcpu --cgroup" ;;
-	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture
+	record) echo "-o --output -l --level -t --duration --max-size --rotate-every --keep --capture --address-spaces
 		--ringbuf --meta -j --json -q --quiet -v --verbose" ;;
 	report) echo "--from --to --vm --cgroup --vcpu --tid --pcpu -j --json --top --placement --host-topology --flow
 		--min-impact -h --help" ;;

@@ -28,7 +28,7 @@ struct record_args {
 /* Options into *r: -1 to go on, or the exit code (after --help: 0). */
 static int parse(int argc, char **argv, struct record_args *r)
 {
-	enum { OPT_MAX_SIZE = 256, OPT_ROTATE, OPT_KEEP, OPT_CAPTURE, OPT_RINGBUF, OPT_META };
+	enum { OPT_MAX_SIZE = 256, OPT_ROTATE, OPT_KEEP, OPT_CAPTURE, OPT_RINGBUF, OPT_META, OPT_AS };
 	const struct cli_option options[] = {
 		{ "output", 'o', "FILE", "the .sht file (with rotation: the name of the series)", CLI_STRING,
 		  &r->so.rec.path },
@@ -50,6 +50,9 @@ static int parse(int argc, char **argv, struct record_args *r)
 		  &r->ringbuf, 4096, 1ll << 30 },
 		{ "meta", OPT_META, "KEY=VALUE", "store this in the file's metadata (repeatable), e.g.\n"
 						 "workload='what ran' (shown by `top --file`)" },
+		{ "address-spaces", OPT_AS, NULL, "also the guest's CR3 at each exit (guest address spaces,\n"
+						  "for `report`): a second program on kvm_exit", CLI_FLAG,
+		  &r->vo.address_spaces },
 		{ "json", 'j', NULL, "the summary at the end as a JSON document on stdout (docs/json.md)", CLI_FLAG,
 		  &r->json },
 		{ "quiet", 'q', NULL, "no summary at the end", CLI_FLAG, &r->quiet },
@@ -60,7 +63,8 @@ static int parse(int argc, char **argv, struct record_args *r)
 		.name = "record",
 		.synopsis = "-o FILE.sht [--level vcpu|full] [--duration D]\n"
 			    "                 [--max-size SIZE | --rotate-every DURATION] [--keep N]\n"
-			    "                 [--capture FILE.vcap] [--ringbuf SIZE] [--meta KEY=VALUE]... [-j] [-q] [-v]",
+			    "                 [--capture FILE.vcap] [--ringbuf SIZE] [--meta KEY=VALUE]... [--address-spaces]\n"
+			    "                 [-j] [-q] [-v]",
 		.about = "Record every vCPU's state changes, exit reasons and CPUs into a State History\n"
 			 "Tree file until Ctrl-C, SIGTERM or --duration. Query it later with `vcpustat\n"
 			 "query`, `vcpustat report`, `vcpustat export`. The attributes are described in\n"

@@ -47,7 +47,7 @@ int cmd_top(int argc, char **argv)
 					  "/dev/kvm (or BPF): play the bundled recording of that demo", CLI_FLAG,
 		  &want_demo },
 		{ "address-spaces", OPT_AS, NULL, "also the guest's address spaces: each VM's guest time and exits\n"
-						  "by the guest's CR3 at the exit (a second program on kvm_exit)",
+						  "by the guest's CR3 at the exit (a second program on kvm_exit; live)",
 		  CLI_FLAG, &t.address_spaces },
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &verbose },
 		{ "help", 'h', NULL, "this help" },
@@ -110,7 +110,7 @@ int cmd_top(int argc, char **argv)
 		t.demo_reason = demo_why;
 	}
 	if (t.file && t.address_spaces) {
-		cli_err("--address-spaces is live only: recordings do not keep the guest's CR3");
+		cli_err("--address-spaces: a recording has them if `vcpustat record --address-spaces` made it");
 		return CLI_USAGE;
 	}
 	if (t.file)

@@ -558,6 +558,8 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 void summary_free(struct summary *s);
 void summary_free_vm(struct vm_summary *vm);
 
+/* Guest address spaces (detail_summary rows of kind VCPUSTAT_DETAIL_CR3): most guest time first, then exits, CR3. */
+int address_space_cmp(const void *a, const void *b);
 /* The order of a VM's exit-detail rows: by kind, then count (descending), then target and access. */
 int detail_summary_cmp(const void *a, const void *b);
 

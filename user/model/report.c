@@ -392,7 +392,7 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
  * tid: what separate range queries give, from one query over the attributes
  * (the intervals come sorted by attribute, then start). out[]: state,
  * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns,
- * wake_reason, wake_vector (meeting [t1, t2]).
+ * wake_reason, wake_vector, guest_cr3 (meeting [t1, t2]).
  */
 enum {
 	VA_STATE,
@@ -404,6 +404,7 @@ enum {
 	VA_HALT_POLL_NS,
 	VA_WAKE,
 	VA_WAKE_VECTOR,
+	VA_GUEST_CR3,
 	VA_NR,
 	VA_TID = VA_NR
 };
@@ -425,7 +426,7 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 {
 	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason",  "userspace_exit", "pcpu",
 						      "exit_access", "exit_fault",   "halt_poll_ns",   "wake_reason",
-						      "wake_vector", "tid" };
+						      "wake_vector", "guest_cr3",    "tid" };
 	struct sht_interval *all = NULL;
 	size_t nall = 0;
 	uint32_t attr[VA_NR + 1];
@@ -524,11 +525,14 @@ static bool detail_parse(const char *s, struct detail_summary *d)
 	for (d->access = 0; d->access < VCPUSTAT_NR_ACCESSES && strcmp(detail_access_name(d->access), access);
 	     d->access++)
 		;
-	/* recordings keep no guest address spaces (cr3): not an exit detail */
-	if (d->kind >= VCPUSTAT_DETAIL_CR3 || d->access >= VCPUSTAT_NR_ACCESSES)
+	if (d->kind >= VCPUSTAT_NR_DETAIL_KINDS || d->access >= VCPUSTAT_NR_ACCESSES)
 		return false;
 	if (!strcmp(target, "other")) {
 		d->addr = VCPUSTAT_DETAIL_OTHER;
+		return true;
+	}
+	if (d->kind == VCPUSTAT_DETAIL_CR3 && !strcmp(target, "unknown")) {
+		d->addr = VCPUSTAT_CR3_UNKNOWN;
 		return true;
 	}
 	errno = 0;
@@ -536,14 +540,19 @@ static bool detail_parse(const char *s, struct detail_summary *d)
 	return !errno && *end == '\0' && !strncmp(target, "0x", 2);
 }
 
-/* A VM's exit-detail table (string -> detail_summary) as its rows; in a report, _total is the window's. */
+/*
+ * A VM's exit-detail table (string -> detail_summary) as its rows, and its
+ * guest address spaces ("cr3 ..." keys) as those; in a report, _total is
+ * the window's.
+ */
 static int details_collect(struct hashmap *table, struct vm_summary *vs, double seconds)
 {
 	size_t pos = 0;
 	void *k, *v;
 
 	vs->details = calloc(table->count + 1, sizeof(*vs->details));
-	if (!vs->details)
+	vs->address_spaces = calloc(table->count + 1, sizeof(*vs->address_spaces));
+	if (!vs->details || !vs->address_spaces)
 		return -ENOMEM;
 	while (hashmap_next(table, &pos, &k, &v)) {
 		struct detail_summary d = *(struct detail_summary *)v;
@@ -553,10 +562,56 @@ static int details_collect(struct hashmap *table, struct vm_summary *vs, double 
 		d.count_total = d.count;
 		d.sum_ns_total = d.sum_ns;
 		d.rate = seconds > 0 ? (double)d.count / seconds : 0;
-		vs->details[vs->nr_details++] = d;
+		if (d.kind == VCPUSTAT_DETAIL_CR3)
+			vs->address_spaces[vs->nr_address_spaces++] = d;
+		else
+			vs->details[vs->nr_details++] = d;
 	}
 	if (vs->nr_details > 1)
 		qsort(vs->details, vs->nr_details, sizeof(*vs->details), detail_summary_cmp);
+	if (vs->nr_address_spaces > 1)
+		qsort(vs->address_spaces, vs->nr_address_spaces, sizeof(*vs->address_spaces), address_space_cmp);
+	return 0;
+}
+
+/*
+ * The guest address spaces of [t1, t2) (guest_cr3: --address-spaces
+ * recordings), as the kernel's table counts them: each guest interval
+ * (guest state) goes, whole, to the CR3 the guest exited in (the value at
+ * its end, set at that exit), in the window of its exit, with one exit; one
+ * the file or the vCPU's life ends in (no exit) is in none. Keys
+ * "cr3 <target> read" in the VM's exit-detail table (details_collect).
+ */
+static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const struct sht_interval *st, size_t nst,
+			    uint64_t t1, uint64_t t2, const struct vcpu_on *on, struct hashmap *table)
+{
+	for (size_t i = 0; ncr && i + 1 < nst; i++) {
+		const struct sht_interval *x;
+		struct detail_summary *d;
+		char key[64];
+		uint64_t end = st[i].end, ns = st[i].end - st[i].start;
+
+		if (st[i].value.type != SHT_INT || st[i].value.i != VCPU_GUEST || end < t1 || end >= t2 ||
+		    st[i + 1].start != end || st[i + 1].value.type != SHT_INT || !on_at(on, end))
+			continue;
+		x = covering(cr, ncr, end);
+		if (!x || x->value.type != SHT_STR)
+			continue;
+		memset(key, 0, sizeof(key));
+		snprintf(key, sizeof(key), "cr3 %s read", x->value.s);
+		d = hashmap_lookup(table, key);
+		if (!d) {
+			struct detail_summary fresh = { 0 };
+
+			if (hashmap_insert(table, key, &fresh))
+				return -ENOMEM;
+			d = hashmap_lookup(table, key);
+		}
+		d->count++;
+		d->sum_ns += ns;
+		if (ns > d->max_ns)
+			d->max_ns = ns;
+	}
 	return 0;
 }
 
@@ -751,6 +806,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 				    &out->userspace_exits);
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
 		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
+	if (!e)
+		e = spaces_in_window(ivs.iv[VA_GUEST_CR3], ivs.n[VA_GUEST_CR3], st, nst, t1, t2, on, details);
 	if (!e)
 		e = wakes_in_window(ivs.iv[VA_WAKE], ivs.n[VA_WAKE], st, nst, t1, t2, on, VCPU_SAMPLE_WAKE, &wakes[0]);
 	if (!e)

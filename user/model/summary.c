@@ -320,8 +320,7 @@ static int by_ns(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* Address spaces: most guest time first, then most exits, then by CR3. */
-static int by_guest_ns(const void *a, const void *b)
+int address_space_cmp(const void *a, const void *b)
 {
 	const struct detail_summary *x = a, *y = b;
 
@@ -844,7 +843,7 @@ int summary_build(struct summary *s, const struct vcpustat_snapshot *prev, const
 		sort(vm->wake_vectors, vm->nr_wake_vectors, sizeof(*vm->wake_vectors), by_rate);
 		sort(vm->culprits, vm->nr_culprits, sizeof(*vm->culprits), by_ns);
 		sort(vm->details, vm->nr_details, sizeof(*vm->details), detail_summary_cmp);
-		sort(vm->address_spaces, vm->nr_address_spaces, sizeof(*vm->address_spaces), by_guest_ns);
+		sort(vm->address_spaces, vm->nr_address_spaces, sizeof(*vm->address_spaces), address_space_cmp);
 		for (size_t c = 0; c < vm->nr_culprits; c++)
 			vm->culprits[c].share = waited ? (double)vm->culprits[c].ns / (double)waited : 0;
 		waited = vm->vmm.wait_ns[VMM_EMULATOR] + vm->vmm.wait_ns[VMM_VHOST];

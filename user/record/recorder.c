@@ -31,9 +31,10 @@ struct attr {
 
 struct vcpu_attrs {
 	uint32_t tgid, index;
-	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, wake_vector, halt_poll_ns; /* that last */
+	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, wake_vector, guest_cr3,
+		halt_poll_ns; /* that last */
 };
-#define VCPU_NR_ATTRS 11
+#define VCPU_NR_ATTRS 12
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -446,6 +447,7 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	va->halt_poll_ns = ATTR_NONE; /* and at its first halt_poll_ns: an older file does not say 0 */
 	va->wake = ATTR_NONE;	      /* and at its first wake-up's entry */
 	va->wake_vector = ATTR_NONE;
+	va->guest_cr3 = ATTR_NONE; /* and at its first guest CR3 (--address-spaces) */
 	return 0;
 }
 
@@ -504,7 +506,8 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
 	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit, va->pcpu, va->tid,
-				      va->sync,	 va->access, va->fault, va->wake, va->wake_vector, va->halt_poll_ns };
+				      va->sync,	 va->access, va->fault, va->wake, va->wake_vector, va->guest_cr3,
+				      va->halt_poll_ns };
 	int e = 0;
 
 	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
@@ -525,7 +528,8 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
 		struct vcpu_attrs old = *va;
 		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,   old.uexit, old.pcpu, old.tid,
-					       old.sync,  old.access, old.fault, old.wake, old.wake_vector, old.halt_poll_ns };
+					       old.sync,  old.access, old.fault, old.wake, old.wake_vector, old.guest_cr3,
+					       old.halt_poll_ns };
 		struct attr saved[VCPU_NR_ATTRS];
 
 		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
@@ -539,7 +543,7 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		{
 			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit,	  fresh.uexit, fresh.pcpu,
 						       fresh.tid,   fresh.sync,	  fresh.access, fresh.fault,
-						       fresh.wake,  fresh.wake_vector, fresh.halt_poll_ns };
+						       fresh.wake,  fresh.wake_vector, fresh.guest_cr3, fresh.halt_poll_ns };
 
 			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
 				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
@@ -801,6 +805,15 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 			e = set_str(r, va->wake_vector, t, intern(r, wake_vector_name(rec->from, buf, sizeof(buf))));
 		}
 		break;
+	case VCPUSTAT_REC_GUEST_CR3: {
+		char buf[24];
+
+		e = vcpu_lazy_attr(r, va, &va->guest_cr3, "guest_cr3");
+		if (!e)
+			e = set_str(r, va->guest_cr3, t,
+				    intern(r, cr3_target(rec->arg0 | (uint64_t)rec->arg1 << 32, buf, sizeof(buf))));
+		break;
+	}
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);
 		hashmap_delete(&r->vcpus, &rec->tid);
