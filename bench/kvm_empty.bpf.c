@@ -24,6 +24,13 @@ int empty_kvm_exit(void *ctx)
 	return 1;
 }
 
+/* beside --address-spaces's on_kvm_exit_cr3, of its kind */
+SEC("tp_btf/kvm_exit")
+int BPF_PROG(empty_kvm_exit_btf, struct kvm_vcpu *vcpu, __u32 isa)
+{
+	return 0;
+}
+
 SEC("tp/kvm/kvm_page_fault")
 int empty_kvm_page_fault(void *ctx)
 {

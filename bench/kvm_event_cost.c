@@ -9,6 +9,8 @@
  * Phases of one run, each with a fresh microvm: the empty programs, vcpustat,
  * the empty programs again (each program alone on its tracepoints, as
  * bench/handler_cost.c does it; the empty figure is over both its phases).
+ * vcpustat runs with --address-spaces: its second kvm_exit program (the
+ * guest's CR3) is measured too, next to an empty tp_btf/kvm_exit program.
  *
  * usage: kvm-event-cost [-t SEC] [-l none|vcpu]
  *        kvm-event-cost -i N
@@ -35,10 +37,12 @@
 #include "kvm_empty.skel.h"
 #include "prog_cost.h"
 
-#define NR_TP 6
-static const char *const tp_names[NR_TP] = { "kvm_entry", "kvm_exit", "kvm_pio", "kvm_mmio", "kvm_msr", "kvm_page_fault" };
-static const char *const our_progs[NR_TP] = { "on_kvm_entry", "on_kvm_exit", "on_kvm_pio",
-						   "on_kvm_mmio",  "on_kvm_msr",  "on_kvm_page_fault" };
+/* the last: --address-spaces's second program on kvm_exit (tp_btf), next to an empty tp_btf one */
+#define NR_TP 7
+static const char *const tp_names[NR_TP] = { "kvm_entry", "kvm_exit", "kvm_pio", "kvm_mmio", "kvm_msr", "kvm_page_fault",
+					      "kvm_exit (cr3)" };
+static const char *const our_progs[NR_TP] = { "on_kvm_entry", "on_kvm_exit",	   "on_kvm_pio",     "on_kvm_mmio",
+					      "on_kvm_msr",   "on_kvm_page_fault", "on_kvm_exit_cr3" };
 
 /* What each program did over the phases it was attached in. */
 struct sum {
@@ -53,6 +57,7 @@ static void empty_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
 	fd[3] = bpf_program__fd(e->progs.empty_kvm_mmio);
 	fd[4] = bpf_program__fd(e->progs.empty_kvm_msr);
 	fd[5] = bpf_program__fd(e->progs.empty_kvm_page_fault);
+	fd[6] = bpf_program__fd(e->progs.empty_kvm_exit_btf);
 }
 
 /* microvm --mix all for `seconds`: port I/O, MMIO, MSR reads and writes, cpuid, nested page faults, halts. */
@@ -240,7 +245,7 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 
 int main(int argc, char **argv)
 {
-	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE, .address_spaces = true };
 	struct sum v = { 0 }, e = { 0 };
 	struct kvm_empty_bpf *empty = NULL;
 	struct vcpustat *vs = NULL;

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include "helpers.h"
 #include "live/live.h"
+#include "record/record.h"
 
 const char *bpf_unavailable(void)
 {
@@ -297,6 +298,39 @@ json_t *report_json(const char *sht, const char *window)
 	j = json_loads(out, 0, &je);
 	cr_assert_not_null(j, "report -j: %s: %s", je.text, out);
 	return j;
+}
+
+struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigned int max_details)
+{
+	struct replay_options o = { .record_level = VCPUSTAT_LEVEL_VCPU, .max_details = max_details };
+	struct replay *rp;
+
+	cr_assert_eq(replay_new(&rp, &o), 0);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(replay_event(rp, &evs[i]), 0, "replay of event %zu", i);
+	return rp;
+}
+
+void replay_to_sht(const struct vcpustat_event *evs, size_t n, __u32 tgid, const char *name, __u64 end_ns,
+		   const char *sht)
+{
+	static char out[1 << 16];
+	char cap[] = "/tmp/vcpustat-cap-XXXXXX.vcap", args[1024];
+	struct vcpustat_error err = { 0 };
+	struct capture_writer *w;
+	int fd = mkstemps(cap, 5);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(capture_create(&w, cap, 0, 1795356187000000000ull, "level=vcpu\ncpus=2\n", &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_name(w, tgid, name, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(capture_write(w, &evs[i], &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_end(w, end_ns, &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
+	snprintf(args, sizeof(args), "replay -q %s -o %s", cap, sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	unlink(cap);
 }
 
 void assert_holds(const char *what, const char *text, const char *const *needles)

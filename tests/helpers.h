@@ -98,6 +98,18 @@ int run_vcpustat(const char *args, char *out, size_t len);
 /* `vcpustat report SHT -j WINDOW` (WINDOW: more options, "" for none), asserted to succeed: its JSON document. */
 struct json_t *report_json(const char *sht, const char *window);
 
+struct vcpustat_event;
+struct replay;
+/* The events fed one by one to user-space replay (record level vcpu; max_details 0: the default), asserted. */
+struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigned int max_details);
+/*
+ * The events of VM tgid (named name) as a recording: a capture of them
+ * (level vcpu, 2 CPUs, ending at end_ns) replayed by `vcpustat replay` into
+ * sht (an existing path); asserted to succeed.
+ */
+void replay_to_sht(const struct vcpustat_event *evs, size_t n, __u32 tgid, const char *name, __u64 end_ns,
+		   const char *sht);
+
 /* Assert that text holds each of the NULL-terminated needles (what names the first one missing, and the text). */
 void assert_holds(const char *what, const char *text, const char *const *needles);
 #define ASSERT_HOLDS(what, text, ...)                                                                              \

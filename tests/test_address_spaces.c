@@ -16,6 +16,7 @@
 #include "cli_run.h"
 #include "exit_reasons.h"
 #include "helpers.h"
+#include "export/export.h"
 #include "live/live.h"
 #include "model/model.h"
 #include "record/record.h"
@@ -94,22 +95,11 @@ static void assert_rows(const struct vcpustat_snapshot *s, const char *src)
 	cr_assert_eq(rows, NR_WANT, "%s: %zu address spaces", src, rows);
 }
 
-static struct replay *replay_of(const struct vcpustat_event *evs, size_t n, unsigned int max_details)
-{
-	struct replay_options o = { .record_level = VCPUSTAT_LEVEL_VCPU, .max_details = max_details };
-	struct replay *rp;
-
-	cr_assert_eq(replay_new(&rp, &o), 0);
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(replay_event(rp, &evs[i]), 0);
-	return rp;
-}
-
 Test(address_spaces, guest_time_and_exits_go_to_the_cr3_at_each_exit)
 {
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot snap;
-	struct replay *rp = replay_of(evs, scenario(evs), 0);
+	struct replay *rp = replay_events(evs, scenario(evs), 0);
 
 	cr_assert_eq(replay_snapshot(rp, &snap), 0);
 	assert_rows(&snap, "replay");
@@ -150,7 +140,7 @@ Test(address_spaces, a_full_table_counts_new_ones_in_other)
 {
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot snap;
-	struct replay *rp = replay_of(evs, scenario(evs), 2);
+	struct replay *rp = replay_events(evs, scenario(evs), 2);
 	const struct vcpustat_detail_entry *other = NULL;
 
 	cr_assert_eq(replay_snapshot(rp, &snap), 0);
@@ -169,7 +159,7 @@ Test(address_spaces, the_window_shows_them_by_guest_time_as_json_and_text)
 {
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot a = { 0 }, b;
-	struct replay *rp = replay_of(evs, scenario(evs), 0);
+	struct replay *rp = replay_events(evs, scenario(evs), 0);
 	const struct vm_summary *vm;
 	struct names names;
 	struct summary s;
@@ -223,6 +213,36 @@ Test(address_spaces, the_window_shows_them_by_guest_time_as_json_and_text)
 		cr_assert(lines[k].bold);
 		cr_assert(!strncmp(lines[k + 1].text, "CR3 0x4000", 10), "%s", lines[k + 1].text);
 	}
+	{
+		/* the exporters: two counters per CR3, none of them an exit detail; with a top of 1, other */
+		struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS, .top_details = 1 };
+		struct metrics *m = metrics_new(&mo);
+		json_t *mdoc, *mas;
+
+		cr_assert_not_null(m);
+		cr_assert_eq(metrics_add(m, &s), 0);
+		cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &text, &len), 0);
+		ASSERT_HOLDS("Prometheus", text, "# TYPE vcpustat_guest_address_space_exits_total counter\n",
+			     "vcpustat_guest_address_space_exits_total{vm=\"pid 70\",cr3=\"0x4000\"} 3\n",
+			     "vcpustat_guest_address_space_seconds_total{vm=\"pid 70\",cr3=\"0x4000\"} 0.000000700\n",
+			     "vcpustat_guest_address_space_exits_total{vm=\"pid 70\",cr3=\"other\"} 2\n",
+			     "vcpustat_guest_address_space_seconds_total{vm=\"pid 70\",cr3=\"other\"} 0.000000650\n");
+		cr_assert_null(strstr(text, "kind=\"cr3\""), "no exit-detail series of them:\n%s", text);
+		free(text);
+		cr_assert_eq(metrics_render(m, METRICS_CSV, &text, &len), 0);
+		cr_assert_not_null(strstr(text, ",cr3,value\n"), "%.400s", text);
+		free(text);
+		cr_assert_eq(metrics_render(m, METRICS_JSON, &text, &len), 0);
+		mdoc = json_loads(text, 0, NULL);
+		cr_assert_not_null(mdoc, "%s", text);
+		mas = json_object_get(json_array_get(json_object_get(mdoc, "vms"), 0), "address_spaces");
+		cr_assert_eq(json_array_size(mas), 2, "%s", text);
+		cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(mdoc, "vms"), 0), "exit_details")),
+			     0, "%s", text);
+		json_decref(mdoc);
+		free(text);
+		metrics_free(m);
+	}
 	summary_free(&s);
 	names_free(&names);
 	vcpustat_snapshot_free(&b);
@@ -237,29 +257,17 @@ Test(address_spaces, the_window_shows_them_by_guest_time_as_json_and_text)
  */
 Test(address_spaces, a_recording_gives_the_same_table)
 {
-	char cap[] = "/tmp/vcpustat-as-XXXXXX.vcap", sht[] = "/tmp/vcpustat-as-XXXXXX.sht", args[512];
+	char sht[] = "/tmp/vcpustat-as-XXXXXX.sht", args[512];
 	static char out[1 << 16];
-	struct vcpustat_error err = { 0 };
-	struct capture_writer *w;
 	struct vcpustat_event evs[32];
 	size_t n = scenario(evs);
 	json_t *doc, *as;
 	int fd;
 
-	fd = mkstemps(cap, 5);
-	cr_assert_geq(fd, 0);
-	close(fd);
 	fd = mkstemps(sht, 4);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(capture_create(&w, cap, 0, 1795356187000000000ull, "level=vcpu\ncpus=2\n", &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_write_name(w, VM, "asp", &err), 0, "%s", err.msg);
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(capture_write(w, &evs[i], &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_write_end(w, 3000, &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
-	snprintf(args, sizeof(args), "replay -q %s -o %s", cap, sht);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	replay_to_sht(evs, n, VM, "asp", 3000, sht);
 
 	snprintf(args, sizeof(args), "report -j %s", sht);
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
@@ -295,6 +303,5 @@ Test(address_spaces, a_recording_gives_the_same_table)
 	snprintf(args, sizeof(args), "report %s", sht);
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "CR3 0x4000"), "%s", out);
-	unlink(cap);
 	unlink(sht);
 }

@@ -150,17 +150,6 @@ static void assert_scenario_rows(const struct vcpustat_snapshot *s, const char *
 	cr_assert_eq(s->lost[VCPUSTAT_LOST_DETAIL_FULL], 0, "%s: nothing lost", src);
 }
 
-static struct replay *replay_of(const struct vcpustat_event *evs, size_t n, unsigned int max_details)
-{
-	struct replay_options o = { .record_level = VCPUSTAT_LEVEL_VCPU, .max_details = max_details };
-	struct replay *rp;
-
-	cr_assert_eq(replay_new(&rp, &o), 0);
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(replay_event(rp, &evs[i]), 0);
-	return rp;
-}
-
 /* The same events through the kernel's handler (the injection program), and its maps after them. */
 static struct vcpustat *kernel_of(const struct vcpustat_event *evs, size_t n, struct vcpustat_snapshot *snap)
 {
@@ -180,7 +169,7 @@ Test(details, each_exit_is_counted_once_per_table_with_its_handling_time)
 {
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot snap;
-	struct replay *rp = replay_of(evs, scenario(evs), 0);
+	struct replay *rp = replay_events(evs, scenario(evs), 0);
 
 	cr_assert_eq(replay_snapshot(rp, &snap), 0);
 	assert_scenario_rows(&snap, "replay");
@@ -237,7 +226,7 @@ Test(details, a_full_table_counts_new_keys_in_other_and_then_loses_them_counted)
 	evs[n++] = KVM_EXIT(1000, VMX_EXIT_MSR_WRITE);
 	evs[n++] = ev(VCPUSTAT_EV_MSR, 1001, 0x900, 1, 0);
 	evs[n++] = KVM_ENTRY(1010);
-	rp = replay_of(evs, n, 3);
+	rp = replay_events(evs, n, 3);
 	cr_assert_eq(replay_snapshot(rp, &snap), 0);
 	cr_assert_eq(snap.nr_details, 3, "0x800, 0x801 and the other row made before them");
 	cr_assert_not_null(find_row(&snap, VM, VCPUSTAT_DETAIL_MSR, VCPUSTAT_ACCESS_READ, 0x800));
@@ -266,7 +255,7 @@ Test(details, the_window_shows_what_happened_in_it_as_json_and_text)
 
 	evs[n++] = KVM_ENTRY(10);
 	n += msr_exits(evs + n, 100, 0xc0000080, 1); /* EFER, before the window */
-	rp = replay_of(evs, n, 0);
+	rp = replay_events(evs, n, 0);
 	cr_assert_eq(replay_snapshot(rp, &a), 0);
 	n = msr_exits(evs, 1000, 0xc0000080, 1);
 	n += msr_exits(evs + n, 2000, 0x12345678, 1);
@@ -350,7 +339,7 @@ Test(details, exporters_publish_the_top_rows_per_kind_and_the_rest_as_other)
 	cr_assert_not_null(m);
 	cr_assert_eq(names_init(&names, "/nonexistent", "/nonexistent"), 0);
 	evs[n++] = KVM_ENTRY(10);
-	rp = replay_of(evs, n, 0);
+	rp = replay_events(evs, n, 0);
 	cr_assert_eq(replay_snapshot(rp, &a), 0);
 	/* window 1: EFER read twice (10 ns each), MSR 0x1b read once */
 	n = msr_exits(evs, 100, 0xc0000080, 1);
@@ -452,7 +441,7 @@ Test(details, exits_from_guest_kernel_mode_are_counted_per_reason)
 {
 	struct vcpustat_event evs[32];
 	size_t n = gsys_scenario(evs);
-	struct replay *rp = replay_of(evs, n, 0);
+	struct replay *rp = replay_events(evs, n, 0);
 	struct vcpustat_snapshot a, b;
 	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
 	struct metrics *m = metrics_new(&mo);

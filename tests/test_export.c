@@ -357,7 +357,7 @@ static void assert_formats_agree(const struct metrics *m)
 	/* CSV: one row per sample (build_info aside), same order, same value text */
 	line = strtok_r(csv, "\n", &save);
 	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,"
-			       "result,node,llc,across,beside,vector,value");
+			       "result,node,llc,across,beside,vector,cr3,value");
 	for (i = 0; (line = strtok_r(NULL, "\n", &save)); i++) {
 		const char *comma = strrchr(line, ',');
 		char name[64], value[256], field[260];
@@ -391,7 +391,7 @@ static void assert_formats_agree(const struct metrics *m)
 			l += *l == ',';
 			snprintf(col, sizeof(col), ",%s,", name);
 			cr_assert(strstr(",metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,"
-					 "target,access,msr,result,node,llc,across,beside,vector,value,", col),
+					 "target,access,msr,result,node,llc,across,beside,vector,cr3,value,", col),
 				  "row %zu: label %s has no CSV column (%s)", i, name, p.s[i].labels);
 			snprintf(field, sizeof(field), ",%s,", value);
 			cr_assert(!plain || strstr(line, field), "row %zu: %s=%s not in %s", i, name, value, line);
@@ -576,8 +576,8 @@ Test(export, delay_and_wait_seconds_are_preempted_plus_wait_to_the_ns)
 			 "1.975308642");
 	/* CSV: the same rows, same digits */
 	csv = render(m, METRICS_CSV);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
-	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_delay_seconds_total,web,0,,,,,,,,,,,,,,,,,,,,4.444444424\n"), "%.600s", csv);
+	cr_assert(strstr(csv, "\nvcpustat_vcpu_wait_seconds_total,web,3,,,,,,,,,,,,,,,,,,,,0.000000000\n"), "%.600s", csv);
 	free(csv);
 	/* JSON: per vCPU and per VM */
 	js = render(m, METRICS_JSON);
@@ -641,10 +641,10 @@ Test(export, halt_poll_families_exact_in_every_format)
 		"# TYPE vcpustat_vcpu_halt_poll_seconds gauge\n# UNIT vcpustat_vcpu_halt_poll_seconds seconds\n",
 	};
 	static const char *const csv_lines[] = {
-		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,ok,,,,,,6\n",
-		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,failed,,,,,,3\n",
-		"\nvcpustat_halt_poll_failed_seconds_total,web,,,,,,,,,,,,,,,,,,,,1.750000001\n",
-		"\nvcpustat_vcpu_halt_poll_seconds,web,0,,,,,,,,,,,,,,,,,,,0.000100000\n",
+		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,ok,,,,,,,6\n",
+		"\nvcpustat_halt_polls_total,web,,,,,,,,,,,,,,failed,,,,,,,3\n",
+		"\nvcpustat_halt_poll_failed_seconds_total,web,,,,,,,,,,,,,,,,,,,,,1.750000001\n",
+		"\nvcpustat_vcpu_halt_poll_seconds,web,0,,,,,,,,,,,,,,,,,,,,0.000100000\n",
 	};
 	char *text, *om, *csv, *js;
 	json_t *doc, *vm;

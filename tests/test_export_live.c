@@ -339,7 +339,7 @@ Test(export_live, file_exposition_passes_promtool_and_all_formats_agree, .timeou
 	csv = slurp(tmp("f.csv"));
 	line = strtok_r(csv, "\n", &save);
 	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,result,"
-			       "node,llc,across,beside,vector,value");
+			       "node,llc,across,beside,vector,cr3,value");
 	while ((line = strtok_r(NULL, "\n", &save))) {
 		char metric[128], vmname[64], vcpu[16], state[16];
 

@@ -492,10 +492,10 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 		     "vcpustat_wakeup_vector_to_guest_duration_seconds_count{vm=\"pid 60\",vector=\"0x22\"} 1\n",
 		     "vcpustat_wakeup_vector_to_guest_duration_seconds_sum{vm=\"pid 60\",vector=\"none\"} 0.000000400\n");
 	free(text);
-	/* CSV: the vector has its column (the last; 18 empty ones between vm and it) */
+	/* CSV: the vector has its column (18 empty ones between vm and it; then cr3, empty) */
 	cr_assert_eq(metrics_render(m, METRICS_CSV, &text, &len), 0);
-	cr_assert_not_null(strstr(text, ",vector,value\n"), "%.300s", text);
-	cr_assert_not_null(strstr(text, "vcpustat_wakeup_vector_to_guest_duration_seconds_count,pid 60,,,,,,,,,,,,,,,,,,,0x41,1\n"),
+	cr_assert_not_null(strstr(text, ",vector,cr3,value\n"), "%.300s", text);
+	cr_assert_not_null(strstr(text, "vcpustat_wakeup_vector_to_guest_duration_seconds_count,pid 60,,,,,,,,,,,,,,,,,,,0x41,,1\n"),
 			   "%s", text);
 	free(text);
 	/* JSON: each VM's wake_vectors */
@@ -544,29 +544,17 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 		const char *reason;
 		long long count, sum_ns;
 	} want[] = { { "timer", 1, 400 }, { "ipi", 1, 990 }, { "device", 1, 195 }, { "other", 2, 400 } };
-	char cap[] = "/tmp/vcpustat-halt-XXXXXX.vcap", sht[] = "/tmp/vcpustat-halt-XXXXXX.sht", args[512];
+	char sht[] = "/tmp/vcpustat-halt-XXXXXX.sht", args[512];
 	static char out[1 << 16];
-	struct vcpustat_error err = { 0 };
-	struct capture_writer *w;
 	struct vcpustat_event evs[64];
 	size_t n = scenario(evs);
 	json_t *doc, *wakes, *r;
 	int fd;
 
-	fd = mkstemps(cap, 5);
-	cr_assert_geq(fd, 0);
-	close(fd);
 	fd = mkstemps(sht, 4);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(capture_create(&w, cap, 0, 1795356187000000000ull, "level=vcpu\ncpus=2\n", &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_write_name(w, VM, "hv", &err), 0, "%s", err.msg);
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(capture_write(w, &evs[i], &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_write_end(w, 3000000, &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
-	snprintf(args, sizeof(args), "replay -q %s -o %s", cap, sht);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	replay_to_sht(evs, n, VM, "hv", 3000000, sht);
 
 	wakes = report_wakes(sht, "", 4, &doc);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -632,7 +620,6 @@ Test(halt, a_recording_gives_the_wake_reasons_of_the_live_maps)
 		free(text);
 		unlink(svg);
 	}
-	unlink(cap);
 	unlink(sht);
 }
 

@@ -968,7 +968,12 @@ Test(kvmlab, guest_address_spaces_are_the_two_page_tables_microvm_switches)
  *   halt_poll_success_ns + halt_poll_fail_ns: POLL ends where KVM's loop
  *   gives up (begin + halt_poll_ns) and leaves out the time the vCPU was
  *   preempted while polling, both of which KVM's wall-clock sums count
- *   (plus 5 us per poll for the two clocks' reads around the loop).
+ *   (plus 15 us per poll: vcpustat's POLL runs from its fentry program's
+ *   clock read at kvm_vcpu_halt's entry to its kvm_vcpu_wakeup program's,
+ *   KVM's from its first ktime_get() to its loop's last, and under
+ *   emulation the code between them, BPF programs included, is slow: in
+ *   two CI runs 1.06 ms more than KVM's over 151 polls, 7 us a poll, where
+ *   5 us had been allowed).
  */
 Test(kvmlab, halt_polling_is_split_out_of_host_time)
 {
@@ -1040,8 +1045,9 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 		kvm_polls += (unsigned long long)attempted;
 		if (attempted)
 			cr_assert_gt(poll, 0, "vCPU %lld: KVM polled %lld times, vcpustat shows POLL time", idx, attempted);
-		cr_assert_leq(poll, kvm_ns + attempted * 5000, "vCPU %lld: POLL %lld ns, KVM's poll time %lld ns", idx,
-			      poll, kvm_ns);
+		cr_assert_leq(poll, kvm_ns + attempted * 15000,
+			      "vCPU %lld: POLL %lld ns, KVM's poll time %lld ns (+ 15 us for each of %lld polls)", idx, poll,
+			      kvm_ns, attempted);
 	}
 	cr_assert_gt(kvm_polls, 0, "KVM polled: 60 us halts are within halt_poll_ns %lld", halt_poll_ns);
 	json_decref(docs);

@@ -251,10 +251,10 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 		free(out);
 		/* CSV: node, llc, across and beside have their columns (after result) */
 		cr_assert_eq(metrics_render(m, METRICS_CSV, &out, &olen), 0);
-		ASSERT_HOLDS("CSV", out, "vcpustat_placement_node_seconds_total,pid 100,,,,,,,,,,,,,,,0,,,,,0.000000700\n",
-			     "vcpustat_placement_llc_seconds_total,pid 100,,,,,,,,,,,,,,,,1,,,,0.000000500\n",
-			     "vcpustat_placement_migrations_total,pid 100,,,,,,,,,,,,,,,,,node,,,1\n",
-			     "vcpustat_placement_smt_seconds_total,pid 200,,,,,,,,,,,,,,,,,,other_vm,,0.000000400\n");
+		ASSERT_HOLDS("CSV", out, "vcpustat_placement_node_seconds_total,pid 100,,,,,,,,,,,,,,,0,,,,,,0.000000700\n",
+			     "vcpustat_placement_llc_seconds_total,pid 100,,,,,,,,,,,,,,,,1,,,,,0.000000500\n",
+			     "vcpustat_placement_migrations_total,pid 100,,,,,,,,,,,,,,,,,node,,,,1\n",
+			     "vcpustat_placement_smt_seconds_total,pid 200,,,,,,,,,,,,,,,,,,other_vm,,,0.000000400\n");
 		free(out);
 		metrics_free(m);
 	}

@@ -15,9 +15,9 @@ _vcpustat_options() # COMMAND: its options
 	report) echo "--from --to --vm --cgroup --vcpu --tid --pcpu -j --json --top --placement --host-topology --flow
 		--min-impact -h --help" ;;
 	export) echo "-f --format -o --output -i --interval -e --every --file --from --to --no-vcpu-labels
-		--top-culprits --vm --vcpu --tid --pcpu --cgroup -v --verbose -h --help" ;;
+		--top-culprits --vm --vcpu --tid --pcpu --cgroup --address-spaces -v --verbose -h --help" ;;
 	serve) echo "-l --listen -u --user --web.config.file --no-vcpu-labels --top-culprits --vm --cgroup --cache-ms
-		--refresh -v --verbose -h --help" ;;
+		--refresh --address-spaces -v --verbose -h --help" ;;
 	plot) echo "-o --output --from --to -b --buckets --timeline --live -i --interval --vm --vcpu --tid --pcpu
 		--cgroup -v --verbose -h --help" ;;
 	query) echo "--at --path --from --to --json --utc --vm --vcpu --tid --pcpu --cgroup -h --help" ;;

@@ -12,7 +12,7 @@
 
 static const char synopsis[] =
 	"[-f FORMAT] [-o FILE] [--interval SEC] [--every SEC]\n"
-	"                 [--no-vcpu-labels] [--top-culprits N] [--vm NAME|PID]... [-v]\n"
+	"                 [--no-vcpu-labels] [--top-culprits N] [--vm NAME|PID]... [--address-spaces] [-v]\n"
 	"       vcpustat export [--file] FILE.sht [--from T] [--to T] [-f FORMAT] [-o FILE] ...\n"
 	"                 [--vcpu LIST]... [--tid TID]... [--pcpu LIST]...";
 
@@ -43,6 +43,7 @@ struct export_args {
 	const char *path, *file, *from, *to;
 	double interval, every;
 	bool verbose;
+	bool address_spaces; /* live: load the guest-CR3 program */
 };
 
 static int export_file(struct export_args *x)
@@ -82,7 +83,7 @@ static int export_file(struct export_args *x)
 
 static int export_live(const struct export_args *x)
 {
-	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
+	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE, .address_spaces = x->address_spaces };
 	struct vcpustat_error err = { 0 };
 	struct metrics_live live;
 	struct vcpustat *vs;
@@ -107,7 +108,7 @@ static int export_live(const struct export_args *x)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_FILE = 256, OPT_FROM, OPT_TO, OPT_NO_LABELS, OPT_TOP, OPT_VM };
+	enum { OPT_FILE = 256, OPT_FROM, OPT_TO, OPT_NO_LABELS, OPT_TOP, OPT_VM, OPT_AS };
 	struct export_args x = { .mo.top_culprits = METRICS_TOP_CULPRITS, .interval = 1 };
 	struct vcpustat_error err = { 0 };
 	const char *vm_filter[64];
@@ -132,6 +133,9 @@ int cmd_export(int argc, char **argv)
 		{ "top-culprits", OPT_TOP, "N", "culprits named per VM, the rest summed as \"other\" (default 5)",
 		  CLI_NUMBER, &top, 0, 1000, "culprits per VM" },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
+		{ "address-spaces", OPT_AS, NULL, "live: also the guests' address spaces (exits and guest time\n"
+						  "by CR3; a recording has them if recorded with them)", CLI_FLAG,
+		  &x.address_spaces },
 		CLI_FILTER_OPTIONS, /* recordings only, but --cgroup */
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &x.verbose },
 		{ "help", 'h', NULL, "this help" },

@@ -15,7 +15,7 @@
 static const char synopsis[] =
 	"[--listen ADDR:PORT] [--user NAME] [--web.config.file FILE]\n"
 	"                [--no-vcpu-labels] [--top-culprits N] [--vm NAME|PID]... [--cache-ms MS]\n"
-	"                [--refresh SEC] [-v]";
+	"                [--refresh SEC] [--address-spaces] [-v]";
 
 static const char about[] =
 	"A Prometheus exporter: attaches to the scheduler and KVM tracepoints, then serves\n"
@@ -28,7 +28,7 @@ static const char notes[] = "Example scrape config, a web config file, a systemd
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { OPT_WEB = 256, OPT_NO_LABELS, OPT_TOP, OPT_VM, OPT_CACHE, OPT_REFRESH };
+	enum { OPT_WEB = 256, OPT_NO_LABELS, OPT_TOP, OPT_VM, OPT_CACHE, OPT_REFRESH, OPT_AS };
 	struct serve_opts so = { .listen = HTTPD_DEFAULT_LISTEN, .cache_ms = 250, .refresh = 10 };
 	struct summary_filter filter = { 0 };
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
@@ -54,6 +54,8 @@ int cmd_serve(int argc, char **argv)
 		{ "refresh", OPT_REFRESH, "SEC", "read the maps at least every SEC seconds between scrapes, to\n"
 						 "collect exited vCPUs and VMs (default 10)", CLI_SECONDS, &so.refresh,
 		  100000000, 3600000000000 },
+		{ "address-spaces", OPT_AS, NULL, "also the guests' address spaces (exits and guest time by CR3:\n"
+						  "a second program on kvm_exit)", CLI_FLAG, &opts.address_spaces },
 		{ "verbose", 'v', NULL, "libbpf's log on stderr", CLI_FLAG, &verbose },
 		{ "help", 'h', NULL, "this help" },
 		{ NULL },

@@ -518,6 +518,9 @@ int metrics_add(struct metrics *m, const struct summary *s)
 			err = culprit_charge(vm, &vs->culprits[c]);
 		for (size_t d = 0; d < vs->nr_details && !err; d++)
 			err = detail_charge(vm, &vs->details[d]);
+		/* guest address spaces: rows of their own kind, named and settled as the exit details are */
+		for (size_t d = 0; d < vs->nr_address_spaces && !err; d++)
+			err = detail_charge(vm, &vs->address_spaces[d]);
 	}
 	/* after all VMs: two VMs of the same name charge the same culprits */
 	for (size_t i = 0; i < m->nr_vms && !err; i++) {

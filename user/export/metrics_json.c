@@ -54,6 +54,26 @@ static json_t *hist_json(const struct acc_hist *h, bool reason)
 	return o;
 }
 
+/* The guest address spaces (exit-detail rows of kind cr3), as {cr3, exits, seconds}. */
+static json_t *address_spaces_json(const struct acc_vm *vm)
+{
+	json_t *arr = json_array();
+	struct detail_row *rows;
+	size_t n;
+
+	rows = metrics_detail_rows(vm, &n);
+	for (size_t r = 0; rows && r < n; r++) {
+		char target[32];
+
+		if (rows[r].kind == VCPUSTAT_DETAIL_CR3)
+			json_array_append_new(arr, json_pack("{s:s, s:I, s:f}", "cr3",
+							     cr3_target(rows[r].addr, target, sizeof(target)), "exits",
+							     (json_int_t)rows[r].count, "seconds", (double)rows[r].ns / 1e9));
+	}
+	free(rows);
+	return arr;
+}
+
 /* The exit-detail series (metrics_detail_rows), as {kind, target, access, [msr,] count, seconds}. */
 static json_t *details_json(const struct acc_vm *vm)
 {
@@ -65,7 +85,11 @@ static json_t *details_json(const struct acc_vm *vm)
 	for (size_t r = 0; rows && r < n; r++) {
 		const char *msr = detail_msr_name(rows[r].kind, rows[r].addr);
 		char target[32];
-		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:f}", "kind", detail_kind_name(rows[r].kind), "target",
+		json_t *o;
+
+		if (rows[r].kind == VCPUSTAT_DETAIL_CR3)
+			continue; /* address_spaces_json */
+		o = json_pack("{s:s, s:s, s:s, s:I, s:f}", "kind", detail_kind_name(rows[r].kind), "target",
 				      detail_target(rows[r].addr, target, sizeof(target)), "access",
 				      detail_access_name(rows[r].access), "count", (json_int_t)rows[r].count, "seconds",
 				      (double)rows[r].ns / 1e9);
@@ -205,6 +229,14 @@ json_t *metrics_json(const struct metrics *m)
 			json_array_append_new(cul, culprit_json("other", "other", "", "", vm->other_ns));
 		json_object_set_new(o, "culprits", cul);
 		json_object_set_new(o, "exit_details", details_json(vm));
+		{
+			json_t *as = address_spaces_json(vm); /* --address-spaces only */
+
+			if (json_array_size(as))
+				json_object_set_new(o, "address_spaces", as);
+			else
+				json_decref(as);
+		}
 		json_array_append_new(vms, o);
 	}
 	json_object_set_new(doc, "vms", vms);

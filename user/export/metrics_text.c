@@ -30,7 +30,7 @@ struct label {
 /* CSV columns: the union of all label names (build_info's are left out). */
 static const char *const csv_columns[] = {
 	"vm", "vcpu", "state", "reason", "le", "process", "comm", "cgroup", "culprit_vm", "kind", "tracepoint",
-	"target", "access", "msr", "result", "node", "llc", "across", "beside", "vector",
+	"target", "access", "msr", "result", "node", "llc", "across", "beside", "vector", "cr3",
 };
 #define NR_CSV_COLUMNS (sizeof(csv_columns) / sizeof(csv_columns[0]))
 
@@ -337,6 +337,13 @@ static const struct family fam_detail = {
 static const struct family fam_detail_s = {
 	"vcpustat_exit_detail_seconds", F_COUNTER, "seconds",
 	"Handling time, kvm_exit to kvm_entry, of the exits counted in vcpustat_exit_detail_total"};
+static const struct family fam_as = {
+	"vcpustat_guest_address_space_exits", F_COUNTER, NULL,
+	"Exits by the guest's CR3 at the exit (--address-spaces; top N per VM by exits, the rest as other; unknown: "
+	"KVM held no valid copy)"};
+static const struct family fam_as_s = {
+	"vcpustat_guest_address_space_seconds", F_COUNTER, "seconds",
+	"Guest time before the exits counted in vcpustat_guest_address_space_exits_total, by the same CR3"};
 static const struct family fam_gsys = {
 	"vcpustat_exit_guest_kernel", F_COUNTER, NULL,
 	"VM exits that left guest kernel mode (a 64-bit guest RIP in the upper half), by exit reason; "
@@ -574,6 +581,9 @@ static void walk_details(struct sink *k, const struct metrics *m)
 			for (size_t r = 0; rows && r < n; r++) {
 				const char *msr = detail_msr_name(rows[r].kind, rows[r].addr);
 				char target[32], val[32];
+
+				if (rows[r].kind == VCPUSTAT_DETAIL_CR3)
+					continue; /* walk_address_spaces */
 				struct label l[] = { { "vm", vm->name },
 						     { "kind", detail_kind_name(rows[r].kind) },
 						     { "target", detail_target(rows[r].addr, target, sizeof(target)) },
@@ -581,6 +591,32 @@ static void walk_details(struct sink *k, const struct metrics *m)
 						     { "msr", msr } };
 
 				emit(k, "_total", l, 5,
+				     pass ? fmt_seconds(val, sizeof(val), rows[r].ns) : fmt_u64(val, sizeof(val), rows[r].count));
+			}
+			free(rows);
+		}
+	}
+}
+
+/* Guest address spaces (the exit-detail rows of kind cr3): exits and guest seconds by CR3. */
+static void walk_address_spaces(struct sink *k, const struct metrics *m)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		family_begin(k, pass ? &fam_as_s : &fam_as);
+		for (size_t i = 0; i < m->nr_vms; i++) {
+			const struct acc_vm *vm = m->vms[i];
+			struct detail_row *rows;
+			size_t n;
+
+			rows = metrics_detail_rows(vm, &n);
+			for (size_t r = 0; rows && r < n; r++) {
+				char target[32], val[32];
+				struct label l[] = { { "vm", vm->name },
+						     { "cr3", cr3_target(rows[r].addr, target, sizeof(target)) } };
+
+				if (rows[r].kind != VCPUSTAT_DETAIL_CR3)
+					continue;
+				emit(k, "_total", l, 2,
 				     pass ? fmt_seconds(val, sizeof(val), rows[r].ns) : fmt_u64(val, sizeof(val), rows[r].count));
 			}
 			free(rows);
@@ -720,6 +756,7 @@ static void walk(struct sink *k, const struct metrics *m)
 	walk_hists(k, m);
 	walk_culprits(k, m);
 	walk_details(k, m);
+	walk_address_spaces(k, m);
 	family_begin(k, &fam_vcpus);
 	for (size_t i = 0; i < m->nr_vms; i++) {
 		struct label l[] = {{"vm", m->vms[i]->name}};

@@ -471,6 +471,19 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 	return e;
 }
 
+/* The row of key (a NUL-padded 64-byte string) in a VM's exit-detail table, made zeroed; NULL: out of memory. */
+static struct detail_summary *detail_row(struct hashmap *table, const char *key)
+{
+	char k[64] = { 0 };
+	struct detail_summary *d, fresh = { 0 };
+
+	snprintf(k, sizeof(k), "%s", key);
+	d = hashmap_lookup(table, k);
+	if (d || hashmap_insert(table, k, &fresh))
+		return d;
+	return hashmap_lookup(table, k);
+}
+
 /*
  * The exit accesses (exit_access or exit_fault intervals) of [t1, t2], by the
  * rule of the exits themselves: each belongs to the window of its exit's
@@ -494,16 +507,10 @@ static int details_in_window(const struct sht_interval *iv, size_t n, const stru
 		if (!x || x->value.type != SHT_STR || x->start < t1 || x->start >= t2 || x->end >= file_end ||
 		    !on_at(on, x->start))
 			continue;
-		memset(key, 0, sizeof(key));
 		snprintf(key, sizeof(key), "%s", iv[i].value.s);
-		d = hashmap_lookup(table, key);
-		if (!d) {
-			struct detail_summary fresh = { 0 };
-
-			if (hashmap_insert(table, key, &fresh))
-				return -ENOMEM;
-			d = hashmap_lookup(table, key);
-		}
+		d = detail_row(table, key);
+		if (!d)
+			return -ENOMEM;
 		ns = x->end - x->start;
 		d->count++;
 		d->sum_ns += ns;
@@ -597,16 +604,10 @@ static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const str
 		x = covering(cr, ncr, end);
 		if (!x || x->value.type != SHT_STR)
 			continue;
-		memset(key, 0, sizeof(key));
 		snprintf(key, sizeof(key), "cr3 %s read", x->value.s);
-		d = hashmap_lookup(table, key);
-		if (!d) {
-			struct detail_summary fresh = { 0 };
-
-			if (hashmap_insert(table, key, &fresh))
-				return -ENOMEM;
-			d = hashmap_lookup(table, key);
-		}
+		d = detail_row(table, key);
+		if (!d)
+			return -ENOMEM;
 		d->count++;
 		d->sum_ns += ns;
 		if (ns > d->max_ns)
