@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # In-kernel cost per event of vcpustat's KVM handlers -- kvm_entry, kvm_exit
-# and the exit details (kvm_pio, kvm_mmio, kvm_msr, kvm_page_fault) -- next to
+# and the exit details (kvm_pio, kvm_mmio, kvm_msr, kvm_page_fault), and the
+# guest-CR3 program of --address-spaces (a second one on kvm_exit) -- next to
 # empty programs of the same attach kind on the same tracepoints, in the same
 # run (bpf_stats run_time_ns / run_cnt; phases: empty, vcpustat, empty, each
 # with a fresh `microvm --mix all`: build/bin/kvm-event-cost). These fire only
