@@ -303,5 +303,21 @@ Test(address_spaces, a_recording_gives_the_same_table)
 	snprintf(args, sizeof(args), "report %s", sht);
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "CR3 0x4000"), "%s", out);
+	{
+		/* plot: a bar per address space, most guest time first */
+		char svg[] = "/tmp/vcpustat-as-XXXXXX.svg", *text;
+
+		fd = mkstemps(svg, 4);
+		cr_assert_geq(fd, 0);
+		close(fd);
+		snprintf(args, sizeof(args), "plot %s -o %s", sht, svg);
+		cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+		text = slurp_file(svg);
+		ASSERT_HOLDS("plot", text, "Guest address spaces: guest time by the guest&apos;s CR3 at the exit",
+			     "<title>CR3 0x4000: 700 ns of guest time, 3 exits</title>", ">CR3 unknown</text>");
+		cr_assert_lt(strstr(text, ">CR3 0x4000<"), strstr(text, ">CR3 0x5000<"), "0x4000 (700 ns) first");
+		free(text);
+		unlink(svg);
+	}
 	unlink(sht);
 }

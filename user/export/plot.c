@@ -468,6 +468,46 @@ static double detail_bars(FILE *f, double top, const struct vm_summary *vm)
 	return y - top + 12;
 }
 
+/*
+ * Guest address spaces (--address-spaces): a bar per CR3, the TOP_DETAILS
+ * with the most guest time, scaled to the first; labelled with the time, its
+ * share of the table's and the exits. 0 height without them.
+ */
+static double address_space_bars(FILE *f, double top, const struct vm_summary *vm)
+{
+	const double row = 18, bar = 13;
+	double y = top, x0 = LEFT + 150;
+	__u64 all = 0;
+	char label[128], t[32], a[24];
+
+	if (!vm->nr_address_spaces)
+		return 0;
+	for (size_t i = 0; i < vm->nr_address_spaces; i++)
+		all += vm->address_spaces[i].sum_ns;
+	plot_text(f, LEFT, y + 14, "start", "font-size:13px;font-weight:bold;fill:#222",
+		  "Guest address spaces: guest time by the guest's CR3 at the exit");
+	y += 24;
+	for (size_t i = 0; i < vm->nr_address_spaces && i < TOP_DETAILS; i++, y += row) {
+		const struct detail_summary *d = &vm->address_spaces[i];
+		double w = vm->address_spaces[0].sum_ns ?
+				   (PLOT_W - 150 - 200) * (double)d->sum_ns / (double)vm->address_spaces[0].sum_ns :
+				   0;
+
+		snprintf(label, sizeof(label), "CR3 %s", cr3_target(d->addr, t, sizeof(t)));
+		plot_text(f, x0 - 6, y + bar - 2, "end", "font-size:11px;fill:#444", label);
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" style=\"fill:%s\"><title>", x0, y,
+			w < 1 ? 1 : w, bar, plot_state_color(VCPU_GUEST));
+		snprintf(label, sizeof(label), "CR3 %s: %s of guest time, %llu exits", t, fmt_ns((double)d->sum_ns, a, sizeof(a)),
+			 (unsigned long long)d->count);
+		xml_escape(f, label);
+		fputs("</title></rect>\n", f);
+		snprintf(label, sizeof(label), "%s, %.1f %%, %llu exits", fmt_ns((double)d->sum_ns, a, sizeof(a)),
+			 all ? 100.0 * (double)d->sum_ns / (double)all : 0.0, (unsigned long long)d->count);
+		plot_text(f, x0 + (w < 1 ? 1 : w) + 6, y + bar - 2, "start", "font-size:11px;fill:#444", label);
+	}
+	return y - top + 12;
+}
+
 /* Histogram bars: 4 per power of two (pairs of the kernel's 8 sub-buckets). */
 #define GROUP 2
 
@@ -655,6 +695,7 @@ int plot_svg(const struct plot_doc *d, char **buf, size_t *len)
 					vm->wake_vectors, vm->nr_wake_vectors);
 		y += vmm_bars(f, y, vm);
 		y += detail_bars(f, y, vm);
+		y += address_space_bars(f, y, vm);
 		if (!vm->nr_exits)
 			plot_text(f, LEFT, y + 4, "start", "font-size:11px;fill:#666",
 			     "No kvm_exit was seen (on hosts where kvm_entry/kvm_exit never fire, guest and "
