@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -298,6 +299,20 @@ json_t *report_json(const char *sht, const char *window)
 	j = json_loads(out, 0, &je);
 	cr_assert_not_null(j, "report -j: %s: %s", je.text, out);
 	return j;
+}
+
+struct vcpustat *inject_events(const struct vcpustat_event *evs, size_t n, bool address_spaces,
+			       struct vcpustat_snapshot *snap)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE, .address_spaces = address_spaces };
+	struct vcpustat *vs;
+	int err = vcpustat_open(&vs, &o);
+
+	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0, "injection of event %zu", i);
+	cr_assert_eq(vcpustat_snapshot(vs, snap), 0);
+	return vs;
 }
 
 struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigned int max_details)

@@ -99,7 +99,16 @@ int run_vcpustat(const char *args, char *out, size_t len);
 struct json_t *report_json(const char *sht, const char *window);
 
 struct vcpustat_event;
+struct vcpustat_snapshot;
+struct vcpustat;
 struct replay;
+/*
+ * The events through the kernel's handler (the injection program of a
+ * vcpustat opened with record level none, and address_spaces if asked), and
+ * its maps after them in *snap; asserted. Close it with vcpustat_close().
+ */
+struct vcpustat *inject_events(const struct vcpustat_event *evs, size_t n, bool address_spaces,
+			       struct vcpustat_snapshot *snap);
 /* The events fed one by one to user-space replay (record level vcpu; max_details 0: the default), asserted. */
 struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigned int max_details);
 /*

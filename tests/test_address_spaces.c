@@ -109,19 +109,12 @@ Test(address_spaces, guest_time_and_exits_go_to_the_cr3_at_each_exit)
 
 Test(address_spaces, the_kernel_keeps_the_same_rows_as_replay)
 {
-	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE, .address_spaces = true };
 	struct vcpustat_event evs[32];
 	struct vcpustat_snapshot snap;
 	struct vcpustat *vs;
-	size_t n = scenario(evs);
-	int err;
 
 	SKIP_UNLESS(bpf_unavailable());
-	err = vcpustat_open(&vs, &o);
-	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
-	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	vs = inject_events(evs, scenario(evs), true, &snap);
 	assert_rows(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	cr_assert_eq(vcpustat_reap_vm(vs, VM), 0);

@@ -150,21 +150,6 @@ static void assert_scenario_rows(const struct vcpustat_snapshot *s, const char *
 	cr_assert_eq(s->lost[VCPUSTAT_LOST_DETAIL_FULL], 0, "%s: nothing lost", src);
 }
 
-/* The same events through the kernel's handler (the injection program), and its maps after them. */
-static struct vcpustat *kernel_of(const struct vcpustat_event *evs, size_t n, struct vcpustat_snapshot *snap)
-{
-	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
-	struct vcpustat *vs;
-	int err;
-
-	err = vcpustat_open(&vs, &o);
-	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
-	cr_assert_eq(vcpustat_snapshot(vs, snap), 0);
-	return vs;
-}
-
 Test(details, each_exit_is_counted_once_per_table_with_its_handling_time)
 {
 	struct vcpustat_event evs[32];
@@ -184,7 +169,7 @@ Test(details, the_kernel_keeps_the_same_rows_as_replay)
 	struct vcpustat *vs;
 
 	SKIP_UNLESS(bpf_unavailable());
-	vs = kernel_of(evs, scenario(evs), &snap);
+	vs = inject_events(evs, scenario(evs), false, &snap);
 	assert_scenario_rows(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	/* a reaped VM leaves no rows behind */
@@ -497,7 +482,7 @@ Test(details, the_kernel_counts_guest_kernel_exits_as_replay_does)
 	struct vcpustat *vs;
 
 	SKIP_UNLESS(bpf_unavailable());
-	vs = kernel_of(evs, gsys_scenario(evs), &snap);
+	vs = inject_events(evs, gsys_scenario(evs), false, &snap);
 	assert_gsys_hists(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	vcpustat_close(vs);

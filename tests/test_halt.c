@@ -251,19 +251,12 @@ Test(halt, polls_and_wake_reasons_through_replay)
 
 Test(halt, the_kernel_counts_polls_and_wake_reasons_as_replay_does)
 {
-	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE };
 	struct vcpustat_event evs[64];
 	struct vcpustat_snapshot snap;
 	struct vcpustat *vs;
-	size_t n = scenario(evs);
-	int err;
 
 	SKIP_UNLESS(bpf_unavailable());
-	err = vcpustat_open(&vs, &o);
-	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0);
-	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	vs = inject_events(evs, scenario(evs), false, &snap);
 	assert_scenario(&snap, "kernel");
 	vcpustat_snapshot_free(&snap);
 	vcpustat_close(vs);
