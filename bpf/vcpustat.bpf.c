@@ -796,12 +796,9 @@ struct vcpu_svm___vcpustat {
 	struct vmcb___vcpustat *vmcb;
 } __attribute__((preserve_access_index));
 
-#define KVM_ISA_VMX_ 1
-#define KVM_ISA_SVM_ 2
-
 static __always_inline __u64 guest_cr3(struct kvm_vcpu *vcpu, __u32 isa)
 {
-	if (isa == KVM_ISA_SVM_ && svm_npt) {
+	if (isa == KVM_ISA_SVM && svm_npt) {
 		struct vcpu_svm___vcpustat *svm = (void *)vcpu;
 		struct vmcb___vcpustat *vmcb;
 
@@ -812,7 +809,7 @@ static __always_inline __u64 guest_cr3(struct kvm_vcpu *vcpu, __u32 isa)
 			return VCPUSTAT_CR3_UNKNOWN;
 		return BPF_CORE_READ(vmcb, save.cr3) & ~0xfffULL;
 	}
-	if (isa == KVM_ISA_VMX_) {
+	if (isa == KVM_ISA_VMX) {
 		__u64 bit;
 
 		if (!bpf_core_enum_value_exists(enum kvm_reg, VCPU_EXREG_CR3))
@@ -820,7 +817,7 @@ static __always_inline __u64 guest_cr3(struct kvm_vcpu *vcpu, __u32 isa)
 		bit = bpf_core_enum_value(enum kvm_reg, VCPU_EXREG_CR3);
 		if (bit > 63 || !(BPF_CORE_READ(vcpu, arch.regs_avail) & (1ULL << bit)))
 			return VCPUSTAT_CR3_UNKNOWN;
-	} else if (isa != KVM_ISA_SVM_) {
+	} else if (isa != KVM_ISA_SVM) {
 		return VCPUSTAT_CR3_UNKNOWN;
 	}
 	return BPF_CORE_READ(vcpu, arch.cr3) & ~0xfffULL;

@@ -568,41 +568,15 @@ static void walk_culprits(struct sink *k, const struct metrics *m)
 }
 
 
-static void walk_details(struct sink *k, const struct metrics *m)
+/*
+ * The rows of metrics_detail_rows() as two families of counters (count, then
+ * seconds): the exit details, by kind, target, access (and MSR name), or,
+ * with cr3, the guest address spaces (rows of kind cr3), by CR3.
+ */
+static void walk_detail_rows(struct sink *k, const struct metrics *m, bool cr3)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		family_begin(k, pass ? &fam_detail_s : &fam_detail);
-		for (size_t i = 0; i < m->nr_vms; i++) {
-			const struct acc_vm *vm = m->vms[i];
-			struct detail_row *rows;
-			size_t n;
-
-			rows = metrics_detail_rows(vm, &n);
-			for (size_t r = 0; rows && r < n; r++) {
-				const char *msr = detail_msr_name(rows[r].kind, rows[r].addr);
-				char target[32], val[32];
-
-				if (rows[r].kind == VCPUSTAT_DETAIL_CR3)
-					continue; /* walk_address_spaces */
-				struct label l[] = { { "vm", vm->name },
-						     { "kind", detail_kind_name(rows[r].kind) },
-						     { "target", detail_target(rows[r].addr, target, sizeof(target)) },
-						     { "access", detail_access_name(rows[r].access) },
-						     { "msr", msr } };
-
-				emit(k, "_total", l, 5,
-				     pass ? fmt_seconds(val, sizeof(val), rows[r].ns) : fmt_u64(val, sizeof(val), rows[r].count));
-			}
-			free(rows);
-		}
-	}
-}
-
-/* Guest address spaces (the exit-detail rows of kind cr3): exits and guest seconds by CR3. */
-static void walk_address_spaces(struct sink *k, const struct metrics *m)
-{
-	for (int pass = 0; pass < 2; pass++) {
-		family_begin(k, pass ? &fam_as_s : &fam_as);
+		family_begin(k, cr3 ? (pass ? &fam_as_s : &fam_as) : (pass ? &fam_detail_s : &fam_detail));
 		for (size_t i = 0; i < m->nr_vms; i++) {
 			const struct acc_vm *vm = m->vms[i];
 			struct detail_row *rows;
@@ -611,12 +585,20 @@ static void walk_address_spaces(struct sink *k, const struct metrics *m)
 			rows = metrics_detail_rows(vm, &n);
 			for (size_t r = 0; rows && r < n; r++) {
 				char target[32], val[32];
-				struct label l[] = { { "vm", vm->name },
-						     { "cr3", cr3_target(rows[r].addr, target, sizeof(target)) } };
+				struct label l[5] = { { "vm", vm->name } };
+				size_t nl = 1;
 
-				if (rows[r].kind != VCPUSTAT_DETAIL_CR3)
+				if ((rows[r].kind == VCPUSTAT_DETAIL_CR3) != cr3)
 					continue;
-				emit(k, "_total", l, 2,
+				if (cr3) {
+					l[nl++] = (struct label){ "cr3", cr3_target(rows[r].addr, target, sizeof(target)) };
+				} else {
+					l[nl++] = (struct label){ "kind", detail_kind_name(rows[r].kind) };
+					l[nl++] = (struct label){ "target", detail_target(rows[r].addr, target, sizeof(target)) };
+					l[nl++] = (struct label){ "access", detail_access_name(rows[r].access) };
+					l[nl++] = (struct label){ "msr", detail_msr_name(rows[r].kind, rows[r].addr) };
+				}
+				emit(k, "_total", l, nl,
 				     pass ? fmt_seconds(val, sizeof(val), rows[r].ns) : fmt_u64(val, sizeof(val), rows[r].count));
 			}
 			free(rows);
@@ -755,8 +737,8 @@ static void walk(struct sink *k, const struct metrics *m)
 	walk_placement(k, m);
 	walk_hists(k, m);
 	walk_culprits(k, m);
-	walk_details(k, m);
-	walk_address_spaces(k, m);
+	walk_detail_rows(k, m, false);
+	walk_detail_rows(k, m, true);
 	family_begin(k, &fam_vcpus);
 	for (size_t i = 0; i < m->nr_vms; i++) {
 		struct label l[] = {{"vm", m->vms[i]->name}};

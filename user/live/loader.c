@@ -517,7 +517,7 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	vs->skel->rodata->record_level = opts->record_level;
 	vs->skel->data_hotpath->hotpath.level_full = opts->record_level >= VCPUSTAT_LEVEL_FULL;
 	vs->skel->rodata->record_raw = opts->record_raw;
-	vs->skel->rodata->svm_npt = svm_nested_paging();
+	vs->skel->rodata->svm_npt = !opts->address_spaces || svm_nested_paging(); /* read only where it is used */
 	bpf_map__set_max_entries(vs->skel->maps.cpus, (__u32)vs->ncpus);
 	bpf_map__set_max_entries(vs->skel->maps.cpu_topo, (__u32)vs->ncpus);
 	if (opts->max_vcpus) {
