@@ -109,41 +109,64 @@ struct sample {
 };
 
 static struct sample *samples;
-static atomic_int nsamples;
+static atomic_int nsamples, sample_failures;
 static atomic_int sampling;
 static int tids[MAX_TIDS], ntids;
 
+/*
+ * Keep a sample only if every read succeeded and no counter went backwards:
+ * a failed read would leave zeros in it, and interpolating towards a zero
+ * once made the reference negative (-12 s of run time over a 3 s window).
+ */
 static void *sampler(void *arg)
 {
 	while (sampling && nsamples < MAX_SAMPLES) {
 		struct sample *sm = &samples[nsamples];
+		int ok = 1;
 
 		sm->t = mono_ns();
-		for (int i = 0; i < ntids; i++)
-			read_schedstat(tids[i], &sm->s[i]);
-		nsamples++;
+		for (int i = 0; i < ntids && ok; i++) {
+			ok = read_schedstat(tids[i], &sm->s[i]) == 0;
+			if (ok && nsamples > 0)
+				ok = sm->s[i].run_ns >= samples[nsamples - 1].s[i].run_ns &&
+				     sm->s[i].wait_ns >= samples[nsamples - 1].s[i].wait_ns;
+		}
+		if (ok)
+			nsamples++;
+		else
+			sample_failures++;
 		usleep(2000);
 	}
 	return NULL;
 }
 
-/* run_ns / wait_ns of tid i at time t, interpolated between samples. */
-static void schedstat_at(int i, __u64 t, double *run, double *wait)
+/*
+ * run_ns / wait_ns of tid i at time t, interpolated between the two samples
+ * that bracket t. The counters only grow, so the error is at most what the
+ * thread gathered between those two samples: the gap is logged, and a gap
+ * over 5 % of the window (the test's tolerance) fails as the reference's
+ * fault, not vcpustat's.
+ */
+static void schedstat_at(int i, __u64 t, double window, double *run, double *wait)
 {
 	for (int k = 1; k < nsamples; k++) {
 		const struct sample *a = &samples[k - 1], *b = &samples[k];
 
 		if (b->t < t)
 			continue;
+		cr_assert_leq(a->t, t, "no schedstat sample before t=%llu", (unsigned long long)t);
+		cr_assert_lt((double)(b->t - a->t), 0.05 * window,
+			     "the reference is too coarse: schedstat samples %.1f ms apart around t=%llu "
+			     "(%d reads failed); the host stalled the sampler",
+			     (double)(b->t - a->t) / 1e6, (unsigned long long)t, (int)sample_failures);
 		double f = b->t > a->t ? (double)(t - a->t) / (double)(b->t - a->t) : 0;
 
-		if (t < a->t)
-			f = 0;
 		*run = a->s[i].run_ns + f * ((double)b->s[i].run_ns - (double)a->s[i].run_ns);
 		*wait = a->s[i].wait_ns + f * ((double)b->s[i].wait_ns - (double)a->s[i].wait_ns);
 		return;
 	}
-	cr_assert_fail("no schedstat sample around t=%llu", (unsigned long long)t);
+	cr_assert_fail("no schedstat sample after t=%llu (%d samples, %d reads failed)", (unsigned long long)t,
+		       (int)nsamples, (int)sample_failures);
 }
 
 static atomic_int hog_stop;
@@ -217,6 +240,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 
 	samples = calloc(MAX_SAMPLES, sizeof(*samples));
 	nsamples = 0;
+	sample_failures = 0;
 	sampling = 1;
 	pthread_create(&sampler_thread, NULL, sampler, NULL);
 
@@ -255,8 +279,8 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 		cr_assert_not_null(vb);
 		cr_assert_str_eq(json_string_value(json_object_get(vb, "vm")), "e2e-contended");
 		cr_assert_eq(json_integer_value(json_object_get(vb, "vcpu")), k, "index from the thread name");
-		schedstat_at(k, ta, &run0, &wait0);
-		schedstat_at(k, tb, &run1, &wait1);
+		schedstat_at(k, ta, window, &run0, &wait0);
+		schedstat_at(k, tb, window, &run1, &wait1);
 		our_run = total(vb, "ns_total", run_states, 3) - total(va, "ns_total", run_states, 3);
 		our_wait = total(vb, "ns_total", wait_states, 2) - total(va, "ns_total", wait_states, 2);
 		run_err = (our_run - (run1 - run0)) / window;
