@@ -20,6 +20,7 @@
 #include "multilevel_scenario.h"
 #include "import/import.h"
 #include "model/model.h"
+#include "record/record.h"
 
 static uint64_t mapped(const struct import_result *res, uint64_t guest_ns)
 {
@@ -179,6 +180,227 @@ Test(import_multilevel, guest_thread_virt_preempted_by_another_vms_vcpu)
 	}
 	import_result_free(&res);
 	unlink(sht);
+	unlink(sc.host);
+	unlink(sc.guest);
+}
+
+/* A guest CR3 that a capture says the vCPU thread tid exited in, at t0 + us. */
+struct cr3_at {
+	uint32_t tid;
+	uint64_t us;
+	uint64_t cr3;
+};
+
+/*
+ * The host trace of sc as `vcpustat record --capture` would have kept it: the
+ * same events as the handler gets them (process ids filled, as the BPF
+ * programs fill them), VMs named in the capture, and after each kvm_exit in
+ * cr3 the guest CR3 event --address-spaces adds.
+ */
+static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, size_t ncr3)
+{
+	struct vcpustat_error err = { 0 };
+	struct { uint32_t tid, tgid; } grp[64];
+	size_t ngrp = 0;
+	struct capture_writer *w;
+	struct trace_reader *tr;
+	struct trace_event te;
+	char *path = imp_tmp(".vcap");
+	bool first = true;
+	int ret;
+
+	cr_assert_eq(trace_open(&tr, sc->host, NULL, &err), 0, "%s", err.msg);
+	while ((ret = trace_next(tr, &te, &err)) == 1) /* who belongs to which process: the TGID column */
+		if (te.tgid >= 0 && ngrp < 64) {
+			size_t i = 0;
+
+			while (i < ngrp && grp[i].tid != te.pid)
+				i++;
+			grp[i].tid = te.pid;
+			grp[i].tgid = (uint32_t)te.tgid;
+			ngrp += i == ngrp;
+		}
+	cr_assert_eq(ret, 0, "%s", err.msg);
+	cr_assert_eq(trace_rewind(tr, &err), 0, "%s", err.msg);
+	while ((ret = trace_next(tr, &te, &err)) == 1) {
+		struct vcpustat_event ev = te.ev;
+
+		if (first) {
+			cr_assert_eq(capture_create(&w, path, ev.ts, 1795356187000000000ull, "level=full\ncpus=2\n", &err),
+				     0, "%s", err.msg);
+			cr_assert_eq(capture_write_name(w, 1000, "vmA", &err), 0, "%s", err.msg);
+			cr_assert_eq(capture_write_name(w, 2000, "vmB", &err), 0, "%s", err.msg);
+			first = false;
+		}
+		ev.tgid = ev.tgid2 = 0;
+		for (size_t i = 0; i < ngrp; i++) {
+			if (grp[i].tid == ev.tid)
+				ev.tgid = grp[i].tgid;
+			if (ev.type == VCPUSTAT_EV_SWITCH && ev.tid2 && grp[i].tid == ev.tid2)
+				ev.tgid2 = grp[i].tgid;
+		}
+		cr_assert_eq(capture_write(w, &ev, &err), 0, "%s", err.msg);
+		for (size_t i = 0; i < ncr3 && ev.type == VCPUSTAT_EV_KVM_EXIT; i++)
+			if (cr3[i].tid == ev.tid && sc->t0 + cr3[i].us * US == ev.ts) {
+				struct vcpustat_event c = ev;
+
+				c.type = VCPUSTAT_EV_GUEST_CR3;
+				c.arg0 = cr3[i].cr3;
+				c.arg1 = c.arg2 = 0;
+				cr_assert_eq(capture_write(w, &c, &err), 0, "%s", err.msg);
+			}
+	}
+	cr_assert_eq(ret, 0, "%s", err.msg);
+	trace_close(tr);
+	cr_assert_eq(capture_close(w, &err), 0, "%s", err.msg);
+	return path;
+}
+
+/*
+ * A live recording's capture is a host trace for the multi-level analysis:
+ * with the same guest trace, it gives the same file, interval for interval,
+ * as the ftrace text of the same events -- its VMs named by the capture.
+ */
+Test(import_multilevel, a_capture_is_a_host_trace_too)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" }, { 2000, "vmB" } };
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .names = names, .nnames = 2, .guests = &guest, .nguests = 1 };
+	struct import_result res;
+	struct imp_dump a, b;
+	struct scenario sc;
+	char *text_sht, *cap_sht, *cap;
+
+	make_scenario(&sc, 12);
+	o.host = sc.host;
+	guest.path = sc.guest;
+	text_sht = imp_run(&o, NULL);
+	cap = host_capture(&sc, NULL, 0);
+	o.host = cap;
+	o.names = NULL;
+	o.nnames = 0;
+	cap_sht = imp_run(&o, &res);
+	cr_assert_eq(res.guests[0].sync.quality, VCPUSTAT_SYNC_ACCURATE);
+	cr_assert_eq(res.guests[0].ml.threads, 2);
+	a = imp_dump(text_sht, NULL);
+	b = imp_dump(cap_sht, NULL);
+	cr_assert_gt(a.n, 20);
+	imp_assert_same(&a, &b, "ftrace text vs capture");
+	{
+		struct sht_reader *r;
+		struct vcpustat_error err = { 0 };
+
+		cr_assert_eq(sht_open(&r, cap_sht, &err), 0, "%s", err.msg);
+		cr_assert_str_eq(sht_meta_get(r, "host_format"), "capture");
+		cr_assert(sht_has_wall_clock(r), "the capture's wall clock is kept");
+		sht_close(r);
+	}
+	/* a capture is no guest trace */
+	{
+		struct vcpustat_error err = { 0 };
+		struct import_result r2;
+
+		guest.path = cap;
+		o.host = sc.host;
+		o.names = names;
+		o.nnames = 2;
+		o.out = imp_tmp(".sht");
+		cr_assert_neq(vcpustat_import(&o, &r2, &err), 0);
+		cr_assert(strstr(err.msg, cap) && strstr(err.msg, "a vcpustat capture is a host's events"), "%s",
+			  err.msg);
+		import_result_free(&r2);
+		unlink(o.out);
+	}
+	imp_dump_free(&a);
+	imp_dump_free(&b);
+	import_result_free(&res);
+	unlink(text_sht);
+	unlink(cap_sht);
+	unlink(cap);
+	unlink(sc.host);
+	unlink(sc.guest);
+}
+
+/*
+ * Guest address spaces named from the host alone plus the guest's scheduler
+ * trace: each CR3 read at an exit belongs to the guest thread current on that
+ * vCPU at that instant. vCPU 0 of vmA exits at +1000 and +5000 us in CR3
+ * 0xa000, with fib (300) current both times; at +9000 us in 0xb000, with the
+ * guest idle (no name: the idle task runs in whatever address space it
+ * found). vmB, whose guest trace is not given, exits at +3000 us in 0xc000.
+ */
+Test(import_multilevel, address_spaces_are_named_by_the_guest_thread_current_at_their_exits)
+{
+	static const struct cr3_at cr3[] = {
+		{ 1001, 1000, 0xa000 }, { 1001, 5000, 0xa000 }, { 1001, 9000, 0xb000 }, { 2001, 3000, 0xc000 },
+	};
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .guests = &guest, .nguests = 1 };
+	struct vcpustat_error err = { 0 };
+	const struct vm_summary *va = NULL, *vb = NULL;
+	struct sht_reader *r;
+	struct summary s;
+	struct scenario sc;
+	char *sht, *cap;
+	bool culprits;
+
+	make_scenario(&sc, 13);
+	cap = host_capture(&sc, cr3, 4);
+	o.host = cap;
+	guest.path = sc.guest;
+	sht = imp_run(&o, NULL);
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	cr_assert_eq(report_build(&s, r, sht_get_info(r)->start, sht_get_info(r)->end, NULL, &culprits, &err), 0, "%s",
+		     err.msg);
+	for (size_t i = 0; i < s.nr_vms; i++) {
+		if (!strcmp(s.vms[i].name, "vmA"))
+			va = &s.vms[i];
+		if (!strcmp(s.vms[i].name, "vmB"))
+			vb = &s.vms[i];
+	}
+	cr_assert(va && vb, "both VMs, named by the capture");
+	cr_assert_eq(va->nr_address_spaces, 2);
+	cr_assert_eq(va->address_spaces[0].addr, 0xb000, "most guest time first");
+	cr_assert_eq(va->address_spaces[0].sum_ns, 3990 * US, "5010..9000 us");
+	cr_assert_eq(va->address_spaces[0].count, 1);
+	cr_assert_eq(va->address_spaces[0].guest_tid, 0, "the guest was idle at its exit: no name");
+	cr_assert_eq(va->address_spaces[1].addr, 0xa000);
+	cr_assert_eq(va->address_spaces[1].sum_ns, 2997 * US, "1..1000 and 3002..5000 us");
+	cr_assert_eq(va->address_spaces[1].count, 2);
+	cr_assert_eq(va->address_spaces[1].guest_tid, 300);
+	cr_assert_eq(va->address_spaces[1].guest_tid_exits, 2);
+	cr_assert_str_eq(va->address_spaces[1].guest_comm, "fib");
+	cr_assert_eq(vb->nr_address_spaces, 1);
+	cr_assert_eq(vb->address_spaces[0].addr, 0xc000);
+	cr_assert_eq(vb->address_spaces[0].sum_ns, 1997 * US);
+	cr_assert_eq(vb->address_spaces[0].guest_tid, 0, "no guest trace of vmB");
+	summary_free(&s);
+	sht_close(r);
+	{
+		static char text[65536];
+		char args[512];
+		json_error_t je;
+		json_t *doc, *as, *g;
+
+		snprintf(args, sizeof(args), "report %s --vm vmA", sht);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
+		cr_assert(strstr(text, "GUEST THREAD (AT EXITS)"), "%s", text);
+		cr_assert(strstr(text, "fib (300) 2/2"), "%s", text);
+		snprintf(args, sizeof(args), "report %s --vm vmA --json", sht);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
+		doc = json_loads(text, 0, &je);
+		cr_assert(doc, "%s", je.text);
+		as = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "address_spaces");
+		cr_assert_eq(json_array_size(as), 2, "%s", text);
+		cr_assert_null(json_object_get(json_array_get(as, 0), "guest_thread"), "%s", text);
+		g = json_object_get(json_array_get(as, 1), "guest_thread");
+		cr_assert_eq(json_integer_value(json_object_get(g, "tid")), 300, "%s", text);
+		cr_assert_str_eq(json_string_value(json_object_get(g, "comm")), "fib");
+		cr_assert_eq(json_integer_value(json_object_get(g, "exits")), 2);
+		json_decref(doc);
+	}
+	unlink(sht);
+	unlink(cap);
 	unlink(sc.host);
 	unlink(sc.guest);
 }

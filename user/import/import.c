@@ -101,6 +101,7 @@ struct import {
 	size_t nb, nc, capb, capc;
 	bool scanned;
 	char namebuf[64];
+	struct capture_reader *cap; /* the host trace is a vcpustat capture: its names and lost counts */
 	/* the replay pass */
 	struct replay *rp;
 	struct recorder *rec;
@@ -252,6 +253,8 @@ static const char *display_name(struct import *im, uint32_t id, char *buf, size_
 {
 	const char *n = hashmap_lookup(&im->names, &id);
 
+	if (!n && im->cap)
+		n = capture_vm_name(im->cap, id); /* the name record gave it */
 	if (n)
 		snprintf(buf, len, "%s", n);
 	else if (hashmap_lookup(&im->inferred_ids, &id))
@@ -265,7 +268,8 @@ static const char *vm_name_cb(void *ctx, uint32_t tgid)
 {
 	struct import *im = ctx;
 
-	if (!hashmap_lookup(&im->names, &tgid) && !hashmap_lookup(&im->inferred_ids, &tgid))
+	if (!hashmap_lookup(&im->names, &tgid) && !hashmap_lookup(&im->inferred_ids, &tgid) &&
+	    !(im->cap && capture_vm_name(im->cap, tgid)))
 		return NULL; /* the recorder's own: pid<N> */
 	return display_name(im, tgid, im->namebuf, sizeof(im->namebuf));
 }
@@ -274,9 +278,19 @@ static const char *thread_name_cb(void *ctx, uint32_t tid, uint32_t *tgid)
 {
 	struct import *im = ctx;
 	const struct tid_info *t = tid_get(&im->tids, tid, false);
+	const char *n;
 
 	*tgid = tgid_for(im, tid, -1);
+	if (im->cap && (n = capture_thread_name(im->cap, tid, tgid))) /* what record saw in /proc */
+		return n;
 	return t && t->has_comm ? t->comm : NULL;
+}
+
+static const char *cgroup_cb(void *ctx, uint32_t tid, uint64_t *pidns)
+{
+	struct import *im = ctx;
+
+	return capture_thread_cgroup(im->cap, tid, pidns);
 }
 
 /* ---- the first pass: sync events, thread groups ---- */
@@ -521,6 +535,13 @@ static int read_guest(const char *path, const struct trace_opts *opts, struct ml
 	ret = trace_open(&tr, path, opts, err);
 	if (ret)
 		return ret;
+	if (trace_get_format(tr) == TRACE_CAPTURE) {
+		trace_close(tr);
+		return verror(err, -EINVAL,
+			      "%s: a vcpustat capture is a host's events; a guest trace is the guest kernel's own "
+			      "(ftrace, trace-cmd or LTTng, with the sync agent's markers: docs/import.md)",
+			      path);
+	}
 	while ((ret = trace_next(tr, &te, err)) == 1) {
 		struct ml_guest_event g = { .ts = te.ev.ts, .tid = (uint32_t)te.ev.tid, .cpu = (uint32_t)te.ev.cpu };
 
@@ -774,6 +795,17 @@ static void add_meta(struct import *im, const char *key, const char *fmt, ...)
 	im->nmeta++;
 }
 
+/* Whether "key=value" text has the line want. */
+static bool meta_has_line(const char *text, const char *want)
+{
+	size_t n = strlen(want);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, want, n) && (l[n] == '\n' || l[n] == '\0'))
+			return true;
+	return false;
+}
+
 static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpustat_error *err)
 {
 	const struct import_opts *o = im->o;
@@ -782,6 +814,8 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	struct trace_event te;
 	struct vcpustat_event ev;
 	struct recorder_stats rs;
+	const uint64_t(*lost)[2] = NULL;
+	size_t nlost = 0, li = 0;
 	uint64_t last;
 	int ret, e = 0;
 
@@ -795,16 +829,24 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 					     "... are needed; see docs/import.md)",
 			      o->host, (unsigned long long)trace_get_stats(tr)->lines);
 	im->res->start_ns = last = te.ev.ts;
+	if (im->cap) { /* the handler at the capture's level, as record ran it (replay does the same) */
+		if (!meta_has_line(capture_get_info(im->cap)->meta, "level=full"))
+			po.record_level = VCPUSTAT_LEVEL_VCPU;
+		lost = capture_lost(im->cap, &nlost);
+	}
 	if (replay_new(&im->rp, &po))
 		return verror(err, -ENOMEM, "out of memory");
 	add_meta(im, "tool", "vcpustat %s", VCPUSTAT_VERSION);
 	if (o->command)
 		add_meta(im, "command", "%s", o->command);
-	add_meta(im, "level", "full");
+	add_meta(im, "level", "%s", record_level_name(po.record_level));
 	add_meta(im, "source", "import");
 	add_meta(im, "host_trace", "%s", o->host);
 	add_meta(im, "host_format", "%s",
-		 trace_get_format(tr) == TRACE_CTF ? "ctf" : trace_get_format(tr) == TRACE_TRACEDAT ? "trace.dat" : "ftrace");
+		 trace_get_format(tr) == TRACE_CTF	 ? "ctf"
+		 : trace_get_format(tr) == TRACE_TRACEDAT ? "trace.dat"
+		 : trace_get_format(tr) == TRACE_CAPTURE  ? "capture"
+							  : "ftrace");
 	add_meta(im, "trace_start_ns", "%llu", (unsigned long long)te.ev.ts);
 	for (size_t i = 0; i < o->nguests; i++) {
 		const struct import_guest_result *g = &im->res->guests[i];
@@ -827,6 +869,13 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	ro.vm_name = vm_name_cb;
 	ro.thread_name = thread_name_cb;
 	ro.ctx = im;
+	if (im->cap) {
+		const struct capture_info *ci = capture_get_info(im->cap);
+
+		/* the wall clock the capture kept, at the file's t = 0 */
+		ro.real_start_ns = ci->real_start_ns ? ci->real_start_ns + (te.ev.ts - ci->mono_start_ns) : 0;
+		ro.cgroup = cgroup_cb;
+	}
 	ro.no_sync = o->no_sync;
 	ro.atomic = true; /* a failed import leaves no half file, and an existing one as it was */
 	e = recorder_open(&im->rec, &ro, err);
@@ -843,7 +892,15 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	}
 	do {
 		learn(im, &te);
-		complete(im, &te, &ev);
+		if (im->cap) { /* the handler's own events, as the kernel gave them */
+			ev = te.ev;
+			for (; li < nlost && lost[li][0] <= ev.ts && !e; li++)
+				e = recorder_lost(im->rec, lost[li][0], lost[li][1], err);
+			if (e)
+				return e;
+		} else {
+			complete(im, &te, &ev);
+		}
 		if (replay_event(im->rp, &ev))
 			return err->code ? err->code : verror(err, -EIO, "%s: cannot write", o->out);
 		if (ev.ts > last)
@@ -851,6 +908,10 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	} while ((ret = trace_next(tr, &te, err)) == 1);
 	if (ret < 0)
 		return ret;
+	for (; li < nlost && !e; li++)
+		e = recorder_lost(im->rec, lost[li][0], lost[li][1], err);
+	if (e)
+		return e;
 	im->res->end_ns = last;
 	if (im->ml) {
 		e = ml_finish(im->ml, last, err);
@@ -902,6 +963,7 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 	e = trace_open(&tr, o->host, &o->trace, err);
 	if (e)
 		goto out;
+	im.cap = trace_get_capture(tr);
 	if (!need_scan && !o->nvms) { /* no thread groups in the trace: group vCPU threads by name first */
 		struct trace_event te;
 
@@ -912,6 +974,7 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		e = trace_rewind(tr, err);
 		if (e)
 			goto out;
+		im.cap = trace_get_capture(tr); /* opened again */
 	}
 	if (need_scan) {
 		e = scan(&im, tr, err);
@@ -930,6 +993,7 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		e = trace_rewind(tr, err);
 		if (e)
 			goto out;
+		im.cap = trace_get_capture(tr); /* opened again */
 	}
 	e = replay_pass(&im, tr, err);
 out:

@@ -78,6 +78,7 @@ enum trace_format {
 	TRACE_FTRACE = 1, /* text: /sys/kernel/tracing/trace, trace_pipe, trace-cmd report */
 	TRACE_CTF,	  /* LTTng kernel trace (CTF 1.8), through libbabeltrace2 */
 	TRACE_TRACEDAT,	  /* trace-cmd's binary trace.dat, through libtracecmd and libtraceevent */
+	TRACE_CAPTURE,	  /* vcpustat record --capture: the handler's own events (host traces only) */
 };
 
 struct trace_opts {
@@ -126,6 +127,8 @@ int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_e
 int trace_rewind(struct trace_reader *r, struct vcpustat_error *err);
 const struct trace_stats *trace_get_stats(const struct trace_reader *r);
 enum trace_format trace_get_format(const struct trace_reader *r);
+/* The capture a TRACE_CAPTURE reader reads (its VM and thread names, lost counts), else NULL. */
+struct capture_reader *trace_get_capture(const struct trace_reader *r);
 void trace_close(struct trace_reader *r);
 
 /*

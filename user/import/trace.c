@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* trace.c - one reader over ftrace text (ftrace.c), LTTng CTF (ctf.c) and trace-cmd trace.dat (tracedat.c). */
+/*
+ * trace.c - one reader over ftrace text (ftrace.c), LTTng CTF (ctf.c),
+ * trace-cmd trace.dat (tracedat.c) and vcpustat's own captures
+ * (record/capture.c: the events the kernel's handler ran on, as they are).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +16,7 @@
 #include "import/ctf_internal.h"
 #include "import/import.h"
 #include "import/tracedat_internal.h"
+#include "record/record.h"
 
 struct trace_reader {
 	enum trace_format fmt;
@@ -29,6 +34,8 @@ struct trace_reader {
 	struct ctf_reader *ctf;
 	/* trace-cmd trace.dat */
 	struct tracedat_reader *dat;
+	/* a vcpustat capture (record --capture) */
+	struct capture_reader *cap;
 };
 
 /*
@@ -133,6 +140,46 @@ out:
 	return check_text(r, err);
 }
 
+/* A regular file that starts with a capture's magic (docs/capture-format.md). */
+static bool is_capture(const char *path)
+{
+	char head[8] = { 0 };
+	struct stat st;
+	int fd;
+
+	if (!strcmp(path, "-") || stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (read(fd, head, sizeof(head)) != (ssize_t)sizeof(head))
+		head[0] = 0;
+	close(fd);
+	return !memcmp(head, CAPTURE_MAGIC, sizeof(CAPTURE_MAGIC));
+}
+
+/*
+ * A capture's next event. Its events are the handler's own input, process
+ * ids included: the current thread is the event's thread (the previous one
+ * of a switch), its process the event's tgid.
+ */
+static int capture_event(struct trace_reader *r, struct trace_event *te, struct vcpustat_error *err)
+{
+	int ret;
+
+	memset(te, 0, sizeof(*te));
+	ret = capture_next(r->cap, &te->ev, err);
+	if (ret != 1)
+		return ret;
+	r->st.lines++;
+	te->pid = (uint32_t)te->ev.tid;
+	te->tgid = te->ev.tgid ? (int64_t)te->ev.tgid : -1;
+	memcpy(te->cur_comm, te->ev.comm, sizeof(te->cur_comm));
+	te->cur_comm[sizeof(te->cur_comm) - 1] = '\0';
+	te->where = r->st.lines;
+	return 1;
+}
+
 /* Does path look like CTF: a directory, a file named metadata, or CTF metadata text/packets? */
 static bool is_ctf(const char *path)
 {
@@ -172,7 +219,10 @@ int trace_open(struct trace_reader **rp, const char *path, const struct trace_op
 	if (opts)
 		r->o = *opts;
 	ftrace_parser_init(&r->ps, r->o.isa);
-	if (tracedat_is(path)) {
+	if (is_capture(path)) {
+		r->fmt = TRACE_CAPTURE;
+		e = capture_open(&r->cap, path, err);
+	} else if (tracedat_is(path)) {
 		r->fmt = TRACE_TRACEDAT;
 		e = tracedat_open(&r->dat, path, &r->o, &r->st, err);
 	} else if (is_ctf(path)) {
@@ -392,7 +442,10 @@ int trace_next(struct trace_reader *r, struct trace_event *ev, struct vcpustat_e
 
 	if (r->fmt == TRACE_FTRACE)
 		return next_text(r, ev, err);
-	ret = r->fmt == TRACE_CTF ? ctf_next(r->ctf, ev, err) : tracedat_next(r->dat, ev, err);
+	if (r->fmt == TRACE_CAPTURE)
+		ret = capture_event(r, ev, err);
+	else
+		ret = r->fmt == TRACE_CTF ? ctf_next(r->ctf, ev, err) : tracedat_next(r->dat, ev, err);
 	if (ret == 1)
 		account(&r->st, ev);
 	return ret;
@@ -405,6 +458,11 @@ int trace_rewind(struct trace_reader *r, struct vcpustat_error *err)
 		return ctf_rewind(r->ctf, err);
 	if (r->fmt == TRACE_TRACEDAT)
 		return tracedat_rewind(r->dat, err);
+	if (r->fmt == TRACE_CAPTURE) { /* a capture is read forwards: open it again */
+		capture_close_reader(r->cap);
+		r->cap = NULL;
+		return capture_open(&r->cap, r->path, err);
+	}
 	ahead_stop(r);
 	r->pos = 0;
 	ftrace_parser_init(&r->ps, r->o.isa);
@@ -421,6 +479,11 @@ enum trace_format trace_get_format(const struct trace_reader *r)
 	return r->fmt;
 }
 
+struct capture_reader *trace_get_capture(const struct trace_reader *r)
+{
+	return r->fmt == TRACE_CAPTURE ? r->cap : NULL;
+}
+
 void trace_close(struct trace_reader *r)
 {
 	if (!r)
@@ -431,6 +494,8 @@ void trace_close(struct trace_reader *r)
 	free(r->owned);
 	ctf_close(r->ctf);
 	tracedat_close(r->dat);
+	if (r->cap)
+		capture_close_reader(r->cap);
 	free(r->path);
 	free(r);
 }

@@ -283,6 +283,15 @@ struct detail_summary {
 	__u64 max_ns;			 /* since attach */
 	__u64 count_total, sum_ns_total; /* since attach */
 	double rate;			 /* per second */
+	/*
+	 * Guest address spaces (kind VCPUSTAT_DETAIL_CR3) in reports of files
+	 * with imported guest traces: the guest thread current on the vCPU at
+	 * most of the row's exits (the CR3 is read at the exit), idle excluded;
+	 * guest_tid 0 if none was known.
+	 */
+	__u32 guest_tid;
+	__u64 guest_tid_exits; /* at how many of the row's exits in the window */
+	char guest_comm[16];
 };
 
 struct culprit_summary {

@@ -392,7 +392,7 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
  * tid: what separate range queries give, from one query over the attributes
  * (the intervals come sorted by attribute, then start). out[]: state,
  * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns,
- * wake_reason, wake_vector, guest_cr3 (meeting [t1, t2]).
+ * wake_reason, wake_vector, guest_cr3, guest_tid (meeting [t1, t2]).
  */
 enum {
 	VA_STATE,
@@ -405,6 +405,7 @@ enum {
 	VA_WAKE,
 	VA_WAKE_VECTOR,
 	VA_GUEST_CR3,
+	VA_GUEST_TID,
 	VA_NR,
 	VA_TID = VA_NR
 };
@@ -426,7 +427,7 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 {
 	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason",  "userspace_exit", "pcpu",
 						      "exit_access", "exit_fault",   "halt_poll_ns",   "wake_reason",
-						      "wake_vector", "guest_cr3",    "tid" };
+						      "wake_vector", "guest_cr3",    "guest_tid",      "tid" };
 	struct sht_interval *all = NULL;
 	size_t nall = 0;
 	uint32_t attr[VA_NR + 1];
@@ -581,6 +582,12 @@ static int details_collect(struct hashmap *table, struct vm_summary *vs, double 
 	return 0;
 }
 
+/* A vote for the guest thread of an address space: the thread current at one of its exits. */
+struct cr3_vote {
+	char cr3[24]; /* the guest_cr3 value */
+	uint32_t tid; /* the guest thread */
+};
+
 /*
  * The guest address spaces of [t1, t2) (guest_cr3: --address-spaces
  * recordings), as the kernel's table counts them: each guest interval
@@ -588,12 +595,17 @@ static int details_collect(struct hashmap *table, struct vm_summary *vs, double 
  * its end, set at that exit), in the window of its exit, with one exit; one
  * the file or the vCPU's life ends in (no exit) is in none. Keys
  * "cr3 <target> read" in the VM's exit-detail table (details_collect).
+ * With the guest's threads imported (gt: guest_tid), each exit is also a
+ * vote (votes: struct cr3_vote -> u64 exits) for the guest thread current
+ * on the vCPU at that instant, the one whose CR3 it read; the idle task
+ * (0), which runs in whatever address space it found, has none.
  */
 static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const struct sht_interval *st, size_t nst,
-			    uint64_t t1, uint64_t t2, const struct vcpu_on *on, struct hashmap *table)
+			    const struct sht_interval *gt, size_t ngt, uint64_t t1, uint64_t t2,
+			    const struct vcpu_on *on, struct hashmap *table, struct hashmap *votes)
 {
 	for (size_t i = 0; ncr && i + 1 < nst; i++) {
-		const struct sht_interval *x;
+		const struct sht_interval *x, *g;
 		struct detail_summary *d;
 		char key[64];
 		uint64_t end = st[i].end, ns = st[i].end - st[i].start;
@@ -612,8 +624,66 @@ static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const str
 		d->sum_ns += ns;
 		if (ns > d->max_ns)
 			d->max_ns = ns;
+		g = covering(gt, ngt, end);
+		if (g && g->value.type == SHT_INT && g->value.i > 0) {
+			struct cr3_vote k = { .tid = (uint32_t)g->value.i };
+			uint64_t *n, one = 1;
+
+			snprintf(k.cr3, sizeof(k.cr3), "%s", x->value.s);
+			if ((n = hashmap_lookup(votes, &k)))
+				(*n)++;
+			else if (hashmap_insert(votes, &k, &one))
+				return -ENOMEM;
+		}
 	}
 	return 0;
+}
+
+/*
+ * Name the address spaces of vs from the votes of spaces_in_window(): the
+ * guest thread with the most exits in each (ties: the lower tid), and its
+ * name in the guest as of t2.
+ */
+static int spaces_name(struct sht_reader *r, uint32_t vm, struct vm_summary *vs, struct hashmap *votes, uint64_t t2,
+		       struct vcpustat_error *err)
+{
+	uint32_t threads = sht_attr_child(r, vm, "threads");
+	int e = 0;
+
+	for (size_t i = 0; i < vs->nr_address_spaces && votes->count && !e; i++) {
+		struct detail_summary *d = &vs->address_spaces[i];
+		struct sht_interval *nm = NULL;
+		size_t pos = 0, nnm = 0;
+		char target[24], tid[16];
+		void *k, *v;
+
+		if (d->addr == VCPUSTAT_DETAIL_OTHER)
+			continue;
+		if (d->addr == VCPUSTAT_CR3_UNKNOWN)
+			snprintf(target, sizeof(target), "unknown");
+		else
+			snprintf(target, sizeof(target), "0x%llx", (unsigned long long)d->addr);
+		while (hashmap_next(votes, &pos, &k, &v)) {
+			const struct cr3_vote *c = k;
+			uint64_t n = *(uint64_t *)v;
+
+			if (strcmp(c->cr3, target) || n < d->guest_tid_exits ||
+			    (n == d->guest_tid_exits && c->tid > d->guest_tid))
+				continue;
+			d->guest_tid = c->tid;
+			d->guest_tid_exits = n;
+		}
+		if (!d->guest_tid)
+			continue;
+		snprintf(tid, sizeof(tid), "%u", d->guest_tid);
+		e = range(r, sht_attr_child(r, sht_attr_child(r, threads, tid), "name"), sht_get_info(r)->start, t2, &nm,
+			  &nnm, err);
+		for (size_t j = 0; !e && j < nnm; j++)
+			if (nm[j].value.type == SHT_STR && nm[j].start < t2)
+				snprintf(d->guest_comm, sizeof(d->guest_comm), "%s", nm[j].value.s);
+		free(nm);
+	}
+	return e;
 }
 
 /*
@@ -699,8 +769,8 @@ static int wakes_in_window(const struct sht_interval *wk, size_t nwk, const stru
 static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64_t t1, uint64_t t2,
 		       struct vcpu_summary *out, struct hashmap *exits, struct hashmap *uexits, struct hashmap *runq,
 		       struct hashmap *wakes /* [2]: by reason, by vector */,
-		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, bool *has_details,
-		       const struct id_set *cpus, struct vcpustat_error *err)
+		       struct cpu_runs *cr, struct hashmap *culprits, struct hashmap *details, struct hashmap *cr3_votes,
+		       bool *has_details, const struct id_set *cpus, struct vcpustat_error *err)
 {
 	const struct sht_info *info = sht_get_info(r);
 	struct vcpu_on set = { 0 }, *on = NULL;
@@ -808,7 +878,8 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
 		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
 	if (!e)
-		e = spaces_in_window(ivs.iv[VA_GUEST_CR3], ivs.n[VA_GUEST_CR3], st, nst, t1, t2, on, details);
+		e = spaces_in_window(ivs.iv[VA_GUEST_CR3], ivs.n[VA_GUEST_CR3], st, nst, ivs.iv[VA_GUEST_TID],
+				     ivs.n[VA_GUEST_TID], t1, t2, on, details, cr3_votes);
 	if (!e)
 		e = wakes_in_window(ivs.iv[VA_WAKE], ivs.n[VA_WAKE], st, nst, t1, t2, on, VCPU_SAMPLE_WAKE, &wakes[0]);
 	if (!e)
@@ -1264,7 +1335,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		}
 
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		struct hashmap exits, uexits, runq, culprits, details, wakes[2]; /* by reason, by vector */
+		struct hashmap exits, uexits, runq, culprits, details, cr3_votes, wakes[2]; /* by reason, by vector */
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid;
 		struct report_thread proc = { .th = vm }; /* its pid, cgroup and pidns: one query */
 		struct vm_summary *vs, *arr;
@@ -1296,6 +1367,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_init(&wakes[1], 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
 		hashmap_init(&details, 64, sizeof(struct detail_summary), 0);
+		hashmap_init(&cr3_votes, sizeof(struct cr3_vote), sizeof(uint64_t), 0);
 		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
 			struct vcpu_summary v, *va;
@@ -1310,7 +1382,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			}
 			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
 					wakes,
-					*has_culprits ? &cr : NULL, &culprits, &details, &s->has_details,
+					*has_culprits ? &cr : NULL, &culprits, &details, &cr3_votes, &s->has_details,
 					f ? &f->pcpus : NULL, err);
 			if (e)
 				break;
@@ -1348,6 +1420,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		if (!e)
 			e = details_collect(&details, vs, s->seconds);
 		if (!e)
+			e = spaces_name(r, vm, vs, &cr3_votes, t2, err);
+		if (!e)
 			e = latency_collect(&wakes[0], &vs->wakes, &vs->nr_wakes, s->seconds);
 		if (!e)
 			e = latency_collect(&wakes[1], &vs->wake_vectors, &vs->nr_wake_vectors, s->seconds);
@@ -1382,6 +1456,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		hashmap_free(&wakes[1]);
 		hashmap_free(&culprits);
 		hashmap_free(&details);
+		hashmap_free(&cr3_votes);
 		if (!e) {
 			if (vs->nr_vcpus > 1)
 				qsort(vs->vcpus, vs->nr_vcpus, sizeof(*vs->vcpus), by_index);

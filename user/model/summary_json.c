@@ -254,12 +254,18 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 			for (size_t a = 0; a < vm->nr_address_spaces; a++) {
 				const struct detail_summary *d = &vm->address_spaces[a];
 
-				json_array_append_new(as, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "cr3",
-								    cr3_target(d->addr, t, sizeof(t)), "guest_ns",
-								    (json_int_t)d->sum_ns, "exits", (json_int_t)d->count,
-								    "max_ns", (json_int_t)d->max_ns, "guest_ns_total",
-								    (json_int_t)d->sum_ns_total, "exits_total",
-								    (json_int_t)d->count_total));
+				json_t *row = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "cr3",
+							cr3_target(d->addr, t, sizeof(t)), "guest_ns", (json_int_t)d->sum_ns,
+							"exits", (json_int_t)d->count, "max_ns", (json_int_t)d->max_ns,
+							"guest_ns_total", (json_int_t)d->sum_ns_total, "exits_total",
+							(json_int_t)d->count_total);
+
+				if (d->guest_tid) /* reports with the guest's threads imported */
+					json_object_set_new(row, "guest_thread",
+							    json_pack("{s:I, s:s, s:I}", "tid", (json_int_t)d->guest_tid,
+								      "comm", d->guest_comm, "exits",
+								      (json_int_t)d->guest_tid_exits));
+				json_array_append_new(as, row);
 			}
 			json_object_set_new(o, "address_spaces", as);
 		}

@@ -91,26 +91,37 @@ static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top
 
 /*
  * --address-spaces: the VM's guest time and exits by the guest's CR3 at the
- * exit, most time first; SHARE is of the time in the table.
+ * exit, most time first; SHARE is of the time in the table. With the guest's
+ * threads imported, GUEST THREAD is the one current at most of its exits
+ * (AT: at how many of them).
  */
 static void print_address_spaces(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
 {
+	bool named = false;
 	__u64 all = 0;
 	char t[32], a[24], b[24];
 
 	if (!vm->nr_address_spaces)
 		return;
-	for (size_t i = 0; i < vm->nr_address_spaces; i++)
+	for (size_t i = 0; i < vm->nr_address_spaces; i++) {
 		all += vm->address_spaces[i].sum_ns;
-	fprintf(f, "    %-24s %10s %6s %10s %10s %10s\n", "GUEST ADDRESS SPACE", "GUEST", "SHARE", "EXITS", "EXITS/s",
-		"MAX RUN");
+		named |= vm->address_spaces[i].guest_tid != 0;
+	}
+	fprintf(f, "    %-24s %10s %6s %10s %10s %10s%s\n", "GUEST ADDRESS SPACE", "GUEST", "SHARE", "EXITS", "EXITS/s",
+		"MAX RUN", named ? "  GUEST THREAD (AT EXITS)" : "");
 	for (size_t i = 0; i < vm->nr_address_spaces && (!top || i < top); i++) {
 		const struct detail_summary *d = &vm->address_spaces[i];
 
-		fprintf(f, "    CR3 %-20s %10s %5.1f%% %10llu %10.1f %10s\n", cr3_target(d->addr, t, sizeof(t)),
+		fprintf(f, "    CR3 %-20s %10s %5.1f%% %10llu %10.1f %10s", cr3_target(d->addr, t, sizeof(t)),
 			format_ns(d->sum_ns, a, sizeof(a)), all ? 100.0 * (double)d->sum_ns / (double)all : 0.0,
 			(unsigned long long)d->count, s->seconds > 0 ? (double)d->count / s->seconds : 0.0,
 			format_ns(d->max_ns, b, sizeof(b)));
+		if (d->guest_tid)
+			fprintf(f, "  %s (%u) %llu/%llu", d->guest_comm[0] ? d->guest_comm : "?", d->guest_tid,
+				(unsigned long long)d->guest_tid_exits, (unsigned long long)d->count);
+		else if (named)
+			fprintf(f, "  -");
+		fputc('\n', f);
 	}
 }
 
