@@ -195,9 +195,10 @@ struct cr3_at {
  * The host trace of sc as `vcpustat record --capture` would have kept it: the
  * same events as the handler gets them (process ids filled, as the BPF
  * programs fill them), VMs named in the capture, and after each kvm_exit in
- * cr3 the guest CR3 event --address-spaces adds.
+ * cr3 the guest CR3 event --address-spaces adds. extras: also what record
+ * writes besides events, vmA's cgroup and a lost-record total of 7 at +2 ms.
  */
-static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, size_t ncr3)
+static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, size_t ncr3, bool extras)
 {
 	struct vcpustat_error err = { 0 };
 	struct { uint32_t tid, tgid; } grp[64];
@@ -230,7 +231,15 @@ static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, s
 				     0, "%s", err.msg);
 			cr_assert_eq(capture_write_name(w, 1000, "vmA", &err), 0, "%s", err.msg);
 			cr_assert_eq(capture_write_name(w, 2000, "vmB", &err), 0, "%s", err.msg);
+			if (extras)
+				cr_assert_eq(capture_write_cgroup(w, 1000, 4026531836ull,
+								  "/machine.slice/machine-qemu\\x2d1\\x2dvmA.scope", &err),
+					     0, "%s", err.msg);
 			first = false;
+		}
+		if (extras && ev.ts >= sc->t0 + 2000 * US) {
+			cr_assert_eq(capture_write_lost(w, sc->t0 + 2000 * US, 7, &err), 0, "%s", err.msg);
+			extras = false;
 		}
 		ev.tgid = ev.tgid2 = 0;
 		for (size_t i = 0; i < ngrp; i++) {
@@ -275,7 +284,7 @@ Test(import_multilevel, a_capture_is_a_host_trace_too)
 	o.host = sc.host;
 	guest.path = sc.guest;
 	text_sht = imp_run(&o, NULL);
-	cap = host_capture(&sc, NULL, 0);
+	cap = host_capture(&sc, NULL, 0, false);
 	o.host = cap;
 	o.names = NULL;
 	o.nnames = 0;
@@ -345,7 +354,7 @@ Test(import_multilevel, address_spaces_are_named_by_the_guest_thread_current_at_
 	bool culprits;
 
 	make_scenario(&sc, 13);
-	cap = host_capture(&sc, cr3, 4);
+	cap = host_capture(&sc, cr3, 4, true);
 	o.host = cap;
 	guest.path = sc.guest;
 	sht = imp_run(&o, NULL);
@@ -359,6 +368,9 @@ Test(import_multilevel, address_spaces_are_named_by_the_guest_thread_current_at_
 			vb = &s.vms[i];
 	}
 	cr_assert(va && vb, "both VMs, named by the capture");
+	cr_assert_str_eq(va->cgroup, "/machine.slice/machine-qemu\\x2d1\\x2dvmA.scope", "the capture's cgroup");
+	cr_assert_eq(va->pidns, 4026531836ull);
+	cr_assert_eq(s.lost[VCPUSTAT_LOST_RINGBUF], 7, "the capture's lost-record total");
 	cr_assert_eq(va->nr_address_spaces, 2);
 	cr_assert_eq(va->address_spaces[0].addr, 0xb000, "most guest time first");
 	cr_assert_eq(va->address_spaces[0].sum_ns, 3990 * US, "5010..9000 us");
@@ -381,6 +393,9 @@ Test(import_multilevel, address_spaces_are_named_by_the_guest_thread_current_at_
 		char args[512];
 		json_error_t je;
 		json_t *doc, *as, *g;
+		char svg[] = "/tmp/vcpustat-asnames-XXXXXX.svg";
+		FILE *f;
+		int fd;
 
 		snprintf(args, sizeof(args), "report %s --vm vmA", sht);
 		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
@@ -398,6 +413,18 @@ Test(import_multilevel, address_spaces_are_named_by_the_guest_thread_current_at_
 		cr_assert_str_eq(json_string_value(json_object_get(g, "comm")), "fib");
 		cr_assert_eq(json_integer_value(json_object_get(g, "exits")), 2);
 		json_decref(doc);
+		fd = mkstemps(svg, 4);
+		cr_assert_geq(fd, 0);
+		close(fd);
+		snprintf(args, sizeof(args), "plot %s --vm vmA -o %s", sht, svg);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
+		f = fopen(svg, "r");
+		cr_assert(f);
+		text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+		fclose(f);
+		cr_assert(strstr(text, "1 exits</text>") && strstr(text, "2 exits; fib (300) at 2</text>"),
+			  "the plot's bars name 0xa000 only");
+		unlink(svg);
 	}
 	unlink(sht);
 	unlink(cap);

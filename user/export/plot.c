@@ -471,7 +471,8 @@ static double detail_bars(FILE *f, double top, const struct vm_summary *vm)
 /*
  * Guest address spaces (--address-spaces): a bar per CR3, the TOP_DETAILS
  * with the most guest time, scaled to the first; labelled with the time, its
- * share of the table's and the exits. 0 height without them.
+ * share of the table's and the exits, and the guest thread that names it
+ * (reports of imports with a guest trace). 0 height without them.
  */
 static double address_space_bars(FILE *f, double top, const struct vm_summary *vm)
 {
@@ -501,8 +502,13 @@ static double address_space_bars(FILE *f, double top, const struct vm_summary *v
 			 (unsigned long long)d->count);
 		xml_escape(f, label);
 		fputs("</title></rect>\n", f);
-		snprintf(label, sizeof(label), "%s, %.1f %%, %llu exits", fmt_ns((double)d->sum_ns, a, sizeof(a)),
-			 all ? 100.0 * (double)d->sum_ns / (double)all : 0.0, (unsigned long long)d->count);
+		if (d->guest_tid) /* named from an imported guest trace */
+			snprintf(label, sizeof(label), "%s, %.1f %%, %llu exits; %s (%u) at %llu", fmt_ns((double)d->sum_ns, a, sizeof(a)),
+				 all ? 100.0 * (double)d->sum_ns / (double)all : 0.0, (unsigned long long)d->count,
+				 d->guest_comm[0] ? d->guest_comm : "?", d->guest_tid, (unsigned long long)d->guest_tid_exits);
+		else
+			snprintf(label, sizeof(label), "%s, %.1f %%, %llu exits", fmt_ns((double)d->sum_ns, a, sizeof(a)),
+				 all ? 100.0 * (double)d->sum_ns / (double)all : 0.0, (unsigned long long)d->count);
 		plot_text(f, x0 + (w < 1 ? 1 : w) + 6, y + bar - 2, "start", "font-size:11px;fill:#444", label);
 	}
 	return y - top + 12;
