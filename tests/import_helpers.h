@@ -139,7 +139,7 @@ static inline bool imp_dump_has(const struct imp_dump *d, const char *line)
 static inline void imp_assert_same(const struct imp_dump *a, const struct imp_dump *b, const char *what)
 {
 	for (size_t i = 0; i < a->n && i < b->n; i++)
-		cr_assert_str_eq(a->line[i], b->line[i], "%s: interval %zu differs", what, i);
+		cr_assert_str_eq(a->line[i], b->line[i], "%s: interval %zu differs: %s / %s", what, i, a->line[i], b->line[i]);
 	cr_assert_eq(a->n, b->n, "%s: %zu vs %zu intervals", what, a->n, b->n);
 }
 

@@ -202,7 +202,8 @@ static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, s
 {
 	struct vcpustat_error err = { 0 };
 	struct { uint32_t tid, tgid; } grp[64];
-	size_t ngrp = 0;
+	uint32_t named[64];
+	size_t ngrp = 0, named_n = 0, i;
 	struct capture_writer *w;
 	struct trace_reader *tr;
 	struct trace_event te;
@@ -213,8 +214,7 @@ static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, s
 	cr_assert_eq(trace_open(&tr, sc->host, NULL, &err), 0, "%s", err.msg);
 	while ((ret = trace_next(tr, &te, &err)) == 1) /* who belongs to which process: the TGID column */
 		if (te.tgid >= 0 && ngrp < 64) {
-			size_t i = 0;
-
+			i = 0;
 			while (i < ngrp && grp[i].tid != te.pid)
 				i++;
 			grp[i].tid = te.pid;
@@ -247,6 +247,20 @@ static char *host_capture(const struct scenario *sc, const struct cr3_at *cr3, s
 				ev.tgid = grp[i].tgid;
 			if (ev.type == VCPUSTAT_EV_SWITCH && ev.tid2 && grp[i].tid == ev.tid2)
 				ev.tgid2 = grp[i].tgid;
+		}
+		/* each thread named at its first event, as record names them from /proc */
+		for (int k = 0; k < 2; k++) {
+			uint32_t tid = (uint32_t)(k ? ev.tid2 : ev.tid), tgid = (uint32_t)(k ? ev.tgid2 : ev.tgid);
+			const char *name = k ? te.next_comm : ev.comm;
+
+			if ((k && ev.type != VCPUSTAT_EV_SWITCH) || !name[0] || name[0] == '<' || named_n >= 64)
+				continue;
+			for (i = 0; i < named_n && named[i] != tid; i++)
+				;
+			if (i < named_n)
+				continue;
+			named[named_n++] = tid;
+			cr_assert_eq(capture_write_thread(w, tid, tgid, name, &err), 0, "%s", err.msg);
 		}
 		cr_assert_eq(capture_write(w, &ev, &err), 0, "%s", err.msg);
 		for (size_t i = 0; i < ncr3 && ev.type == VCPUSTAT_EV_KVM_EXIT; i++)
@@ -303,6 +317,25 @@ Test(import_multilevel, a_capture_is_a_host_trace_too)
 		cr_assert_str_eq(sht_meta_get(r, "host_format"), "capture");
 		cr_assert(sht_has_wall_clock(r), "the capture's wall clock is kept");
 		sht_close(r);
+	}
+	/* without a guest trace, importing a capture is replaying it */
+	{
+		static char text[8192];
+		char args[512], *replayed = imp_tmp(".sht"), *imported;
+		struct imp_dump c, d;
+
+		snprintf(args, sizeof(args), "replay %s -o %s", cap, replayed);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
+		o.nguests = 0;
+		imported = imp_run(&o, NULL);
+		o.nguests = 1;
+		c = imp_dump(replayed, NULL);
+		d = imp_dump(imported, NULL);
+		imp_assert_same(&c, &d, "replay vs import of one capture");
+		imp_dump_free(&c);
+		imp_dump_free(&d);
+		unlink(replayed);
+		unlink(imported);
 	}
 	/* a capture is no guest trace */
 	{

@@ -816,7 +816,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	struct recorder_stats rs;
 	const uint64_t(*lost)[2] = NULL;
 	size_t nlost = 0, li = 0;
-	uint64_t last;
+	uint64_t start, last;
 	int ret, e = 0;
 
 	im->err = err;
@@ -828,7 +828,10 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 		return verror(err, -ENODATA, "%s: no event vcpustat uses (%llu lines: sched_switch, sched_wakeup, kvm_* "
 					     "... are needed; see docs/import.md)",
 			      o->host, (unsigned long long)trace_get_stats(tr)->lines);
-	im->res->start_ns = last = te.ev.ts;
+	/* t = 0: the trace's first event; a capture's own start (its first events can be older: record's rule) */
+	start = im->cap ? capture_get_info(im->cap)->mono_start_ns : te.ev.ts;
+	im->res->start_ns = start;
+	last = te.ev.ts;
 	if (im->cap) { /* the handler at the capture's level, as record ran it (replay does the same) */
 		if (!meta_has_line(capture_get_info(im->cap)->meta, "level=full"))
 			po.record_level = VCPUSTAT_LEVEL_VCPU;
@@ -847,7 +850,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 		 : trace_get_format(tr) == TRACE_TRACEDAT ? "trace.dat"
 		 : trace_get_format(tr) == TRACE_CAPTURE  ? "capture"
 							  : "ftrace");
-	add_meta(im, "trace_start_ns", "%llu", (unsigned long long)te.ev.ts);
+	add_meta(im, "trace_start_ns", "%llu", (unsigned long long)start);
 	for (size_t i = 0; i < o->nguests; i++) {
 		const struct import_guest_result *g = &im->res->guests[i];
 		const struct vcpustat_sync_transform *t = &g->sync.transform;
@@ -863,7 +866,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	for (size_t i = 0; i < o->nmeta; i++)
 		add_meta(im, o->meta[i].key, "%s", o->meta[i].value);
 	ro.path = o->out;
-	ro.mono_start_ns = te.ev.ts;
+	ro.mono_start_ns = start;
 	ro.meta = im->meta;
 	ro.nmeta = im->nmeta;
 	ro.vm_name = vm_name_cb;
@@ -872,8 +875,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	if (im->cap) {
 		const struct capture_info *ci = capture_get_info(im->cap);
 
-		/* the wall clock the capture kept, at the file's t = 0 */
-		ro.real_start_ns = ci->real_start_ns ? ci->real_start_ns + (te.ev.ts - ci->mono_start_ns) : 0;
+		ro.real_start_ns = ci->real_start_ns; /* the wall clock it kept, at its start */
 		ro.cgroup = cgroup_cb;
 	}
 	ro.no_sync = o->no_sync;
@@ -882,7 +884,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	if (e)
 		return e;
 	if (o->nguests) {
-		if (ml_new(&im->ml, im->rec, te.ev.ts))
+		if (ml_new(&im->ml, im->rec, start))
 			return verror(err, -ENOMEM, "out of memory");
 		for (size_t i = 0; i < o->nguests && !e; i++)
 			e = ml_add_guest(im->ml, im->gin[i].tgid, im->gin[i].ev, im->gin[i].n,
