@@ -135,7 +135,8 @@ static long long jint0(json_t *obj, const char *key)
 
 /* Start `vcpustat record` and wait until it is attached (it creates the file then). */
 /* `vcpustat record -o sht` (with flag, if not NULL), attached when this returns. */
-static void start_recorder_with(const char *sht, const char *flag)
+/* vcpustat record -o sht with up to three more arguments (NULL: no more). */
+static void start_recorder_args(const char *sht, const char *a1, const char *a2, const char *a3)
 {
 	char bin[512];
 	struct stat st;
@@ -146,7 +147,7 @@ static void start_recorder_with(const char *sht, const char *flag)
 	cr_assert_geq(lab.recorder, 0, "fork: %s", strerror(errno));
 	if (lab.recorder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(bin, bin, "record", "-q", "--ringbuf", "64M", "-o", sht, flag, (char *)NULL);
+		execl(bin, bin, "record", "-q", "--ringbuf", "64M", "-o", sht, a1, a2, a3, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 120 * 20; i++) {
@@ -158,6 +159,11 @@ static void start_recorder_with(const char *sht, const char *flag)
 		usleep(50 * 1000);
 	}
 	cr_assert_fail("vcpustat record did not attach within 120 s");
+}
+
+static void start_recorder_with(const char *sht, const char *flag)
+{
+	start_recorder_args(sht, flag, NULL, NULL);
 }
 
 static void start_recorder(const char *sht)
@@ -880,8 +886,8 @@ static void live_around_microvm(const char *opts, const char *cgroup, const char
  */
 Test(kvmlab, guest_address_spaces_are_the_two_page_tables_microvm_switches)
 {
-	char args[1024], out[512];
-	json_t *report, *docs, *doc, *name, *mv, *rep, *rvm;
+	char args[1024], out[512], cap[512], imp[512];
+	json_t *report, *docs, *doc, *name, *mv, *rep, *rvm, *irep, *ivm;
 	long long ns[2] = { 0 }, exits[2] = { 0 }, other_ns = 0, chunks[2], iters[2], rns[2] = { 0 };
 	size_t i, j;
 	double share, want;
@@ -891,7 +897,8 @@ Test(kvmlab, guest_address_spaces_are_the_two_page_tables_microvm_switches)
 	SKIP_UNLESS(kvm_exit_unavailable());
 	lab_mkdir();
 	sht = in_dir("as.sht");
-	start_recorder_with(sht, "--address-spaces");
+	snprintf(cap, sizeof(cap), "%s", in_dir("as.vcap"));
+	start_recorder_args(sht, "--address-spaces", "--capture", cap);
 	live_around_microvm_with("--address-spaces",
 				 "--vcpus 1 --idle-us 0 --chunk-iters 600000 --address-spaces --duration 4 -name guest=asp",
 				 NULL, NULL, args, sizeof(args), &report, &docs);
@@ -951,6 +958,27 @@ Test(kvmlab, guest_address_spaces_are_the_two_page_tables_microvm_switches)
 	for (int k = 0; k < 2; k++)
 		cr_assert_lt(fabs((double)(rns[k] - ns[k])), 0.02 * (double)ns[k],
 			     "CR3 %s: recorded %lld ns = live %lld ns within 2 %%", k ? "0x5000" : "0x4000", rns[k], ns[k]);
+	/* the recording's capture, imported as a host trace: the same table, to the nanosecond */
+	snprintf(imp, sizeof(imp), "%s", in_dir("as-imported.sht"));
+	snprintf(out, sizeof(out), "%s", in_dir("as-imported.json"));
+	sh("'%s/bin/vcpustat' import --host '%s' -o '%s' > /dev/null && '%s/bin/vcpustat' report -j '%s' > '%s'",
+	   build_dir(), cap, imp, build_dir(), imp, out);
+	irep = load(out);
+	ivm = find_by(jget(irep, "vms"), "vm", name);
+	cr_assert_not_null(ivm, "the imported capture has VM asp, named by the capture");
+	cr_assert_eq(json_array_size(json_object_get(ivm, "address_spaces")),
+		     json_array_size(json_object_get(rvm, "address_spaces")));
+	json_array_foreach(json_object_get(rvm, "address_spaces"), j, doc) {
+		json_t *row = json_array_get(json_object_get(ivm, "address_spaces"), j);
+
+		cr_assert_str_eq(json_string_value(jget(row, "cr3")), json_string_value(jget(doc, "cr3")));
+		cr_assert_eq(jint(row, "guest_ns"), jint(doc, "guest_ns"), "CR3 %s: imported = recorded",
+			     json_string_value(jget(doc, "cr3")));
+		cr_assert_eq(jint(row, "exits"), jint(doc, "exits"));
+	}
+	fprintf(stderr, "kvmlab:   its capture imported (import --host %s): the same %zu address spaces, to the ns\n",
+		cap, json_array_size(json_object_get(rvm, "address_spaces")));
+	json_decref(irep);
 	json_decref(rep);
 	json_decref(name);
 	json_decref(report);
