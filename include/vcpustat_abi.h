@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 4
+#define VCPUSTAT_ABI_VERSION 5
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
@@ -132,6 +132,9 @@ enum vcpustat_record_type {
 				      0: none seen) */
 	VCPUSTAT_REC_GUEST_CR3,	   /* the guest's CR3 at an exit (EV_GUEST_CR3) differs from its last
 				      one: arg0/arg1 = CR3 low/high, ts = the exit's (the state's start) */
+	VCPUSTAT_REC_NUMA_MOVE,	   /* the kernel's NUMA balancing moved the vCPU (EV_NUMA_MOVE):
+				      arg0 = its numa_moves after this one, arg1 = from CPU (low 16
+				      bits) and to CPU (high 16) */
 	VCPUSTAT_NR_RECORDS,
 };
 

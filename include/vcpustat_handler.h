@@ -1044,8 +1044,11 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		/* the move itself follows (sched_migrate_task); this says who decided it */
 		struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
 
-		if (v)
+		if (v) {
 			v->numa_moves++;
+			emit_vcpu(ev, v, VCPUSTAT_REC_NUMA_MOVE, (__u8)v->fsm.state, (__u8)v->fsm.state,
+				  (__u32)v->numa_moves, (__u32)(ev->arg0 & 0xffff) | (__u32)(ev->arg1 & 0xffff) << 16);
+		}
 		break;
 	}
 	}

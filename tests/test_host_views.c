@@ -178,6 +178,85 @@ Test(placement, per_node_cache_migrations_and_smt_are_exact)
 }
 
 /*
+ * The kernel's NUMA balancing in a recording: its moves of a vCPU
+ * (sched_move_numa / sched_swap_numa, EV_NUMA_MOVE) through the handler and
+ * the recorder (REC_NUMA_MOVE, attribute numa_moves), counted by report
+ * --placement in the window. vCPU 0 of VM 70 is moved at 2 us and 5 us; a
+ * thread that is no vCPU is moved at 3 us and counts nowhere.
+ */
+static struct vcpustat_event numa_ev(__u64 type, __u64 ts, __u32 tid, __u64 a0, __u64 a1)
+{
+	struct vcpustat_event e = { .type = type, .ts = ts, .tid = tid, .tgid = tid == 71 ? 70 : tid, .arg0 = a0,
+				    .arg1 = a1 };
+
+	snprintf(e.comm, sizeof(e.comm), tid == 71 ? "CPU 0/KVM" : "worker");
+	return e;
+}
+
+Test(placement, numa_balancing_moves_are_recorded_and_counted_in_the_window)
+{
+	const struct vcpustat_event evs[] = {
+		numa_ev(VCPUSTAT_EV_KVM_ENTRY, 1000, 71, 0, 0),	     numa_ev(VCPUSTAT_EV_NUMA_MOVE, 2000, 71, 0, 1),
+		numa_ev(VCPUSTAT_EV_NUMA_MOVE, 3000, 999, 0, 1),    numa_ev(VCPUSTAT_EV_NUMA_MOVE, 5000, 71, 1, 0),
+		numa_ev(VCPUSTAT_EV_KVM_EXIT, 9000, 71, 30, 0),
+	};
+	char path[] = "/tmp/vcpustat-numa-XXXXXX";
+	struct run r;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	replay_to_sht(evs, sizeof(evs) / sizeof(evs[0]), 70, "numa", 10000, path);
+	{
+		struct vcpustat_error err = { 0 };
+		struct sht_interval *iv = NULL;
+		struct sht_reader *rd;
+		size_t n = 0;
+		uint32_t a;
+
+		cr_assert_eq(sht_open(&rd, path, &err), 0, "%s", err.msg);
+		cr_assert_eq(sht_attr_lookup(rd, "/vms/numa/vcpus/0/numa_moves", &a), 0, "the attribute is made");
+		cr_assert_eq(sht_query_range(rd, a, NULL, sht_get_info(rd)->start, sht_get_info(rd)->end, &iv, &n, &err),
+			     0, "%s", err.msg);
+		while (n && iv[n - 1].value.type == SHT_NULL) /* the file's end */
+			n--;
+		cr_assert_eq(n, 2, "one value per move of the vCPU");
+		cr_assert_eq(iv[0].value.i, 1);
+		cr_assert_eq(iv[1].value.i, 2);
+		cr_assert_eq(iv[1].start - iv[0].start, 3000, "at 2 us and 5 us");
+		free(iv);
+		sht_close(rd);
+	}
+	RUN(&r, "report", path, "--placement");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "NUMA-b"), "%s", r.out);
+	RUN(&r, "report", path, "--placement", "-j");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	{
+		json_error_t je;
+		json_t *doc = json_loads(r.out, 0, &je), *vm;
+
+		cr_assert_not_null(doc, "%s: %s", je.text, r.out);
+		vm = json_array_get(json_object_get(json_object_get(doc, "placement"), "vms"), 0);
+		cr_assert_eq(json_integer_value(json_object_get(vm, "numa_balancing_moves")), 2, "%s", r.out);
+		json_decref(doc);
+	}
+	/* a window holding the second move only */
+	RUN(&r, "report", path, "--placement", "-j", "--from", "4000");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	{
+		json_error_t je;
+		json_t *doc = json_loads(r.out, 0, &je), *vm;
+
+		cr_assert_not_null(doc, "%s: %s", je.text, r.out);
+		vm = json_array_get(json_object_get(json_object_get(doc, "placement"), "vms"), 0);
+		cr_assert_eq(json_integer_value(json_object_get(vm, "numa_balancing_moves")), 1, "%s", r.out);
+		json_decref(doc);
+	}
+	unlink(path);
+}
+
+/*
  * node 0 full (big: 3 vCPUs, small: 1), node 1 one busy vCPU (other): 100 %
  * and 25 %. Moving big would only swap the nodes (25 % and 100 %); moving
  * small gives 75 % and 50 %: suggested, with its arithmetic.

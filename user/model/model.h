@@ -682,6 +682,7 @@ struct placement_vm {
 	uint64_t *node_ns, node_unknown_ns;	    /* [nr_nodes] */
 	uint64_t *llc_ns, llc_unknown_ns;	    /* [nr_llcs] */
 	uint64_t migrations, cross_node, cross_llc; /* pcpu changes */
+	uint64_t numa_moves; /* of those, the kernel's NUMA balancing's (recordings: numa_moves sets) */
 	uint64_t smt_other_vm_ns, smt_same_vm_ns;
 };
 

@@ -141,7 +141,12 @@ static int walk_add(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state)
 	return seg_add(w->out, a, b, cpu, w->vm, w->kept && id_set_has(w->cpus, cpu));
 }
 
-/* One vCPU: its migrations (pcpu changes in the window) and its on-CPU segments. */
+/*
+ * One vCPU: its migrations (pcpu changes in the window), how many of them
+ * the kernel's NUMA balancing made (numa_moves: set at each such move, in
+ * the window; not filtered by CPU: the move is decided before the CPU it
+ * goes to is known to the file) and its on-CPU segments.
+ */
 static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uint64_t t2, struct segs *out,
 		     struct placement_vm *pv, const struct placement *p, const struct id_set *cpus,
 		     struct vcpustat_error *err)
@@ -170,6 +175,17 @@ static int vcpu_walk(struct sht_reader *r, uint32_t vc, int vm, uint64_t t1, uin
 			    id_of(p->topo.llc, p->topo.nr_cpus, b->value.i))
 				pv->cross_llc++;
 		}
+		free(c);
+	}
+	pc = pv ? sht_attr_child(r, vc, "numa_moves") : SHT_NO_ATTR;
+	if (pc != SHT_NO_ATTR) {
+		c = NULL;
+		nc = 0;
+		if ((e = sht_query_range(r, pc, NULL, t1, t2, &c, &nc, err)))
+			return e;
+		for (size_t k = 0; k < nc; k++)
+			if (c[k].value.type == SHT_INT && c[k].start >= t1 && c[k].start < t2)
+				pv->numa_moves++;
 		free(c);
 	}
 	return vcpu_on_cpu(r, vc, t1, t2, walk_add, &w, err);
@@ -418,6 +434,7 @@ int placement_from_summary(struct placement *p, const struct summary *s)
 		pv->migrations = vm->migrations;
 		pv->cross_node = vm->place.cross_node;
 		pv->cross_llc = vm->place.cross_llc;
+		pv->numa_moves = vm->place.numa_moves;
 		pv->smt_other_vm_ns = vm->place.smt_other_ns;
 		pv->smt_same_vm_ns = vm->place.smt_same_ns;
 	}

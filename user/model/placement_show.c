@@ -81,7 +81,7 @@ static void print_vms(FILE *f, const struct placement *p)
 		snprintf(col, sizeof(col), "node%d s", p->node_ids[i]);
 		fprintf(f, " %11s", col);
 	}
-	fprintf(f, " %6s %6s %6s %11s %11s\n", "migr", "x-LLC", "x-node", "SMT other", "SMT own");
+	fprintf(f, " %6s %6s %6s %6s %11s %11s\n", "migr", "x-LLC", "x-node", "NUMA-b", "SMT other", "SMT own");
 	for (size_t v = 0; v < p->nr_vms; v++) {
 		const struct placement_vm *pv = &p->vms[v];
 
@@ -97,11 +97,13 @@ static void print_vms(FILE *f, const struct placement *p)
 			fprintf(f, " %6llu", (unsigned long long)pv->cross_node);
 		else
 			fprintf(f, " %6s", "-");
+		fprintf(f, " %6llu", (unsigned long long)pv->numa_moves);
 		if (smt)
 			fprintf(f, " %10.3fs %10.3fs\n", secs(pv->smt_other_vm_ns), secs(pv->smt_same_vm_ns));
 		else
 			fprintf(f, " %11s %11s\n", "-", "-");
 	}
+	fprintf(f, "(NUMA-b: migrations the kernel's NUMA balancing made, sched_move_numa and sched_swap_numa)\n");
 	if (smt)
 		fprintf(f, "(SMT other: on-CPU time while another hardware thread of the core ran another VM's vCPU;\n"
 			   " SMT own: while it ran only vCPUs of the same VM)\n");
@@ -216,6 +218,7 @@ json_t *placement_json(const struct placement *p)
 				    p->has_nodes ? json_integer((json_int_t)pv->cross_node) : json_null());
 		json_object_set_new(vm, "cross_llc_migrations",
 				    p->has_llcs ? json_integer((json_int_t)pv->cross_llc) : json_null());
+		json_object_set_new(vm, "numa_balancing_moves", json_integer((json_int_t)pv->numa_moves));
 		json_object_set_new(vm, "smt_other_vm_ns",
 				    p->has_smt ? json_integer((json_int_t)pv->smt_other_vm_ns) : json_null());
 		json_object_set_new(vm, "smt_same_vm_ns",

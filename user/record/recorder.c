@@ -31,10 +31,10 @@ struct attr {
 
 struct vcpu_attrs {
 	uint32_t tgid, index;
-	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, wake_vector, guest_cr3,
+	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, wake_vector, guest_cr3, numa_moves,
 		halt_poll_ns; /* that last */
 };
-#define VCPU_NR_ATTRS 12
+#define VCPU_NR_ATTRS 13
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -448,6 +448,7 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	va->wake = ATTR_NONE;	      /* and at its first wake-up's entry */
 	va->wake_vector = ATTR_NONE;
 	va->guest_cr3 = ATTR_NONE; /* and at its first guest CR3 (--address-spaces) */
+	va->numa_moves = ATTR_NONE; /* and at its first move by NUMA balancing */
 	return 0;
 }
 
@@ -505,9 +506,9 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
-	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit, va->pcpu, va->tid,
-				      va->sync,	 va->access, va->fault, va->wake, va->wake_vector, va->guest_cr3,
-				      va->halt_poll_ns };
+	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit, va->pcpu,	     va->tid,
+				      va->sync,	 va->access, va->fault, va->wake,	     va->wake_vector,
+				      va->guest_cr3, va->numa_moves, va->halt_poll_ns };
 	int e = 0;
 
 	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
@@ -527,9 +528,9 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		return va;
 	if (va) { /* re-indexed: the old attributes end, the new ones take the values */
 		struct vcpu_attrs old = *va;
-		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,   old.uexit, old.pcpu, old.tid,
-					       old.sync,  old.access, old.fault, old.wake, old.wake_vector, old.guest_cr3,
-					       old.halt_poll_ns };
+		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,	old.uexit, old.pcpu,	     old.tid,
+					       old.sync,  old.access,	old.fault, old.wake,	     old.wake_vector,
+					       old.guest_cr3, old.numa_moves, old.halt_poll_ns };
 		struct attr saved[VCPU_NR_ATTRS];
 
 		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
@@ -543,7 +544,8 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		{
 			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit,	  fresh.uexit, fresh.pcpu,
 						       fresh.tid,   fresh.sync,	  fresh.access, fresh.fault,
-						       fresh.wake,  fresh.wake_vector, fresh.guest_cr3, fresh.halt_poll_ns };
+						       fresh.wake,  fresh.wake_vector, fresh.guest_cr3, fresh.numa_moves,
+						       fresh.halt_poll_ns };
 
 			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
 				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
@@ -814,6 +816,11 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 				    intern(r, cr3_target(rec->arg0 | (uint64_t)rec->arg1 << 32, buf, sizeof(buf))));
 		break;
 	}
+	case VCPUSTAT_REC_NUMA_MOVE: /* each move sets the vCPU's count: report counts the sets */
+		e = vcpu_lazy_attr(r, va, &va->numa_moves, "numa_moves");
+		if (!e)
+			e = set_int(r, va->numa_moves, t, rec->arg0);
+		break;
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);
 		hashmap_delete(&r->vcpus, &rec->tid);
