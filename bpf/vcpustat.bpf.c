@@ -891,6 +891,23 @@ static __always_inline int vcpu_thread_event(__u64 type, __u64 arg0, __u64 arg1,
 	return run_event(&ev);
 }
 
+/*
+ * Nested virtualization: the L1 hypervisor in a vCPU runs its guest (L2),
+ * and KVM reflects an exit of L2 back to L1. Only the moments matter: the
+ * arguments (which differ between kernels) are not read.
+ */
+SEC("tp_btf/kvm_nested_vmenter")
+int BPF_PROG(on_kvm_nested_vmenter)
+{
+	return vcpu_thread_event(VCPUSTAT_EV_NESTED_ENTER, 0, 0, 0);
+}
+
+SEC("tp_btf/kvm_nested_vmexit_inject")
+int BPF_PROG(on_kvm_nested_vmexit_inject)
+{
+	return vcpu_thread_event(VCPUSTAT_EV_NESTED_EXIT, 0, 0, 0);
+}
+
 SEC("tp_btf/kvm_pio")
 int BPF_PROG(on_kvm_pio, unsigned int rw, unsigned int port, unsigned int size, unsigned int count)
 {

@@ -71,6 +71,10 @@ enum vcpustat_event_type {
 	VCPUSTAT_EV_GUEST_CR3,	    /* kvm_exit (a second program, --address-spaces), after the
 				       exit's own event: the guest's CR3 at the exit, page-aligned
 				       (arg0; VCPUSTAT_CR3_UNKNOWN: KVM held no valid copy) */
+	VCPUSTAT_EV_NESTED_ENTER,   /* kvm_nested_vmenter: the L1 hypervisor in the vCPU ran
+				       VMRUN/VMLAUNCH/VMRESUME; its next entries run its guest (L2) */
+	VCPUSTAT_EV_NESTED_EXIT,    /* kvm_nested_vmexit_inject: KVM reflects an exit of L2 to
+				       L1 (an emulated VM exit): the vCPU is back in L1 */
 	VCPUSTAT_NR_EVENTS,
 };
 
@@ -135,6 +139,8 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_NUMA_MOVE,	   /* the kernel's NUMA balancing moved the vCPU (EV_NUMA_MOVE):
 				      arg0 = its numa_moves after this one, arg1 = from CPU (low 16
 				      bits) and to CPU (high 16) */
+	VCPUSTAT_REC_NESTED,	   /* the vCPU went into L2 (EV_NESTED_ENTER: arg0 = 2) or back
+				      to L1 (EV_NESTED_EXIT: arg0 = 1) */
 	VCPUSTAT_NR_RECORDS,
 };
 
@@ -215,6 +221,14 @@ struct vcpustat_vcpu {
 	__u64 wake_hint_ts; /* when wake_hint was given (it holds for VCPUSTAT_WAKE_CAUSE_NS) */
 	__u64 cr3_guest_ns; /* fsm.ns[VCPU_GUEST] at its last EV_GUEST_CR3: the guest time since is the next one's */
 	__u64 cr3_last;	    /* that event's CR3 | 1 (CR3s are page-aligned), 0: none yet (REC_GUEST_CR3 on a change) */
+	/* nested virtualization: the vCPU runs an L1 hypervisor, which runs its own guest (L2) */
+	__u64 l2_guest_ns;     /* guest time in L2, its closed stays */
+	__u64 l2_mark_ns;      /* fsm.ns[VCPU_GUEST] when it last went into L2 */
+	__u32 nested_reason;   /* the open exit's reason, if it left L2 */
+	__u8 in_l2;	       /* between L1's VMRUN/VMLAUNCH (EV_NESTED_ENTER) and the exit reflected to it */
+	__u8 nested_pending;   /* the open exit left L2: a row of the nested-exit table at its kvm_entry */
+	__u8 nested_reflected; /* ... and KVM reflected it to L1 (EV_NESTED_EXIT) */
+	__u8 nested_isa;
 };
 
 /*
@@ -388,6 +402,9 @@ enum vcpustat_detail_kind {
 	VCPUSTAT_DETAIL_CR3,	    /* guest address spaces (guest_cr3s map, EV_GUEST_CR3): addr =
 				       the guest's CR3 at the exits, count = exits, sum_ns = guest
 				       time before them, max_ns = the longest; access = READ */
+	VCPUSTAT_DETAIL_NESTED,	    /* exits from L2 (nested virtualization): addr = exit reason |
+				       isa << 32, access = L0 (handled by this host's KVM) or L1
+				       (reflected to the L1 hypervisor); its handling time */
 	VCPUSTAT_NR_DETAIL_KINDS,
 };
 
@@ -395,6 +412,8 @@ enum vcpustat_detail_access {
 	VCPUSTAT_ACCESS_READ = 0,
 	VCPUSTAT_ACCESS_WRITE,
 	VCPUSTAT_ACCESS_FETCH, /* page faults: an instruction fetch */
+	VCPUSTAT_ACCESS_L0,    /* exits from L2 handled by this host's KVM (L0) */
+	VCPUSTAT_ACCESS_L1,    /* exits from L2 reflected to the L1 hypervisor */
 	VCPUSTAT_NR_ACCESSES,
 };
 

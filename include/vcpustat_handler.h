@@ -251,15 +251,45 @@ HANDLER_INLINE void exit_details_close(struct vcpustat_vcpu *v, __u64 now)
 {
 	__u64 ns;
 
-	if (!v->detail_kind && !v->fault_pending)
+	if (!v->detail_kind && !v->fault_pending && !v->nested_pending)
 		return;
 	ns = vcpu_fsm_elapsed(v->fsm.exit_since, now);
+	if (v->nested_pending)
+		detail_add(v->tgid, VCPUSTAT_DETAIL_NESTED, v->nested_reflected ? VCPUSTAT_ACCESS_L1 : VCPUSTAT_ACCESS_L0,
+			   v->nested_reason | (__u64)v->nested_isa << 32, ns);
+	v->nested_pending = 0;
 	if (v->detail_kind)
 		detail_add(v->tgid, v->detail_kind, v->detail_access, v->detail_addr, ns);
 	if (v->fault_pending)
 		detail_add(v->tgid, VCPUSTAT_DETAIL_PAGE_FAULT, v->fault_access, v->fault_addr, ns);
 	v->detail_kind = 0;
 	v->fault_pending = 0;
+}
+
+/*
+ * Nested virtualization. The L1 hypervisor running in the vCPU ran its guest
+ * (EV_NESTED_ENTER, with the vCPU in host mode: KVM emulates the VMRUN or
+ * VMLAUNCH): from there the vCPU's guest time is L2's, until KVM reflects an
+ * exit to L1 (EV_NESTED_EXIT). Exits in between are exits from L2: handled
+ * by KVM (L0), or reflected to L1 if EV_NESTED_EXIT comes before their
+ * kvm_entry (exit_details_close charges them).
+ */
+HANDLER_INLINE void on_nested(const struct vcpustat_event *ev)
+{
+	struct vcpustat_vcpu *v = env_vcpu_lookup((__u32)ev->tid);
+	__u8 l2 = ev->type == VCPUSTAT_EV_NESTED_ENTER;
+
+	if (!v || v->in_l2 == l2)
+		return;
+	if (l2) {
+		v->l2_mark_ns = v->fsm.ns[VCPU_GUEST];
+	} else {
+		v->l2_guest_ns += v->fsm.ns[VCPU_GUEST] - v->l2_mark_ns;
+		if (v->nested_pending)
+			v->nested_reflected = 1;
+	}
+	v->in_l2 = l2;
+	emit_vcpu(ev, v, VCPUSTAT_REC_NESTED, (__u8)v->fsm.state, (__u8)v->fsm.state, l2 ? 2 : 1, 0);
 }
 
 /* Everything a state-machine step produced: histogram samples and records. */
@@ -927,6 +957,10 @@ HANDLER_INLINE void on_kvm_event(const struct vcpustat_event *ev)
 	case VCPUSTAT_EV_KVM_EXIT:
 		v->detail_kind = 0; /* an exit whose entry was never seen keeps nothing */
 		v->fault_pending = 0;
+		v->nested_pending = v->in_l2; /* an exit from L2 */
+		v->nested_reflected = 0;
+		v->nested_reason = (__u32)ev->arg0;
+		v->nested_isa = (__u8)ev->arg1;
 		vcpu_fsm_kvm_exit(&v->fsm, ev->ts, (__u32)ev->arg0, (__u32)ev->arg1, &s);
 		if (ev->arg2 & VCPUSTAT_EXIT_GSYS)
 			v->fsm.flags |= VCPU_F_EXIT_GSYS;
@@ -1039,6 +1073,10 @@ HANDLER_INLINE int handle_event(const struct vcpustat_event *ev)
 		break;
 	case VCPUSTAT_EV_GUEST_CR3:
 		on_guest_cr3(ev);
+		break;
+	case VCPUSTAT_EV_NESTED_ENTER:
+	case VCPUSTAT_EV_NESTED_EXIT:
+		on_nested(ev);
 		break;
 	case VCPUSTAT_EV_NUMA_MOVE: {
 		/* the move itself follows (sched_migrate_task); this says who decided it */

@@ -366,7 +366,7 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				char target[32], name[48];
 
 				snprintf(name, sizeof(name), "%s %s %c", detail_kind_name(ds->kind),
-					 msr ? msr : detail_target(ds->addr, target, sizeof(target)),
+					 msr ? msr : detail_target_of(ds->kind, ds->addr, target, sizeof(target)),
 					 detail_access_name(ds->access)[0]);
 				mvprintw(dy + 1 + r, 0, "%-16.16s %9.1f %9s %9s", name, ds->rate,
 					 format_ns(ds->sum_ns / ds->count, a, sizeof(a)), format_ns(ds->max_ns, b, sizeof(b)));

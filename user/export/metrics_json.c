@@ -90,7 +90,7 @@ static json_t *details_json(const struct acc_vm *vm)
 		if (rows[r].kind == VCPUSTAT_DETAIL_CR3)
 			continue; /* address_spaces_json */
 		o = json_pack("{s:s, s:s, s:s, s:I, s:f}", "kind", detail_kind_name(rows[r].kind), "target",
-				      detail_target(rows[r].addr, target, sizeof(target)), "access",
+				      detail_target_of(rows[r].kind, rows[r].addr, target, sizeof(target)), "access",
 				      detail_access_name(rows[r].access), "count", (json_int_t)rows[r].count, "seconds",
 				      (double)rows[r].ns / 1e9);
 

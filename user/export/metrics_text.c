@@ -594,7 +594,7 @@ static void walk_detail_rows(struct sink *k, const struct metrics *m, bool cr3)
 					l[nl++] = (struct label){ "cr3", cr3_target(rows[r].addr, target, sizeof(target)) };
 				} else {
 					l[nl++] = (struct label){ "kind", detail_kind_name(rows[r].kind) };
-					l[nl++] = (struct label){ "target", detail_target(rows[r].addr, target, sizeof(target)) };
+					l[nl++] = (struct label){ "target", detail_target_of(rows[r].kind, rows[r].addr, target, sizeof(target)) };
 					l[nl++] = (struct label){ "access", detail_access_name(rows[r].access) };
 					l[nl++] = (struct label){ "msr", detail_msr_name(rows[r].kind, rows[r].addr) };
 				}

@@ -448,14 +448,14 @@ static double detail_bars(FILE *f, double top, const struct vm_summary *vm)
 			/* a label column of 150 px (an address is 18 characters), the bar, its figures */
 			double x0 = LEFT + 150, w = longest > 0 ? (PLOT_W - 150 - 170) * (double)d->sum_ns / longest : 0;
 
-			snprintf(label, sizeof(label), "%s %s", msr ? msr : detail_target(d->addr, target, sizeof(target)),
+			snprintf(label, sizeof(label), "%s %s", msr ? msr : detail_target_of(d->kind, d->addr, target, sizeof(target)),
 				 detail_access_name(d->access));
 			plot_text(f, x0 - 6, y + bar - 2, "end", "font-size:11px;fill:#444", label);
 			fprintf(f,
 				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" style=\"fill:%s\"><title>",
 				x0, y, w < 1 ? 1 : w, bar, reason_colors[k % (sizeof(reason_colors) / sizeof(reason_colors[0]))]);
 			snprintf(label, sizeof(label), "%s %s %s: %llu exits, %s in all", detail_kind_name(d->kind),
-				 detail_target(d->addr, target, sizeof(target)), detail_access_name(d->access),
+				 detail_target_of(d->kind, d->addr, target, sizeof(target)), detail_access_name(d->access),
 				 (unsigned long long)d->count, fmt_ns((double)d->sum_ns, a, sizeof(a)));
 			xml_escape(f, label);
 			fputs("</title></rect>\n", f);

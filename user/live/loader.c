@@ -67,6 +67,8 @@ static const struct prog_def prog_defs[] = {
 	{ "on_kvm_halt_poll_ns", "kvm:kvm_halt_poll_ns", true, true, false },
 	{ "on_kvm_apic_accept_irq", "kvm:kvm_apic_accept_irq", false, true, false },
 	{ "on_kvm_inj_virq", "kvm:kvm_inj_virq", true, true, false },
+	{ "on_kvm_nested_vmenter", "kvm:kvm_nested_vmenter", true, true, false },
+	{ "on_kvm_nested_vmexit_inject", "kvm:kvm_nested_vmexit_inject", true, true, false },
 };
 #define NR_PROGS (sizeof(prog_defs) / sizeof(prog_defs[0]))
 

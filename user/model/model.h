@@ -134,6 +134,8 @@ const char *detail_kind_name(unsigned int kind);
 const char *detail_access_name(unsigned int access);
 /* A row's target as people read it: "0x3f8", "0xc0000080", "other". */
 const char *detail_target(__u64 addr, char *buf, size_t len);
+/* What a row of kind is about, for people: an exit from L2's reason name (nested), else detail_target(). */
+const char *detail_target_of(unsigned int kind, __u64 addr, char *buf, size_t len);
 /* A guest address space's row: "0x1a2b000", "other", "unknown" (VCPUSTAT_CR3_UNKNOWN). */
 const char *cr3_target(__u64 addr, char *buf, size_t len);
 /* The architectural or KVM name of an MSR ("EFER", "x2APIC_ICR"), NULL if not known. */
@@ -254,6 +256,10 @@ struct vcpu_summary {
 	__u32 halt_poll_ns; /* its halt_poll_ns at the end of the window (0: polling off, or never seen) */
 	__u64 cross_node, cross_llc; /* live: its migrations to another NUMA node / last-level cache */
 	__u64 numa_moves;	     /* live: its moves the kernel's NUMA balancing made */
+	/* nested virtualization: of its guest time, what ran in L2 (the L1 hypervisor's guest) */
+	__u64 l2_ns, l2_ns_total; /* in the window, since it was first seen */
+	bool in_l2;		  /* at the end of the window */
+	bool nested;		  /* it ran L2, or its file says where it was (guest_level) */
 };
 
 /* One histogram's share of the window. */
@@ -388,6 +394,8 @@ struct vm_summary {
 	__u64 ns[VCPU_NR_STATES]; /* summed over its vCPUs */
 	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits;
 	__u64 polls_ok, polls_failed, poll_fail_ns; /* summed over its vCPUs */
+	__u64 l2_ns;				    /* guest time in L2 (nested), summed over its vCPUs */
+	bool nested;				    /* a vCPU of it ran L2 since the start */
 	__u32 halt_poll_ns;			    /* the largest of its vCPUs' */
 	struct latency_summary *exits; /* kvm exits, by rate, descending */
 	size_t nr_exits;

@@ -438,6 +438,7 @@ const char *lost_kind_name(unsigned int kind)
 static const char *const detail_kind_names[VCPUSTAT_NR_DETAIL_KINDS] = {
 	[VCPUSTAT_DETAIL_NONE] = "none", [VCPUSTAT_DETAIL_PIO] = "pio",		      [VCPUSTAT_DETAIL_MMIO] = "mmio",
 	[VCPUSTAT_DETAIL_MSR] = "msr",	 [VCPUSTAT_DETAIL_PAGE_FAULT] = "page_fault", [VCPUSTAT_DETAIL_CR3] = "cr3",
+	[VCPUSTAT_DETAIL_NESTED] = "nested",
 };
 
 const char *detail_kind_name(unsigned int kind)
@@ -447,7 +448,7 @@ const char *detail_kind_name(unsigned int kind)
 
 const char *detail_access_name(unsigned int access)
 {
-	static const char *const names[VCPUSTAT_NR_ACCESSES] = { "read", "write", "fetch" };
+	static const char *const names[VCPUSTAT_NR_ACCESSES] = { "read", "write", "fetch", "l0", "l1" };
 
 	return access < VCPUSTAT_NR_ACCESSES ? names[access] : "invalid";
 }
@@ -459,6 +460,18 @@ const char *detail_target(__u64 addr, char *buf, size_t len)
 	else
 		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
 	return buf;
+}
+
+const char *detail_target_of(unsigned int kind, __u64 addr, char *buf, size_t len)
+{
+	if (kind == VCPUSTAT_DETAIL_NESTED && addr != VCPUSTAT_DETAIL_OTHER) {
+		char name[32];
+		const char *n = exit_reason_name((unsigned int)(addr >> 32), (unsigned int)addr, name, sizeof(name));
+
+		snprintf(buf, len, "%s", n); /* into buf: callers use it */
+		return buf;
+	}
+	return detail_target(addr, buf, len);
 }
 
 const char *cr3_target(__u64 addr, char *buf, size_t len)

@@ -392,7 +392,8 @@ static bool meets(const struct sht_interval *iv, uint64_t t1, uint64_t t2)
  * tid: what separate range queries give, from one query over the attributes
  * (the intervals come sorted by attribute, then start). out[]: state,
  * exit_reason, userspace_exit, pcpu, exit_access, exit_fault, halt_poll_ns,
- * wake_reason, wake_vector, guest_cr3, guest_tid (meeting [t1, t2]).
+ * wake_reason, wake_vector, guest_cr3, guest_tid (meeting [t1, t2]), guest_level (from the
+ * file's start, as state).
  */
 enum {
 	VA_STATE,
@@ -406,6 +407,7 @@ enum {
 	VA_WAKE_VECTOR,
 	VA_GUEST_CR3,
 	VA_GUEST_TID,
+	VA_GUEST_LEVEL,
 	VA_NR,
 	VA_TID = VA_NR
 };
@@ -427,7 +429,8 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 {
 	static const char *const names[VA_NR + 1] = { "state",	    "exit_reason",  "userspace_exit", "pcpu",
 						      "exit_access", "exit_fault",   "halt_poll_ns",   "wake_reason",
-						      "wake_vector", "guest_cr3",    "guest_tid",      "tid" };
+						      "wake_vector", "guest_cr3",    "guest_tid",      "guest_level",
+						      "tid" };
 	struct sht_interval *all = NULL;
 	size_t nall = 0;
 	uint32_t attr[VA_NR + 1];
@@ -461,7 +464,8 @@ static int vcpu_attrs(struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t
 				*tid = (uint32_t)all[i].value.i;
 				tid_seen = true;
 			}
-		} else if (k < VA_NR && (k == VA_STATE || k == VA_PCPU || k == VA_HALT_POLL_NS || meets(&all[i], t1, t2))) {
+		} else if (k < VA_NR && (k == VA_STATE || k == VA_PCPU || k == VA_HALT_POLL_NS || k == VA_GUEST_LEVEL ||
+					 meets(&all[i], t1, t2))) {
 			out->iv[k][out->n[k]++] = all[i];
 		}
 	}
@@ -687,6 +691,71 @@ static int spaces_name(struct sht_reader *r, uint32_t vm, struct vm_summary *vs,
 }
 
 /*
+ * Nested virtualization (guest_level: 2 while the vCPU runs the L1
+ * hypervisor's guest, 1 after): its guest time in L2, in the window and up
+ * to t2, and its exits from L2 as rows "nested <code | isa << 32> l0|l1" of
+ * the VM's exit-detail table, as the kernel's counts them: an exit that began
+ * in L2, in the window of its kvm_exit, with its whole handling time; l1 if
+ * the vCPU was back in L1 by its end (KVM reflected it), else l0. An exit the
+ * file ends in is in none.
+ */
+static int nested_in_window(const struct sht_interval *lv, size_t nlv, const struct sht_interval *st, size_t nst,
+			    const struct sht_interval *ex, size_t nex, uint64_t t1, uint64_t t2, uint64_t file_end,
+			    const struct vcpu_on *on, struct vcpu_summary *out, struct hashmap *table)
+{
+	size_t j = 0;
+
+	if (!nlv)
+		return 0;
+	out->nested = true;
+	for (size_t i = 0; i < nst; i++) {
+		uint64_t a = st[i].start, b = lo(st[i].end, t2);
+
+		if (st[i].value.type != SHT_INT || st[i].value.i != VCPU_GUEST || b <= a)
+			continue;
+		while (j < nlv && lv[j].end <= a) /* both come by start */
+			j++;
+		for (size_t k = j; k < nlv && lv[k].start < b; k++) {
+			uint64_t x = hi(a, lv[k].start), y = lo(b, lv[k].end);
+
+			if (y <= x || lv[k].value.type != SHT_INT || lv[k].value.i != 2)
+				continue;
+			out->l2_ns_total += on_ns(on, x, y);
+			if (lo(y, t2) > hi(x, t1))
+				out->l2_ns += on_ns(on, hi(x, t1), lo(y, t2));
+		}
+	}
+	for (size_t i = nlv; i-- > 0;)
+		if (lv[i].start < t2) {
+			out->in_l2 = lv[i].value.type == SHT_INT && lv[i].value.i == 2 && lv[i].end >= t2;
+			break;
+		}
+	for (size_t i = 0; i < nex; i++) {
+		const struct sht_interval *at = covering(lv, nlv, ex[i].start), *end;
+		unsigned int isa, code;
+		struct detail_summary *d;
+		char key[64];
+		uint64_t ns = ex[i].end - ex[i].start;
+
+		if (ex[i].value.type != SHT_STR || ex[i].start < t1 || ex[i].start >= t2 || ex[i].end >= file_end ||
+		    !on_at(on, ex[i].start) || !at || at->value.type != SHT_INT || at->value.i != 2 ||
+		    exit_reason_from_name(ex[i].value.s, &isa, &code))
+			continue;
+		end = covering(lv, nlv, ex[i].end > ex[i].start ? ex[i].end - 1 : ex[i].start);
+		snprintf(key, sizeof(key), "nested 0x%llx %s", (unsigned long long)((uint64_t)isa << 32 | code),
+			 end && end->value.type == SHT_INT && end->value.i == 1 ? "l1" : "l0");
+		d = detail_row(table, key);
+		if (!d)
+			return -ENOMEM;
+		d->count++;
+		d->sum_ns += ns;
+		if (ns > d->max_ns)
+			d->max_ns = ns;
+	}
+	return 0;
+}
+
+/*
  * A vCPU's halt polls that ended in [t1, t2), from its state's transitions,
  * as the state machine counts them (include/vcpu_fsm.h). A poll is a POLL
  * interval, or several with PREEMPTED between them (preempted while polling,
@@ -877,6 +946,10 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 				    &out->userspace_exits);
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
 		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
+	if (!e)
+		e = nested_in_window(ivs.iv[VA_GUEST_LEVEL], ivs.n[VA_GUEST_LEVEL], st, nst, ex, nex, t1, t2, info->end, on,
+				     out, details);
+	*has_details |= ivs.n[VA_GUEST_LEVEL] > 0; /* its exits from L2 are exit details */
 	if (!e)
 		e = spaces_in_window(ivs.iv[VA_GUEST_CR3], ivs.n[VA_GUEST_CR3], st, nst, ivs.iv[VA_GUEST_TID],
 				     ivs.n[VA_GUEST_TID], t1, t2, on, details, cr3_votes);
@@ -1405,6 +1478,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			vs->migrations += v.migrations;
 			vs->kvm_exits += v.kvm_exits;
 			vs->userspace_exits += v.userspace_exits;
+			vs->l2_ns += v.l2_ns;
+			vs->nested |= v.nested;
 			summary_add_polls(vs, &v);
 			if (v.tid) {
 				struct vcpu_ref who = { .vcpu = (int)v.index };

@@ -227,6 +227,16 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->numa_moves = same ? sub0(v->numa_moves, pv->v->numa_moves) : v->numa_moves;
 	vm->place.numa_moves += vs->numa_moves;
 	vs->halt_poll_ns = v->fsm.halt_poll_ns;
+	/* L2's guest time: its closed stays, and the one it is in (guest time since it entered L2) */
+	vs->l2_ns_total = v->l2_guest_ns + (v->in_l2 ? sub0(now[VCPU_GUEST], v->l2_mark_ns) : 0);
+	vs->l2_ns = vs->l2_ns_total;
+	if (same)
+		vs->l2_ns = sub0(vs->l2_ns_total, pv->v->l2_guest_ns +
+						  (pv->v->in_l2 ? sub0(before[VCPU_GUEST], pv->v->l2_mark_ns) : 0));
+	vs->in_l2 = v->in_l2;
+	vs->nested = vs->l2_ns_total || v->in_l2;
+	vm->l2_ns += vs->l2_ns;
+	vm->nested |= vs->nested;
 	vm->preemptions += vs->preemptions;
 	vm->wakeups += vs->wakeups;
 	vm->migrations += vs->migrations;

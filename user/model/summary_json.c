@@ -71,7 +71,7 @@ static json_t *detail_json(const struct detail_summary *d)
 	json_t *o;
 
 	o = json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:I}", "kind", detail_kind_name(d->kind), "target",
-		      detail_target(d->addr, target, sizeof(target)), "access", detail_access_name(d->access), "count",
+		      detail_target_of(d->kind, d->addr, target, sizeof(target)), "access", detail_access_name(d->access), "count",
 		      (json_int_t)d->count, "rate", d->rate, "sum_ns", (json_int_t)d->sum_ns, "max_ns",
 		      (json_int_t)d->max_ns, "count_total", (json_int_t)d->count_total, "sum_ns_total",
 		      (json_int_t)d->sum_ns_total);
@@ -100,6 +100,10 @@ static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, c
 	json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, v->migrations)));
 	json_object_set_new(o, "halt_poll",
 			    halt_poll_json(v->polls_ok, v->polls_failed, v->poll_fail_ns, v->halt_poll_ns));
+	if (v->nested) /* docs/json.md "Nested virtualization" */
+		json_object_set_new(o, "nested", json_pack("{s:I, s:I, s:b}", "l2_guest_ns", (json_int_t)v->l2_ns,
+							   "l2_guest_ns_total", (json_int_t)v->l2_ns_total, "in_l2",
+							   v->in_l2));
 	return o;
 }
 
@@ -268,6 +272,18 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 				json_array_append_new(as, row);
 			}
 			json_object_set_new(o, "address_spaces", as);
+		}
+		{
+			json_int_t l0 = 0, l1 = 0;
+
+			for (size_t d = 0; d < vm->nr_details; d++)
+				if (vm->details[d].kind == VCPUSTAT_DETAIL_NESTED)
+					*(vm->details[d].access == VCPUSTAT_ACCESS_L1 ? &l1 : &l0) +=
+						(json_int_t)vm->details[d].count;
+			if (vm->nested || l0 || l1) /* the rows themselves: exit_details, kind "nested" */
+				json_object_set_new(o, "nested",
+						    json_pack("{s:I, s:I, s:I}", "l2_guest_ns", (json_int_t)vm->l2_ns,
+							      "exits_reflected_to_l1", l1, "exits_handled_by_l0", l0));
 		}
 		if (vm->vmm.known) {
 			json_t *vmm = json_object(), *vc = json_array();

@@ -58,6 +58,7 @@ static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top
 		[VCPUSTAT_DETAIL_MMIO] = "MMIO ADDRESS",
 		[VCPUSTAT_DETAIL_MSR] = "MSR",
 		[VCPUSTAT_DETAIL_PAGE_FAULT] = "FAULTING PAGE",
+		[VCPUSTAT_DETAIL_NESTED] = "EXIT FROM L2 (TO: L0/L1)",
 	};
 	unsigned int kind = VCPUSTAT_NR_DETAIL_KINDS, shown = 0;
 	char t[48], a[24], b[24], c[24];
@@ -76,7 +77,7 @@ static void print_details(FILE *f, const struct vm_summary *vm, unsigned int top
 		}
 		if (top && shown++ >= top)
 			continue;
-		detail_target(d->addr, t, sizeof(t));
+		detail_target_of(d->kind, d->addr, t, sizeof(t));
 		name = detail_msr_name(d->kind, d->addr);
 		if (name) {
 			size_t len = strlen(t);
@@ -258,6 +259,29 @@ static void print_halt_polling(FILE *f, const struct summary *s, const struct vm
 		summary_per_s(s, vm->polls_failed), (double)vm->poll_fail_ns / 1e6, vm->halt_poll_ns);
 }
 
+/*
+ * Nested virtualization: of the VM's guest time, the share its L1
+ * hypervisor's guests (L2) ran, and its exits from L2 in the window: handled
+ * here (L0) or reflected to L1 (the rows "nested <reason> l0|l1" of the exit
+ * details, print_details).
+ */
+static void print_nested(FILE *f, const struct summary *s, const struct vm_summary *vm)
+{
+	__u64 l0 = 0, l1 = 0;
+	char a[24];
+
+	for (size_t i = 0; i < vm->nr_details; i++)
+		if (vm->details[i].kind == VCPUSTAT_DETAIL_NESTED)
+			*(vm->details[i].access == VCPUSTAT_ACCESS_L1 ? &l1 : &l0) += vm->details[i].count;
+	if (!vm->nested && !l0 && !l1)
+		return;
+	fprintf(f, "    nested: L2 guest %s (%.1f%% of guest time); exits from L2 %llu (%.1f/s): %llu reflected to L1, "
+		   "%llu handled here\n",
+		format_ns(vm->l2_ns, a, sizeof(a)),
+		vm->ns[VCPU_GUEST] ? 100.0 * (double)vm->l2_ns / (double)vm->ns[VCPU_GUEST] : 0.0,
+		(unsigned long long)(l0 + l1), summary_per_s(s, l0 + l1), (unsigned long long)l1, (unsigned long long)l0);
+}
+
 /* --vcpu, --tid: which of the VM's vCPUs its totals are over ("vCPUs 0,2 of 4"). */
 static void print_vcpu_subset(FILE *f, const struct vm_summary *vm)
 {
@@ -325,6 +349,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		if (vm->nr_vcpus_all)
 			print_vcpu_subset(f, vm);
 		print_halt_polling(f, s, vm);
+		print_nested(f, s, vm);
 		fprintf(f, "    %-5s %-8s %-10s %4s %7s %7s %7s %7s %7s %7s %7s %9s %8s %7s\n", "VCPU", "TID", "STATE",
 			"PCPU", "GUEST", "HOST", "POLL", "PREEMPT", "WAIT", "IDLE", "BLOCKED", "PREEMPT/s", "WAKE/s",
 			"MIGR/s");

@@ -32,9 +32,9 @@ struct attr {
 struct vcpu_attrs {
 	uint32_t tgid, index;
 	size_t state, exit, uexit, pcpu, tid, sync, access, fault, wake, wake_vector, guest_cr3, numa_moves,
-		halt_poll_ns; /* that last */
+		guest_level, halt_poll_ns; /* that last */
 };
-#define VCPU_NR_ATTRS 13
+#define VCPU_NR_ATTRS 14
 
 struct thread_attrs {
 	size_t state, name, pid;
@@ -449,6 +449,7 @@ static int vcpu_attrs_make(struct recorder *r, uint32_t tgid, uint32_t index, st
 	va->wake_vector = ATTR_NONE;
 	va->guest_cr3 = ATTR_NONE; /* and at its first guest CR3 (--address-spaces) */
 	va->numa_moves = ATTR_NONE; /* and at its first move by NUMA balancing */
+	va->guest_level = ATTR_NONE; /* and when it first runs a nested guest (L2) */
 	return 0;
 }
 
@@ -508,7 +509,7 @@ static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
 {
 	size_t all[VCPU_NR_ATTRS] = { va->state, va->exit,   va->uexit, va->pcpu,	     va->tid,
 				      va->sync,	 va->access, va->fault, va->wake,	     va->wake_vector,
-				      va->guest_cr3, va->numa_moves, va->halt_poll_ns };
+				      va->guest_cr3, va->numa_moves, va->guest_level, va->halt_poll_ns };
 	int e = 0;
 
 	for (size_t i = 0; i < VCPU_NR_ATTRS && !e; i++)
@@ -530,7 +531,7 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 		struct vcpu_attrs old = *va;
 		size_t oldi[VCPU_NR_ATTRS] = { old.state, old.exit,	old.uexit, old.pcpu,	     old.tid,
 					       old.sync,  old.access,	old.fault, old.wake,	     old.wake_vector,
-					       old.guest_cr3, old.numa_moves, old.halt_poll_ns };
+					       old.guest_cr3, old.numa_moves, old.guest_level, old.halt_poll_ns };
 		struct attr saved[VCPU_NR_ATTRS];
 
 		for (size_t i = 0; i < VCPU_NR_ATTRS; i++)
@@ -545,7 +546,7 @@ static struct vcpu_attrs *vcpu_get(struct recorder *r, const struct vcpustat_rec
 			size_t newi[VCPU_NR_ATTRS] = { fresh.state, fresh.exit,	  fresh.uexit, fresh.pcpu,
 						       fresh.tid,   fresh.sync,	  fresh.access, fresh.fault,
 						       fresh.wake,  fresh.wake_vector, fresh.guest_cr3, fresh.numa_moves,
-						       fresh.halt_poll_ns };
+						       fresh.guest_level, fresh.halt_poll_ns };
 
 			for (size_t i = 0; i < VCPU_NR_ATTRS && !*err; i++)
 				if (oldi[i] != ATTR_NONE) /* an open exit's access is not carried to the new index */
@@ -820,6 +821,11 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		e = vcpu_lazy_attr(r, va, &va->numa_moves, "numa_moves");
 		if (!e)
 			e = set_int(r, va->numa_moves, t, rec->arg0);
+		break;
+	case VCPUSTAT_REC_NESTED: /* 2: in L2 (the L1 hypervisor's guest), 1: back in L1 */
+		e = vcpu_lazy_attr(r, va, &va->guest_level, "guest_level");
+		if (!e)
+			e = set_int(r, va->guest_level, t, rec->arg0);
 		break;
 	case VCPUSTAT_REC_VCPU_GONE:
 		e = vcpu_null_all(r, va, t);
