@@ -261,6 +261,50 @@ const unsigned char guest_code_as[] = {
 };
 const size_t guest_code_as_size = sizeof(guest_code_as);
 
+/*
+ * The --nested programs (AMD SVM). The guest is a hypervisor in 32-bit
+ * protected mode without paging (the VMM sets CR0.PE, EFER.SVME, the CPUID
+ * with SVM, VM_HSAVE_PA, and ESI = its VMCB, which it filled: VMRUN, VMMCALL
+ * and HLT intercepted, ASID 1, flat 32-bit segments). For each chunk of the
+ * protocol on port 0x10 it runs its own guest from the start, with ECX = the
+ * chunk's iterations (SVM leaves the general registers to the hypervisor:
+ * its guest gets them as they are):
+ *
+ *   1000: e5 10              top:  in    eax, 0x10
+ *   1002: 85 c0                    test  eax, eax
+ *   1004: 74 13                    jz    idle
+ *   1006: 89 c1                    mov   ecx, eax
+ *   1008: c7 86 78 05 00 00        mov   dword [esi+0x578], 0x3000  ; the VMCB's RIP
+ *         00 30 00 00
+ *   1012: 89 f0                    mov   eax, esi
+ *   1014: 0f 01 d8                 vmrun
+ *   1017: eb e7                    jmp   top
+ *   1019: f4                 idle: hlt
+ *   101a: eb e4                    jmp   top
+ *
+ * Its guest, at 0x3000: the chunk's loop, then VMMCALL, which its
+ * hypervisor intercepts (a VM exit reflected to it):
+ *
+ *   3000: 01 cb              work: add   ebx, ecx
+ *   3002: d1 c3                    rol   ebx, 1
+ *   3004: 49                       dec   ecx
+ *   3005: 75 f9                    jnz   work
+ *   3007: 0f 01 d9                 vmmcall
+ *   300a: eb fe                    jmp   $
+ *
+ * (Assembled with `as --32`; check: objdump -D -b binary -m i386
+ * --adjust-vma=0x1000 / 0x3000 on these bytes.)
+ */
+const unsigned char guest_code_nested[] = {
+	0xe5, GUEST_PORT_WORK, 0x85, 0xc0, 0x74, 0x13, 0x89, 0xc1, 0xc7, 0x86, 0x78, 0x05, 0x00, 0x00,
+	0x00, 0x30, 0x00, 0x00, 0x89, 0xf0, 0x0f, 0x01, 0xd8, 0xeb, 0xe7, 0xf4, 0xeb, 0xe4,
+};
+const size_t guest_code_nested_size = sizeof(guest_code_nested);
+const unsigned char guest_code_nested_l2[] = {
+	0x01, 0xcb, 0xd1, 0xc3, 0x49, 0x75, 0xf9, 0x0f, 0x01, 0xd9, 0xeb, 0xfe,
+};
+const size_t guest_code_nested_l2_size = sizeof(guest_code_nested_l2);
+
 const unsigned short guest_mix_count_offset[MIX_NR_OPS] = {
 	[MIX_CPUID] = 0x1e,
 	[MIX_RDMSR] = 0x2f,

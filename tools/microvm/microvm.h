@@ -60,6 +60,7 @@ struct microvm_opts {
 	int irqchip;		  /* --irqchip: in-kernel irqchip, the guest's LAPIC timer ends its halts */
 	int ipi;		  /* --ipi: vCPUs but 0 halt until vCPU 0 sends them an IPI */
 	int address_spaces;	  /* --address-spaces: 32-bit paging, two page directories in turn */
+	int nested;		  /* --nested: each chunk runs in a guest of the guest's own (AMD SVM) */
 	double duration_s;	  /* --duration, 0 = until SIGINT/SIGTERM */
 	const char *duration_arg; /* as given, passed on to the VM processes */
 	const char *json_path;	  /* --json, NULL = stdout */
@@ -116,6 +117,16 @@ int microvm_vm_main(const struct microvm_opts *o);
 #define GUEST_PD_A 0x4000u
 #define GUEST_PD_B 0x5000u
 #define GUEST_AS_RATIO 3u
+/*
+ * --nested: the guest is a hypervisor (L1 here; L2 to the host's KVM, which
+ * sees microvm's guest as L1): per vCPU a VMCB for its own guest at
+ * GUEST_VMCB(i) and the host-save area SVM needs at GUEST_HSAVE(i); that
+ * guest's program (shared: it only uses registers) at GUEST_NESTED_CODE.
+ */
+#define GUEST_NESTED_CODE 0x3000u
+#define GUEST_VMCB(i) (0x6000u + 0x2000u * (i))
+#define GUEST_HSAVE(i) (0x7000u + 0x2000u * (i))
+#define MICROVM_MAX_NESTED_VCPUS 4u
 
 /*
  * A vCPU's mailbox (--mix program), little-endian:
@@ -137,6 +148,11 @@ extern const size_t guest_code_mix_size;
 /* The --address-spaces program (32-bit protected mode, paging on). */
 extern const unsigned char guest_code_as[];
 extern const size_t guest_code_as_size;
+/* The --nested programs: the hypervisor's (32-bit protected mode) and its guest's. */
+extern const unsigned char guest_code_nested[];
+extern const size_t guest_code_nested_size;
+extern const unsigned char guest_code_nested_l2[];
+extern const size_t guest_code_nested_l2_size;
 /* The --irqchip program and the offset of its timer interrupt handler. */
 extern const unsigned char guest_code_irq[];
 extern const size_t guest_code_irq_size;

@@ -29,6 +29,7 @@ enum {
 	OPT_IRQCHIP,
 	OPT_IPI,
 	OPT_ADDRESS_SPACES,
+	OPT_NESTED,
 	OPT_DURATION,
 	OPT_NAME,
 	OPT_JSON,
@@ -51,6 +52,7 @@ static const struct option long_options[] = {
 	{ "irqchip", no_argument, NULL, OPT_IRQCHIP },
 	{ "ipi", no_argument, NULL, OPT_IPI },
 	{ "address-spaces", no_argument, NULL, OPT_ADDRESS_SPACES },
+	{ "nested", no_argument, NULL, OPT_NESTED },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "json", required_argument, NULL, OPT_JSON },
@@ -102,6 +104,10 @@ void microvm_usage(FILE *f)
 	      "                    page directories, CR3 0x4000 and 0x5000: its chunks alternate\n"
 	      "                    between them, and those in 0x4000 have 3x the loop\n"
 	      "                    iterations (not with --mix or --irqchip)\n"
+	      "  --nested          the guest is a hypervisor (AMD SVM; the host's KVM must\n"
+	      "                    offer SVM to its guests): each chunk's loop runs in a\n"
+	      "                    guest of its own, which ends it with VMMCALL; at most 4\n"
+	      "                    vCPUs (not with --mix, --irqchip or --address-spaces)\n"
 	      "  --duration SEC    stop after SEC seconds (decimals allowed), counted in each VM\n"
 	      "                    from the moment all its vCPUs run (default: until SIGINT or\n"
 	      "                    SIGTERM)\n"
@@ -346,6 +352,9 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		case OPT_ADDRESS_SPACES:
 			o->address_spaces = 1;
 			break;
+		case OPT_NESTED:
+			o->nested = 1;
+			break;
 		case OPT_DURATION:
 			r = parse_duration(optarg, &o->duration_s, err, errlen);
 			o->duration_arg = optarg;
@@ -389,6 +398,11 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 		return fail(err, errlen, "--msi-us: needs --irqchip, and neither --ipi nor --io-thread-us (the I/O thread is the device)");
 	if (o->address_spaces && (o->mix || o->irqchip))
 		return fail(err, errlen, "--address-spaces: not with --mix or --irqchip (each is a guest program of its own)");
+	if (o->nested && (o->mix || o->irqchip || o->address_spaces))
+		return fail(err, errlen, "--nested: not with --mix, --irqchip or --address-spaces (each is a guest program of its own)");
+	if (o->nested && o->vcpus > MICROVM_MAX_NESTED_VCPUS)
+		return fail(err, errlen, "--nested: at most %u vCPUs (each has its VMCB in the guest's 64 KiB)",
+			    MICROVM_MAX_NESTED_VCPUS);
 	if (o->irqchip && o->mix)
 		return fail(err, errlen, "--irqchip and --mix: one guest program or the other, not both");
 	if (o->irqchip && o->idle_us > 4000000)

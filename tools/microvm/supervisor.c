@@ -178,6 +178,8 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 		argv[n++] = "--ipi";
 	if (o->address_spaces)
 		argv[n++] = "--address-spaces";
+	if (o->nested)
+		argv[n++] = "--nested";
 	if (o->duration_arg) {
 		argv[n++] = "--duration";
 		argv[n++] = o->duration_arg;

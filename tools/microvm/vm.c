@@ -375,6 +375,7 @@ static int unexpected_exit(struct vcpu *v)
 		size_t size = v->vm->o->mix ? guest_code_mix_size :
 			      v->vm->o->irqchip	      ? guest_code_irq_size :
 			      v->vm->o->address_spaces ? guest_code_as_size :
+			      v->vm->o->nested	       ? guest_code_nested_size :
 							 guest_code_size;
 
 		snprintf(rip, sizeof(rip), "0x%llx", (unsigned long long)regs.rip);
@@ -649,6 +650,64 @@ static int kvm_ioctl(struct vm *vm, int fd, unsigned long req, void *arg, const 
 	return r;
 }
 
+/* Little-endian stores into guest memory. */
+static void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* A segment of a VMCB's save area: selector, attributes (SVM's packed form), limit, base. */
+static void vmcb_seg(uint8_t *vmcb, unsigned int off, uint16_t sel, uint16_t attrib, uint32_t limit)
+{
+	put16(vmcb + off, sel);
+	put16(vmcb + off + 2, attrib);
+	put32(vmcb + off + 4, limit);
+	put64(vmcb + off + 8, 0);
+}
+
+/*
+ * --nested: vCPU i's VMCB for its guest (AMD APM vol. 2, appendix B; the
+ * offsets of Linux's struct vmcb): intercept VMRUN (SVM requires it),
+ * VMMCALL and HLT; ASID 1; no nested paging (its guest shares the
+ * hypervisor's flat physical memory); 32-bit protected mode with flat
+ * segments, EFER.SVME (required), at GUEST_NESTED_CODE (the hypervisor sets
+ * RIP there again before each VMRUN).
+ */
+static void nested_vmcb(struct vm *vm, unsigned int i)
+{
+	uint8_t *b = (uint8_t *)vm->mem + GUEST_VMCB(i);
+
+	memset(b, 0, 4096);
+	put32(b + 0x00c, 1u << 24);		/* intercept word 3: HLT */
+	put32(b + 0x010, 1u << 0 | 1u << 1);	/* word 4: VMRUN, VMMCALL */
+	put32(b + 0x058, 1);			/* guest ASID */
+	vmcb_seg(b, 0x400, 0x10, 0xc93, 0xffffffff); /* es */
+	vmcb_seg(b, 0x410, 0x08, 0xc9b, 0xffffffff); /* cs: 32-bit code */
+	vmcb_seg(b, 0x420, 0x10, 0xc93, 0xffffffff); /* ss */
+	vmcb_seg(b, 0x430, 0x10, 0xc93, 0xffffffff); /* ds */
+	vmcb_seg(b, 0x440, 0x10, 0xc93, 0xffffffff); /* fs */
+	vmcb_seg(b, 0x450, 0x10, 0xc93, 0xffffffff); /* gs */
+	vmcb_seg(b, 0x490, 0, 0x8b, 0x67);	      /* tr: a busy 32-bit TSS */
+	put64(b + 0x4d0, 0x1000);		      /* efer: SVME */
+	put64(b + 0x558, 0x11);			      /* cr0: ET | PE */
+	put64(b + 0x560, 0x400);		      /* dr7 */
+	put64(b + 0x568, 0xffff0ff0);		      /* dr6 */
+	put64(b + 0x570, 0x2);			      /* rflags */
+	put64(b + 0x578, GUEST_NESTED_CODE);	      /* rip */
+	put64(b + 0x5d8, GUEST_VMCB(i) - 16);	      /* rsp (unused) */
+	put64(b + 0x668, 0x0007040600070406ull);      /* g_pat: the reset value */
+}
+
 static int vcpu_setup(struct vm *vm, struct vcpu *v)
 {
 	union {
@@ -679,6 +738,42 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 	sregs.cs.selector = 0;
 	sregs.ds.base = sregs.es.base = sregs.ss.base = sregs.fs.base = sregs.gs.base = 0;
 	sregs.ds.selector = sregs.es.selector = sregs.ss.selector = sregs.fs.selector = sregs.gs.selector = 0;
+	if (vm->o->nested) {
+		/*
+		 * A hypervisor: 32-bit protected mode with paging (KVM's VMRUN
+		 * wants it: #UD without), page directory A mapping the first 4
+		 * MiB onto themselves, flat segments, EFER.SVME (KVM allows it
+		 * only with SVM in the CPUID, given first), ESI = its VMCB, and
+		 * the host-save area SVM wants.
+		 */
+		struct kvm_segment code = { .base = 0, .limit = 0xffffffff, .selector = 0x8, .type = 0xb, .present = 1,
+					    .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1 };
+		struct kvm_segment data = code;
+		union {
+			struct kvm_msrs head;
+			unsigned char bytes[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+		} msrs = { .head.nmsrs = 1 };
+		struct kvm_msr_entry hsave = { .index = 0xc0010117 /* VM_HSAVE_PA */, .data = GUEST_HSAVE(v->index) };
+
+		memcpy(msrs.bytes + sizeof(struct kvm_msrs), &hsave, sizeof(hsave));
+
+		data.selector = 0x10;
+		data.type = 0x3;
+		sregs.cs = code;
+		sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = data;
+		sregs.cr0 = 0x80000011; /* PG | ET | PE */
+		sregs.cr4 = 0x10;	/* PSE: 4 MiB pages */
+		sregs.cr3 = GUEST_PD_A;
+		sregs.efer = 0x1000; /* SVME */
+		regs.rsi = GUEST_VMCB(v->index);
+		if (kvm_ioctl(vm, v->fd, KVM_SET_CPUID2, vm->cpuid, "KVM_SET_CPUID2") < 0)
+			return -1;
+		if (ioctl(v->fd, KVM_SET_MSRS, &msrs) != 1) {
+			err_msg(vm, "--nested: KVM_SET_MSRS of VM_HSAVE_PA: %s", strerror(errno));
+			return -1;
+		}
+		nested_vmcb(vm, v->index);
+	}
 	if (vm->o->address_spaces) {
 		/*
 		 * 32-bit protected mode with paging, flat 4 GiB segments (their
@@ -734,11 +829,46 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
  * --irqchip: KVM's in-kernel PIC, IOAPIC and LAPICs (before any vCPU), the
  * CPUID for the vCPUs, and the real-mode IVT entry of the timer's vector.
  */
+/* What KVM supports, as the vCPUs' CPUID (vm->cpuid): 0 or -1. */
+static int vm_get_cpuid(struct vm *vm)
+{
+	unsigned int n = 256;
+
+	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + n * sizeof(vm->cpuid->entries[0]));
+	if (!vm->cpuid) {
+		err_msg(vm, "out of memory");
+		return -1;
+	}
+	vm->cpuid->nent = n;
+	return kvm_ioctl(vm, vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid, "KVM_GET_SUPPORTED_CPUID") < 0 ? -1 : 0;
+}
+
+/* --nested: the CPUID, which must offer SVM, and both programs in guest memory. */
+static int vm_setup_nested(struct vm *vm)
+{
+	bool svm = false;
+
+	if (vm_get_cpuid(vm))
+		return -1;
+	for (unsigned int i = 0; i < vm->cpuid->nent; i++)
+		if (vm->cpuid->entries[i].function == 0x80000001)
+			svm = vm->cpuid->entries[i].ecx & (1u << 2);
+	if (!svm) {
+		err_msg(vm, "--nested: this KVM offers its guests no SVM (an AMD host with kvm_amd's nested=1 is needed)");
+		return -1;
+	}
+	uint32_t pde = 0x83; /* the first 4 MiB, present, writable, a 4 MiB page */
+
+	memcpy((char *)vm->mem + GUEST_PD_A, &pde, sizeof(pde));
+	memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_nested, guest_code_nested_size);
+	memcpy((char *)vm->mem + GUEST_NESTED_CODE, guest_code_nested_l2, guest_code_nested_l2_size);
+	return 0;
+}
+
 static int vm_setup_irqchip(struct vm *vm)
 {
 	uint16_t ivt[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_irq_isr_offset), 0 }; /* offset, segment */
 	uint16_t ivt_ipi[2] = { (uint16_t)(GUEST_CODE_ADDR + guest_ipi_isr_offset), 0 }; /* also the MSI's */
-	unsigned int n = 256;
 
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IRQCHIP) <= 0) {
 		err_msg(vm, "--irqchip: this KVM has no in-kernel irqchip (KVM_CAP_IRQCHIP)");
@@ -748,15 +878,7 @@ static int vm_setup_irqchip(struct vm *vm)
 		err_msg(vm, "--msi-us: this KVM cannot signal MSIs (KVM_CAP_SIGNAL_MSI)");
 		return -1;
 	}
-	if (kvm_ioctl(vm, vm->vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP") < 0)
-		return -1;
-	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + n * sizeof(vm->cpuid->entries[0]));
-	if (!vm->cpuid) {
-		err_msg(vm, "out of memory");
-		return -1;
-	}
-	vm->cpuid->nent = n;
-	if (kvm_ioctl(vm, vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid, "KVM_GET_SUPPORTED_CPUID") < 0)
+	if (kvm_ioctl(vm, vm->vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP") < 0 || vm_get_cpuid(vm))
 		return -1;
 	memcpy((char *)vm->mem + GUEST_TIMER_VECTOR * 4, ivt, sizeof(ivt));
 	memcpy((char *)vm->mem + GUEST_IPI_VECTOR * 4, ivt_ipi, sizeof(ivt_ipi));
@@ -820,7 +942,10 @@ static int vm_setup(struct vm *vm)
 	}
 	if (o->irqchip && vm_setup_irqchip(vm))
 		return -1;
-	if (o->mix)
+	if (o->nested) {
+		if (vm_setup_nested(vm))
+			return -1;
+	} else if (o->mix)
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_mix, guest_code_mix_size);
 	else if (o->irqchip)
 		memcpy((char *)vm->mem + GUEST_CODE_ADDR, guest_code_irq, guest_code_irq_size);
