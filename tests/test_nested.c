@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli_run.h"
+#include "export/export.h"
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "live/live.h"
@@ -188,6 +189,21 @@ Test(nested, the_window_shows_l2_time_and_exits_as_json_and_text)
 		     "1 reflected to L1, 1 handled here", "    EXIT FROM L2 (TO: L0/L1) ACCESS",
 		     "    hypercall                l1              1", "    npf                      l0              1");
 	free(text);
+	{
+		/* the exporters: L2's seconds per VM, the exits from L2 among the exit details */
+		struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS, .top_details = 10 };
+		struct metrics *m = metrics_new(&mo);
+
+		cr_assert_not_null(m);
+		cr_assert_eq(metrics_add(m, &s), 0);
+		cr_assert_eq(metrics_render(m, METRICS_PROMETHEUS, &text, &len), 0);
+		ASSERT_HOLDS("Prometheus", text, "# TYPE vcpustat_nested_l2_guest_seconds_total counter\n",
+			     "vcpustat_nested_l2_guest_seconds_total{vm=\"pid 80\"} 0.000002330\n",
+			     "kind=\"nested\",target=\"hypercall\",access=\"l1\"",
+			     "kind=\"nested\",target=\"npf\",access=\"l0\"");
+		free(text);
+		metrics_free(m);
+	}
 	summary_free(&s);
 	names_free(&names);
 	vcpustat_snapshot_free(&b);

@@ -266,6 +266,8 @@ static void counts_add(struct acc_counts *c, const struct vcpu_summary *v)
 	c->polls_ok += v->polls_ok;
 	c->polls_failed += v->polls_failed;
 	c->poll_fail_ns += v->poll_fail_ns;
+	c->l2_ns += v->l2_ns;
+	c->nested |= v->nested;
 }
 
 static int culprit_charge(struct acc_vm *vm, const struct culprit_summary *cs)

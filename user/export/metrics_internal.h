@@ -16,6 +16,8 @@ struct acc_counts {
 	__u64 ns[VCPU_NR_STATES];
 	__u64 preemptions, wakeups, migrations, exits, uexits;
 	__u64 polls_ok, polls_failed, poll_fail_ns; /* halt polls that ended */
+	__u64 l2_ns;				    /* guest time in L2 (nested virtualization) */
+	bool nested;				    /* it ran L2 */
 };
 
 struct acc_vcpu {

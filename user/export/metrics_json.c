@@ -141,6 +141,8 @@ json_t *metrics_json(const struct metrics *m)
 				    json_pack("{s:I, s:I}", "ok", (json_int_t)vm->c.polls_ok, "failed",
 					      (json_int_t)vm->c.polls_failed));
 		json_object_set_new(o, "halt_poll_failed_seconds", json_real((double)vm->c.poll_fail_ns / 1e9));
+		if (vm->c.nested) /* vcpustat_nested_l2_guest_seconds_total */
+			json_object_set_new(o, "nested_l2_guest_seconds", json_real((double)vm->c.l2_ns / 1e9));
 		/* vcpustat_vmm_thread_cpu_seconds_total, vcpustat_vmm_thread_wait_seconds_total */
 		if (vm->vmm_known) {
 			json_t *t = json_object();

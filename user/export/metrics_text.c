@@ -355,6 +355,10 @@ static const struct family fam_polls = {
 static const struct family fam_poll_fail = {
 	"vcpustat_halt_poll_failed_seconds", F_COUNTER, "seconds",
 	"CPU-seconds the VM's vCPUs spent in halt polls that failed (state poll, then asleep all the same)"};
+static const struct family fam_l2 = {
+	"vcpustat_nested_l2_guest_seconds", F_COUNTER, "seconds",
+	"Of the VM's guest vCPU-seconds, those its vCPUs ran an L1 hypervisor's guest (L2: nested virtualization); "
+	"VMs that never did have no series"};
 static const struct family fam_vmm_run = {
 	"vcpustat_vmm_thread_cpu_seconds", F_COUNTER, "seconds",
 	"CPU-seconds of the VM's VMM threads that are no vCPU, by kind: emulator (the VMM process's other threads: "
@@ -625,6 +629,13 @@ static void walk_halt_polls(struct sink *k, const struct metrics *m)
 		struct label l[] = { { "vm", m->vms[i]->name } };
 
 		emit(k, "_total", l, 1, fmt_seconds(val, sizeof(val), m->vms[i]->c.poll_fail_ns));
+	}
+	family_begin(k, &fam_l2);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		struct label l[] = { { "vm", m->vms[i]->name } };
+
+		if (m->vms[i]->c.nested)
+			emit(k, "_total", l, 1, fmt_seconds(val, sizeof(val), m->vms[i]->c.l2_ns));
 	}
 	family_begin(k, &fam_halt_poll);
 	for (size_t i = 0; i < m->nr_vms; i++) {
