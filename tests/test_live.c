@@ -242,9 +242,9 @@ Test(live_nokvm, missing_kvm_programs_leave_the_rest_working)
 			cr_assert_eq(progs[i].status, VCPUSTAT_PROG_ATTACHED, "%s: %s", progs[i].name, progs[i].message);
 		}
 	}
-	cr_assert_eq(kvm, 15,
+	cr_assert_eq(kvm, 17,
 		     "entry, exit, exit_cr3, userspace_exit, fpu, hypercall, pio, mmio, msr, page_fault, vcpu_halt, "
-		     "vcpu_wakeup, halt_poll_ns, apic_accept_irq, inj_virq");
+		     "vcpu_wakeup, halt_poll_ns, apic_accept_irq, inj_virq, nested_vmenter, nested_vmexit_inject");
 	cr_assert_eq((size_t)attached, n - kvm);
 	vcpustat_close(v);
 }
