@@ -650,6 +650,27 @@ static int kvm_ioctl(struct vm *vm, int fd, unsigned long req, void *arg, const 
 	return r;
 }
 
+/*
+ * 32-bit protected mode with paging (4 MiB pages, page directory at cr3),
+ * flat 4 GiB segments (their cached descriptors: the guest never loads a
+ * selector, so no GDT), and efer.
+ */
+static void flat_paged(struct kvm_sregs *sregs, uint64_t cr3, uint64_t efer)
+{
+	struct kvm_segment code = { .base = 0, .limit = 0xffffffff, .selector = 0x8, .type = 0xb, .present = 1,
+				    .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1 };
+	struct kvm_segment data = code;
+
+	data.selector = 0x10;
+	data.type = 0x3;
+	sregs->cs = code;
+	sregs->ds = sregs->es = sregs->ss = sregs->fs = sregs->gs = data;
+	sregs->cr0 = 0x80000011; /* PG | ET | PE */
+	sregs->cr4 = 0x10;	 /* PSE: 4 MiB pages */
+	sregs->cr3 = cr3;
+	sregs->efer = efer;
+}
+
 /* Little-endian stores into guest memory. */
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -746,9 +767,6 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 		 * only with SVM in the CPUID, given first), ESI = its VMCB, and
 		 * the host-save area SVM wants.
 		 */
-		struct kvm_segment code = { .base = 0, .limit = 0xffffffff, .selector = 0x8, .type = 0xb, .present = 1,
-					    .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1 };
-		struct kvm_segment data = code;
 		union {
 			struct kvm_msrs head;
 			unsigned char bytes[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
@@ -756,15 +774,7 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 		struct kvm_msr_entry hsave = { .index = 0xc0010117 /* VM_HSAVE_PA */, .data = GUEST_HSAVE(v->index) };
 
 		memcpy(msrs.bytes + sizeof(struct kvm_msrs), &hsave, sizeof(hsave));
-
-		data.selector = 0x10;
-		data.type = 0x3;
-		sregs.cs = code;
-		sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = data;
-		sregs.cr0 = 0x80000011; /* PG | ET | PE */
-		sregs.cr4 = 0x10;	/* PSE: 4 MiB pages */
-		sregs.cr3 = GUEST_PD_A;
-		sregs.efer = 0x1000; /* SVME */
+		flat_paged(&sregs, GUEST_PD_A, 0x1000 /* SVME */);
 		regs.rsi = GUEST_VMCB(v->index);
 		if (kvm_ioctl(vm, v->fd, KVM_SET_CPUID2, vm->cpuid, "KVM_SET_CPUID2") < 0)
 			return -1;
@@ -780,18 +790,7 @@ static int vcpu_setup(struct vm *vm, struct vcpu *v)
 		 * cached descriptors; the guest never loads a selector, so no
 		 * GDT), CR3 = B: the first chunk switches to A.
 		 */
-		struct kvm_segment code = { .base = 0, .limit = 0xffffffff, .selector = 0x8, .type = 0xb, .present = 1,
-					    .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1 };
-		struct kvm_segment data = code;
-
-		data.selector = 0x10;
-		data.type = 0x3;
-		sregs.cs = code;
-		sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = data;
-		sregs.cr0 = 0x80000011; /* PG | ET | PE */
-		sregs.cr4 = 0x10;	/* PSE: 4 MiB pages */
-		sregs.cr3 = GUEST_PD_B;
-		sregs.efer = 0;
+		flat_paged(&sregs, GUEST_PD_B, 0);
 		regs.rsi = GUEST_PD_A ^ GUEST_PD_B;
 		regs.rdi = GUEST_PD_B;
 	}

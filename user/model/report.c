@@ -489,6 +489,20 @@ static struct detail_summary *detail_row(struct hashmap *table, const char *key)
 	return hashmap_lookup(table, k);
 }
 
+/* One exit of ns in the row of key (detail_row()): 0, or -ENOMEM. */
+static int detail_charge(struct hashmap *table, const char *key, uint64_t ns)
+{
+	struct detail_summary *d = detail_row(table, key);
+
+	if (!d)
+		return -ENOMEM;
+	d->count++;
+	d->sum_ns += ns;
+	if (ns > d->max_ns)
+		d->max_ns = ns;
+	return 0;
+}
+
 /*
  * The exit accesses (exit_access or exit_fault intervals) of [t1, t2], by the
  * rule of the exits themselves: each belongs to the window of its exit's
@@ -502,9 +516,7 @@ static int details_in_window(const struct sht_interval *iv, size_t n, const stru
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct sht_interval *x;
-		struct detail_summary *d;
 		char key[64];
-		uint64_t ns;
 
 		if (iv[i].value.type != SHT_STR)
 			continue;
@@ -513,14 +525,8 @@ static int details_in_window(const struct sht_interval *iv, size_t n, const stru
 		    !on_at(on, x->start))
 			continue;
 		snprintf(key, sizeof(key), "%s", iv[i].value.s);
-		d = detail_row(table, key);
-		if (!d)
+		if (detail_charge(table, key, x->end - x->start))
 			return -ENOMEM;
-		ns = x->end - x->start;
-		d->count++;
-		d->sum_ns += ns;
-		if (ns > d->max_ns)
-			d->max_ns = ns;
 	}
 	return 0;
 }
@@ -610,7 +616,6 @@ static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const str
 {
 	for (size_t i = 0; ncr && i + 1 < nst; i++) {
 		const struct sht_interval *x, *g;
-		struct detail_summary *d;
 		char key[64];
 		uint64_t end = st[i].end, ns = st[i].end - st[i].start;
 
@@ -621,13 +626,8 @@ static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const str
 		if (!x || x->value.type != SHT_STR)
 			continue;
 		snprintf(key, sizeof(key), "cr3 %s read", x->value.s);
-		d = detail_row(table, key);
-		if (!d)
+		if (detail_charge(table, key, ns))
 			return -ENOMEM;
-		d->count++;
-		d->sum_ns += ns;
-		if (ns > d->max_ns)
-			d->max_ns = ns;
 		g = covering(gt, ngt, end);
 		if (g && g->value.type == SHT_INT && g->value.i > 0) {
 			struct cr3_vote k = { .tid = (uint32_t)g->value.i };
@@ -733,9 +733,7 @@ static int nested_in_window(const struct sht_interval *lv, size_t nlv, const str
 	for (size_t i = 0; i < nex; i++) {
 		const struct sht_interval *at = covering(lv, nlv, ex[i].start), *end;
 		unsigned int isa, code;
-		struct detail_summary *d;
 		char key[64];
-		uint64_t ns = ex[i].end - ex[i].start;
 
 		if (ex[i].value.type != SHT_STR || ex[i].start < t1 || ex[i].start >= t2 || ex[i].end >= file_end ||
 		    !on_at(on, ex[i].start) || !at || at->value.type != SHT_INT || at->value.i != 2 ||
@@ -744,13 +742,8 @@ static int nested_in_window(const struct sht_interval *lv, size_t nlv, const str
 		end = covering(lv, nlv, ex[i].end > ex[i].start ? ex[i].end - 1 : ex[i].start);
 		snprintf(key, sizeof(key), "nested 0x%llx %s", (unsigned long long)((uint64_t)isa << 32 | code),
 			 end && end->value.type == SHT_INT && end->value.i == 1 ? "l1" : "l0");
-		d = detail_row(table, key);
-		if (!d)
+		if (detail_charge(table, key, ex[i].end - ex[i].start))
 			return -ENOMEM;
-		d->count++;
-		d->sum_ns += ns;
-		if (ns > d->max_ns)
-			d->max_ns = ns;
 	}
 	return 0;
 }
