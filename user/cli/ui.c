@@ -365,9 +365,13 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 				const char *msr = detail_msr_name(ds->kind, ds->addr);
 				char target[32], name[48];
 
-				snprintf(name, sizeof(name), "%s %s %c", detail_kind_name(ds->kind),
-					 msr ? msr : detail_target_of(ds->kind, ds->addr, target, sizeof(target)),
-					 detail_access_name(ds->access)[0]);
+				if (ds->kind == VCPUSTAT_DETAIL_NESTED) /* an exit from L2, and who handled it */
+					snprintf(name, sizeof(name), "L2>%s %s", ds->access == VCPUSTAT_ACCESS_L1 ? "L1" : "L0",
+						 detail_target_of(ds->kind, ds->addr, target, sizeof(target)));
+				else
+					snprintf(name, sizeof(name), "%s %s %c", detail_kind_name(ds->kind),
+						 msr ? msr : detail_target_of(ds->kind, ds->addr, target, sizeof(target)),
+						 detail_access_name(ds->access)[0]);
 				mvprintw(dy + 1 + r, 0, "%-16.16s %9.1f %9s %9s", name, ds->rate,
 					 format_ns(ds->sum_ns / ds->count, a, sizeof(a)), format_ns(ds->max_ns, b, sizeof(b)));
 			}
