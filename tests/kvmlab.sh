@@ -14,9 +14,10 @@
 # skip with the reason, never a failure. Once QEMU runs, anything that goes
 # wrong (the guest does not boot, kvm_amd does not load, a test fails or the
 # session times out) is a failure: the lab is this project's own code. The
-# one exception is a guest kernel that stalls or freezes under QEMU's
-# emulation, or an emulated CPU that leaves microvm's guest program (microvm
-# says "the guest CPU left its program"; docs/kvmlab.md, "Known problems"):
+# one exception is a guest kernel that stalls, freezes or panics under
+# QEMU's emulation, or an emulated CPU that leaves microvm's guest program
+# (microvm says "the guest CPU left its program"; docs/kvmlab.md, "Known
+# problems"): a panic's console is kept and named, and
 # that suite runs again in a fresh lab, up to KVMLAB_ATTEMPTS sessions in all
 # (default 3), and these are counted and said. A test that fails runs once
 # more, alone, in a fresh lab (KVMLAB_RERUN_FAILED=0 turns this off): if it
@@ -48,7 +49,7 @@ lines=$scratch/lines # FAILED and skipped lines of every suite
 flaky_lines=$scratch/flaky # tests that failed, then passed in a fresh lab
 : > "$flaky_lines"
 rerun=${KVMLAB_RERUN_FAILED:-1}
-passed=0 failed=0 skipped=0 stalls=0 astray=0 flaky=0
+passed=0 failed=0 skipped=0 stalls=0 astray=0 panics=0 flaky=0
 
 # run_suite SUITE N [FILTER]: one lab session (the Nth for SUITE), of the
 # tests FILTER selects (default: all of SUITE); sets rc, out
@@ -91,6 +92,11 @@ for suite in "$@"; do
 		elif [ "$rc" = 1 ] && grep -aq 'the guest CPU left its program' "$scratch/$suite.$n.err"; then
 			astray=$((astray + 1))
 			echo "kvmlab: an emulated CPU left microvm's guest program in the suite $suite" >&2
+		elif [ "$rc" = 125 ] && grep -aq 'Kernel panic - not syncing' "$scratch/$suite.$n/.kvmlab/console.log" 2> /dev/null; then
+			panics=$((panics + 1))
+			echo "kvmlab: the guest kernel panicked in the suite $suite: $(grep -a -m1 'Kernel panic - not syncing' \
+				"$scratch/$suite.$n/.kvmlab/console.log" | sed 's/^\[ *[0-9.]*\] //') (console kept: $scratch/$suite.$n/.kvmlab/console.log)" >&2
+			keep=1
 		else
 			break
 		fi
@@ -151,6 +157,7 @@ done
 
 [ "$stalls" -gt 0 ] && echo "kvmlab: the guest stalled or froze in $stalls session(s); those suites ran again in a fresh lab"
 [ "$astray" -gt 0 ] && echo "kvmlab: an emulated CPU left microvm's program in $astray session(s); those suites ran again in a fresh lab"
+[ "$panics" -gt 0 ] && echo "kvmlab: the guest kernel panicked in $panics session(s); those suites ran again in a fresh lab"
 [ "$flaky" -gt 0 ] && { echo "kvmlab: $flaky test(s) failed once, then passed in a fresh lab:"; cat "$flaky_lines"; }
 grep '^FAILED' "$lines"
 # each skip reason once, with its count over the suites
