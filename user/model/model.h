@@ -597,6 +597,8 @@ double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned i
 double summary_per_s(const struct summary *s, __u64 n);
 /* A vCPU's halt polling into its VM's: the counts summed, halt_poll_ns the largest. */
 void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v);
+/* A VM's exits from L2 in the window: handled here (L0), reflected to L1. */
+void vm_nested_exits(const struct vm_summary *vm, __u64 *l0, __u64 *l1);
 
 /* The one JSON document of a refresh (docs/json.md). progs may be NULL. */
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);

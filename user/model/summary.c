@@ -169,6 +169,12 @@ static struct vm_summary *vm_get(struct summary *s, struct hashmap *by_tgid, __u
 	return vm;
 }
 
+/* L2's guest time of a vCPU: its closed stays, and the one it is in (guest time since it entered L2). */
+static __u64 l2_total(const struct vcpustat_vcpu *v, __u64 guest_ns)
+{
+	return v->l2_guest_ns + (v->in_l2 ? sub0(guest_ns, v->l2_mark_ns) : 0);
+}
+
 static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *names, struct prev_index *pi,
 		    const struct summary_filter *f, const struct vcpustat_snapshot *cur, const struct vcpustat_vcpu *v,
 		    bool dead)
@@ -227,12 +233,8 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->numa_moves = same ? sub0(v->numa_moves, pv->v->numa_moves) : v->numa_moves;
 	vm->place.numa_moves += vs->numa_moves;
 	vs->halt_poll_ns = v->fsm.halt_poll_ns;
-	/* L2's guest time: its closed stays, and the one it is in (guest time since it entered L2) */
-	vs->l2_ns_total = v->l2_guest_ns + (v->in_l2 ? sub0(now[VCPU_GUEST], v->l2_mark_ns) : 0);
-	vs->l2_ns = vs->l2_ns_total;
-	if (same)
-		vs->l2_ns = sub0(vs->l2_ns_total, pv->v->l2_guest_ns +
-						  (pv->v->in_l2 ? sub0(before[VCPU_GUEST], pv->v->l2_mark_ns) : 0));
+	vs->l2_ns_total = l2_total(v, now[VCPU_GUEST]);
+	vs->l2_ns = same ? sub0(vs->l2_ns_total, l2_total(pv->v, before[VCPU_GUEST])) : vs->l2_ns_total;
 	vs->in_l2 = v->in_l2;
 	vs->nested = vs->l2_ns_total || v->in_l2;
 	vm->l2_ns += vs->l2_ns;
@@ -244,6 +246,14 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vm->userspace_exits += vs->userspace_exits;
 	summary_add_polls(vm, vs);
 	return 0;
+}
+
+void vm_nested_exits(const struct vm_summary *vm, __u64 *l0, __u64 *l1)
+{
+	*l0 = *l1 = 0;
+	for (size_t i = 0; i < vm->nr_details; i++)
+		if (vm->details[i].kind == VCPUSTAT_DETAIL_NESTED)
+			*(vm->details[i].access == VCPUSTAT_ACCESS_L1 ? l1 : l0) += vm->details[i].count;
 }
 
 void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v)

@@ -274,16 +274,14 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 			json_object_set_new(o, "address_spaces", as);
 		}
 		{
-			json_int_t l0 = 0, l1 = 0;
+			__u64 l0, l1;
 
-			for (size_t d = 0; d < vm->nr_details; d++)
-				if (vm->details[d].kind == VCPUSTAT_DETAIL_NESTED)
-					*(vm->details[d].access == VCPUSTAT_ACCESS_L1 ? &l1 : &l0) +=
-						(json_int_t)vm->details[d].count;
+			vm_nested_exits(vm, &l0, &l1);
 			if (vm->nested || l0 || l1) /* the rows themselves: exit_details, kind "nested" */
 				json_object_set_new(o, "nested",
 						    json_pack("{s:I, s:I, s:I}", "l2_guest_ns", (json_int_t)vm->l2_ns,
-							      "exits_reflected_to_l1", l1, "exits_handled_by_l0", l0));
+							      "exits_reflected_to_l1", (json_int_t)l1,
+							      "exits_handled_by_l0", (json_int_t)l0));
 		}
 		if (vm->vmm.known) {
 			json_t *vmm = json_object(), *vc = json_array();

@@ -267,12 +267,10 @@ static void print_halt_polling(FILE *f, const struct summary *s, const struct vm
  */
 static void print_nested(FILE *f, const struct summary *s, const struct vm_summary *vm)
 {
-	__u64 l0 = 0, l1 = 0;
+	__u64 l0, l1;
 	char a[24];
 
-	for (size_t i = 0; i < vm->nr_details; i++)
-		if (vm->details[i].kind == VCPUSTAT_DETAIL_NESTED)
-			*(vm->details[i].access == VCPUSTAT_ACCESS_L1 ? &l1 : &l0) += vm->details[i].count;
+	vm_nested_exits(vm, &l0, &l1);
 	if (!vm->nested && !l0 && !l1)
 		return;
 	fprintf(f, "    nested: L2 guest %s (%.1f%% of guest time); exits from L2 %llu (%.1f/s): %llu reflected to L1, "
