@@ -203,7 +203,7 @@ static inline void replace_all(const char *s, const char *from, const char *to, 
  * Returns 1 if the query was required to have a result and had one.
  */
 static inline int require_result(int port, const char *what, const char *q, const char *no_exits,
-				 const char *no_live)
+				 const char *no_live, int detached)
 {
 	char err[512], lhs[2048];
 	const char *eq = strstr(q, " == 0");
@@ -214,6 +214,15 @@ static inline int require_result(int port, const char *what, const char *q, cons
 	if (strstr(q, "vcpustat_tracepoint_attached") && no_live) {
 		cr_log_info("%s: %s: %d series, not required (%s)", what, q, n, no_live);
 		return 0;
+	}
+	if (eq && detached && strstr(q, "vcpustat_tracepoint_attached")) {
+		/* the tracepoints this kernel refused, and only they */
+		cr_assert(n == 1 && v == detached,
+			  "%s: the health check %s finds %d series (%g) where the exporter lists %d tracepoint(s) "
+			  "this kernel refused",
+			  what, q, n, v, detached);
+		cr_log_info("%s: %s: %d, the tracepoints this kernel refused", what, q, detached);
+		return 1;
 	}
 	if (eq) {
 		cr_assert_eq(n, 0, "%s: the health check %s finds a problem on a healthy exporter", what, q);
@@ -240,12 +249,15 @@ static inline int require_result(int port, const char *what, const char *q, cons
  * and every variable's query non-empty, with $vm = vm, $instance = .* and
  * $__rate_interval = rate_interval. no_exits: why the in-kernel exits'
  * queries may be empty, or NULL; no_live: why the live-only metrics may be
- * missing (a recording), or NULL. Returns how many queries had a result;
+ * missing (a recording), or NULL; detached: how many tracepoints the
+ * exporter lists as not attached because this kernel refused their
+ * programs (the health check finds those). Returns how many queries had a result;
  * *recorded, *alerts: the recording rules whose series were found, the
  * alerting rules evaluated.
  */
 static inline int prom_eval_dashboard_and_rules(int port, const char *vm, const char *rate_interval,
-						const char *no_exits, const char *no_live, int *recorded, int *alerts)
+						const char *no_exits, const char *no_live, int detached, int *recorded,
+						int *alerts)
 {
 	char q[2048], err[512];
 	json_t *dash, *p, *t, *rules, *g, *r;
@@ -275,7 +287,7 @@ static inline int prom_eval_dashboard_and_rules(int port, const char *vm, const 
 				continue;
 			}
 			/* the expression itself, and what Prometheus recorded from it */
-			required += require_result(port, "recording rule", query, no_exits, no_live);
+			required += require_result(port, "recording rule", query, no_exits, no_live, detached);
 			if (strstr(query, "vcpustat_exit_duration_seconds") && no_exits)
 				continue;
 			snprintf(q, sizeof(q), "%s{vm=~\"%s|\"}", name, vm);
@@ -298,7 +310,8 @@ static inline int prom_eval_dashboard_and_rules(int port, const char *vm, const 
 			replace_all(a, "$instance", ".*", b, sizeof(b));
 			replace_all(b, "$vm", vm, q, sizeof(q));
 			cr_assert_null(strchr(q, '$'), "a variable left in %s", q);
-			required += require_result(port, json_string_value(json_object_get(p, "title")), q, no_exits, no_live);
+			required += require_result(port, json_string_value(json_object_get(p, "title")), q, no_exits, no_live,
+						   detached);
 		}
 	json_array_foreach(json_object_get(json_object_get(dash, "templating"), "list"), i, t) {
 		const char *lv = json_string_value(json_object_get(json_object_get(t, "query"), "query"));
@@ -312,7 +325,7 @@ static inline int prom_eval_dashboard_and_rules(int port, const char *vm, const 
 		cr_assert_not_null(strrchr(a, ','), "%s", lv);
 		*strrchr(a, ',') = '\0'; /* label_values(METRIC, LABEL): the metric's series */
 		replace_all(a, "$instance", ".*", q, sizeof(q));
-		required += require_result(port, "dashboard variable", q, no_exits, no_live);
+		required += require_result(port, "dashboard variable", q, no_exits, no_live, detached);
 	}
 	json_decref(dash);
 	return required;

@@ -456,7 +456,7 @@ Test(dashboard, prometheus_evaluates_every_query_on_the_demo_exposition, .timeou
 	sleep(1);
 	/* rates over 10 s: all the scrapes of the recording's seconds */
 	required = prom_eval_dashboard_and_rules(prom_port, "demo-0", "10s", NULL,
-						 "vcpustat_tracepoint_attached is exported live only", &recorded,
+						 "vcpustat_tracepoint_attached is exported live only", 0, &recorded,
 						 &alerts);
 	cr_assert_gt(promql(prom_port, "vm:vcpustat_steal:ratio_rate5m{vm=\"demo-0\"}"), 0,
 		     "the demo VM's steal is recorded");

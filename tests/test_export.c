@@ -704,6 +704,65 @@ Test(export, halt_poll_families_exact_in_every_format)
 }
 
 /*
+ * vcpustat_tracepoint_attached: one series per tracepoint (two programs on
+ * kvm:kvm_exit with --address-spaces), 0 when any program wanted on it is
+ * not attached, and no series for programs not wanted; the JSON's
+ * "tracepoints" agrees.
+ */
+Test(export, tracepoint_attached_once_per_tracepoint_and_only_what_was_wanted)
+{
+	struct metrics_opts o = { 0 };
+	struct vcpustat_prog progs[] = {
+		{ .name = "on_sched_switch", .tracepoint = "sched:sched_switch", .status = VCPUSTAT_PROG_ATTACHED },
+		{ .name = "on_kvm_exit", .tracepoint = "kvm:kvm_exit", .status = VCPUSTAT_PROG_ATTACHED },
+		{ .name = "on_kvm_exit_cr3", .tracepoint = "kvm:kvm_exit", .status = VCPUSTAT_PROG_OFF },
+		{ .name = "on_kvm_pio", .tracepoint = "kvm:kvm_pio", .status = VCPUSTAT_PROG_OFF },
+		{ .name = "on_kvm_vcpu_halt", .tracepoint = "fentry:kvm_vcpu_halt", .status = VCPUSTAT_PROG_FAILED },
+		{ .name = "on_kvm_msr", .tracepoint = "kvm:kvm_msr", .status = VCPUSTAT_PROG_MISSING },
+	};
+	const char *want[][2] = { { "sched:sched_switch", "1" },
+				  { "kvm:kvm_exit", "1" },
+				  { "fentry:kvm_vcpu_halt", "0" },
+				  { "kvm:kvm_msr", "0" } };
+
+	for (int pass = 0; pass < 2; pass++) {
+		struct metrics *m = metrics_new(&o);
+		struct summary s = { .t0 = 0, .t1 = 1000000000ull };
+		char *text, *js, line[160];
+		json_t *doc, *tp;
+		const char *p;
+		size_t n = 0;
+
+		if (pass) /* --address-spaces asked, and its program refused: kvm:kvm_exit is not all there */
+			progs[2].status = VCPUSTAT_PROG_FAILED;
+		add_vcpu(add_vm(&s, "web1", 5), 0, 1000);
+		metrics_set_programs(m, progs, sizeof(progs) / sizeof(progs[0]));
+		cr_assert_eq(metrics_add(m, &s), 0);
+		summary_free(&s);
+		text = render(m, METRICS_PROMETHEUS);
+		for (p = strstr(text, "\nvcpustat_tracepoint_attached{"); p;
+		     p = strstr(p + 1, "\nvcpustat_tracepoint_attached{"))
+			n++;
+		cr_assert_eq(n, 4, "one series per wanted tracepoint, not %zu:\n%s", n, text);
+		js = render(m, METRICS_JSON);
+		doc = json_loads(js, 0, NULL);
+		tp = json_object_get(doc, "tracepoints");
+		cr_assert_eq(json_object_size(tp), 4, "%s", js);
+		for (size_t i = 0; i < 4; i++) {
+			const char *v = pass && i == 1 ? "0" : want[i][1];
+
+			snprintf(line, sizeof(line), "\nvcpustat_tracepoint_attached{tracepoint=\"%s\"} %s\n", want[i][0], v);
+			cr_assert(strstr(text, line), "%s expected in:\n%s", line + 1, text);
+			cr_assert_eq(json_integer_value(json_object_get(tp, want[i][0])), atoi(v), "JSON %s", want[i][0]);
+		}
+		json_decref(doc);
+		free(js);
+		free(text);
+		metrics_free(m);
+	}
+}
+
+/*
  * Prometheus's own linter accepts the text exposition of a state with every
  * family (states, the fleet names, counters, the three histograms, culprits
  * and other, lost records), with and without vCPU labels.

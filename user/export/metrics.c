@@ -121,13 +121,32 @@ void metrics_set_programs(struct metrics *m, const struct vcpustat_prog *progs, 
 
 	if (!p)
 		return;
+	size_t np = 0;
+
+	/*
+	 * One series per tracepoint of the programs that were wanted: attached
+	 * when all of them are (kvm:kvm_exit has two with --address-spaces). A
+	 * program not wanted (--no-kvm, injection, --address-spaces not asked)
+	 * is no problem, and not listed.
+	 */
 	for (size_t i = 0; i < n; i++) {
-		snprintf(p[i].tracepoint, sizeof(p[i].tracepoint), "%s", progs[i].tracepoint);
-		p[i].attached = progs[i].status == VCPUSTAT_PROG_ATTACHED;
+		bool attached = progs[i].status == VCPUSTAT_PROG_ATTACHED;
+		size_t j = 0;
+
+		if (progs[i].status == VCPUSTAT_PROG_OFF)
+			continue;
+		while (j < np && strcmp(p[j].tracepoint, progs[i].tracepoint))
+			j++;
+		if (j < np) {
+			p[j].attached &= attached;
+			continue;
+		}
+		snprintf(p[np].tracepoint, sizeof(p[np].tracepoint), "%s", progs[i].tracepoint);
+		p[np++].attached = attached;
 	}
 	free(m->progs);
 	m->progs = p;
-	m->nr_progs = n;
+	m->nr_progs = np;
 }
 
 void metrics_set_file(struct metrics *m, const char *file, unsigned long long from_ns, unsigned long long to_ns,
