@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 5
+#define VCPUSTAT_ABI_VERSION 6
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
@@ -141,6 +141,10 @@ enum vcpustat_record_type {
 				      bits) and to CPU (high 16) */
 	VCPUSTAT_REC_NESTED,	   /* the vCPU went into L2 (EV_NESTED_ENTER: arg0 = 2) or back
 				      to L1 (EV_NESTED_EXIT: arg0 = 1) */
+	VCPUSTAT_REC_VMM,	   /* (level vcpu only) a thread of a VM's VMM that is no vCPU
+				      (vmm_threads) changed state: tid = it, tgid = the VM,
+				      from = enum vcpustat_vmm_kind, to = enum vcpustat_vmm_state
+				      (UNKNOWN: it exited or became a vCPU) */
 	VCPUSTAT_NR_RECORDS,
 };
 

@@ -547,20 +547,37 @@ HANDLER_INLINE void vmm_close(struct vcpustat_vmm_thread *t, __u64 ts)
 	}
 }
 
-/* The thread's state is now `state` from ts on; waiting: on cpu's run queue. */
-HANDLER_INLINE void vmm_enter(struct vcpustat_vmm_thread *t, __u8 state, __u64 ts, __u32 cpu)
+/*
+ * A VMM thread's state change as a record: at level vcpu only, where the
+ * host's threads are not recorded (level full has them all, these among them).
+ */
+HANDLER_INLINE void vmm_emit(const struct vcpustat_event *ev, const struct vcpustat_vmm_thread *t, __u8 state)
 {
+	if (env_record_level() == VCPUSTAT_LEVEL_VCPU)
+		emit(ev, t->tid, t->vm_tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_VMM, t->kind, state, 0, 0);
+}
+
+/* The thread's state is now `state` from ev->ts on; waiting: on cpu's run queue. */
+HANDLER_INLINE void vmm_enter(const struct vcpustat_event *ev, struct vcpustat_vmm_thread *t, __u8 state, __u32 cpu)
+{
+	__u64 ts = ev->ts;
+
 	vmm_close(t, ts);
 	waiter_end(t->tid, &t->wait_cpu, &t->wait_slot);
 	t->state = state;
 	t->since = ts;
 	if (state == VCPUSTAT_VMM_T_WAIT)
 		waiter_begin(t->tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, cpu, ts, &t->wait_cpu, &t->wait_slot);
+	vmm_emit(ev, t, state);
 }
 
 /* The thread exits, or becomes a vCPU: its last interval closes, it leaves the map. */
-HANDLER_INLINE void vmm_forget(struct vcpustat_vmm_thread *t, __u32 tid, __u64 ts)
+HANDLER_INLINE void vmm_forget(const struct vcpustat_event *ev, struct vcpustat_vmm_thread *t, __u32 tid)
 {
+	__u64 ts = ev->ts;
+
+	if (t->state != VCPUSTAT_VMM_T_UNKNOWN)
+		vmm_emit(ev, t, VCPUSTAT_VMM_T_UNKNOWN);
 	vmm_close(t, ts);
 	waiter_end(tid, &t->wait_cpu, &t->wait_slot);
 	env_tid_tracked(tid, false);
@@ -611,7 +628,7 @@ HANDLER_INLINE struct vcpustat_vcpu *vcpu_create(const struct vcpustat_event *ev
 	}
 	t = env_vmm_lookup(tid);
 	if (t)
-		vmm_forget(t, tid, ev->ts); /* it was taken for a VMM thread: it is a vCPU (its VM keeps its time) */
+		vmm_forget(ev, t, tid); /* it was taken for a VMM thread: it is a vCPU (its VM keeps its time) */
 
 	v = env_scratch_vcpu();
 	if (!v)
@@ -706,7 +723,7 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		if (runnable)
 			wait_begin(v, cpu, ev->ts);
 	} else if ((t = env_vmm_lookup(prev))) {
-		vmm_enter(t, runnable ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_SLEEP, ev->ts, cpu);
+		vmm_enter(ev, t, runnable ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_SLEEP, cpu);
 	}
 	v = env_vcpu_lookup(next);
 	if (v) {
@@ -716,7 +733,7 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		if (c)
 			occupant_begin(c, v, ev->ts);
 	} else if ((t = env_vmm_lookup(next))) {
-		vmm_enter(t, VCPUSTAT_VMM_T_RUN, ev->ts, cpu);
+		vmm_enter(ev, t, VCPUSTAT_VMM_T_RUN, cpu);
 	}
 	if (c)
 		c->curr_since = ev->ts;
@@ -842,7 +859,7 @@ HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 			wait_begin(v, (__u32)ev->arg0, ev->ts);
 	} else if ((t = env_vmm_lookup(tid)) && t->state == VCPUSTAT_VMM_T_SLEEP) {
 		/* not from UNKNOWN: a thread seeded while running may be woken before it sleeps */
-		vmm_enter(t, VCPUSTAT_VMM_T_WAIT, ev->ts, (__u32)ev->arg0);
+		vmm_enter(ev, t, VCPUSTAT_VMM_T_WAIT, (__u32)ev->arg0);
 	}
 	emit_host_wakeup(ev);
 }
@@ -905,7 +922,7 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 		struct vcpustat_vmm_thread *t = env_vmm_lookup(tid);
 
 		if (t)
-			vmm_forget(t, tid, ev->ts);
+			vmm_forget(ev, t, tid);
 	}
 	if (ev->arg0) {
 		vm = env_vm_lookup(tgid);

@@ -393,7 +393,7 @@ Test(filters, errors_name_the_filter_and_are_usage_errors)
 
 	RUN(&r, "report", path, "--tid", "999");
 	cr_assert_eq(r.status, 2);
-	cr_assert(strstr(r.err, "--tid 999: no vCPU or host thread of"), "%s", r.err);
+	cr_assert(strstr(r.err, "--tid 999: no vCPU, VMM or host thread of"), "%s", r.err);
 
 	RUN(&r, "report", path, "--pcpu", "9");
 	cr_assert_eq(r.status, 2);

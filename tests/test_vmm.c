@@ -7,7 +7,9 @@
  * against the kernel's own accounting (/proc/<tid>/schedstat).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -25,6 +27,7 @@
 #include "model/model.h"
 #include "record/record.h"
 #include "export/export.h"
+#include "sht/sht.h"
 
 #define VM 100
 #define VCPU 101
@@ -221,6 +224,86 @@ Test(vmm, user_space_replay_gives_the_same_tables)
 	vcpustat_snapshot_free(&a);
 	vcpustat_snapshot_free(&b);
 	replay_free(rp);
+}
+
+static json_t *vmm_kind(json_t *report, const char *kind)
+{
+	json_t *vm = json_array_get(json_object_get(report, "vms"), 0);
+
+	return json_object_get(json_object_get(vm, "vmm_threads"), kind);
+}
+
+#define ASSERT_VMM(doc, kind, nthreads, run, wait)                                                                     \
+	do {                                                                                                           \
+		json_t *k_ = vmm_kind(doc, kind);                                                                      \
+		cr_assert_not_null(k_, "vmm_threads.%s", kind);                                                       \
+		cr_assert_eq(json_integer_value(json_object_get(k_, "threads")), nthreads, "%s threads", kind);        \
+		cr_assert_eq(json_integer_value(json_object_get(k_, "run_ns")), run, "%s run_ns", kind);               \
+		cr_assert_eq(json_integer_value(json_object_get(k_, "wait_ns")), wait, "%s wait_ns", kind);            \
+	} while (0)
+
+/*
+ * A level-vcpu recording (no host threads) keeps the VMM threads' states
+ * (record VMM, /vms/<vm>/vmm/<tid>): report gives the kernel's figures for
+ * the whole file and for a window, without culprits, and says why.
+ */
+Test(vmm, a_level_vcpu_recording_keeps_their_time_for_any_window)
+{
+	char sht[] = "/tmp/vcpustat-vmm-XXXXXX.sht", args[512];
+	static char out[1 << 16];
+	json_t *doc;
+	int fd = mkstemps(sht, 4);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	scenario();
+	replay_to_sht(evs, nevs, VM, "vmmvm", 2000, sht);
+
+	doc = report_json(sht, "");
+	ASSERT_VMM(doc, "emulator", 1, 450, 150);
+	ASSERT_VMM(doc, "vhost", 1, 200, 0);
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(json_array_get(json_object_get(doc, "vms"), 0),
+								     "vmm_threads"),
+						    "culprits")),
+		     0);
+	cr_assert(json_is_false(json_object_get(doc, "culprits_recorded")));
+	json_decref(doc);
+
+	/* [420, 700): preempted 420..450, on a CPU 450..500, woken 600 and waiting (moved at 610) to 700 */
+	doc = report_json(sht, "--from 420 --to 700");
+	ASSERT_VMM(doc, "emulator", 1, 50, 30 + 100);
+	ASSERT_VMM(doc, "vhost", 0, 0, 0);
+	json_decref(doc);
+
+	/* --tid keeps the threads named (with a vCPU: a VM is shown for its vCPUs) */
+	doc = report_json(sht, "--tid 101 --tid 120");
+	ASSERT_VMM(doc, "emulator", 0, 0, 0);
+	ASSERT_VMM(doc, "vhost", 1, 200, 0);
+	json_decref(doc);
+
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "VMM THREADS"), "%s", out);
+	cr_assert_not_null(strstr(out, "who ran instead: not in a --level vcpu recording"), "%s", out);
+
+	/* the attributes: states as the host threads' at level full, the kind, and null once gone */
+	{
+		static const struct {
+			const char *at, *path, *value;
+			bool has;
+		} q[] = {
+			{ "650", "110/state", "wait", true },	  { "550", "110/state", "blocked", true },
+			{ "1100", "120/kind", "vhost", true },	  { "1400", "120/state", "blocked", false },
+		};
+
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			snprintf(args, sizeof(args), "query %s --at %s --path /vms/vmmvm/vmm/%s", sht, q[i].at, q[i].path);
+			cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+			cr_assert_eq(strstr(out, q[i].value) != NULL, q[i].has, "%s: %s %s: %s", args,
+				     q[i].has ? "expected" : "not expected (the worker exited at 1300)", q[i].value, out);
+		}
+	}
+	unlink(sht);
 }
 
 Test(vmm, a_vmm_thread_that_enters_kvm_becomes_a_vcpu)
@@ -438,4 +521,133 @@ Test(vmm_live, emulator_thread_run_and_wait_match_schedstat_and_name_the_culprit
 	}
 	summary_free(&s);
 	live_window_free(&w);
+}
+
+/* ---- a level-vcpu recording of a real VM's I/O thread ---- */
+
+static void rec_cleanup(void)
+{
+	proc_stop_all();
+	scratch_remove();
+}
+
+TestSuite(vmm_record, .fini = rec_cleanup, .timeout = 90);
+
+/* Run and wait time of the threads of process pid that are no vCPU (named "CPU n/KVM"); how many. */
+static int vmm_schedstat(pid_t pid, struct schedstat *sum)
+{
+	char path[64], comm[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	memset(sum, 0, sizeof(*sum));
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	cr_assert_not_null(d, "%s", path);
+	while ((de = readdir(d))) {
+		struct schedstat s;
+		char cpath[96];
+		FILE *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(cpath, sizeof(cpath), "%s/%s/comm", path, de->d_name);
+		f = fopen(cpath, "r");
+		if (!f || !fgets(comm, sizeof(comm), f)) {
+			if (f)
+				fclose(f);
+			continue;
+		}
+		fclose(f);
+		if (!strncmp(comm, "CPU ", 4) || read_schedstat(atoi(de->d_name), &s))
+			continue;
+		sum->run_ns += s.run_ns;
+		sum->wait_ns += s.wait_ns;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * `vcpustat record` at its default level while microvm runs a VM with an
+ * I/O thread pinned beside its busy vCPU: report's VMM THREADS over a window
+ * of the file equal the kernel's own accounting of the VM process's threads
+ * that are no vCPU (/proc/<tid>/schedstat), within 5 % of the window.
+ */
+Test(vmm_record, an_io_thread_recorded_at_level_vcpu_matches_schedstat)
+{
+	char sht[256], ready[256], win[96], mvm_bin[256], vcpustat[256];
+	struct schedstat s0, s1;
+	struct sht_reader *r;
+	struct vcpustat_error err = { 0 };
+	__u64 a0, a1, b0, b1, start;
+	double run_err, wait_err, window;
+	pid_t mvm, rec, vm_pid = 0;
+	json_t *doc, *k;
+	int n;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	snprintf(sht, sizeof(sht), "%s", scratch_file("vmmrec", "vmm.sht"));
+	snprintf(ready, sizeof(ready), "%s", scratch_file("vmmrec", "ready.json"));
+	snprintf(mvm_bin, sizeof(mvm_bin), "%s/bin/microvm", build_dir());
+	snprintf(vcpustat, sizeof(vcpustat), "%s/bin/vcpustat", build_dir());
+	{
+		char *argv[] = { mvm_bin, "--vcpus", "1", "--pin", "0", "--idle-us", "0", "--chunk-iters", "2000000",
+				 "--io-thread-us", "2000", "--duration", "12", "-name", "guest=iot", "--ready", ready,
+				 NULL };
+
+		mvm = proc_spawn(argv, NULL, NULL);
+	}
+	for (int i = 0; i < 300 && access(ready, F_OK); i++)
+		usleep(20000);
+	doc = json_load_file(ready, 0, NULL);
+	cr_assert_not_null(doc, "microvm is ready: %s", ready);
+	vm_pid = (pid_t)json_integer_value(json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "pid"));
+	json_decref(doc);
+	cr_assert_gt(vm_pid, 0);
+	{
+		char *argv[] = { vcpustat, "record", "-q", "-o", sht, "--duration", "7", NULL };
+
+		rec = proc_spawn(argv, NULL, scratch_file("vmmrec", "record.err"));
+	}
+	/* attached, and its first look for the VM's threads (every second) done */
+	for (int i = 0; i < 300 && access(sht, F_OK); i++)
+		usleep(20000);
+	sleep(2);
+	a0 = mono_ns();
+	n = vmm_schedstat(vm_pid, &s0);
+	a1 = mono_ns();
+	sleep(3);
+	b0 = mono_ns();
+	cr_assert_eq(vmm_schedstat(vm_pid, &s1), n);
+	b1 = mono_ns();
+	cr_assert_eq(proc_wait(rec), 0, "vcpustat record: %s", slurp_file(scratch_file("vmmrec", "record.err")));
+	proc_stop(mvm);
+
+	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+	start = sht_get_info(r)->mono_start_ns;
+	sht_close(r);
+	snprintf(win, sizeof(win), "--from %llu --to %llu", (unsigned long long)((a0 + a1) / 2 - start),
+		 (unsigned long long)((b0 + b1) / 2 - start));
+	window = (double)((b0 + b1) / 2 - (a0 + a1) / 2);
+	doc = report_json(sht, win);
+	k = vmm_kind(doc, "emulator");
+	cr_assert_not_null(k, "report %s has the VMM threads of a level-vcpu recording", win);
+	run_err = ((double)json_integer_value(json_object_get(k, "run_ns")) - (double)(s1.run_ns - s0.run_ns)) / window;
+	wait_err = ((double)json_integer_value(json_object_get(k, "wait_ns")) - (double)(s1.wait_ns - s0.wait_ns)) /
+		   window;
+	cr_log_info("%d threads of VM %d that are no vCPU, over %.3f s: run %.1f ms (schedstat %.1f, %+.2f %% of the "
+		    "window), wait %.1f ms (schedstat %.1f, %+.2f %%)",
+		    n, (int)vm_pid, window / 1e9, json_integer_value(json_object_get(k, "run_ns")) / 1e6,
+		    (s1.run_ns - s0.run_ns) / 1e6, run_err * 100, json_integer_value(json_object_get(k, "wait_ns")) / 1e6,
+		    (s1.wait_ns - s0.wait_ns) / 1e6, wait_err * 100);
+	cr_assert_geq(json_integer_value(json_object_get(k, "threads")), 1);
+	cr_assert_gt(s1.run_ns - s0.run_ns, window / 20, "the I/O thread ran");
+	cr_assert_gt(s1.wait_ns - s0.wait_ns, window / 100, "and waited behind the vCPU");
+	cr_assert_lt(fabs(run_err), 0.05, "run off by %.2f %% of the window", run_err * 100);
+	cr_assert_lt(fabs(wait_err), 0.05, "wait off by %.2f %% of the window", wait_err * 100);
+	json_decref(doc);
 }

@@ -32,9 +32,9 @@ static int parse(int argc, char **argv, struct record_args *r)
 	const struct cli_option options[] = {
 		{ "output", 'o', "FILE", "the .sht file (with rotation: the name of the series)", CLI_STRING,
 		  &r->so.rec.path },
-		{ "level", 'l', "LEVEL", "vcpu (default): vCPU states, exit reasons, pCPUs;\n"
-					 "full: also which thread runs on every CPU and the states\n"
-					 "of host threads (needed for culprits in reports)" },
+		{ "level", 'l', "LEVEL", "vcpu (default): vCPU states, exit reasons, pCPUs, the\n"
+					 "VMs' other threads; full: also which thread runs on every\n"
+					 "CPU and the states of host threads (needed for culprits)" },
 		{ "duration", 't', "D", "stop after D (1.5s, 250ms, 15m, 2h; a bare number is seconds)", CLI_DURATION,
 		  &r->lo.duration_ns, 1 },
 		{ "max-size", OPT_MAX_SIZE, "SIZE", "rotate when a file reaches SIZE (K, M, G suffixes)", CLI_SIZE,
@@ -116,6 +116,8 @@ int cmd_record(int argc, char **argv)
 	ret = parse(argc, argv, &r);
 	if (ret >= 0)
 		return ret;
+	/* level full records every host thread, these among them */
+	r.lo.seed_vmm = r.vo.record_level == VCPUSTAT_LEVEL_VCPU;
 	ret = cli_open_live(&vs, &r.vo, r.verbose, r.quiet);
 	if (ret)
 		return ret;

@@ -210,6 +210,7 @@ struct live_record_opts {
 	__u64 duration_ns;		/* 0: until *stop */
 	volatile const sig_atomic_t *stop; /* set by a signal handler */
 	unsigned int final_drain_s;
+	bool seed_vmm; /* look for the VMs' VMM threads every second (level vcpu: their records) */
 };
 
 struct live_record_result {

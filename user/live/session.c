@@ -71,13 +71,21 @@ static int final_drain(struct vcpustat *vs, struct ring_buffer *rb, unsigned int
 	return e > 0 ? 1 : e;
 }
 
-static void forget_maps(struct vcpustat *vs)
+/*
+ * One read of the maps for what a recording needs of them: forget the VMs
+ * that exited, and find the VMM threads of those seen so far (tracked from
+ * then on; at level vcpu their records are REC_VMM).
+ */
+static void tend_maps(struct vcpustat *vs, bool forget, bool seed)
 {
 	struct vcpustat_snapshot snap;
 
-	if (vcpustat_snapshot(vs, &snap)) /* also empties the table of dead vCPUs */
+	if ((!forget && !seed) || vcpustat_snapshot(vs, &snap)) /* also empties the table of dead vCPUs */
 		return;
-	forget_exited(vs, &snap);
+	if (forget)
+		forget_exited(vs, &snap);
+	if (seed)
+		vcpustat_seed_vmm(vs, &snap, NULL);
 	vcpustat_snapshot_free(&snap);
 }
 
@@ -134,8 +142,7 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 			 * kernel's tables fill and count losses that are not (the
 			 * records of a VM that exited are all in the ring buffer).
 			 */
-			if ((now - start) / 1000000000ull % LIVE_RECORD_FORGET_S == 0)
-				forget_maps(vs);
+			tend_maps(vs, (now - start) / 1000000000ull % LIVE_RECORD_FORGET_S == 0, o->seed_vmm);
 		}
 		if (o->duration_ns && now >= start + o->duration_ns)
 			break;

@@ -214,6 +214,10 @@ int summary_filter_check(struct sht_reader *r, const char *file, const struct su
 			if (pc != SHT_NO_ATTR)
 				want[pc] = any_pcpu = true;
 		}
+		/* its VMM threads (a level-vcpu recording's) */
+		for (uint32_t th = report_first_child(r, sht_attr_child(r, vm, "vmm")); th != SHT_NO_ATTR && !e;
+		     th = sht_attr_next_sibling(r, th))
+			e = seen_add(&tids, (uint32_t)strtoul(sht_attr_name(r, th), NULL, 10));
 	}
 	for (uint32_t th = report_first_child(r, sht_attr_child(r, host, "threads")); th != SHT_NO_ATTR && !e;
 	     th = sht_attr_next_sibling(r, th))
@@ -235,7 +239,7 @@ int summary_filter_check(struct sht_reader *r, const char *file, const struct su
 				   seen_text(&idx, list, sizeof(list)));
 	for (size_t i = 0; i < f->tids.n && !e; i++)
 		if (!seen_meets(&tids, f->tids.lo[i], f->tids.hi[i]))
-			e = verror(err, -ENOENT, "--tid %s: no vCPU or host thread of %s has that thread id",
+			e = verror(err, -ENOENT, "--tid %s: no vCPU, VMM or host thread of %s has that thread id",
 				   item_text(&f->tids, i, item, sizeof(item)), file);
 	if (f->pcpus.n && !e) {
 		bool met = false;

@@ -355,7 +355,8 @@ enum { VMM_EMULATOR = VCPUSTAT_VMM_EMULATOR, VMM_VHOST = VCPUSTAT_VMM_VHOST, VMM
 __u64 vmm_thread_ns(const struct vcpustat_vmm_thread *t, __u64 ts, bool wait);
 
 struct vmm_threads_summary {
-	bool known; /* live, or a recording that has the host's threads (--level full) */
+	bool known; /* live, or a recording that has the host's threads (--level full) or its VMM threads' */
+	bool no_culprits; /* a level-vcpu recording: who ran instead is not recorded */
 	unsigned int threads[VMM_NR_KINDS]; /* that ran or waited in the window */
 	__u64 run_ns[VMM_NR_KINDS], wait_ns[VMM_NR_KINDS];
 	struct culprit_summary *culprits; /* by ns, descending; share: of all their waiting */

@@ -1060,6 +1060,7 @@ static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint6
 static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind, struct vm_summary *vs,
 		      struct cpu_runs *cr, struct hashmap *acc, struct vcpustat_error *err)
 {
+	/* acc NULL: a level-vcpu recording, without the host's CPUs to tell who ran instead */
 	struct sht_interval *iv = NULL;
 	bool seen = false;
 	size_t n = 0;
@@ -1077,6 +1078,8 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 		} else if (!strcmp(iv[i].value.s, "preempted") || !strcmp(iv[i].value.s, "wait")) {
 			vs->vmm.wait_ns[kind] += b - a;
 			seen = true;
+			if (!acc)
+				continue;
 			cpu = cpu_of(r, cr, tid, iv[i].end, err, &e);
 			if (cpu < 0 && !e && iv[i].start)
 				cpu = cpu_of(r, cr, tid, iv[i].start - 1, err, &e);
@@ -1133,6 +1136,45 @@ static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_r
 	if (!e && vs->vmm.nr_culprits > 1)
 		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), by_ns_desc);
 	hashmap_free(&acc);
+	return e;
+}
+
+/* Is the first value of attr the string want? */
+static bool first_str_is(struct sht_reader *r, uint32_t attr, const char *want)
+{
+	const struct sht_info *info = sht_get_info(r);
+	struct sht_interval *iv = NULL;
+	bool is = false;
+	size_t n;
+
+	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, info->start, info->end, &iv, &n, NULL))
+		return false;
+	for (size_t i = 0; i < n && !is; i++)
+		is = iv[i].value.type == SHT_STR && !strcmp(iv[i].value.s, want);
+	free(iv);
+	return is;
+}
+
+/*
+ * A level-vcpu recording's VMM threads (/vms/<vm>/vmm/<tid>, record VMM):
+ * their time on a CPU and waiting, without who ran instead (that needs the
+ * host's CPUs: --level full).
+ */
+static int vmm_threads_recorded(struct sht_reader *r, uint32_t vmm, struct vm_summary *vs, struct cpu_runs *cr,
+				const struct id_set *tids, struct vcpustat_error *err)
+{
+	int e = 0;
+
+	vs->vmm.known = true;
+	vs->vmm.no_culprits = true;
+	for (uint32_t th = report_first_child(r, vmm); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
+		uint32_t tid = (uint32_t)atoi(sht_attr_name(r, th));
+
+		if (id_set_has(tids, tid))
+			e = vmm_thread(r, th, tid,
+				       first_str_is(r, sht_attr_child(r, th, "kind"), "vhost") ? VMM_VHOST : VMM_EMULATOR,
+				       vs, cr, NULL, err);
+	}
 	return e;
 }
 
@@ -1516,6 +1558,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 				e = verror(err, -ENOMEM, "out of memory");
 			if (!e)
 				e = vmm_threads(r, vs, &cr, &vcpu_of_tid, ht, nht, f ? &f->tids : NULL, err);
+		} else if (!e && sht_attr_child(r, vm, "vmm") != SHT_NO_ATTR && !(f && f->vcpus.n) && !(f && f->pcpus.n)) {
+			e = vmm_threads_recorded(r, sht_attr_child(r, vm, "vmm"), vs, &cr, f ? &f->tids : NULL, err);
 		}
 		hashmap_free(&exits);
 		hashmap_free(&uexits);

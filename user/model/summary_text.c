@@ -159,6 +159,8 @@ static void print_vmm_threads(FILE *f, const struct summary *s, const struct vm_
 			all ? 100.0 * (double)vm->vmm.wait_ns[k] / (double)all : 0.0);
 	}
 	(void)s;
+	if (vm->vmm.no_culprits && (vm->vmm.wait_ns[VMM_EMULATOR] || vm->vmm.wait_ns[VMM_VHOST]))
+		fprintf(f, "      who ran instead: not in a --level vcpu recording (record --level full)\n");
 	for (size_t c = 0; c < vm->vmm.nr_culprits && (!top || c < top); c++)
 		print_culprit(f, "      ", &vm->vmm.culprits[c]);
 }

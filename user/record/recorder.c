@@ -85,6 +85,7 @@ struct recorder {
 	size_t nattrs;
 	struct hashmap vcpus;	/* tid -> struct vcpu_attrs */
 	struct hashmap threads; /* tid -> struct thread_attrs */
+	struct hashmap vmm;	/* tid -> struct thread_attrs of a VMM thread (level vcpu): state, name, kind */
 	struct hashmap cpus;	/* cpu -> size_t attr index of current_tid */
 	struct hashmap vms;	/* tgid -> char[64] path name */
 	struct hashmap vm_names; /* char[64] path name -> tgid */
@@ -606,6 +607,45 @@ static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_
 	return hashmap_lookup(&r->threads, &tid);
 }
 
+/* A VMM thread of a level-vcpu recording (REC_VMM): /vms/<vm>/vmm/<tid>/{state,kind,name}. */
+static struct thread_attrs *vmm_get(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, int *err)
+{
+	static const char *const kind[VCPUSTAT_NR_VMM_KINDS] = { "emulator", "vhost" };
+	struct thread_attrs *ta = hashmap_lookup(&r->vmm, &rec->tid), fresh;
+	const char *vm = vm_path_name(r, rec->tgid), *name = NULL;
+	uint32_t tgid = 0;
+	char path[512];
+
+	*err = 0;
+	if (ta)
+		return ta;
+	if (!vm || rec->from >= VCPUSTAT_NR_VMM_KINDS) {
+		*err = vm ? -EINVAL : -ENOMEM;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/state", vm, rec->tid);
+	*err = attr_new(r, path, &fresh.state);
+	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/kind", vm, rec->tid);
+	if (!*err)
+		*err = attr_new(r, path, &fresh.pid);
+	if (!*err)
+		*err = set_str(r, fresh.pid, t, intern(r, kind[rec->from]));
+	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/name", vm, rec->tid);
+	if (!*err)
+		*err = attr_new(r, path, &fresh.name);
+	if (!*err && r->o.thread_name)
+		name = r->o.thread_name(r->o.ctx, rec->tid, &tgid);
+	if (!*err && name)
+		*err = set_str(r, fresh.name, t, intern(r, name));
+	if (!*err)
+		*err = vm_pid_attr(r, rec->tgid, t);
+	if (*err || hashmap_update(&r->vmm, &rec->tid, &fresh)) {
+		*err = *err ? *err : -ENOMEM;
+		return NULL;
+	}
+	return hashmap_lookup(&r->vmm, &rec->tid);
+}
+
 static int cpu_attr(struct recorder *r, uint32_t cpu, size_t *idx)
 {
 	size_t *hit = hashmap_lookup(&r->cpus, &cpu);
@@ -721,6 +761,24 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		struct thread_attrs *th = thread_get(r, rec->tid, t, &e);
 
 		return th ? set_str(r, th->state, t, r->s_wait) : e;
+	}
+	case VCPUSTAT_REC_VMM: { /* its state; UNKNOWN: it exited or became a vCPU, and its attributes end */
+		struct thread_attrs *th = vmm_get(r, rec, t, &e);
+		const char *st = rec->to == VCPUSTAT_VMM_T_RUN ? r->s_running :
+				 rec->to == VCPUSTAT_VMM_T_WAIT ? r->s_wait :
+				 rec->to == VCPUSTAT_VMM_T_SLEEP ? r->s_blocked : NULL;
+
+		if (!th)
+			return e;
+		if (st)
+			return set_str(r, th->state, t, st);
+		e = set_null(r, th->state, t);
+		if (!e)
+			e = set_null(r, th->name, t);
+		if (!e)
+			e = set_null(r, th->pid, t);
+		hashmap_delete(&r->vmm, &rec->tid);
+		return e;
 	}
 	default:
 		break;
@@ -1079,6 +1137,7 @@ static void recorder_free(struct recorder *r)
 	hashmap_free(&r->reason_names);
 	hashmap_free(&r->vcpus);
 	hashmap_free(&r->threads);
+	hashmap_free(&r->vmm);
 	hashmap_free(&r->cpus);
 	hashmap_free(&r->vms);
 	hashmap_free(&r->vm_names);
@@ -1108,6 +1167,8 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	e = hashmap_init(&r->vcpus, sizeof(uint32_t), sizeof(struct vcpu_attrs), 0);
 	if (!e)
 		e = hashmap_init(&r->threads, sizeof(uint32_t), sizeof(struct thread_attrs), 0);
+	if (!e)
+		e = hashmap_init(&r->vmm, sizeof(uint32_t), sizeof(struct thread_attrs), 0);
 	if (!e)
 		e = hashmap_init(&r->cpus, sizeof(uint32_t), sizeof(size_t), 0);
 	if (!e)
