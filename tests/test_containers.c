@@ -80,6 +80,82 @@ Test(containers, each_layout_names_its_runtime_container_and_pod)
 	}
 }
 
+/* A runtime's OCI bundle of container id under run: its config.json with these annotations (JSON text). */
+static void bundle(const char *run, const char *dir_fmt, const char *id, const char *json)
+{
+	char path[512], cmd[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), dir_fmt, run, id);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+	cr_assert_eq(system(cmd), 0);
+	strncat(path, "/config.json", sizeof(path) - strlen(path) - 1);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(json, f);
+	fclose(f);
+}
+
+/*
+ * The Kubernetes names of a container from its runtime's bundle on this host
+ * (containerd's CRI annotations; CRI-O's): in the label, the JSON and the
+ * --cgroup patterns; a bundle that does not parse, or has no annotations,
+ * names nothing and breaks nothing.
+ */
+Test(containers, pod_and_container_names_come_from_the_runtime_bundle)
+{
+#define CID2 "aa2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
+#define CID3 "bb2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
+#define CID4 "cc2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
+	static const char pods[] = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/";
+	char run[] = "/tmp/vcpustat-run-XXXXXX", path[512], label[320], cmd[600];
+	struct container_ref c;
+	json_t *j;
+
+	cr_assert_not_null(mkdtemp(run));
+	setenv("VCPUSTAT_RUN_DIR", run, 1);
+	bundle(run, "%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s", CID2,
+	       "{\"ociVersion\": \"1.1.0\", \"annotations\": {\"io.kubernetes.cri.container-type\": \"container\", "
+	       "\"io.kubernetes.cri.container-name\": \"compute\", \"io.kubernetes.cri.sandbox-name\": "
+	       "\"virt-launcher-web1-x7k2p\", \"io.kubernetes.cri.sandbox-namespace\": \"prod\"}}");
+	bundle(run, "%s/containers/storage/overlay-containers/%s/userdata", CID3,
+	       "{\"annotations\": {\"io.kubernetes.pod.name\": \"kata-db\", \"io.kubernetes.pod.namespace\": \"data\", "
+	       "\"io.kubernetes.container.name\": \"db\"}}");
+	bundle(run, "%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s", CID4, "{\"annotations\": [1, 2");
+
+	snprintf(path, sizeof(path), "%scri-containerd-%s.scope", pods, CID2);
+	cr_assert(cgroup_container(path, &c));
+	cr_assert_str_eq(c.pod_name, "virt-launcher-web1-x7k2p");
+	cr_assert_str_eq(c.pod_namespace, "prod");
+	cr_assert_str_eq(c.name, "compute");
+	cr_assert_str_eq(container_label(&c, label, sizeof(label)),
+			 "pod prod/virt-launcher-web1-x7k2p compute (containerd aa2a0b1c2d3e)");
+	j = container_json(path);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "pod_name")), "virt-launcher-web1-x7k2p");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "namespace")), "prod");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "name")), "compute");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "pod")), UID, "the uid stays");
+	json_decref(j);
+	cr_assert(cgroup_matches("virt-launcher-web1-*", path), "the pod's name");
+	cr_assert(cgroup_matches("compute", path), "the container's name");
+	cr_assert(cgroup_matches("pod prod/*", path), "a glob of the label");
+	cr_assert_not(cgroup_matches("virt-launcher-web2-*", path), "another pod");
+
+	snprintf(path, sizeof(path), "%scrio-%s.scope", pods, CID3);
+	cr_assert(cgroup_container(path, &c));
+	cr_assert_str_eq(container_label(&c, label, sizeof(label)), "pod data/kata-db db (cri-o bb2a0b1c2d3e)");
+
+	/* a bundle that does not parse, and a container without one: the uid and id, as before */
+	snprintf(path, sizeof(path), "%scri-containerd-%s.scope", pods, CID4);
+	cr_assert(cgroup_container(path, &c));
+	cr_assert_str_eq(container_label(&c, label, sizeof(label)), "pod " UID " containerd cc2a0b1c2d3e");
+	cr_assert_str_eq(cgroup_label(layouts[0].path, label, sizeof(label)), layouts[0].label);
+
+	unsetenv("VCPUSTAT_RUN_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", run);
+	cr_assert_eq(system(cmd), 0);
+}
+
 Test(containers, proc_cgroup_text_gives_the_v2_path_else_the_v1_one)
 {
 	static const struct {

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,7 +277,93 @@ bool cgroup_container(const char *path, struct container_ref *c)
 		}
 		s += n;
 	}
+	if (c->runtime[0] && hex_id(c->id, strlen(c->id)))
+		container_names(c);
 	return c->runtime[0] || c->pod[0];
+}
+
+/* ---- Kubernetes names from the runtime's OCI bundle ---- */
+
+struct names_entry {
+	char id[72];
+	bool found;
+	char pod_name[128], pod_namespace[64], name[64];
+};
+
+#define NAMES_CACHE 128
+
+static struct names_entry names_cache[NAMES_CACHE];
+static size_t names_next;
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The first of the annotation keys that config.json's "annotations" has, into out. */
+static void annotation(json_t *ann, const char *const keys[2], char *out, size_t len)
+{
+	for (int i = 0; i < 2; i++) {
+		const char *v = json_string_value(json_object_get(ann, keys[i]));
+
+		if (v && *v) {
+			snprintf(out, len, "%s", v);
+			return;
+		}
+	}
+}
+
+/* Look the bundle of container id up (containerd's CRI, then CRI-O): e->found. */
+static void names_lookup(const char *id, struct names_entry *e)
+{
+	/* containerd's CRI plugin, then CRI-O (kubelet's labels, which CRI-O keeps as annotations) */
+	static const char *const pod_keys[2] = { "io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name" };
+	static const char *const ns_keys[2] = { "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace" };
+	static const char *const ctr_keys[2] = { "io.kubernetes.cri.container-name", "io.kubernetes.container.name" };
+	static const char *const bundle[2] = { "%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s/config.json",
+					       "%s/containers/storage/overlay-containers/%s/userdata/config.json" };
+	const char *run = getenv("VCPUSTAT_RUN_DIR");
+	char path[512];
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	for (int b = 0; b < 2 && !e->found; b++) {
+		json_t *doc, *ann;
+
+		snprintf(path, sizeof(path), bundle[b], run && *run ? run : "/run", id);
+		if (access(path, R_OK))
+			continue;
+		/* a file that does not parse names nothing: the names are a help, not the data */
+		doc = json_load_file(path, 0, NULL);
+		ann = json_object_get(doc, "annotations");
+		if (json_is_object(ann)) {
+			annotation(ann, pod_keys, e->pod_name, sizeof(e->pod_name));
+			annotation(ann, ns_keys, e->pod_namespace, sizeof(e->pod_namespace));
+			annotation(ann, ctr_keys, e->name, sizeof(e->name));
+			e->found = e->pod_name[0] || e->name[0];
+		}
+		json_decref(doc);
+	}
+}
+
+bool container_names(struct container_ref *c)
+{
+	struct names_entry *e = NULL;
+	bool found;
+
+	pthread_mutex_lock(&names_lock);
+	for (size_t i = 0; i < NAMES_CACHE && !e; i++)
+		if (names_cache[i].id[0] && !strcmp(names_cache[i].id, c->id))
+			e = &names_cache[i];
+	if (!e) { /* a new container: its bundle read once, the oldest entry making room */
+		e = &names_cache[names_next];
+		names_next = (names_next + 1) % NAMES_CACHE;
+		names_lookup(c->id, e);
+	}
+	found = e->found;
+	if (found) {
+		snprintf(c->pod_name, sizeof(c->pod_name), "%s", e->pod_name);
+		snprintf(c->pod_namespace, sizeof(c->pod_namespace), "%s", e->pod_namespace);
+		snprintf(c->name, sizeof(c->name), "%s", e->name);
+	}
+	pthread_mutex_unlock(&names_lock);
+	return found;
 }
 
 const char *container_label(const struct container_ref *c, char *buf, size_t len)
@@ -285,7 +372,10 @@ const char *container_label(const struct container_ref *c, char *buf, size_t len
 	/* container ids as docker ps shows them: 12 digits */
 	int idl = hex ? 12 : (int)strlen(c->id);
 
-	if (c->pod[0] && c->id[0])
+	if (c->pod_name[0]) /* named by the runtime: "pod default/virt-launcher-vm1 compute (containerd 0123456789ab)" */
+		snprintf(buf, len, "pod %s%s%s%s%s (%s %.*s)", c->pod_namespace, c->pod_namespace[0] ? "/" : "",
+			 c->pod_name, c->name[0] ? " " : "", c->name, c->runtime, idl, c->id);
+	else if (c->pod[0] && c->id[0])
 		snprintf(buf, len, "pod %s %s %.*s", c->pod, c->runtime, idl, c->id);
 	else if (c->pod[0])
 		snprintf(buf, len, "pod %s", c->pod);
@@ -309,7 +399,7 @@ const char *cgroup_label(const char *path, char *buf, size_t len)
 bool cgroup_matches(const char *pattern, const char *cgroup)
 {
 	struct container_ref c;
-	char label[200];
+	char label[320];
 	size_t pl = strlen(pattern);
 
 	if (!cgroup || !cgroup[0])
@@ -319,6 +409,7 @@ bool cgroup_matches(const char *pattern, const char *cgroup)
 	if (!cgroup_container(cgroup, &c))
 		return false;
 	if ((c.id[0] && !fnmatch(pattern, c.id, 0)) || (c.pod[0] && !fnmatch(pattern, c.pod, 0)) ||
+	    (c.pod_name[0] && !fnmatch(pattern, c.pod_name, 0)) || (c.name[0] && !fnmatch(pattern, c.name, 0)) ||
 	    !fnmatch(pattern, container_label(&c, label, sizeof(label)), 0))
 		return true;
 	return pl >= 4 && hex_id(c.id, strlen(c.id)) && !strncmp(c.id, pattern, pl);

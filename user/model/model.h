@@ -210,6 +210,8 @@ struct container_ref {
 			     not named), "libvirt", "lxc"; "" if none */
 	char id[72];	  /* the container's id (hex) or the machine's name */
 	char pod[40];	  /* the Kubernetes pod's uid, "" if none */
+	/* from the runtime's OCI bundle on this host (containerd's CRI, CRI-O), "" if not found */
+	char pod_name[128], pod_namespace[64], name[64];
 };
 
 /*
@@ -218,6 +220,13 @@ struct container_ref {
  * podman, CRI-O and containerd scopes, libvirt machines, LXC. true if it names one.
  */
 bool cgroup_container(const char *path, struct container_ref *c);
+/*
+ * The Kubernetes names of c (pod, namespace, container) when its runtime's
+ * bundle is on this host: <run>/containerd/io.containerd.runtime.v2.task/k8s.io/<id>/config.json
+ * (containerd) or <run>/containers/storage/overlay-containers/<id>/userdata/config.json
+ * (CRI-O), <run> = $VCPUSTAT_RUN_DIR or /run. Cached by id; true if named.
+ */
+bool container_names(struct container_ref *c);
 /* "pod <uid> containerd 0123456789ab", "docker 0123456789ab", "libvirt web": ids cut to 12 digits. */
 const char *container_label(const struct container_ref *c, char *buf, size_t len);
 /*

@@ -122,6 +122,12 @@ json_t *container_json(const char *cgroup)
 		json_object_set_new(o, "id", json_string(c.id));
 	if (c.pod[0])
 		json_object_set_new(o, "pod", json_string(c.pod));
+	if (c.pod_name[0])
+		json_object_set_new(o, "pod_name", json_string(c.pod_name));
+	if (c.pod_namespace[0])
+		json_object_set_new(o, "namespace", json_string(c.pod_namespace));
+	if (c.name[0])
+		json_object_set_new(o, "name", json_string(c.name));
 	return o;
 }
 

@@ -339,7 +339,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			summary_per_s(s, vm->migrations));
 		if (vm->cgroup[0] && strcmp(vm->cgroup, "/")) {
 			struct container_ref c;
-			char label[160];
+			char label[320];
 
 			if (cgroup_container(vm->cgroup, &c))
 				fprintf(f, "  %s, cgroup %s\n", container_label(&c, label, sizeof(label)), vm->cgroup);
