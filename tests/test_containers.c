@@ -378,6 +378,26 @@ Test(containers, report_names_the_vm_pod_and_the_culprit_cgroup)
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "  pod " UID " containerd 4f2a0b1c2d3e, cgroup " POD_CG "\n"), "%s", out);
 	cr_assert(strstr(out, "hog") && strstr(strstr(out, "hog"), HOG_CG), "%s", out);
+
+	/* on a host with the container's bundle: the pod's and the container's names, and --cgroup by them */
+	{
+		char run[] = "/tmp/vcpustat-run-XXXXXX", cmd[600];
+
+		cr_assert_not_null(mkdtemp(run));
+		bundle(run, "%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s", CID,
+		       "{\"annotations\": {\"io.kubernetes.cri.container-name\": \"compute\", "
+		       "\"io.kubernetes.cri.sandbox-name\": \"virt-launcher-web-4hx9q\", "
+		       "\"io.kubernetes.cri.sandbox-namespace\": \"default\"}}");
+		snprintf(args, sizeof(args), "report %s --cgroup 'virt-launcher-web-*'", sht);
+		setenv("VCPUSTAT_RUN_DIR", run, 1);
+		cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+		unsetenv("VCPUSTAT_RUN_DIR");
+		cr_assert(strstr(out, "  pod default/virt-launcher-web-4hx9q compute (containerd 4f2a0b1c2d3e), cgroup " POD_CG
+				      "\n"),
+			  "%s", out);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", run);
+		cr_assert_eq(system(cmd), 0);
+	}
 	unlink(sht);
 }
 
