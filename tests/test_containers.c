@@ -401,6 +401,51 @@ Test(containers, report_names_the_vm_pod_and_the_culprit_cgroup)
 	unlink(sht);
 }
 
+/*
+ * Recorded where the runtime's bundle was, reported where it is not: the
+ * names come from the recording (/vms/<vm>/pod_name, pod_namespace,
+ * container_name), in text and JSON.
+ */
+Test(containers, a_recording_keeps_the_names_its_host_gave)
+{
+	static char out[1 << 16];
+	char run[] = "/tmp/vcpustat-run-XXXXXX", cmd[600], args[512], *sht;
+	json_t *j, *vm, *c;
+
+	cr_assert_not_null(mkdtemp(run));
+	bundle(run, "%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s", CID,
+	       "{\"annotations\": {\"io.kubernetes.cri.container-name\": \"compute\", "
+	       "\"io.kubernetes.cri.sandbox-name\": \"virt-launcher-web-4hx9q\", "
+	       "\"io.kubernetes.cri.sandbox-namespace\": \"default\"}}");
+	setenv("VCPUSTAT_RUN_DIR", run, 1);
+	sht = pod_recording(); /* replay, here with the bundle */
+	unsetenv("VCPUSTAT_RUN_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", run);
+	cr_assert_eq(system(cmd), 0);
+	one_value(sht, "/vms/web/pod_name", "virt-launcher-web-4hx9q", 0);
+	one_value(sht, "/vms/web/pod_namespace", "default", 0);
+	one_value(sht, "/vms/web/container_name", "compute", 0);
+
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "  pod default/virt-launcher-web-4hx9q compute (containerd 4f2a0b1c2d3e), cgroup " POD_CG
+			      "\n"),
+		  "%s", out);
+	snprintf(args, sizeof(args), "report %s -j", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	j = json_loads(out, 0, NULL);
+	cr_assert_not_null(j, "%s", out);
+	vm = json_array_get(json_object_get(j, "vms"), 0);
+	if (vm && strcmp(json_string_value(json_object_get(vm, "vm")), "web"))
+		vm = json_array_get(json_object_get(j, "vms"), 1);
+	c = json_object_get(vm, "container");
+	cr_assert_str_eq(json_string_value(json_object_get(c, "pod_name")), "virt-launcher-web-4hx9q", "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(c, "name")), "compute");
+	cr_assert_str_eq(json_string_value(json_object_get(c, "pod")), UID);
+	json_decref(j);
+	unlink(sht);
+}
+
 Test(containers, cgroup_patterns_match_the_path_or_what_it_names)
 {
 	static const char db[] = "/machine.slice/machine-qemu\\x2d1\\x2ddb.scope";

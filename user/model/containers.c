@@ -386,6 +386,18 @@ const char *container_label(const struct container_ref *c, char *buf, size_t len
 	return buf;
 }
 
+bool vm_container(const struct vm_summary *vm, struct container_ref *c)
+{
+	if (!cgroup_container(vm->cgroup, c))
+		return false;
+	if (!c->pod_name[0] && !c->name[0]) { /* not on this host: as the recording host's runtime named it */
+		snprintf(c->pod_name, sizeof(c->pod_name), "%s", vm->pod_name);
+		snprintf(c->pod_namespace, sizeof(c->pod_namespace), "%s", vm->pod_namespace);
+		snprintf(c->name, sizeof(c->name), "%s", vm->container_name);
+	}
+	return true;
+}
+
 const char *cgroup_label(const char *path, char *buf, size_t len)
 {
 	struct container_ref c;

@@ -239,6 +239,11 @@ bool cgroup_matches(const char *pattern, const char *cgroup);
 const char *cgroup_label(const char *path, char *buf, size_t len);
 /* The container a cgroup path names as JSON, {"runtime", "id", "pod"} (each where known), or null (summary_json.c). */
 json_t *container_json(const char *cgroup);
+struct vm_summary;
+/* A VM's container: its cgroup's, named by this host's runtime, else by what its recording kept. */
+bool vm_container(const struct vm_summary *vm, struct container_ref *c);
+/* The same as JSON, or null. */
+json_t *vm_container_json(const struct vm_summary *vm);
 
 /*
  * ---- summary.c: the window model ----
@@ -398,6 +403,8 @@ struct vm_summary {
 	char name[64];
 	char cgroup[256]; /* the VMM process's cgroup (cgroup_from_proc()), "" if unknown */
 	__u64 pidns;	  /* its PID namespace's inode, 0 if unknown */
+	/* reports: the Kubernetes names the recording host's runtime gave (/vms/<vm>/pod_name ...), "" if none */
+	char pod_name[128], pod_namespace[64], container_name[64];
 	bool exited;
 	struct vcpu_summary *vcpus; /* sorted by index */
 	size_t nr_vcpus;

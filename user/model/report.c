@@ -1139,20 +1139,23 @@ static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_r
 	return e;
 }
 
-/* Is the first value of attr the string want? */
-static bool first_str_is(struct sht_reader *r, uint32_t attr, const char *want)
+/* The first string value of attr into buf ("" if none). */
+static const char *first_str(struct sht_reader *r, uint32_t attr, char *buf, size_t len)
 {
 	const struct sht_info *info = sht_get_info(r);
 	struct sht_interval *iv = NULL;
-	bool is = false;
 	size_t n;
 
+	buf[0] = '\0';
 	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, info->start, info->end, &iv, &n, NULL))
-		return false;
-	for (size_t i = 0; i < n && !is; i++)
-		is = iv[i].value.type == SHT_STR && !strcmp(iv[i].value.s, want);
+		return buf;
+	for (size_t i = 0; i < n; i++)
+		if (iv[i].value.type == SHT_STR) {
+			snprintf(buf, len, "%s", iv[i].value.s);
+			break;
+		}
 	free(iv);
-	return is;
+	return buf;
 }
 
 /*
@@ -1169,10 +1172,13 @@ static int vmm_threads_recorded(struct sht_reader *r, uint32_t vmm, struct vm_su
 	vs->vmm.no_culprits = true;
 	for (uint32_t th = report_first_child(r, vmm); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
 		uint32_t tid = (uint32_t)atoi(sht_attr_name(r, th));
+		char kind[16];
 
 		if (id_set_has(tids, tid))
 			e = vmm_thread(r, th, tid,
-				       first_str_is(r, sht_attr_child(r, th, "kind"), "vhost") ? VMM_VHOST : VMM_EMULATOR,
+				       !strcmp(first_str(r, sht_attr_child(r, th, "kind"), kind, sizeof(kind)), "vhost") ?
+					       VMM_VHOST :
+					       VMM_EMULATOR,
 				       vs, cr, NULL, err);
 	}
 	return e;
@@ -1467,6 +1473,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		snprintf(vs->name, sizeof(vs->name), "%s", sht_attr_name(r, vm));
 		snprintf(vs->cgroup, sizeof(vs->cgroup), "%s", proc.cgroup);
 		vs->pidns = proc.pidns;
+		first_str(r, sht_attr_child(r, vm, "pod_name"), vs->pod_name, sizeof(vs->pod_name));
+		first_str(r, sht_attr_child(r, vm, "pod_namespace"), vs->pod_namespace, sizeof(vs->pod_namespace));
+		first_str(r, sht_attr_child(r, vm, "container_name"), vs->container_name, sizeof(vs->container_name));
 		vs->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
 		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);

@@ -107,28 +107,39 @@ static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, c
 	return o;
 }
 
-/* The container a cgroup path names: {"runtime", "id", "pod"}, or null. */
+/* A container as JSON: {"runtime", "id", "pod", "pod_name", "namespace", "name"}, each where known. */
+static json_t *container_ref_json(const struct container_ref *c)
+{
+	json_t *o = json_object();
+
+	if (c->runtime[0])
+		json_object_set_new(o, "runtime", json_string(c->runtime));
+	if (c->id[0])
+		json_object_set_new(o, "id", json_string(c->id));
+	if (c->pod[0])
+		json_object_set_new(o, "pod", json_string(c->pod));
+	if (c->pod_name[0])
+		json_object_set_new(o, "pod_name", json_string(c->pod_name));
+	if (c->pod_namespace[0])
+		json_object_set_new(o, "namespace", json_string(c->pod_namespace));
+	if (c->name[0])
+		json_object_set_new(o, "name", json_string(c->name));
+	return o;
+}
+
+/* The container a cgroup path names, or null. */
 json_t *container_json(const char *cgroup)
 {
 	struct container_ref c;
-	json_t *o;
 
-	if (!cgroup || !cgroup_container(cgroup, &c))
-		return json_null();
-	o = json_object();
-	if (c.runtime[0])
-		json_object_set_new(o, "runtime", json_string(c.runtime));
-	if (c.id[0])
-		json_object_set_new(o, "id", json_string(c.id));
-	if (c.pod[0])
-		json_object_set_new(o, "pod", json_string(c.pod));
-	if (c.pod_name[0])
-		json_object_set_new(o, "pod_name", json_string(c.pod_name));
-	if (c.pod_namespace[0])
-		json_object_set_new(o, "namespace", json_string(c.pod_namespace));
-	if (c.name[0])
-		json_object_set_new(o, "name", json_string(c.name));
-	return o;
+	return cgroup && cgroup_container(cgroup, &c) ? container_ref_json(&c) : json_null();
+}
+
+json_t *vm_container_json(const struct vm_summary *vm)
+{
+	struct container_ref c;
+
+	return vm_container(vm, &c) ? container_ref_json(&c) : json_null();
 }
 
 /* "cgroup", "container" and "pidns" of a VM or a thread (pidns only if known). */
@@ -217,6 +228,7 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 
 		o = json_pack("{s:s, s:I, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid, "exited", vm->exited);
 		cgroup_fields(o, vm->cgroup, vm->pidns);
+		json_object_set_new(o, "container", vm_container_json(vm));
 		json_object_set_new(o, "ns", states_json(vm->ns));
 		json_object_set_new(o, "share", shares_json(vm->ns));
 		json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, vm->preemptions)));

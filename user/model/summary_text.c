@@ -341,7 +341,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 			struct container_ref c;
 			char label[320];
 
-			if (cgroup_container(vm->cgroup, &c))
+			if (vm_container(vm, &c))
 				fprintf(f, "  %s, cgroup %s\n", container_label(&c, label, sizeof(label)), vm->cgroup);
 			else
 				fprintf(f, "  cgroup %s\n", vm->cgroup);

@@ -489,6 +489,38 @@ static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, ui
 	return e;
 }
 
+/*
+ * Under vm ("/vms/<vm>"): the Kubernetes names this host's container runtime
+ * gives the VM's container (pod_name, pod_namespace, container_name), so that
+ * a report made elsewhere, or after the pod is gone, still names it.
+ */
+static int k8s_attrs(struct recorder *r, const char *vm, uint32_t tgid, uint64_t t)
+{
+	const char *leaf[3] = { "pod_name", "pod_namespace", "container_name" }, *cg;
+	struct container_ref c;
+	uint64_t pidns = 0;
+	char path[512];
+	int e = 0;
+
+	if (!r->o.cgroup || !(cg = r->o.cgroup(r->o.ctx, tgid, &pidns)) || !cgroup_container(cg, &c))
+		return 0;
+	{
+		const char *v[3] = { c.pod_name, c.pod_namespace, c.name };
+
+		for (int i = 0; i < 3 && !e; i++) {
+			size_t idx;
+
+			if (!v[i][0])
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", vm, leaf[i]);
+			e = attr_new(r, path, &idx);
+			if (!e)
+				e = set_str(r, idx, t, intern(r, v[i]));
+		}
+	}
+	return e;
+}
+
 static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 {
 	char path[512], vm[300];
@@ -503,7 +535,9 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 	e = attr_new(r, path, &idx);
 	if (!e)
 		e = set_int(r, idx, t, tgid);
-	return e ? e : cgroup_attrs(r, vm, tgid, t);
+	if (!e)
+		e = cgroup_attrs(r, vm, tgid, t);
+	return e ? e : k8s_attrs(r, vm, tgid, t);
 }
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
