@@ -354,7 +354,7 @@ static void assert_formats_agree(const struct metrics *m)
 	cr_assert(strstr(om, "# TYPE vcpustat_vcpu_seconds counter\n# UNIT vcpustat_vcpu_seconds seconds\n"));
 	cr_assert(strstr(prom, "# TYPE vcpustat_vcpu_seconds_total counter\n"));
 	cr_assert(strstr(om, "# TYPE vcpustat_build info\n"));
-	/* CSV: one row per sample (build_info aside), same order, same value text */
+	/* CSV: one row per sample (the info metrics aside), same order, same value text */
 	line = strtok_r(csv, "\n", &save);
 	cr_assert_str_eq(line, "metric,vm,vcpu,state,reason,le,process,comm,cgroup,culprit_vm,kind,tracepoint,target,access,msr,"
 			       "result,node,llc,across,beside,vector,cr3,value");
@@ -363,7 +363,8 @@ static void assert_formats_agree(const struct metrics *m)
 		char name[64], value[256], field[260];
 		int used;
 
-		while (i < p.n && !strcmp(p.s[i].name, "vcpustat_build_info"))
+		/* the info metrics (vcpustat_build_info, vcpustat_vm_info) are not in the CSV */
+		while (i < p.n && strlen(p.s[i].name) > 5 && !strcmp(p.s[i].name + strlen(p.s[i].name) - 5, "_info"))
 			i++;
 		cr_assert_lt(i, p.n);
 		cr_assert_eq(strncmp(line, p.s[i].name, strlen(p.s[i].name)), 0, "row %zu: %s vs %s", i, line,
@@ -398,7 +399,14 @@ static void assert_formats_agree(const struct metrics *m)
 		}
 		rows++;
 	}
-	cr_assert_eq(rows, p.n - 1, "every sample but build_info has a CSV row");
+	{
+		size_t info = 0;
+
+		for (size_t k = 0; k < p.n; k++)
+			info += strlen(p.s[k].name) > 5 && !strcmp(p.s[k].name + strlen(p.s[k].name) - 5, "_info");
+		cr_assert_geq(info, 1 + json_array_size(json_object_get(doc, "vms")), "build_info, and vm_info per VM");
+		cr_assert_eq(rows, p.n - info, "every sample but the info metrics' has a CSV row");
+	}
 	/* JSON: the per-VM numbers */
 	json_array_foreach(json_object_get(doc, "vms"), i, vm) {
 		char name[160];
@@ -760,6 +768,84 @@ Test(export, tracepoint_attached_once_per_tracepoint_and_only_what_was_wanted)
 		free(text);
 		metrics_free(m);
 	}
+}
+
+/*
+ * vcpustat_vm_info: one series per VM, its VMM's cgroup (escaped: libvirt's
+ * "\x2d") and, where the runtime's bundle names them, its pod and container;
+ * promtool accepts it; the CSV leaves it out, as build_info.
+ */
+Test(export, vm_info_names_the_cgroup_and_the_kubernetes_pod)
+{
+#define VI_CID "dd2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
+#define VI_UID "6b1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"
+	static const char pod_cg[] = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+				     "6b1e2f3a_4b5c_6d7e_8f90_a1b2c3d4e5f6.slice/cri-containerd-" VI_CID ".scope";
+	char run[] = "/tmp/vcpustat-run-XXXXXX", cmd[1024], out[8192], *text;
+	struct metrics_opts o = { 0 };
+	struct metrics *m = metrics_new(&o);
+	struct summary s = { .t0 = 0, .t1 = 1000000000ull };
+	struct vm_summary *web, *db;
+
+	cr_assert_not_null(mkdtemp(run));
+	snprintf(cmd, sizeof(cmd),
+		 "d='%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s' && mkdir -p \"$d\" && printf '%%s' "
+		 "'{\"annotations\": {\"io.kubernetes.cri.container-name\": \"compute\", \"io.kubernetes.cri.sandbox-name\": "
+		 "\"virt-launcher-web1-x7k2p\", \"io.kubernetes.cri.sandbox-namespace\": \"prod\"}}' > \"$d/config.json\"",
+		 run, VI_CID);
+	cr_assert_eq(system(cmd), 0);
+	setenv("VCPUSTAT_RUN_DIR", run, 1);
+	web = add_vm(&s, "web1", 5);
+	snprintf(web->cgroup, sizeof(web->cgroup), "%s", pod_cg);
+	add_vcpu(web, 0, 1000);
+	db = add_vm(&s, "db", 6);
+	snprintf(db->cgroup, sizeof(db->cgroup), "/machine.slice/machine-qemu\\x2d1\\x2ddb.scope");
+	add_vcpu(db, 0, 1000);
+	add_vcpu(add_vm(&s, "bare", 7), 0, 1000);
+	cr_assert_eq(metrics_add(m, &s), 0);
+	unsetenv("VCPUSTAT_RUN_DIR");
+	summary_free(&s);
+	text = render(m, METRICS_PROMETHEUS);
+	cr_assert(strstr(text, "\nvcpustat_vm_info{vm=\"web1\",cgroup=\"" ) &&
+			  strstr(text, "\",pod=\"" VI_UID "\",pod_name=\"virt-launcher-web1-x7k2p\",namespace=\"prod\","
+				       "container=\"compute\"} 1\n"),
+		  "%s", text);
+	cr_assert(strstr(text, "\nvcpustat_vm_info{vm=\"db\",cgroup=\"/machine.slice/machine-qemu\\\\x2d1\\\\x2ddb.scope\"} 1\n"),
+		  "libvirt's \\x2d escaped: %s", text);
+	cr_assert(strstr(text, "\nvcpustat_vm_info{vm=\"bare\"} 1\n"), "a VM without a cgroup: %s", text);
+	if (!system("command -v promtool > /dev/null 2>&1"))
+		cr_assert_eq(promtool_check_metrics(text, out, sizeof(out)), 0, "promtool: %s", out);
+	free(text);
+	text = render(m, METRICS_CSV);
+	cr_assert_null(strstr(text, "vcpustat_vm_info"), "no info metric in the CSV");
+	free(text);
+	text = render(m, METRICS_JSON);
+	{
+		json_t *doc = json_loads(text, 0, NULL), *vm;
+		size_t i;
+		int seen = 0;
+
+		cr_assert_not_null(doc, "%s", text);
+		json_array_foreach(json_object_get(doc, "vms"), i, vm) {
+			const char *name = json_string_value(json_object_get(vm, "vm"));
+
+			if (!strcmp(name, "web1")) {
+				cr_assert_str_eq(json_string_value(json_object_get(vm, "pod_name")), "virt-launcher-web1-x7k2p");
+				cr_assert_str_eq(json_string_value(json_object_get(vm, "container")), "compute");
+				seen++;
+			} else if (!strcmp(name, "bare")) {
+				cr_assert_null(json_object_get(vm, "cgroup"), "not known: left out");
+				seen++;
+			}
+		}
+		cr_assert_eq(seen, 2, "%s", text);
+		json_decref(doc);
+	}
+	free(text);
+	metrics_free(m);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", run);
+	cr_assert_eq(system(cmd), 0);
+	scratch_remove();
 }
 
 /*

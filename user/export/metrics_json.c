@@ -131,6 +131,14 @@ json_t *metrics_json(const struct metrics *m)
 	for (size_t i = 0; i < m->nr_vms; i++) {
 		const struct acc_vm *vm = m->vms[i];
 		json_t *o = json_pack("{s:s, s:I}", "vm", vm->name, "vcpus_now", (json_int_t)vm->vcpus_now);
+		/* vcpustat_vm_info's labels, where known */
+		const char *info[][2] = { { "cgroup", vm->cgroup },	  { "pod", vm->pod },
+					  { "pod_name", vm->pod_name },	  { "namespace", vm->pod_namespace },
+					  { "container", vm->container } };
+
+		for (size_t k = 0; k < sizeof(info) / sizeof(info[0]); k++)
+			if (info[k][1][0])
+				json_object_set_new(o, info[k][0], json_string(info[k][1]));
 		json_t *exits = json_array(), *uexits = json_array(), *cul = json_array();
 		struct acc_culprit **named;
 		size_t n;

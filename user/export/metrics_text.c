@@ -397,6 +397,9 @@ static const struct family fam_start = {"vcpustat_start_time_seconds", F_GAUGE, 
 static const struct family fam_window = {"vcpustat_window_seconds", F_GAUGE, "seconds", "Seconds the counters cover"};
 static const struct family fam_samples = {"vcpustat_map_reads", F_COUNTER, NULL,
 					  "Reads of the BPF maps the counters were built from (live only)"};
+static const struct family fam_vm_info = {
+	"vcpustat_vm", F_INFO, NULL,
+	"The VM's VMM cgroup and, where known, its Kubernetes pod and container; always 1, for joins on vm"};
 static const struct family fam_build = {"vcpustat_build", F_INFO, NULL, "vcpustat's version and the kernel's"};
 
 typedef __u64 (*count_fn)(const struct acc_counts *c);
@@ -755,6 +758,14 @@ static void walk(struct sink *k, const struct metrics *m)
 		struct label l[] = {{"vm", m->vms[i]->name}};
 
 		emit(k, "", l, 1, fmt_u64(val, sizeof(val), m->vms[i]->vcpus_now));
+	}
+	family_begin(k, &fam_vm_info);
+	for (size_t i = 0; i < m->nr_vms; i++) {
+		const struct acc_vm *vm = m->vms[i];
+		struct label l[] = {{"vm", vm->name},		{"cgroup", vm->cgroup},		  {"pod", vm->pod},
+				    {"pod_name", vm->pod_name}, {"namespace", vm->pod_namespace}, {"container", vm->container}};
+
+		emit(k, "_info", l, 6, "1");
 	}
 	family_begin(k, &fam_lost);
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++) {
