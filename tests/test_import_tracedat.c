@@ -161,6 +161,13 @@ Test(import_tracedat, corrupted_file_is_an_error)
 	 * import read every record in a child first (tracedat.c)
 	 */
 	import_fails(damaged_copy(dat_files[0], 253952, 86808, 13086, 0xff), "damaged");
+	/*
+	 * fuzz-tracedat's find of 2026-11-28 (a mutated microvm-v6.dat): in the
+	 * fuzzer's process libtraceevent read out of bounds on it (SEGV in
+	 * kbuffer_load_subbuffer) after the child's check had passed: that read
+	 * depends on the heap's layout. On its own it is refused cleanly.
+	 */
+	import_fails(damaged_copy("fuzz-crash-2026-11-28.dat", 253952, 0, 0, 0), "cannot read this trace.dat");
 }
 
 Test(import_tracedat, on_a_pipe_it_is_refused_saying_so)

@@ -23,7 +23,10 @@
  * the file's sections and pages, which is libtracecmd's job: so the first
  * open of a file is tried in a child process, which also reads every record,
  * and only a file that opens and reads there is opened here (the price: the
- * file's records are read twice).
+ * file's records are read twice). That check is not airtight: the out-of-bounds
+ * read may land on mapped memory in the child and not in this process (seen
+ * once, in the fuzzer, on 2026-11-28: tests/data/tracedat/README.md). Reading
+ * the records in the child and passing them here would close it; not done yet.
  *
  * The iterator is push-style (a callback per record); trace_next() is pull:
  * the callback fills a batch and stops the iteration (returning -1), which
