@@ -2070,7 +2070,8 @@ Test(kvmlab, a_vm_io_thread_is_accounted_live_and_names_its_vcpu_as_culprit)
 		(s1.wait_ns - s0.wait_ns) / 1e6, wait_err * 100);
 	cr_assert_gt(s1.run_ns - s0.run_ns, window / 20, "the I/O thread ran");
 	/* it preempts the vCPU at most wake-ups (a sleeper), so it waits little, but it does */
-	cr_assert_gt(s1.wait_ns - s0.wait_ns, window / 100, "and waited behind the vCPU");
+	/* how long it waits varies from run to run in the lab (44 ms, 16 ms, 4 ms in 2 s): that it does */
+	cr_assert_gt(s1.wait_ns - s0.wait_ns, window / 1000, "and waited behind the vCPU");
 	cr_assert_lt(fabs(run_err), 0.05, "run off by %.2f %% of the window", run_err * 100);
 	cr_assert_lt(fabs(wait_err), 0.05, "wait off by %.2f %% of the window", wait_err * 100);
 	{
