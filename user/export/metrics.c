@@ -467,18 +467,13 @@ int metrics_add(struct metrics *m, const struct summary *s)
 	for (size_t i = 0; i < s->nr_vms && !err; i++) {
 		const struct vm_summary *vs = &s->vms[i];
 		struct acc_vm *vm = vm_get(m, vs->name);
-		struct container_ref c = { 0 };
 		bool alive = false;
 
 		if (!vm)
 			return -ENOMEM;
 		if (vs->cgroup[0]) { /* vcpustat_vm_info: the latest of the VMs of this name with one */
-			vm_container(vs, &c);
 			snprintf(vm->cgroup, sizeof(vm->cgroup), "%s", vs->cgroup);
-			snprintf(vm->pod, sizeof(vm->pod), "%s", c.pod);
-			snprintf(vm->pod_name, sizeof(vm->pod_name), "%s", c.pod_name);
-			snprintf(vm->pod_namespace, sizeof(vm->pod_namespace), "%s", c.pod_namespace);
-			snprintf(vm->container, sizeof(vm->container), "%s", c.name);
+			vm_container(vs, &vm->container); /* all "" where the cgroup names none */
 		}
 		for (size_t v = 0; v < vs->nr_vcpus; v++) {
 			const struct vcpu_summary *c = &vs->vcpus[v];

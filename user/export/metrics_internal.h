@@ -73,7 +73,8 @@ struct detail_row {
 struct acc_vm {
 	char name[64];
 	/* its VMM's cgroup and the container and Kubernetes pod it names, as of the last window (vcpustat_vm_info) */
-	char cgroup[256], pod[40], pod_name[128], pod_namespace[64], container[64];
+	char cgroup[256];
+	struct container_ref container;
 	__u64 last_alive; /* end of the last window it had a live vCPU in */
 	unsigned int vcpus_now;
 	__u32 halt_poll_ns;	     /* the largest of its vCPUs', as of the last window it was in */

@@ -132,9 +132,11 @@ json_t *metrics_json(const struct metrics *m)
 		const struct acc_vm *vm = m->vms[i];
 		json_t *o = json_pack("{s:s, s:I}", "vm", vm->name, "vcpus_now", (json_int_t)vm->vcpus_now);
 		/* vcpustat_vm_info's labels, where known */
-		const char *info[][2] = { { "cgroup", vm->cgroup },	  { "pod", vm->pod },
-					  { "pod_name", vm->pod_name },	  { "namespace", vm->pod_namespace },
-					  { "container", vm->container } };
+		const char *info[][2] = { { "cgroup", vm->cgroup },
+					  { "pod", vm->container.pod },
+					  { "pod_name", vm->container.pod_name },
+					  { "namespace", vm->container.pod_namespace },
+					  { "container", vm->container.name } };
 
 		for (size_t k = 0; k < sizeof(info) / sizeof(info[0]); k++)
 			if (info[k][1][0])

@@ -762,8 +762,9 @@ static void walk(struct sink *k, const struct metrics *m)
 	family_begin(k, &fam_vm_info);
 	for (size_t i = 0; i < m->nr_vms; i++) {
 		const struct acc_vm *vm = m->vms[i];
-		struct label l[] = {{"vm", vm->name},		{"cgroup", vm->cgroup},		  {"pod", vm->pod},
-				    {"pod_name", vm->pod_name}, {"namespace", vm->pod_namespace}, {"container", vm->container}};
+		const struct container_ref *c = &vm->container;
+		struct label l[] = {{"vm", vm->name},	       {"cgroup", vm->cgroup},		 {"pod", c->pod},
+				    {"pod_name", c->pod_name}, {"namespace", c->pod_namespace}, {"container", c->name}};
 
 		emit(k, "_info", l, 6, "1");
 	}

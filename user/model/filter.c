@@ -135,6 +135,16 @@ static int seen_add(struct seen *s, uint32_t v)
 	return 0;
 }
 
+/* The numbers that parent's children are named by (tids, CPUs) into s. */
+static int seen_children(struct seen *s, struct sht_reader *r, uint32_t parent)
+{
+	int e = 0;
+
+	for (uint32_t c = report_first_child(r, parent); c != SHT_NO_ATTR && !e; c = sht_attr_next_sibling(r, c))
+		e = seen_add(s, (uint32_t)strtoul(sht_attr_name(r, c), NULL, 10));
+	return e;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -215,16 +225,13 @@ int summary_filter_check(struct sht_reader *r, const char *file, const struct su
 				want[pc] = any_pcpu = true;
 		}
 		/* its VMM threads (a level-vcpu recording's) */
-		for (uint32_t th = report_first_child(r, sht_attr_child(r, vm, "vmm")); th != SHT_NO_ATTR && !e;
-		     th = sht_attr_next_sibling(r, th))
-			e = seen_add(&tids, (uint32_t)strtoul(sht_attr_name(r, th), NULL, 10));
+		if (!e)
+			e = seen_children(&tids, r, sht_attr_child(r, vm, "vmm"));
 	}
-	for (uint32_t th = report_first_child(r, sht_attr_child(r, host, "threads")); th != SHT_NO_ATTR && !e;
-	     th = sht_attr_next_sibling(r, th))
-		e = seen_add(&tids, (uint32_t)strtoul(sht_attr_name(r, th), NULL, 10));
-	for (uint32_t c = report_first_child(r, sht_attr_child(r, host, "cpus")); c != SHT_NO_ATTR && !e;
-	     c = sht_attr_next_sibling(r, c))
-		e = seen_add(&cpus, (uint32_t)strtoul(sht_attr_name(r, c), NULL, 10));
+	if (!e)
+		e = seen_children(&tids, r, sht_attr_child(r, host, "threads"));
+	if (!e)
+		e = seen_children(&cpus, r, sht_attr_child(r, host, "cpus"));
 	if (!e && f->pcpus.n && any_pcpu)
 		e = sht_query_range(r, SHT_NO_ATTR, want, sht_get_info(r)->start, sht_get_info(r)->end, &iv, &niv, err);
 	for (size_t i = 0; i < niv && !e; i++)

@@ -110,20 +110,14 @@ static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, c
 /* A container as JSON: {"runtime", "id", "pod", "pod_name", "namespace", "name"}, each where known. */
 static json_t *container_ref_json(const struct container_ref *c)
 {
+	const char *field[][2] = { { "runtime", c->runtime },	  { "id", c->id },
+				   { "pod", c->pod },		  { "pod_name", c->pod_name },
+				   { "namespace", c->pod_namespace }, { "name", c->name } };
 	json_t *o = json_object();
 
-	if (c->runtime[0])
-		json_object_set_new(o, "runtime", json_string(c->runtime));
-	if (c->id[0])
-		json_object_set_new(o, "id", json_string(c->id));
-	if (c->pod[0])
-		json_object_set_new(o, "pod", json_string(c->pod));
-	if (c->pod_name[0])
-		json_object_set_new(o, "pod_name", json_string(c->pod_name));
-	if (c->pod_namespace[0])
-		json_object_set_new(o, "namespace", json_string(c->pod_namespace));
-	if (c->name[0])
-		json_object_set_new(o, "name", json_string(c->name));
+	for (size_t i = 0; i < sizeof(field) / sizeof(field[0]); i++)
+		if (field[i][1][0])
+			json_object_set_new(o, field[i][0], json_string(field[i][1]));
 	return o;
 }
 
@@ -142,11 +136,11 @@ json_t *vm_container_json(const struct vm_summary *vm)
 	return vm_container(vm, &c) ? container_ref_json(&c) : json_null();
 }
 
-/* "cgroup", "container" and "pidns" of a VM or a thread (pidns only if known). */
-static void cgroup_fields(json_t *o, const char *cgroup, __u64 pidns)
+/* "cgroup", "container" (given: container_json(), vm_container_json()) and "pidns" of a VM or a thread (pidns only if known). */
+static void cgroup_fields(json_t *o, const char *cgroup, json_t *container, __u64 pidns)
 {
 	json_object_set_new(o, "cgroup", json_string(cgroup));
-	json_object_set_new(o, "container", container_json(cgroup));
+	json_object_set_new(o, "container", container);
 	if (pidns)
 		json_object_set_new(o, "pidns", json_integer((json_int_t)pidns));
 }
@@ -157,7 +151,7 @@ static json_t *culprit_json(const struct culprit_summary *c)
 			      "pid", (json_int_t)c->tgid, "process", c->process, "cgroup", c->cgroup, "ns",
 			      (json_int_t)c->ns, "share", c->share);
 
-	cgroup_fields(o, c->cgroup, c->pidns);
+	cgroup_fields(o, c->cgroup, container_json(c->cgroup), c->pidns);
 	if (c->vm[0]) {
 		json_object_set_new(o, "vm", json_string(c->vm));
 		json_object_set_new(o, "vcpu", json_integer(c->vcpu));
@@ -227,8 +221,7 @@ json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs,
 		json_t *o, *vcpus = json_array(), *exits = json_array(), *uexits = json_array(), *cul = json_array();
 
 		o = json_pack("{s:s, s:I, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid, "exited", vm->exited);
-		cgroup_fields(o, vm->cgroup, vm->pidns);
-		json_object_set_new(o, "container", vm_container_json(vm));
+		cgroup_fields(o, vm->cgroup, vm_container_json(vm), vm->pidns);
 		json_object_set_new(o, "ns", states_json(vm->ns));
 		json_object_set_new(o, "share", shares_json(vm->ns));
 		json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, vm->preemptions)));

@@ -40,6 +40,11 @@ struct thread_attrs {
 	size_t state, name, pid;
 };
 
+/* A VMM thread's attributes at level vcpu: /vms/<vm>/vmm/<tid>/{state,kind,name}. */
+struct vmm_attrs {
+	size_t state, kind, name;
+};
+
 /*
  * An attribute value given by recorder_set(), kept in the reorder window
  * beside the records: same size, ts at the same place, and a marker where a
@@ -85,7 +90,7 @@ struct recorder {
 	size_t nattrs;
 	struct hashmap vcpus;	/* tid -> struct vcpu_attrs */
 	struct hashmap threads; /* tid -> struct thread_attrs */
-	struct hashmap vmm;	/* tid -> struct thread_attrs of a VMM thread (level vcpu): state, name, kind */
+	struct hashmap vmm;	/* tid -> struct vmm_attrs (level vcpu) */
 	struct hashmap cpus;	/* cpu -> size_t attr index of current_tid */
 	struct hashmap vms;	/* tgid -> char[64] path name */
 	struct hashmap vm_names; /* char[64] path name -> tgid */
@@ -465,8 +470,12 @@ static int vcpu_lazy_attr(struct recorder *r, const struct vcpu_attrs *va, size_
 	return attr_new(r, path, slot);
 }
 
-/* Under parent ("/vms/<vm>" or "/host/threads/<tid>"): tid's cgroup and pidns, if the callback knows them. */
-static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, uint64_t t)
+/*
+ * Under parent ("/vms/<vm>" or "/host/threads/<tid>"): tid's cgroup and
+ * pidns, if the callback knows them; c (may be NULL): the container the
+ * cgroup names (runtime[0] and pod[0] "" if none).
+ */
+static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, uint64_t t, struct container_ref *c)
 {
 	const char *cg;
 	uint64_t pidns = 0;
@@ -476,6 +485,8 @@ static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, ui
 
 	if (!r->o.cgroup || !(cg = r->o.cgroup(r->o.ctx, tid, &pidns)))
 		return 0;
+	if (c)
+		cgroup_container(cg, c);
 	snprintf(path, sizeof(path), "%s/cgroup", parent);
 	e = attr_new(r, path, &idx);
 	if (!e)
@@ -494,35 +505,29 @@ static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, ui
  * gives the VM's container (pod_name, pod_namespace, container_name), so that
  * a report made elsewhere, or after the pod is gone, still names it.
  */
-static int k8s_attrs(struct recorder *r, const char *vm, uint32_t tgid, uint64_t t)
+static int k8s_attrs(struct recorder *r, const char *vm, const struct container_ref *c, uint64_t t)
 {
-	const char *leaf[3] = { "pod_name", "pod_namespace", "container_name" }, *cg;
-	struct container_ref c;
-	uint64_t pidns = 0;
+	const char *leaf[3] = { "pod_name", "pod_namespace", "container_name" };
+	const char *v[3] = { c->pod_name, c->pod_namespace, c->name };
 	char path[512];
 	int e = 0;
 
-	if (!r->o.cgroup || !(cg = r->o.cgroup(r->o.ctx, tgid, &pidns)) || !cgroup_container(cg, &c))
-		return 0;
-	{
-		const char *v[3] = { c.pod_name, c.pod_namespace, c.name };
+	for (int i = 0; i < 3 && !e; i++) {
+		size_t idx;
 
-		for (int i = 0; i < 3 && !e; i++) {
-			size_t idx;
-
-			if (!v[i][0])
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", vm, leaf[i]);
-			e = attr_new(r, path, &idx);
-			if (!e)
-				e = set_str(r, idx, t, intern(r, v[i]));
-		}
+		if (!v[i][0])
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", vm, leaf[i]);
+		e = attr_new(r, path, &idx);
+		if (!e)
+			e = set_str(r, idx, t, intern(r, v[i]));
 	}
 	return e;
 }
 
 static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 {
+	struct container_ref c = { 0 };
 	char path[512], vm[300];
 	size_t idx;
 	int e;
@@ -536,8 +541,8 @@ static int vm_pid_attr(struct recorder *r, uint32_t tgid, uint64_t t)
 	if (!e)
 		e = set_int(r, idx, t, tgid);
 	if (!e)
-		e = cgroup_attrs(r, vm, tgid, t);
-	return e ? e : k8s_attrs(r, vm, tgid, t);
+		e = cgroup_attrs(r, vm, tgid, t, &c);
+	return e ? e : k8s_attrs(r, vm, &c, t);
 }
 
 static int vcpu_null_all(struct recorder *r, struct vcpu_attrs *va, uint64_t t)
@@ -633,7 +638,7 @@ static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_
 		*err = set_int(r, fresh.pid, t, tgid);
 	snprintf(path, sizeof(path), "/host/threads/%u", tid);
 	if (!*err && name)
-		*err = cgroup_attrs(r, path, tid, t);
+		*err = cgroup_attrs(r, path, tid, t, NULL);
 	if (*err || hashmap_update(&r->threads, &tid, &fresh)) {
 		*err = *err ? *err : -ENOMEM;
 		return NULL;
@@ -642,10 +647,10 @@ static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_
 }
 
 /* A VMM thread of a level-vcpu recording (REC_VMM): /vms/<vm>/vmm/<tid>/{state,kind,name}. */
-static struct thread_attrs *vmm_get(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, int *err)
+static struct vmm_attrs *vmm_get(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, int *err)
 {
 	static const char *const kind[VCPUSTAT_NR_VMM_KINDS] = { "emulator", "vhost" };
-	struct thread_attrs *ta = hashmap_lookup(&r->vmm, &rec->tid), fresh;
+	struct vmm_attrs *ta = hashmap_lookup(&r->vmm, &rec->tid), fresh;
 	const char *vm = vm_path_name(r, rec->tgid), *name = NULL;
 	uint32_t tgid = 0;
 	char path[512];
@@ -661,9 +666,9 @@ static struct thread_attrs *vmm_get(struct recorder *r, const struct vcpustat_re
 	*err = attr_new(r, path, &fresh.state);
 	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/kind", vm, rec->tid);
 	if (!*err)
-		*err = attr_new(r, path, &fresh.pid);
+		*err = attr_new(r, path, &fresh.kind);
 	if (!*err)
-		*err = set_str(r, fresh.pid, t, intern(r, kind[rec->from]));
+		*err = set_str(r, fresh.kind, t, intern(r, kind[rec->from]));
 	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/name", vm, rec->tid);
 	if (!*err)
 		*err = attr_new(r, path, &fresh.name);
@@ -797,7 +802,7 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		return th ? set_str(r, th->state, t, r->s_wait) : e;
 	}
 	case VCPUSTAT_REC_VMM: { /* its state; UNKNOWN: it exited or became a vCPU, and its attributes end */
-		struct thread_attrs *th = vmm_get(r, rec, t, &e);
+		struct vmm_attrs *th = vmm_get(r, rec, t, &e);
 		const char *st = rec->to == VCPUSTAT_VMM_T_RUN ? r->s_running :
 				 rec->to == VCPUSTAT_VMM_T_WAIT ? r->s_wait :
 				 rec->to == VCPUSTAT_VMM_T_SLEEP ? r->s_blocked : NULL;
@@ -810,7 +815,7 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		if (!e)
 			e = set_null(r, th->name, t);
 		if (!e)
-			e = set_null(r, th->pid, t);
+			e = set_null(r, th->kind, t);
 		hashmap_delete(&r->vmm, &rec->tid);
 		return e;
 	}
@@ -1202,7 +1207,7 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	if (!e)
 		e = hashmap_init(&r->threads, sizeof(uint32_t), sizeof(struct thread_attrs), 0);
 	if (!e)
-		e = hashmap_init(&r->vmm, sizeof(uint32_t), sizeof(struct thread_attrs), 0);
+		e = hashmap_init(&r->vmm, sizeof(uint32_t), sizeof(struct vmm_attrs), 0);
 	if (!e)
 		e = hashmap_init(&r->cpus, sizeof(uint32_t), sizeof(size_t), 0);
 	if (!e)
