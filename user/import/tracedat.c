@@ -19,22 +19,30 @@
  * tracecmd_close() of its half-made handle closes descriptor 0 and follows a
  * NULL list pointer; and libtraceevent's kbuffer_load_subbuffer() reads out
  * of bounds on a CPU buffer page whose header is damaged (found by
- * fuzz-tracedat in CI on 2026-11-23). Telling these apart would take parsing
- * the file's sections and pages, which is libtracecmd's job: so the first
- * open of a file is tried in a child process, which also reads every record,
- * and only a file that opens and reads there is opened here (the price: the
- * file's records are read twice). That check is not airtight: the out-of-bounds
- * read may land on mapped memory in the child and not in this process (seen
- * once, in the fuzzer, on 2026-11-28: tests/data/tracedat/README.md). Reading
- * the records in the child and passing them here would close it; not done yet.
+ * fuzz-tracedat in CI on 2026-11-23; whether that read faults depends on the
+ * heap's layout: a check in a child that then let this process read the
+ * pages passed a file it crashed on, 2026-11-28). Telling such files apart
+ * would take parsing the file's sections and pages, which is libtracecmd's
+ * job: so the CPU buffers are only ever read in a child process. The child
+ * opens the file (tracecmd_open), iterates over its records and writes each
+ * one, as raw bytes with its CPU, time, file offset and lost-event count,
+ * to a pipe; nothing else. This process reads the file's headers and
+ * formats only (tracecmd_open_head, which loads no buffer page, and only
+ * after the child has opened the same file) and converts the records it
+ * receives through libtraceevent's formats, within each record's bytes.
+ * A child that dies before saying it reached the end is a damaged file,
+ * reported after the records it sent (an import fails as a whole, writing
+ * nothing). Our own conversion runs here, where ASan and the fuzzer see it.
  *
- * The iterator is push-style (a callback per record); trace_next() is pull:
- * the callback fills a batch and stops the iteration (returning -1), which
- * the next batch resumes where the per-CPU cursors stand.
+ * The child's iterator is tracecmd_iterate_events_multi(), push-style (a
+ * callback per record); trace_next() is pull: the records come in chunks of
+ * up to CHUNK_BYTES, converted a chunk at a time into a batch of events.
  */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +62,7 @@
 #include "sync/sync.h"
 
 #define TRACEDAT_MAGIC "\027\010\104tracing"
-#define TRACEDAT_BATCH 4096
+#define CHUNK_BYTES (1u << 20) /* records sent by the child at a time */
 
 enum kind {
 	K_SWITCH,
@@ -103,7 +111,7 @@ struct tracedat_reader {
 	char *path;
 	struct trace_opts o;
 	struct trace_stats *st;
-	struct tracecmd_input *in;
+	struct tracecmd_input *in; /* the headers and formats only (tracecmd_open_head) */
 	struct tep_handle *tep;
 	struct {
 		int id; /* -1: not in this trace */
@@ -111,12 +119,37 @@ struct tracedat_reader {
 	} ev[K_NR];
 	struct tep_format_field *common_type, *common_pid;
 	int header_size;	   /* the common fields end here (0: no event read is in the trace) */
-	struct trace_batch q; /* events of the last batch */
+	pid_t child;		   /* reading the CPU buffers (0: none) */
+	int fd;			   /* the read end of its pipe (-1: none) */
+	unsigned char *chunk;	   /* the records it sent last */
+	size_t chunk_cap;
+	struct trace_batch q;	   /* events of the last chunk */
 	uint64_t index;		   /* records read */
-	bool paused, ended;
-	int pending;		   /* an error met in the batch, returned once its events are out */
+	bool ended;
+	int pending;		   /* an error met in the chunk, returned once its events are out */
 	struct vcpustat_error cerr;
 };
+
+/*
+ * What the child writes on its pipe: a message, then len bytes. MSG_RECORDS
+ * carries records, each a struct raw_record and its size bytes of data,
+ * padded to 8 bytes.
+ */
+enum { MSG_OPENED = 1, MSG_FAILED, MSG_RECORDS, MSG_END };
+
+struct msg {
+	uint32_t kind;
+	int32_t ret; /* MSG_END: what the iterator returned */
+	uint64_t len;
+};
+
+struct raw_record {
+	uint64_t ts, offset;
+	int64_t missed_events;
+	int32_t cpu, size; /* size < 0: the record's own (no data follows) */
+};
+
+#define PAD8(n) (((n) + 7) & ~(size_t)7)
 
 /* ---- the header: what libtracecmd must not fail on ---- */
 
@@ -476,11 +509,109 @@ static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec
 	}
 }
 
-/* ---- the iteration ---- */
+/* ---- the child: reads the CPU buffers, sends the records ---- */
 
-static int on_record(struct tracecmd_input *in, struct tep_record *rec, int cpu, void *data)
+struct shipper {
+	int fd;
+	unsigned char *buf;
+	size_t n;
+};
+
+static void pipe_write(int fd, const void *p, size_t n)
 {
-	struct tracedat_reader *r = data;
+	const unsigned char *b = p;
+
+	while (n) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(2); /* the reader is gone */
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void send_msg(int fd, uint32_t kind, int32_t ret, const void *p, size_t len)
+{
+	struct msg m = { .kind = kind, .ret = ret, .len = len };
+
+	pipe_write(fd, &m, sizeof(m));
+	if (len)
+		pipe_write(fd, p, len);
+}
+
+static void flush_records(struct shipper *sh)
+{
+	if (sh->n)
+		send_msg(sh->fd, MSG_RECORDS, 0, sh->buf, sh->n);
+	sh->n = 0;
+}
+
+static int ship(struct tracecmd_input *in, struct tep_record *rec, int cpu, void *data)
+{
+	struct shipper *sh = data;
+	struct raw_record h = { .ts = rec->ts, .offset = rec->offset, .missed_events = rec->missed_events,
+				.cpu = rec->cpu, .size = rec->data ? rec->size : -1 };
+	size_t need = sizeof(h) + (h.size > 0 ? PAD8((size_t)h.size) : 0);
+
+	(void)in;
+	(void)cpu;
+	if (sh->n + need > CHUNK_BYTES)
+		flush_records(sh);
+	if (need > CHUNK_BYTES) { /* no record is this big (a page is at most 1 MiB): as if empty */
+		h.size = -1;
+		need = sizeof(h);
+	}
+	memcpy(sh->buf + sh->n, &h, sizeof(h));
+	if (h.size > 0) {
+		memcpy(sh->buf + sh->n + sizeof(h), rec->data, (size_t)h.size);
+		memset(sh->buf + sh->n + sizeof(h) + h.size, 0, need - sizeof(h) - (size_t)h.size);
+	}
+	sh->n += need;
+	return 0;
+}
+
+#define OPEN_FLAGS TRACECMD_FL_LOAD_NO_PLUGINS
+
+static void __attribute__((noreturn)) child_main(const char *path, int fd)
+{
+	struct shipper sh = { .fd = fd };
+	struct tracecmd_input *in;
+	int null, ret;
+
+#ifdef SANITIZED
+	/* a crash here is the parent's to report: not the fuzzer's (its death callback writes a crash file) */
+	__sanitizer_set_death_callback(NULL);
+#endif
+	/* libtracecmd printf()s "File possibly truncated" on stdout */
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+	}
+	sh.buf = malloc(CHUNK_BYTES);
+	if (!sh.buf)
+		_exit(3);
+	/* no tracecmd_close, no leak check: _exit */
+	in = tracecmd_open(path, OPEN_FLAGS);
+	if (!in) {
+		send_msg(fd, MSG_FAILED, 0, NULL, 0);
+		_exit(0);
+	}
+	send_msg(fd, MSG_OPENED, 0, NULL, 0);
+	ret = tracecmd_iterate_events_multi(&in, 1, ship, &sh);
+	flush_records(&sh);
+	send_msg(fd, MSG_END, ret, NULL, 0);
+	_exit(0);
+}
+
+/* ---- this process: the records into events ---- */
+
+/* One record: 0 to go on, -1 to stop at it (r->pending says why). */
+static int on_record(struct tracedat_reader *r, const struct tep_record *rec)
+{
 	struct trace_event t;
 
 	r->index++;
@@ -512,26 +643,49 @@ static int on_record(struct tracecmd_input *in, struct tep_record *rec, int cpu,
 				 r->cerr.msg);
 		break;
 	}
-	if (r->q.n >= TRACEDAT_BATCH) {
-		r->paused = true;
-		return -1; /* stops the iterator; the next batch goes on from here */
-	}
 	return 0;
 }
 
-static void reader_free(struct tracedat_reader *r)
+/* The records of a chunk of len bytes into r->q, until one is bad (not lenient). */
+static void convert_chunk(struct tracedat_reader *r, size_t len)
 {
-	if (r->in)
-		tracecmd_close(r->in);
-	r->in = NULL;
-	r->tep = NULL;
-	r->q.n = r->q.pos = 0;
-	r->index = 0;
-	r->paused = r->ended = false;
-	r->pending = 0;
+	size_t pos = 0;
+
+	while (len - pos >= sizeof(struct raw_record)) {
+		struct raw_record h;
+		struct tep_record rec;
+		size_t data;
+
+		memcpy(&h, r->chunk + pos, sizeof(h));
+		pos += sizeof(h);
+		data = h.size > 0 ? PAD8((size_t)h.size) : 0;
+		if (data > len - pos)
+			break; /* our child's own format: cannot happen */
+		memset(&rec, 0, sizeof(rec));
+		rec.ts = h.ts;
+		rec.offset = h.offset;
+		rec.missed_events = h.missed_events;
+		rec.cpu = h.cpu;
+		rec.size = h.size;
+		rec.data = h.size >= 0 ? r->chunk + pos : NULL;
+		pos += data;
+		if (on_record(r, &rec))
+			return;
+	}
 }
 
-#define OPEN_FLAGS TRACECMD_FL_LOAD_NO_PLUGINS
+static void child_stop(struct tracedat_reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	if (r->child > 0) {
+		kill(r->child, SIGKILL);
+		while (waitpid(r->child, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	r->child = 0;
+}
 
 static int cannot_open(const char *path, struct vcpustat_error *err)
 {
@@ -540,58 +694,122 @@ static int cannot_open(const char *path, struct vcpustat_error *err)
 		      path);
 }
 
-static int skip_record(struct tracecmd_input *in, struct tep_record *rec, int cpu, void *data)
+/* The child ended without saying it was done: how, into r->cerr; -EIO. */
+static int child_died(struct tracedat_reader *r)
 {
-	(void)in;
-	(void)rec;
-	(void)cpu;
-	(void)data;
+	char how[64], after[48] = "";
+	int status = 0;
+	pid_t pid = r->child;
+
+	r->child = 0;
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (pid > 0 && WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "crashed (signal %d)", WTERMSIG(status));
+	else
+		snprintf(how, sizeof(how), "failed (exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	if (r->index)
+		snprintf(after, sizeof(after), " after record %llu", (unsigned long long)r->index);
+	snprintf(r->cerr.msg, sizeof(r->cerr.msg),
+		 "%s: libtracecmd cannot read this trace.dat: its reader %s%s: its CPU buffers or headers are "
+		 "damaged or cut short (was the file truncated?)",
+		 r->path, how, after);
+	return -EIO;
+}
+
+/* n bytes from the pipe: 0, or -1 at its end (the child died) or on an error. */
+static int read_full(int fd, void *p, size_t n)
+{
+	unsigned char *b = p;
+
+	while (n) {
+		ssize_t got = read(fd, b, n);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		b += got;
+		n -= (size_t)got;
+	}
 	return 0;
 }
 
-/* Open and read path with libtracecmd in a child (see the top): 0 if it can, or the error. */
-static int try_open(const char *path, struct vcpustat_error *err)
+/* The child's next message into *m (its records into r->chunk): 0, or the child died (r->cerr says how). */
+static int receive(struct tracedat_reader *r, struct msg *m)
 {
-	struct tracecmd_input *in;
-	int status, null;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return verror(err, -errno, "%s: cannot fork to open it: %s", path, strerror(errno));
-	if (!pid) {
-#ifdef SANITIZED
-		/* a crash here is the parent's to report: not the fuzzer's (its death callback writes a crash file) */
-		__sanitizer_set_death_callback(NULL);
-#endif
-		/* libtracecmd printf()s "File possibly truncated" on stdout */
-		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (null >= 0) {
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
-		/* no tracecmd_close, no leak check: _exit */
-		in = tracecmd_open(path, OPEN_FLAGS);
-		if (!in)
-			_exit(1);
-		/* every record, as the import will read them: a damaged CPU buffer crashes here, not there */
-		tracecmd_iterate_events_multi(&in, 1, skip_record, NULL);
-		_exit(0);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return verror(err, -errno, "%s: %s", path, strerror(errno));
-	if (WIFEXITED(status) && !WEXITSTATUS(status))
+	if (read_full(r->fd, m, sizeof(*m)))
+		return child_died(r);
+	if (m->kind != MSG_RECORDS) {
+		if (m->len) /* our child sends no such thing */
+			return child_died(r);
 		return 0;
-	if (WIFSIGNALED(status))
-		return verror(err, -EINVAL, "%s: libtracecmd crashed (signal %d) opening or reading this trace.dat: "
-					    "its CPU buffers or headers are damaged or cut short (was the file truncated?)",
-			      path, WTERMSIG(status));
-	return cannot_open(path, err);
+	}
+	if (m->len > CHUNK_BYTES)
+		return child_died(r);
+	if (!r->chunk) {
+		r->chunk = malloc(CHUNK_BYTES);
+		if (!r->chunk) {
+			snprintf(r->cerr.msg, sizeof(r->cerr.msg), "%s: out of memory", r->path);
+			return -ENOMEM;
+		}
+	}
+	if (read_full(r->fd, r->chunk, m->len))
+		return child_died(r);
+	return 0;
 }
 
-static int reader_open(struct tracedat_reader *r, bool first, struct vcpustat_error *err)
+static void reader_free(struct tracedat_reader *r)
+{
+	child_stop(r);
+	if (r->in)
+		tracecmd_close(r->in);
+	r->in = NULL;
+	r->tep = NULL;
+	r->q.n = r->q.pos = 0;
+	r->index = 0;
+	r->ended = false;
+	r->pending = 0;
+}
+
+/* A child reading r->path; 0 once it has opened the file, or the error. */
+static int child_start(struct tracedat_reader *r, struct vcpustat_error *err)
+{
+	struct msg m;
+	int p[2], e;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return verror(err, -errno, "%s: cannot make a pipe to read it: %s", r->path, strerror(errno));
+	fcntl(p[1], F_SETPIPE_SZ, (int)CHUNK_BYTES); /* fewer switches; the default 64 KiB works too */
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return verror(err, e, "%s: cannot fork to read it: %s", r->path, strerror(-e));
+	}
+	if (!pid) {
+		close(p[0]);
+		child_main(r->path, p[1]);
+	}
+	close(p[1]);
+	r->child = pid;
+	r->fd = p[0];
+	e = receive(r, &m);
+	if (!e && m.kind != MSG_OPENED) {
+		child_stop(r);
+		return cannot_open(r->path, err);
+	}
+	if (e) {
+		child_stop(r);
+		return verror(err, e, "%s", r->cerr.msg);
+	}
+	return 0;
+}
+
+static int reader_open(struct tracedat_reader *r, struct vcpustat_error *err)
 {
 	int e = check_header(r->path, err);
 
@@ -600,11 +818,15 @@ static int reader_open(struct tracedat_reader *r, bool first, struct vcpustat_er
 	/* libtracecmd and libtraceevent print their complaints; the error below says what failed */
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);
-	if (first && (e = try_open(r->path, err)))
+	e = child_start(r, err);
+	if (e)
 		return e;
-	r->in = tracecmd_open(r->path, OPEN_FLAGS);
-	if (!r->in)
+	/* the child has opened it: its headers parse; here only they are read (no CPU buffer page) */
+	r->in = tracecmd_open_head(r->path, OPEN_FLAGS);
+	if (!r->in) {
+		child_stop(r);
 		return cannot_open(r->path, err);
+	}
 	r->tep = tracecmd_get_tep(r->in);
 	if (!r->tep) {
 		reader_free(r);
@@ -649,9 +871,10 @@ int tracedat_open(struct tracedat_reader **rp, const char *path, const struct tr
 		free(r);
 		return verror(err, -ENOMEM, "out of memory");
 	}
+	r->fd = -1;
 	r->o = *opts;
 	r->st = st;
-	e = reader_open(r, true, err);
+	e = reader_open(r, err);
 	if (e) {
 		tracedat_close(r);
 		return e;
@@ -660,29 +883,46 @@ int tracedat_open(struct tracedat_reader **rp, const char *path, const struct tr
 	return 0;
 }
 
+/* The child's next message: its records into r->q, or its end (r->ended, r->pending). */
+static void next_chunk(struct tracedat_reader *r)
+{
+	struct msg m;
+	int e;
+
+	r->q.n = r->q.pos = 0;
+	e = receive(r, &m);
+	if (e) {
+		r->pending = e;
+		child_stop(r);
+		return;
+	}
+	if (m.kind == MSG_RECORDS) {
+		convert_chunk(r, (size_t)m.len);
+		if (r->pending)
+			child_stop(r);
+		return;
+	}
+	if (m.kind == MSG_END && m.ret < 0) { /* libtracecmd's own: a record of an unknown event type after lost events */
+		snprintf(r->cerr.msg, sizeof(r->cerr.msg), "%s: libtracecmd stopped after record %llu: a damaged CPU buffer?",
+			 r->path, (unsigned long long)r->index);
+		r->pending = -EIO;
+	} else if (m.kind == MSG_END) {
+		r->ended = true;
+	} else {
+		r->pending = child_died(r);
+	}
+	child_stop(r);
+}
+
 int tracedat_next(struct tracedat_reader *r, struct trace_event *ev, struct vcpustat_error *err)
 {
 	while (r->q.pos == r->q.n) {
-		int ret;
-
 		if (r->pending)
 			return verror(err, r->pending, "%s%s", r->cerr.msg,
 				      r->pending == -EINVAL ? " (--lenient skips malformed events)" : "");
 		if (r->ended)
 			return 0;
-		r->q.n = r->q.pos = 0;
-		r->paused = false;
-		ret = tracecmd_iterate_events_multi(&r->in, 1, on_record, r);
-		if (r->paused || r->pending)
-			continue;
-		if (ret < 0) { /* libtracecmd's own: a record of an unknown event type after lost events */
-			snprintf(r->cerr.msg, sizeof(r->cerr.msg), "%s: libtracecmd stopped after record %llu: a "
-								 "damaged CPU buffer?",
-				 r->path, (unsigned long long)r->index);
-			r->pending = -EIO;
-			continue;
-		}
-		r->ended = true;
+		next_chunk(r);
 	}
 	*ev = r->q.ev[r->q.pos++];
 	return 1;
@@ -691,7 +931,7 @@ int tracedat_next(struct tracedat_reader *r, struct trace_event *ev, struct vcpu
 int tracedat_rewind(struct tracedat_reader *r, struct vcpustat_error *err)
 {
 	reader_free(r);
-	return reader_open(r, false, err);
+	return reader_open(r, err);
 }
 
 void tracedat_close(struct tracedat_reader *r)
@@ -699,6 +939,7 @@ void tracedat_close(struct tracedat_reader *r)
 	if (!r)
 		return;
 	reader_free(r);
+	free(r->chunk);
 	free(r->q.ev);
 	free(r->path);
 	free(r);
