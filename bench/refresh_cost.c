@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
+#include "cli/cli.h"
 #include "live/live.h"
 #include "util/util.h"
 #include "model/model.h"
@@ -78,7 +80,8 @@ int main(int argc, char **argv)
 {
 	struct vcpustat_options opts = { .max_hists = 16384, .max_vcpus = 16384, .max_vms = 4096 };
 	int vms = 50, vcpus = 20, refreshes = 50, c;
-	double t0, first_ms, maps_ms = 0, window_ms = 0, text_ms = 0, json_ms = 0;
+	double t0, first_ms, maps_ms = 0, window_ms = 0, text_ms = 0, json_ms = 0, dumpf_ms = 0;
+	int out;
 	bool quiet = false, keep_heap = true;
 	struct live_window w;
 	struct vcpustat_snapshot snap;
@@ -134,6 +137,11 @@ int main(int argc, char **argv)
 		first_ms = cpu_ms() - t0;
 		summary_free(&s);
 	}
+	/* stdout to /dev/null while `top -j` prints (cli_json_print) */
+	fflush(stdout);
+	out = dup(STDOUT_FILENO);
+	if (out < 0 || dup2(fileno(devnull), STDOUT_FILENO) < 0)
+		return 1;
 	for (int i = 0; i < refreshes; i++) {
 		struct summary s;
 		json_t *doc;
@@ -157,14 +165,23 @@ int main(int argc, char **argv)
 		t0 = cpu_ms();
 		summary_print(devnull, &s, NULL, 0, 5);
 		text_ms += cpu_ms() - t0;
-		/* ... `top -j` one JSON document */
+		/* ... `top -j` one JSON document, printed as top prints it (stdout is /dev/null here) */
 		t0 = cpu_ms();
 		doc = summary_json(&s, NULL, 0);
-		json_dumpf(doc, devnull, JSON_COMPACT | JSON_REAL_PRECISION(17)); /* as cli_json_print() */
-		json_decref(doc);
+		if (cli_json_print(doc, CLI_JSON_LINE))
+			return 1;
 		json_ms += cpu_ms() - t0;
+		/* the baseline: the same document written by json_dumpf() (cli_json_print before 2026-11-29) */
+		t0 = cpu_ms();
+		doc = summary_json(&s, NULL, 0);
+		json_dumpf(doc, devnull, JSON_COMPACT | JSON_REAL_PRECISION(17));
+		json_decref(doc);
+		dumpf_ms += cpu_ms() - t0;
 		summary_free(&s);
 	}
+	fflush(stdout);
+	dup2(out, STDOUT_FILENO);
+	close(out);
 	printf("%d vCPUs (%d VMs x %d), %zu histograms, %zu culprits, mean of %d refreshes%s%s, CPU per refresh:\n",
 	       vms * vcpus, vms, vcpus, nr_hists, nr_culprits, refreshes, quiet ? " (no new activity)" : "",
 	       keep_heap ? "" : ", without heap_keep()");
@@ -176,6 +193,7 @@ int main(int argc, char **argv)
 	       ms_of(text_ms, refreshes), ms_of(window_ms + text_ms, refreshes));
 	printf("  + JSON (top -j)                     %7.2f ms  -> refresh of top -j %.2f ms\n",
 	       ms_of(json_ms, refreshes), ms_of(window_ms + json_ms, refreshes));
+	printf("    baseline: the JSON by json_dumpf  %7.2f ms\n", ms_of(dumpf_ms, refreshes));
 	{
 		char cmd[256];
 		struct timespec a, b;

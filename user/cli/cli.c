@@ -27,16 +27,51 @@ static void vreport(const char *kind, const char *fmt, va_list ap)
 	fprintf(stderr, "%s: %s%s\n", cli_prog, kind, msg);
 }
 
+/*
+ * The text of a document, appended to a buffer kept from one document to the
+ * next (`top -j` prints one per refresh): json_dumpf() writes each token with
+ * an fwrite(), which locks stdout every time (a third of the dump's CPU at
+ * 10,000 vCPUs: bench/RESULTS.md, "Refresh at scale").
+ */
+struct dump_buf {
+	char *p;
+	size_t n, cap;
+};
+
+static int dump_append(const char *text, size_t n, void *data)
+{
+	struct dump_buf *b = data;
+
+	if (n > b->cap - b->n) {
+		size_t cap = b->cap ? b->cap : 65536;
+		char *p;
+
+		while (n > cap - b->n)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p)
+			return -1;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, text, n);
+	b->n += n;
+	return 0;
+}
+
 int cli_json_print(json_t *doc, enum cli_json_style style)
 {
+	static struct dump_buf b;
 	size_t flags = style == CLI_JSON_DOC || cli_pretty ? JSON_INDENT(2) | JSON_PRESERVE_ORDER : JSON_COMPACT;
 	int e;
 
 	if (!doc)
 		return -ENOMEM;
-	e = json_dumpf(doc, stdout, flags | JSON_REAL_PRECISION(17)) ? -EIO : 0;
+	b.n = 0;
+	e = json_dump_callback(doc, dump_append, &b, flags | JSON_REAL_PRECISION(17)) ? -ENOMEM : 0;
 	json_decref(doc);
-	fputc('\n', stdout);
+	if (!e && (dump_append("\n", 1, &b) || fwrite(b.p, 1, b.n, stdout) != b.n))
+		e = -EIO;
 	fflush(stdout);
 	return e;
 }
