@@ -273,10 +273,10 @@ static struct vcpustat_event ev_at(int64_t t, __u64 type, uint32_t tid, uint32_t
 
 /*
  * VM "web" (1000, vCPU thread 1001) in a Kubernetes pod's container, preempted
- * by host thread 500 (hog, in a service's cgroup) for 1 us, and VM "db" (2000,
+ * by host thread 500 (hog, in cgroup hog_cg) for 1 us, and VM "db" (2000,
  * vCPU thread 2001) of libvirt, at level full; `vcpustat replay` of its capture.
  */
-static char *pod_recording(void)
+static char *pod_recording_hog(const char *hog_cg)
 {
 	struct vcpustat_event ev[] = {
 		ev_at(100, VCPUSTAT_EV_KVM_ENTRY, 1001, 0, false),
@@ -293,7 +293,7 @@ static char *pod_recording(void)
 	cr_assert_eq(capture_write_name(w, 1000, "web", &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_cgroup(w, 1000, 4026532711ull, POD_CG, &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_thread(w, 500, 500, "hog", &err), 0, "%s", err.msg);
-	cr_assert_eq(capture_write_cgroup(w, 500, 4026531836ull, HOG_CG, &err), 0, "%s", err.msg);
+	cr_assert_eq(capture_write_cgroup(w, 500, 4026531836ull, hog_cg, &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_name(w, 2000, "db", &err), 0, "%s", err.msg);
 	cr_assert_eq(capture_write_cgroup(w, 2000, 4026531836ull, DB_CG, &err), 0, "%s", err.msg);
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
@@ -304,6 +304,12 @@ static char *pod_recording(void)
 	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
 	unlink(cap);
 	return sht;
+}
+
+/* ... the hog in a service's cgroup */
+static char *pod_recording(void)
+{
+	return pod_recording_hog(HOG_CG);
 }
 
 /* Attribute path has one value from when it was made to the end: a string s, else the int i. */
@@ -442,6 +448,75 @@ Test(containers, a_recording_keeps_the_names_its_host_gave)
 	cr_assert_str_eq(json_string_value(json_object_get(c, "pod_name")), "virt-launcher-web-4hx9q", "%s", out);
 	cr_assert_str_eq(json_string_value(json_object_get(c, "name")), "compute");
 	cr_assert_str_eq(json_string_value(json_object_get(c, "pod")), UID);
+	json_decref(j);
+	unlink(sht);
+}
+
+/*
+ * The culprit in a neighbour pod's container, recorded (level full) where
+ * that pod's bundle was: /host/threads/<tid>/pod_name, pod_namespace,
+ * container_name, and a report made where the bundle is not names it from
+ * the recording, in text and JSON. A host thread whose cgroup names no
+ * container gets none of them.
+ */
+#define NOISY_CID "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d"
+#define NOISY_UID_ "0a1b2c3d_4e5f_6a7b_8c9d_0e1f2a3b4c5d"
+#define NOISY_CG                                                                                                  \
+	"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" NOISY_UID_ ".slice/cri-containerd-" \
+	NOISY_CID ".scope"
+
+Test(containers, a_level_full_recording_keeps_a_culprits_pod_and_container_names)
+{
+	static char out[1 << 16];
+	char run[] = "/tmp/vcpustat-run-XXXXXX", cmd[600], args[512], *sht, *svc;
+	json_t *j, *vm, *cul, *c;
+	struct sht_reader *r;
+	struct vcpustat_error err = { 0 };
+	uint32_t id;
+
+	cr_assert_not_null(mkdtemp(run));
+	bundle(run, "%s/containerd/io.containerd.runtime.v2.task/k8s.io/%s", NOISY_CID,
+	       "{\"annotations\": {\"io.kubernetes.cri.container-name\": \"encoder\", "
+	       "\"io.kubernetes.cri.sandbox-name\": \"batch-transcode-7f9c\", "
+	       "\"io.kubernetes.cri.sandbox-namespace\": \"media\"}}");
+	setenv("VCPUSTAT_RUN_DIR", run, 1);
+	sht = pod_recording_hog(NOISY_CG); /* replay, here with the neighbour's bundle */
+	svc = pod_recording();		   /* the hog in a service: no container */
+	unsetenv("VCPUSTAT_RUN_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", run);
+	cr_assert_eq(system(cmd), 0);
+	one_value(sht, "/host/threads/500/cgroup", NOISY_CG, 0);
+	one_value(sht, "/host/threads/500/pod_name", "batch-transcode-7f9c", 0);
+	one_value(sht, "/host/threads/500/pod_namespace", "media", 0);
+	one_value(sht, "/host/threads/500/container_name", "encoder", 0);
+	cr_assert_eq(sht_open(&r, svc, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_attr_lookup(r, "/host/threads/500/pod_name", &id), -ENOENT, "a service names no pod");
+	cr_assert_eq(sht_attr_lookup(r, "/host/threads/500/cgroup", &id), 0);
+	sht_close(r);
+	unlink(svc);
+
+	/* reported where the bundle is not: the names from the recording */
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "hog") && strstr(strstr(out, "hog"), "pod media/batch-transcode-7f9c encoder (containerd "
+								     "9e8d7c6b5a4f)"),
+		  "%s", out);
+	snprintf(args, sizeof(args), "report %s -j", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	j = json_loads(out, 0, NULL);
+	cr_assert_not_null(j, "%s", out);
+	vm = json_array_get(json_object_get(j, "vms"), 0);
+	if (vm && strcmp(json_string_value(json_object_get(vm, "vm")), "web"))
+		vm = json_array_get(json_object_get(j, "vms"), 1);
+	cul = json_array_get(json_object_get(vm, "culprits"), 0);
+	cr_assert_not_null(cul, "%s", out);
+	cr_assert_eq(json_integer_value(json_object_get(cul, "tid")), 500);
+	c = json_object_get(cul, "container");
+	cr_assert_str_eq(json_string_value(json_object_get(c, "runtime")), "containerd", "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(c, "id")), NOISY_CID);
+	cr_assert_str_eq(json_string_value(json_object_get(c, "pod_name")), "batch-transcode-7f9c");
+	cr_assert_str_eq(json_string_value(json_object_get(c, "namespace")), "media");
+	cr_assert_str_eq(json_string_value(json_object_get(c, "name")), "encoder");
 	json_decref(j);
 	unlink(sht);
 }

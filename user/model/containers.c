@@ -386,26 +386,49 @@ const char *container_label(const struct container_ref *c, char *buf, size_t len
 	return buf;
 }
 
-bool vm_container(const struct vm_summary *vm, struct container_ref *c)
+bool recorded_container(const char *cgroup, const char *pod_name, const char *pod_namespace, const char *name,
+			struct container_ref *c)
 {
-	if (!cgroup_container(vm->cgroup, c))
+	if (!cgroup_container(cgroup, c))
 		return false;
 	if (!c->pod_name[0] && !c->name[0]) { /* not on this host: as the recording host's runtime named it */
-		snprintf(c->pod_name, sizeof(c->pod_name), "%s", vm->pod_name);
-		snprintf(c->pod_namespace, sizeof(c->pod_namespace), "%s", vm->pod_namespace);
-		snprintf(c->name, sizeof(c->name), "%s", vm->container_name);
+		snprintf(c->pod_name, sizeof(c->pod_name), "%s", pod_name);
+		snprintf(c->pod_namespace, sizeof(c->pod_namespace), "%s", pod_namespace);
+		snprintf(c->name, sizeof(c->name), "%s", name);
 	}
 	return true;
 }
 
-const char *cgroup_label(const char *path, char *buf, size_t len)
+bool vm_container(const struct vm_summary *vm, struct container_ref *c)
+{
+	return recorded_container(vm->cgroup, vm->pod_name, vm->pod_namespace, vm->container_name, c);
+}
+
+bool culprit_container(const struct culprit_summary *cu, struct container_ref *c)
+{
+	return recorded_container(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, c);
+}
+
+/* The label of recorded_container(), or the cgroup path itself if it names none. */
+static const char *recorded_label(const char *cgroup, const char *pod_name, const char *pod_namespace,
+				  const char *name, char *buf, size_t len)
 {
 	struct container_ref c;
 
-	if (path && cgroup_container(path, &c))
+	if (cgroup && recorded_container(cgroup, pod_name, pod_namespace, name, &c))
 		return container_label(&c, buf, len);
-	snprintf(buf, len, "%s", path ? path : "");
+	snprintf(buf, len, "%s", cgroup ? cgroup : "");
 	return buf;
+}
+
+const char *culprit_cgroup_label(const struct culprit_summary *cu, char *buf, size_t len)
+{
+	return recorded_label(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, buf, len);
+}
+
+const char *cgroup_label(const char *path, char *buf, size_t len)
+{
+	return recorded_label(path, "", "", "", buf, len);
 }
 
 bool cgroup_matches(const char *pattern, const char *cgroup)

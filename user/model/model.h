@@ -240,10 +240,21 @@ const char *cgroup_label(const char *path, char *buf, size_t len);
 /* The container a cgroup path names as JSON, {"runtime", "id", "pod"} (each where known), or null (summary_json.c). */
 json_t *container_json(const char *cgroup);
 struct vm_summary;
-/* A VM's container: its cgroup's, named by this host's runtime, else by what its recording kept. */
+/*
+ * The container of a cgroup path, named by this host's runtime, else by the
+ * names a recording kept (pod_name, pod_namespace, name: "" if none).
+ */
+bool recorded_container(const char *cgroup, const char *pod_name, const char *pod_namespace, const char *name,
+			struct container_ref *c);
+/* A VM's container (recorded_container() of its cgroup and names). */
 bool vm_container(const struct vm_summary *vm, struct container_ref *c);
 /* The same as JSON, or null. */
 json_t *vm_container_json(const struct vm_summary *vm);
+struct culprit_summary;
+/* A culprit's container, its label ("" if none: then its cgroup path) and its JSON (or null). */
+bool culprit_container(const struct culprit_summary *cu, struct container_ref *c);
+const char *culprit_cgroup_label(const struct culprit_summary *cu, char *buf, size_t len);
+json_t *culprit_container_json(const struct culprit_summary *cu);
 
 /*
  * ---- summary.c: the window model ----
@@ -321,6 +332,8 @@ struct culprit_summary {
 	char process[64];
 	char cgroup[256]; /* its cgroup path (live: from the kernel's cgroup id; reports: the recorded one), "" if unknown */
 	__u64 pidns;	  /* its PID namespace's inode (reports of --level full recordings), 0 if unknown */
+	/* reports of --level full recordings: the Kubernetes names the recording host's runtime gave, "" if none */
+	char pod_name[128], pod_namespace[64], container_name[64];
 	char vm[64];	/* if the thread is a vCPU of a VM: that VM's name, else "" */
 	int vcpu;	/* and its index, else -1 */
 	__u64 ns;	/* vCPU-ns the VM waited while it ran, in the window */
@@ -667,6 +680,8 @@ struct report_thread {
 	const char *name; /* the first string of th's name (the reader's), "" if none */
 	const char *cgroup; /* the first string of th's cgroup, "" if none */
 	uint64_t pidns;	    /* the first integer of th's pidns, 0 if none */
+	/* the first strings of th's pod_name, pod_namespace, container_name, "" if none */
+	const char *pod_name, *pod_namespace, *container_name;
 };
 
 /*

@@ -257,7 +257,7 @@ int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def)
 }
 
 /* Which thread of report_thread_names() an attribute is of, and which of its attributes. */
-enum thread_field { TF_NAME, TF_PID, TF_CGROUP, TF_PIDNS, TF_NR };
+enum thread_field { TF_NAME, TF_PID, TF_CGROUP, TF_PIDNS, TF_POD_NAME, TF_POD_NAMESPACE, TF_CONTAINER_NAME, TF_NR };
 
 struct thread_attr {
 	size_t at; /* index in t */
@@ -266,8 +266,9 @@ struct thread_attr {
 
 int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n, struct vcpustat_error *err)
 {
-	static const char *const child[TF_NR] = { "name", "pid", "cgroup", "pidns" };
-	static const bool is_int[TF_NR] = { false, true, false, true };
+	static const char *const child[TF_NR] = { "name", "pid", "cgroup", "pidns", "pod_name", "pod_namespace",
+						  "container_name" };
+	static const bool is_int[TF_NR] = { false, true, false, true, false, false, false };
 	uint8_t *want = calloc(sht_nattrs(r) + 1, 1);
 	struct hashmap of_attr; /* a thread's attribute -> struct thread_attr */
 	struct sht_interval *iv = NULL;
@@ -281,6 +282,7 @@ int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n,
 		t[i].pidns = 0;
 		t[i].name = "";
 		t[i].cgroup = "";
+		t[i].pod_name = t[i].pod_namespace = t[i].container_name = "";
 	}
 	if (!want || hashmap_init(&of_attr, sizeof(uint32_t), sizeof(struct thread_attr), 0)) {
 		free(want);
@@ -312,6 +314,9 @@ int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n,
 		case TF_PID: th->pid = (uint32_t)iv[i].value.i; break;
 		case TF_CGROUP: th->cgroup = iv[i].value.s; break;
 		case TF_PIDNS: th->pidns = (uint64_t)iv[i].value.i; break;
+		case TF_POD_NAME: th->pod_name = iv[i].value.s; break;
+		case TF_POD_NAMESPACE: th->pod_namespace = iv[i].value.s; break;
+		case TF_CONTAINER_NAME: th->container_name = iv[i].value.s; break;
 		default: break;
 		}
 		taken = iv[i].attr;
@@ -1017,6 +1022,9 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 		snprintf(c->comm, sizeof(c->comm), "%s", th[j].name);
 		snprintf(c->process, sizeof(c->process), "%s", c->comm);
 		snprintf(c->cgroup, sizeof(c->cgroup), "%s", th[j].cgroup);
+		snprintf(c->pod_name, sizeof(c->pod_name), "%s", th[j].pod_name);
+		snprintf(c->pod_namespace, sizeof(c->pod_namespace), "%s", th[j].pod_namespace);
+		snprintf(c->container_name, sizeof(c->container_name), "%s", th[j].container_name);
 		c->tgid = th[j].pid;
 		c->pidns = th[j].pidns;
 	}
@@ -1451,7 +1459,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		struct hashmap exits, uexits, runq, culprits, details, cr3_votes, wakes[2]; /* by reason, by vector */
 		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid;
-		struct report_thread proc = { .th = vm }; /* its pid, cgroup and pidns: one query */
+		struct report_thread proc = { .th = vm }; /* its pid, cgroup, pidns, Kubernetes names: one query */
 		struct vm_summary *vs, *arr;
 
 		e = report_thread_names(r, &proc, 1, err);
@@ -1473,9 +1481,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		snprintf(vs->name, sizeof(vs->name), "%s", sht_attr_name(r, vm));
 		snprintf(vs->cgroup, sizeof(vs->cgroup), "%s", proc.cgroup);
 		vs->pidns = proc.pidns;
-		first_str(r, sht_attr_child(r, vm, "pod_name"), vs->pod_name, sizeof(vs->pod_name));
-		first_str(r, sht_attr_child(r, vm, "pod_namespace"), vs->pod_namespace, sizeof(vs->pod_namespace));
-		first_str(r, sht_attr_child(r, vm, "container_name"), vs->container_name, sizeof(vs->container_name));
+		snprintf(vs->pod_name, sizeof(vs->pod_name), "%s", proc.pod_name);
+		snprintf(vs->pod_namespace, sizeof(vs->pod_namespace), "%s", proc.pod_namespace);
+		snprintf(vs->container_name, sizeof(vs->container_name), "%s", proc.container_name);
 		vs->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
 		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
 		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);

@@ -129,6 +129,13 @@ json_t *container_json(const char *cgroup)
 	return cgroup && cgroup_container(cgroup, &c) ? container_ref_json(&c) : json_null();
 }
 
+json_t *culprit_container_json(const struct culprit_summary *cu)
+{
+	struct container_ref c;
+
+	return culprit_container(cu, &c) ? container_ref_json(&c) : json_null();
+}
+
 json_t *vm_container_json(const struct vm_summary *vm)
 {
 	struct container_ref c;
@@ -151,7 +158,7 @@ static json_t *culprit_json(const struct culprit_summary *c)
 			      "pid", (json_int_t)c->tgid, "process", c->process, "cgroup", c->cgroup, "ns",
 			      (json_int_t)c->ns, "share", c->share);
 
-	cgroup_fields(o, c->cgroup, container_json(c->cgroup), c->pidns);
+	cgroup_fields(o, c->cgroup, culprit_container_json(c), c->pidns);
 	if (c->vm[0]) {
 		json_object_set_new(o, "vm", json_string(c->vm));
 		json_object_set_new(o, "vcpu", json_integer(c->vcpu));

@@ -135,7 +135,7 @@ static void print_culprit(FILE *f, const char *indent, const struct culprit_summ
 	else
 		snprintf(who, sizeof(who), "%s (%u)", cu->process, cu->tgid);
 	fprintf(f, "%s%5.1f%% %-10s %-8u %-16s %-20s %s\n", indent, 100 * cu->share, format_ns(cu->ns, b, sizeof(b)),
-		cu->tid, cu->comm, who, cgroup_label(cu->cgroup, cg, sizeof(cg)));
+		cu->tid, cu->comm, who, culprit_cgroup_label(cu, cg, sizeof(cg)));
 }
 
 /* The VMM's other threads (reports of --level full recordings): their CPU, their waiting, and who took it. */
@@ -414,7 +414,7 @@ static const char *culprit_who(const struct culprit_summary *c, char *who, size_
 	if (c->vm[0])
 		snprintf(who, len, "VM %s vCPU %d", c->vm, c->vcpu);
 	else
-		snprintf(who, len, "%s (%s %u) %s", c->comm, c->process, c->tgid, cgroup_label(c->cgroup, cg, sizeof(cg)));
+		snprintf(who, len, "%s (%s %u) %s", c->comm, c->process, c->tgid, culprit_cgroup_label(c, cg, sizeof(cg)));
 	return who;
 }
 

@@ -501,9 +501,10 @@ static int cgroup_attrs(struct recorder *r, const char *parent, uint32_t tid, ui
 }
 
 /*
- * Under vm ("/vms/<vm>"): the Kubernetes names this host's container runtime
- * gives the VM's container (pod_name, pod_namespace, container_name), so that
- * a report made elsewhere, or after the pod is gone, still names it.
+ * Under parent ("/vms/<vm>" or "/host/threads/<tid>"): the Kubernetes names
+ * this host's container runtime gives the container (pod_name, pod_namespace,
+ * container_name), so that a report made elsewhere, or after the pod is
+ * gone, still names it.
  */
 static int k8s_attrs(struct recorder *r, const char *vm, const struct container_ref *c, uint64_t t)
 {
@@ -637,8 +638,13 @@ static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_
 	if (!*err && name)
 		*err = set_int(r, fresh.pid, t, tgid);
 	snprintf(path, sizeof(path), "/host/threads/%u", tid);
-	if (!*err && name)
-		*err = cgroup_attrs(r, path, tid, t, NULL);
+	if (!*err && name) {
+		struct container_ref c = { 0 };
+
+		*err = cgroup_attrs(r, path, tid, t, &c);
+		if (!*err)
+			*err = k8s_attrs(r, path, &c, t);
+	}
 	if (*err || hashmap_update(&r->threads, &tid, &fresh)) {
 		*err = *err ? *err : -ENOMEM;
 		return NULL;
