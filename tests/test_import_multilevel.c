@@ -632,3 +632,210 @@ Test(import_multilevel, one_vm_twice_is_refused)
 	unlink(sc.host);
 	unlink(sc.guest);
 }
+
+/* ---- a nested guest (L2 in L1): --guest VM@L1=TRACE ---- */
+
+/* The host time of an L1 time through L1's transform, as file time. */
+static uint64_t through(const struct import_result *res, size_t gi, uint64_t ns)
+{
+	struct vcpustat_sync_time t;
+
+	cr_assert_eq(vcpustat_sync_apply(&res->guests[gi].sync.transform, ns, &t), 0);
+	return t.host_ns - res->start_ns;
+}
+
+static struct tev l1_ev(enum tev_type type, uint64_t ts, uint32_t cpu, uint32_t pid, const char *reason)
+{
+	return (struct tev){ .type = type, .ts = ts, .cpu = cpu, .pid = pid, .tgid = 800, .comm = "CPU 0/KVM",
+			     .reason = reason };
+}
+
+/*
+ * Host (L0): the scenario's VM A is an L1 hypervisor: its vCPU 0 on host
+ * CPU 0 in guest mode from +1 us, an interrupt exit at +1000 us, preempted by
+ * VM B from +1002 to +3001 us, an MSR exit from +5000 to +5010 us, a halt at
+ * +9000 us. In L1 (its own trace, its own clock): the nested VM 800's vCPU 0
+ * (L1 thread 801) on L1's CPU 0 from +100 us, in L2's guest mode from +200
+ * us, an exit to L1's KVM from +4000 to +4050 us, a halt at +8800 us; L2's
+ * sync agent's hypercalls on its vCPU 1 (802). In L2 (a third clock): fib2
+ * (400) runs on CPU 0 from +500 us until logger2 (401) preempts it at +7000
+ * us; logger2 sleeps at +7900 us. fib2 runs only while both levels run its
+ * vCPU.
+ */
+Test(import_multilevel, nested_guest_runs_only_while_both_levels_run_it)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" }, { 2000, "vmB" } };
+	struct import_guest guests[2] = { { "vmA", NULL, NULL }, { "pid800", NULL, "vmA" } };
+	struct import_opts o = { .names = names, .nnames = 2, .guests = guests, .nguests = 2 };
+	struct sync_traces agent2 = { .vcpu_pid = 802, .vm_tgid = 800, .host_cpu = 1, .vcpu = 1, .agent_pid = 700,
+				      .guest_cpu = 1, .key0 = 2ull << 48 };
+	struct synth p2;
+	struct import_result res;
+	struct scenario sc;
+	struct tev *l1 = NULL, *l2 = NULL, *h = NULL;
+	size_t n1 = 0, n2 = 0, nh = 0;
+	uint64_t t0, in, out, x[6], end;
+	char *sht, *l1_path, *l2_path;
+
+	make_scenario(&sc, 21); /* host trace and L1's sync markers (sc.guest) */
+	t0 = sc.t0;
+	/* L1's trace: its sync markers with the host (below, as the scenario made them) and the nested VM */
+	p2 = synth_default(22);
+	p2.alpha = 0.9997L;
+	p2.beta = -2e9L;
+	p2.host0 = (uint64_t)synth_guest(&sc.p, (long double)sc.p.host0) + 1000000000ull;
+	p2.duration_ns = 55000000000ull;
+	sync_tevs(&p2, &agent2, &l1, &n1, &l2, &n2);
+#define L1T(us) ((uint64_t)llroundl(synth_guest(&sc.p, (long double)(t0 + (us) * US))))
+#define L2T(us) ((uint64_t)llroundl(synth_guest(&p2, synth_guest(&sc.p, (long double)(t0 + (us) * US)))))
+	l1 = realloc(l1, (n1 + 8) * sizeof(*l1));
+	l1[n1++] = (struct tev){ .type = T_SWITCH, .ts = L1T(100), .cpu = 0, .pid = 0, .tgid = 0, .comm = "swapper/0",
+				 .state = "R", .pid2 = 801, .comm2 = "CPU 0/KVM" };
+	l1[n1++] = l1_ev(T_ENTRY, L1T(200), 0, 801, NULL);
+	l1[n1++] = l1_ev(T_KEXIT, L1T(4000), 0, 801, "EXTERNAL_INTERRUPT");
+	l1[n1++] = l1_ev(T_ENTRY, L1T(4050), 0, 801, NULL);
+	l1[n1++] = l1_ev(T_KEXIT, L1T(8800), 0, 801, "HLT");
+	l1[n1++] = (struct tev){ .type = T_SWITCH, .ts = L1T(8801), .cpu = 0, .pid = 801, .tgid = 800,
+				 .comm = "CPU 0/KVM", .state = "S", .pid2 = 0, .comm2 = "swapper/0" };
+	for (size_t i = 0; i < n1; i++) /* 802 is CPU 1/KVM (sync_tevs names it) */
+		if (l1[i].pid == 802)
+			l1[i].comm = "CPU 1/KVM";
+	l2 = realloc(l2, (n2 + 4) * sizeof(*l2));
+	l2[n2++] = guest_sw(L2T(500), 0, "swapper/0", "R", 400, "fib2");
+	l2[n2++] = guest_sw(L2T(7000), 400, "fib2", "R+", 401, "logger2");
+	l2[n2++] = guest_sw(L2T(7900), 401, "logger2", "S", 0, "swapper/0");
+	/* L1's own sync rounds with the host: its markers from the scenario, regenerated the same way */
+	{
+		struct sync_traces agent1 = { .vcpu_pid = 1002, .vm_tgid = 1000, .host_cpu = 1, .vcpu = 1,
+					      .agent_pid = 900, .guest_cpu = 1, .key0 = 1ull << 48 };
+		struct synth p1 = synth_default(21);
+
+		sync_tevs(&p1, &agent1, &h, &nh, &l1, &n1);
+	}
+	tev_sort(l1, n1);
+	tev_sort(l2, n2);
+	l1_path = imp_write_trace(l1, n1, &nine);
+	l2_path = imp_write_trace(l2, n2, &nine);
+	guests[0].path = l1_path;
+	guests[1].path = l2_path;
+	o.host = sc.host;
+	sht = imp_run(&o, &res);
+	cr_assert_eq(res.nguests, 2);
+	cr_assert_str_eq(res.guests[1].vm, "vmA.pid800");
+	cr_assert_str_eq(res.guests[1].parent, "vmA");
+	cr_assert_eq(res.guests[1].sync.quality, VCPUSTAT_SYNC_ACCURATE);
+	cr_assert(res.guests[1].host_mode_known, "L1's trace shows the nested VM's kvm_entry/kvm_exit");
+	cr_assert_gt(res.guests[1].parent_states, 4);
+	end = res.end_ns - res.start_ns + 1;
+	in = through(&res, 1, L2T(500));
+	out = through(&res, 1, L2T(7000));
+	/* the composed transform places L2's events within a microsecond of when they happened */
+	cr_assert_lt(llabs((long long)in - (long long)(t0 - res.start_ns + 500 * US)), 1000);
+	cr_assert_lt(llabs((long long)out - (long long)(t0 - res.start_ns + 7000 * US)), 1000);
+	x[0] = t0 - res.start_ns + 1000 * US; /* the host's events: exact */
+	x[1] = t0 - res.start_ns + 3002 * US;
+	x[2] = through(&res, 0, L1T(4000)); /* L1's events: through L1's transform */
+	x[3] = through(&res, 0, L1T(4050));
+	x[4] = t0 - res.start_ns + 5000 * US;
+	x[5] = t0 - res.start_ns + 5010 * US;
+	{
+		const uint64_t want[][2] = { { in, x[0] },   { x[0], x[1] }, { x[1], x[2] }, { x[2], x[3] },
+					     { x[3], x[4] }, { x[4], x[5] }, { x[5], out },  { out, 0 } };
+		const char *const value[] = { "running", "virt_preempted", "running", "virt_preempted",
+					      "running", "virt_preempted", "running", "preempted" };
+
+		assert_intervals(sht, "/vms/vmA.pid800/threads/400/state", want, value, 8, end);
+	}
+	{
+		/* its vCPU 0 on the host's timeline: L1's view, else the host's view of L1's vCPU 0 */
+		const uint64_t want[][2] = {
+			{ through(&res, 0, L1T(200)), x[0] }, /* guest (a vCPU from its first kvm_entry in L1) */
+			{ x[0], t0 - res.start_ns + 1002 * US },		      /* L1's vCPU exited to the host */
+			{ t0 - res.start_ns + 1002 * US, t0 - res.start_ns + 3001 * US }, /* L1's vCPU preempted */
+			{ t0 - res.start_ns + 3001 * US, x[1] },		      /* its host thread back, not in guest */
+			{ x[1], x[2] },						      /* guest */
+			{ x[2], x[3] },						      /* in L1's KVM */
+			{ x[3], x[4] },						      /* guest */
+			{ x[4], x[5] },						      /* L1's MSR exit */
+			{ x[5], through(&res, 0, L1T(8800)) },			      /* guest */
+		};
+		const char *const value[] = { "1", "2", "3", "2", "1", "2", "1", "2", "1" };
+		struct sht_interval *iv;
+		struct sht_reader *r;
+		size_t got = imp_intervals(sht, "/vms/vmA.pid800/vcpus/0/state", &iv, &r);
+
+		cr_assert_geq(got, 9, "%zu intervals", got);
+		for (size_t i = 0; i < 9; i++) {
+			char v[32];
+
+			snprintf(v, sizeof(v), "%lld", (long long)iv[i].value.i);
+			cr_assert_eq(iv[i].start, want[i][0], "#%zu: start %llu, expected %llu", i,
+				     (unsigned long long)iv[i].start, (unsigned long long)want[i][0]);
+			cr_assert_eq(iv[i].end, want[i][1], "#%zu: end %llu, expected %llu", i,
+				     (unsigned long long)iv[i].end, (unsigned long long)want[i][1]);
+			cr_assert_str_eq(v, value[i], "#%zu", i);
+		}
+		free(iv);
+		sht_close(r);
+	}
+	/* the report: fib2's time lost, split by what its vCPU was doing */
+	{
+		struct vcpustat_error err = { 0 };
+		struct sht_reader *r;
+		struct summary s;
+		const struct vm_summary *vm = NULL;
+		bool culprits;
+
+		cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
+		cr_assert_eq(report_build(&s, r, sht_get_info(r)->start, sht_get_info(r)->end, NULL, &culprits, &err), 0,
+			     "%s", err.msg);
+		for (size_t i = 0; i < s.nr_vms; i++)
+			if (!strcmp(s.vms[i].name, "vmA.pid800"))
+				vm = &s.vms[i];
+		cr_assert(vm, "the nested VM is in the report");
+		cr_assert_geq(vm->nr_guest_threads, 1);
+		cr_assert_eq(vm->guest_threads[0].tid, 400);
+		cr_assert_eq(vm->guest_threads[0].ns[GUEST_VIRT_PREEMPTED],
+			     (x[1] - x[0]) + (x[3] - x[2]) + (x[5] - x[4]));
+		cr_assert_eq(vm->guest_threads[0].lost_runq_ns, 1999 * US, "L1's vCPU preempted by VM B");
+		summary_free(&s);
+		sht_close(r);
+	}
+	/* the command line: VM@L1=TRACE, the report's lines, and an L1 that is not a guest of the host */
+	{
+		static char text[65536];
+		char args[2048], *sht2 = imp_tmp(".sht");
+
+		snprintf(args, sizeof(args),
+			 "import --host %s --vm-name 1000=vmA --vm-name 2000=vmB --guest vmA=%s --guest 800@vmA=%s -o %s",
+			 sc.host, l1_path, l2_path, sht2);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
+		cr_assert(strstr(text, "-> VM vmA.pid800: ") && strstr(text, "nested in VM vmA: synchronized through its "
+										"trace"),
+			  "%s", text);
+		snprintf(args, sizeof(args), "report %s --vm vmA.pid800", sht2);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 0, "%s", text);
+		cr_assert(strstr(text, "GUEST THREADS: time lost to the host") && strstr(text, "fib2"), "%s", text);
+		snprintf(args, sizeof(args), "import --host %s --guest 800@vmB=%s -o %s", sc.host, l2_path, sht2);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 1, "%s", text);
+		cr_assert(strstr(text, "vmB is not a guest of the host given with --guest vmB=TRACE"), "%s", text);
+		snprintf(args, sizeof(args), "import --host %s --vm-name 1000=vmA --guest vmA=%s --guest 900@vmA=%s -o %s",
+			 sc.host, l1_path, l2_path, sht2);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 1, "%s", text);
+		cr_assert(strstr(text, "--guest 900: no such VM in ") && strstr(text, l1_path), "%s", text);
+		snprintf(args, sizeof(args), "import --host %s --guest @vmA=%s -o %s", sc.host, l2_path, sht2);
+		cr_assert_eq(run_vcpustat(args, text, sizeof(text)), 2, "%s", text);
+		unlink(sht2);
+	}
+	import_result_free(&res);
+	free(l1);
+	free(l2);
+	free(h);
+	unlink(sht);
+	unlink(sc.host);
+	unlink(sc.guest);
+	unlink(l1_path);
+	unlink(l2_path);
+#undef L1T
+#undef L2T
+}

@@ -21,7 +21,9 @@ int cmd_import(int argc, char **argv)
 		{ "host", OPT_HOST, "FILE", "the host's trace ('-': standard input, ftrace text)", CLI_STRING,
 		  &ia->o.host },
 		{ "guest", OPT_GUEST, "VM=FILE", "the trace of VM's guest (repeatable); VM is its name\n"
-						 "(pid<N>, a --vm-name, a --vm) or its VMM's pid" },
+						 "(pid<N>, a --vm-name, a --vm) or its VMM's pid.\n"
+						 "VM@L1=FILE: a nested guest that the guest L1 (given\n"
+						 "as --guest L1=...) runs; VM as L1's trace shows it" },
 		{ "output", 'o', "FILE", "the .sht file to write", CLI_STRING, &ia->o.out },
 		{ "vm-name", OPT_VM_NAME, "PID=NAME", "name the VM whose VMM process is PID (host traces do not\n"
 						      "carry QEMU's -name); default pid<PID>" },
@@ -41,7 +43,8 @@ int cmd_import(int argc, char **argv)
 	};
 	const struct cli_command cmd = {
 		.name = "import",
-		.synopsis = "--host HOST_TRACE [--guest VM=GUEST_TRACE]... -o FILE.sht [OPTIONS]",
+		.synopsis = "--host HOST_TRACE [--guest VM=GUEST_TRACE]... [--guest VM@L1=L2_TRACE]... -o FILE.sht "
+			    "[OPTIONS]",
 		.about = "Replay a host trace through the same state machine and handler the kernel runs\n"
 			 "(every vCPU's states, exits, pCPUs; every thread on every CPU) into a state\n"
 			 "history file, as `vcpustat record --level full` would have written it live.\n"

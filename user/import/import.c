@@ -82,6 +82,10 @@ struct guest_input {
 	uint32_t tgid;
 	struct ml_guest_event *ev;
 	size_t n;
+	long parent;		     /* a nested guest: its L1's index in the options' guests, else -1 */
+	size_t ml;		     /* its index in the multi-level analysis */
+	struct ml_vcpu_event *vev;   /* ... its vCPUs' states in L1's trace, on the host's clock */
+	size_t nv;
 };
 
 struct import {
@@ -173,8 +177,10 @@ static void import_free(struct import *im)
 	free(im->b);
 	free(im->c);
 	if (im->gin)
-		for (size_t i = 0; i < im->o->nguests; i++)
+		for (size_t i = 0; i < im->o->nguests; i++) {
 			free(im->gin[i].ev);
+			free(im->gin[i].vev);
+		}
 	free(im->gin);
 }
 
@@ -663,42 +669,11 @@ static int sort_events(struct ml_guest_event *ev, size_t n)
 	return 0;
 }
 
-static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *err)
+/* A guest's events from its clock to the host's (dropping what the transform cannot place), sorted. */
+static int map_events(struct guest_input *in, struct import_guest_result *gr)
 {
-	const struct import_guest *g = &im->o->guests[gi];
-	struct import_guest_result *gr = &im->res->guests[gi];
-	struct guest_input *in = &im->gin[gi];
-	struct import_sync_events s = { 0 };
-	size_t pos = 0, w = 0;
-	void *k, *v;
-	int e;
+	size_t w = 0;
 
-	e = resolve_vm(im, g->vm, "--guest", &in->tgid, err);
-	if (e)
-		return e;
-	gr->tgid = in->tgid;
-	display_name(im, in->tgid, gr->vm, sizeof(gr->vm));
-	e = read_guest(g->path, &im->o->trace, &in->ev, &in->n, &s, &gr->trace, err);
-	if (!e)
-		e = host_events_of(im, in->tgid, &s) ? verror(err, -ENOMEM, "out of memory") : 0;
-	if (!e)
-		e = solve(&s, &gr->sync, &gr->protocol, err);
-	gr->na = s.na;
-	gr->nb = s.nb;
-	gr->nc = s.nc;
-	gr->nd = s.nd;
-	import_sync_events_free(&s);
-	if (e)
-		return e;
-	if (gr->sync.transform_quality == VCPUSTAT_SYNC_ABSENT)
-		return verror(err, -ENODATA,
-			      "%s: cannot place the guest's events on the host's timeline: no synchronization "
-			      "(guest markers: %zu a, %zu d; host events of VM %s in %s: %zu hypercalls, %zu entries; "
-			      "matched: %zu). Run vcpustat-sync-agent in the guest while both traces record "
-			      "(docs/import.md)",
-			      g->path, gr->na, gr->nd, gr->vm, im->o->host, gr->nb, gr->nc,
-			      gr->protocol.guest_to_host + gr->protocol.host_to_guest);
-	/* guest clock -> host clock */
 	for (size_t i = 0; i < in->n; i++) {
 		struct vcpustat_sync_time t;
 
@@ -710,13 +685,203 @@ static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *er
 		in->ev[w++].ts = t.host_ns;
 	}
 	in->n = w;
-	if (sort_events(in->ev, in->n))
-		return verror(err, -ENOMEM, "out of memory");
-	/* does the host trace show this VM's guest-mode transitions? */
+	return sort_events(in->ev, in->n);
+}
+
+/* Does the trace show VM id's guest-mode transitions (kvm_entry, kvm_exit)? */
+static bool shows_kvm_mode(struct import *im, uint32_t id)
+{
+	size_t pos = 0;
+	void *k, *v;
+
 	while (hashmap_next(&im->kvm_tids, &pos, &k, &v))
-		if ((*(uint8_t *)v & 2) && vm_of_vcpu(im, *(uint32_t *)k, -1) == in->tgid)
-			gr->host_mode_known = true;
+		if ((*(uint8_t *)v & 2) && vm_of_vcpu(im, *(uint32_t *)k, -1) == id)
+			return true;
+	return false;
+}
+
+/*
+ * The guest trace at path: its events (guest clock) into in, synchronized
+ * with VM in->tgid of the host trace host scanned (its b and c events): the
+ * transform in gr->sync.
+ */
+static int sync_guest(struct import *host, const char *path, struct guest_input *in, struct import_guest_result *gr,
+		      struct vcpustat_error *err)
+{
+	struct import_sync_events s = { 0 };
+	int e = read_guest(path, &host->o->trace, &in->ev, &in->n, &s, &gr->trace, err);
+
+	if (!e)
+		e = host_events_of(host, in->tgid, &s) ? verror(err, -ENOMEM, "out of memory") : 0;
+	if (!e)
+		e = solve(&s, &gr->sync, &gr->protocol, err);
+	gr->na = s.na;
+	gr->nb = s.nb;
+	gr->nc = s.nc;
+	gr->nd = s.nd;
+	import_sync_events_free(&s);
+	return e;
+}
+
+static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *err)
+{
+	const struct import_guest *g = &im->o->guests[gi];
+	struct import_guest_result *gr = &im->res->guests[gi];
+	struct guest_input *in = &im->gin[gi];
+	int e;
+
+	e = resolve_vm(im, g->vm, "--guest", &in->tgid, err);
+	if (e)
+		return e;
+	gr->tgid = in->tgid;
+	display_name(im, in->tgid, gr->vm, sizeof(gr->vm));
+	e = sync_guest(im, g->path, in, gr, err);
+	if (e)
+		return e;
+	if (gr->sync.transform_quality == VCPUSTAT_SYNC_ABSENT)
+		return verror(err, -ENODATA,
+			      "%s: cannot place the guest's events on the host's timeline: no synchronization "
+			      "(guest markers: %zu a, %zu d; host events of VM %s in %s: %zu hypercalls, %zu entries; "
+			      "matched: %zu). Run vcpustat-sync-agent in the guest while both traces record "
+			      "(docs/import.md)",
+			      g->path, gr->na, gr->nd, gr->vm, im->o->host, gr->nb, gr->nc,
+			      gr->protocol.guest_to_host + gr->protocol.host_to_guest);
+	if (map_events(in, gr))
+		return verror(err, -ENOMEM, "out of memory");
+	gr->host_mode_known = shows_kvm_mode(im, in->tgid);
 	return 0;
+}
+
+/* ---- nested guests (L2 in L1) ---- */
+
+static void complete(struct import *im, const struct trace_event *te, struct vcpustat_event *ev);
+
+struct nested_collect {
+	uint32_t tgid; /* L2's VMM in L1 */
+	const struct vcpustat_sync_transform *to_host; /* L1 -> L0 */
+	struct ml_vcpu_event *v;
+	size_t n, cap;
+	uint64_t unmappable;
+};
+
+/* L1's handler records: the states of L2's vCPUs, on the host's clock. */
+static int collect_nested(void *ctx, const struct vcpustat_record *rec)
+{
+	struct nested_collect *c = ctx;
+	struct vcpustat_sync_time t;
+
+	if (rec->tgid != c->tgid || rec->vcpu == VCPUSTAT_VCPU_NONE ||
+	    (rec->type != VCPUSTAT_REC_STATE && rec->type != VCPUSTAT_REC_VCPU_NEW &&
+	     rec->type != VCPUSTAT_REC_VCPU_GONE))
+		return 0;
+	if (vcpustat_sync_apply(c->to_host, rec->ts, &t)) {
+		c->unmappable++;
+		return 0;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 1024;
+		struct ml_vcpu_event *a = realloc(c->v, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		c->v = a;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct ml_vcpu_event){ .ts = t.host_ns, .vcpu = rec->vcpu, .cpu = rec->cpu,
+					       .state = rec->type == VCPUSTAT_REC_VCPU_GONE ? VCPU_UNKNOWN : rec->to };
+	return 0;
+}
+
+/*
+ * --guest VM@L1=TRACE: L1's trace (its own --guest) is VM's host trace: it
+ * is scanned as a host trace is (VM's vCPU threads, the sync protocol's
+ * hypercalls and entries), VM's trace synchronized to it, that transform
+ * composed with L1's, and L1's trace replayed through the handler for the
+ * states of VM's vCPUs in L1.
+ */
+static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *err)
+{
+	const struct import_guest *g = &im->o->guests[gi];
+	struct import_guest_result *gr = &im->res->guests[gi];
+	struct guest_input *in = &im->gin[gi];
+	long p = in->parent;
+	const struct import_guest_result *pr = &im->res->guests[p];
+	const char *l1 = im->o->guests[p].path;
+	struct import_opts so = { .host = l1, .trace = im->o->trace, .nr_cpus = im->o->nr_cpus };
+	struct import_result sres = { 0 };
+	struct nested_collect col = { .to_host = &pr->sync.transform };
+	struct replay_options po = { .record_level = VCPUSTAT_LEVEL_VCPU, .on_record = collect_nested,
+				     .ctx = &col, .nr_cpus = im->o->nr_cpus };
+	struct replay *rp = NULL;
+	struct trace_reader *tr = NULL;
+	struct trace_event te;
+	struct import sub;
+	char name[64];
+	int e;
+
+	if (import_init(&sub, &so, &sres)) {
+		import_free(&sub);
+		return verror(err, -ENOMEM, "out of memory");
+	}
+	e = trace_open(&tr, l1, &im->o->trace, err);
+	if (!e)
+		e = scan(&sub, tr, err);
+	if (!e)
+		e = resolve_vm(&sub, g->vm, "--guest", &in->tgid, err);
+	if (e)
+		goto out;
+	gr->tgid = in->tgid;
+	snprintf(gr->parent, sizeof(gr->parent), "%s", pr->vm);
+	snprintf(gr->vm, sizeof(gr->vm), "%.31s.%.31s", pr->vm, display_name(&sub, in->tgid, name, sizeof(name)));
+	e = sync_guest(&sub, g->path, in, gr, err);
+	if (e)
+		goto out;
+	if (gr->sync.transform_quality == VCPUSTAT_SYNC_ABSENT) {
+		e = verror(err, -ENODATA,
+			   "%s: cannot place the nested guest's events on its L1's timeline: no synchronization "
+			   "(guest markers: %zu a, %zu d; events of VM %s in %s: %zu hypercalls, %zu entries; "
+			   "matched: %zu). Run vcpustat-sync-agent in the nested guest while both traces record "
+			   "(docs/import.md)",
+			   g->path, gr->na, gr->nd, name, l1, gr->nb, gr->nc,
+			   gr->protocol.guest_to_host + gr->protocol.host_to_guest);
+		goto out;
+	}
+	gr->to_parent = gr->sync.transform;
+	e = vcpustat_sync_compose(&pr->sync.transform, &gr->to_parent, &gr->sync.transform, err);
+	if (e)
+		goto out;
+	if (map_events(in, gr)) {
+		e = verror(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	gr->host_mode_known = shows_kvm_mode(&sub, in->tgid);
+	/* L1's view of the nested VM's vCPUs */
+	col.tgid = in->tgid;
+	e = trace_rewind(tr, err);
+	if (!e && replay_new(&rp, &po))
+		e = verror(err, -ENOMEM, "out of memory");
+	while (!e && (e = trace_next(tr, &te, err)) == 1) {
+		struct vcpustat_event ev;
+
+		learn(&sub, &te);
+		complete(&sub, &te, &ev);
+		e = replay_event(rp, &ev);
+		if (e)
+			e = verror(err, e, "%s: %s", l1, strerror(-e));
+	}
+	if (e)
+		goto out;
+	in->vev = col.v;
+	in->nv = col.n;
+	col.v = NULL;
+	gr->parent_states = col.n;
+	gr->unmappable += col.unmappable;
+out:
+	free(col.v);
+	replay_free(rp);
+	trace_close(tr);
+	import_free(&sub);
+	return e;
 }
 
 /* ---- the replay pass ---- */
@@ -859,9 +1024,9 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 		snprintf(key, sizeof(key), "guest_trace.%s", g->vm);
 		add_meta(im, key, "%s", o->guests[i].path);
 		snprintf(key, sizeof(key), "sync.%s", g->vm);
-		add_meta(im, key, "quality=%s a=%.12Lf b=%.0Lf ref_guest_ns=%.0Lf ref_host_ns=%.0Lf max_error_ns=%.0Lf",
+		add_meta(im, key, "quality=%s a=%.12Lf b=%.0Lf ref_guest_ns=%.0Lf ref_host_ns=%.0Lf max_error_ns=%.0Lf%s%s",
 			 vcpustat_sync_quality_name(g->sync.quality), t->mean.slope, vcpustat_sync_line_offset(&t->mean),
-			 t->mean.x_ref, t->mean.y_ref, t->max_error_ns);
+			 t->mean.x_ref, t->mean.y_ref, t->max_error_ns, g->parent[0] ? " through=" : "", g->parent);
 	}
 	for (size_t i = 0; i < o->nmeta; i++)
 		add_meta(im, o->meta[i].key, "%s", o->meta[i].value);
@@ -884,11 +1049,21 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 	if (e)
 		return e;
 	if (o->nguests) {
+		size_t k = 0;
+
 		if (ml_new(&im->ml, im->rec, start))
 			return verror(err, -ENOMEM, "out of memory");
+		/* the host's guests first (ml's index k), then the nested ones, each after its L1 */
 		for (size_t i = 0; i < o->nguests && !e; i++)
-			e = ml_add_guest(im->ml, im->gin[i].tgid, im->gin[i].ev, im->gin[i].n,
-					 im->res->guests[i].host_mode_known, err);
+			if (im->gin[i].parent < 0 && !(e = ml_add_guest(im->ml, im->gin[i].tgid, im->gin[i].ev, im->gin[i].n,
+									 im->res->guests[i].host_mode_known, err)))
+				im->gin[i].ml = k++;
+		for (size_t i = 0; i < o->nguests && !e; i++)
+			if (im->gin[i].parent >= 0 &&
+			    !(e = ml_add_nested(im->ml, im->gin[im->gin[i].parent].ml, im->res->guests[i].vm, im->gin[i].ev,
+						im->gin[i].n, im->gin[i].vev, im->gin[i].nv,
+						im->res->guests[i].host_mode_known, err)))
+				im->gin[i].ml = k++;
 		if (e)
 			return e;
 	}
@@ -920,7 +1095,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 		if (e)
 			return e;
 		for (size_t i = 0; i < o->nguests; i++)
-			ml_get_stats(im->ml, i, &im->res->guests[i].ml);
+			ml_get_stats(im->ml, im->gin[i].ml, &im->res->guests[i].ml);
 	}
 	e = recorder_finish(&im->rec, last, &rs, err);
 	im->res->records = rs.records;
@@ -983,12 +1158,37 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		if (e)
 			goto out;
 		res->two_passes = true;
+		/* the host's guests, then the nested ones (their L1's transform is known by then) */
 		for (size_t i = 0; i < o->nguests && !e; i++) {
+			im.gin[i].parent = -1;
+			if (o->guests[i].parent)
+				continue;
 			e = prepare_guest(&im, i, err);
 			for (size_t j = 0; j < i && !e; j++)
-				if (im.gin[j].tgid == im.gin[i].tgid)
+				if (!o->guests[j].parent && im.gin[j].tgid == im.gin[i].tgid)
 					e = verror(err, -EINVAL, "--guest %s and --guest %s: the same VM (%s) twice",
 						   o->guests[j].vm, o->guests[i].vm, res->guests[i].vm);
+		}
+		for (size_t i = 0; i < o->nguests && !e; i++) {
+			if (!o->guests[i].parent)
+				continue;
+			for (size_t j = 0; j < o->nguests && im.gin[i].parent < 0; j++)
+				if (!o->guests[j].parent &&
+				    (!strcmp(o->guests[i].parent, o->guests[j].vm) ||
+				     !strcmp(o->guests[i].parent, res->guests[j].vm)))
+					im.gin[i].parent = (long)j;
+			if (im.gin[i].parent < 0) {
+				e = verror(err, -EINVAL,
+					   "--guest %s@%s: %s is not a guest of the host given with --guest %s=TRACE "
+					   "(a nested guest is synchronized through its L1's trace)",
+					   o->guests[i].vm, o->guests[i].parent, o->guests[i].parent, o->guests[i].parent);
+				break;
+			}
+			e = prepare_nested(&im, i, err);
+			for (size_t j = 0; j < i && !e; j++)
+				if (!strcmp(res->guests[j].vm, res->guests[i].vm))
+					e = verror(err, -EINVAL, "--guest %s@%s and --guest %s: the same VM (%s) twice",
+						   o->guests[i].vm, o->guests[i].parent, o->guests[j].vm, res->guests[i].vm);
 		}
 		if (e)
 			goto out;

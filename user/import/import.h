@@ -264,7 +264,27 @@ int ml_host_record(struct ml *m, const struct vcpustat_record *rec, struct vcpus
 /* Apply the guest events up to end_ns (the end of the host trace) and write the last changes. */
 int ml_finish(struct ml *m, uint64_t end_ns, struct vcpustat_error *err);
 
-/* Statistics of the i-th guest (in ml_add_guest order). */
+/*
+ * A nested guest (L2) of the guest added i-th (its L1, which runs L2's VM as
+ * a hypervisor): written as /vms/<vm>/... Its events ev (L2's scheduler),
+ * and vev, the states of L2's vCPUs as L1's own trace shows them (n and nv,
+ * each sorted by ts, host time; the arrays must outlive m). mode_known: L1's
+ * trace shows L2's kvm_entry/kvm_exit. An L2 thread current on L2 CPU n
+ * runs when L2's vCPU n is in guest mode in L1 and the L1 vCPU that runs it
+ * is in guest mode on the host; vCPU n's state on the host's timeline is
+ * written too (/vms/<vm>/vcpus/<n>/state: L1's view where it is not in guest
+ * mode, else the host's view of that L1 vCPU).
+ */
+struct ml_vcpu_event {
+	uint64_t ts;   /* host ns */
+	uint32_t vcpu; /* L2's vCPU index */
+	uint16_t cpu;  /* the L1 CPU (= L1's vCPU index) it is on */
+	uint8_t state; /* enum vcpu_fsm_state in L1's view; VCPU_UNKNOWN: gone */
+};
+int ml_add_nested(struct ml *m, size_t parent, const char *vm, const struct ml_guest_event *ev, size_t n,
+		  const struct ml_vcpu_event *vev, size_t nv, bool mode_known, struct vcpustat_error *err);
+
+/* Statistics of the i-th guest (in ml_add_guest / ml_add_nested order). */
 void ml_get_stats(const struct ml *m, size_t i, struct ml_guest_stats *st);
 
 /*
@@ -287,10 +307,17 @@ struct import_vm_threads {
 	size_t ntids;
 };
 
-/* --guest VM=TRACE: the guest trace of VM (its name, or its pid). */
+/*
+ * --guest VM=TRACE: the guest trace of VM (its name, or its pid).
+ * --guest VM@L1=TRACE: VM is a nested guest (L2) that the guest L1 (another
+ * --guest, without @) runs as a hypervisor: VM is named as in L1's trace
+ * (pid<N> or N, its VMM's pid there), synchronized to L1's clock through
+ * L1's trace, then to the host's through L1's transform (composed).
+ */
 struct import_guest {
 	const char *vm;
 	const char *path;
+	const char *parent; /* L1's VM, as in its own --guest; NULL: a guest of the host */
 };
 
 struct import_opts {
@@ -318,8 +345,13 @@ struct import_guest_result {
 	struct vcpustat_sync_protocol_stats protocol;
 	size_t na, nb, nc, nd;	/* sync events found: guest markers a/d, host b/c */
 	uint64_t unmappable;	/* guest events whose host time is out of range (dropped) */
-	bool host_mode_known;	/* the host trace shows this VM's kvm_entry/kvm_exit */
+	bool host_mode_known;	/* the host trace shows this VM's kvm_entry/kvm_exit (nested: L1's trace) */
 	struct ml_guest_stats ml;
+	/* a nested guest: its L1 (the name in the file), its transform to L1's clock (sync.transform is
+	   the composed one, to the host's), and how many of its vCPUs' states L1's trace gave */
+	char parent[64];
+	struct vcpustat_sync_transform to_parent;
+	uint64_t parent_states;
 };
 
 struct import_result {

@@ -41,11 +41,17 @@ struct thread {
 };
 
 struct vcpu {
-	uint8_t host;	/* enum vcpu_fsm_state on the host */
+	uint8_t host;	/* enum vcpu_fsm_state on the host (a nested guest's: from both levels, nested_state()) */
 	bool dirty;
 	uint32_t cur;	/* guest tid current on it, 0 = idle, NONE_TID = not known yet */
 	int64_t emitted; /* guest_tid last written, -1: nothing */
 	uint32_t a_tid;
+	/* a nested guest's vCPU: its state in its L1's view, the L1 CPU it is on, its state as written */
+	uint8_t l1;
+	uint16_t l1_cpu;
+	int16_t emitted_state; /* -1: nothing (or null) written */
+	uint32_t a_state;
+	bool runs; /* ... and whether it runs guest code (by both levels' rules) */
 };
 
 struct guest {
@@ -53,7 +59,10 @@ struct guest {
 	char vm[64];
 	const struct ml_guest_event *ev;
 	size_t n, pos;
-	bool host_mode_known;
+	bool host_mode_known; /* a nested guest: its L1's trace shows its kvm_entry/kvm_exit */
+	long parent;	      /* a nested guest: its L1's index in ml.g, else -1 */
+	const struct ml_vcpu_event *vev;
+	size_t nv, vpos;
 	struct vcpu *vcpus;
 	size_t nvcpus;
 	struct thread *thr;
@@ -117,6 +126,7 @@ int ml_add_guest(struct ml *m, uint32_t tgid, const struct ml_guest_event *ev, s
 	g->ev = ev;
 	g->n = n;
 	g->host_mode_known = host_mode_known;
+	g->parent = -1;
 	vm = recorder_vm_path(m->rec, tgid);
 	if (!vm)
 		return verror(err, -ENOMEM, "out of memory");
@@ -127,6 +137,25 @@ int ml_add_guest(struct ml *m, uint32_t tgid, const struct ml_guest_event *ev, s
 		return verror(err, -ENOMEM, "out of memory");
 	}
 	m->ng++;
+	return 0;
+}
+
+int ml_add_nested(struct ml *m, size_t parent, const char *vm, const struct ml_guest_event *ev, size_t n,
+		  const struct ml_vcpu_event *vev, size_t nv, bool mode_known, struct vcpustat_error *err)
+{
+	struct guest *g;
+	int e;
+
+	if (parent >= m->ng || m->g[parent].parent >= 0)
+		return verror(err, -EINVAL, "%s: its L1 must be a guest of the host", vm);
+	e = ml_add_guest(m, 0, ev, n, mode_known, err);
+	if (e)
+		return e;
+	g = &m->g[m->ng - 1];
+	g->parent = (long)parent;
+	g->vev = vev;
+	g->nv = nv;
+	snprintf(g->vm, sizeof(g->vm), "%s", vm);
 	return 0;
 }
 
@@ -165,7 +194,8 @@ static int vcpu_get(struct guest *g, uint32_t idx, struct vcpu **out)
 		if (!a)
 			return -ENOMEM;
 		for (size_t i = g->nvcpus; i < n; i++)
-			a[i] = (struct vcpu){ .host = VCPU_UNKNOWN, .cur = NONE_TID, .emitted = -1, .a_tid = NO_ATTR };
+			a[i] = (struct vcpu){ .host = VCPU_UNKNOWN, .cur = NONE_TID, .emitted = -1, .a_tid = NO_ATTR,
+					      .l1 = VCPU_UNKNOWN, .emitted_state = -1, .a_state = NO_ATTR, .runs = true };
 		g->vcpus = a;
 		g->nvcpus = n;
 	}
@@ -239,7 +269,11 @@ static int thread_state(const struct guest *g, const struct thread *t)
 {
 	switch (t->status) {
 	case TS_CURRENT:
-		return t->cpu < g->nvcpus && !in_guest(g, g->vcpus[t->cpu].host) ? ML_VIRT_PREEMPTED : ML_RUNNING;
+		if (t->cpu >= g->nvcpus)
+			return ML_RUNNING;
+		if (g->parent >= 0)
+			return g->vcpus[t->cpu].runs ? ML_RUNNING : ML_VIRT_PREEMPTED;
+		return in_guest(g, g->vcpus[t->cpu].host) ? ML_RUNNING : ML_VIRT_PREEMPTED;
 	case TS_PREEMPTED: return ML_PREEMPTED;
 	case TS_WAIT: return ML_WAIT;
 	case TS_BLOCKED: return ML_BLOCKED;
@@ -277,6 +311,17 @@ static int flush(struct ml *m, uint64_t t, struct vcpustat_error *err)
 			struct sht_value val = { .type = SHT_INT, .i = v->cur };
 
 			v->dirty = false;
+			if (g->parent >= 0 && v->host != v->emitted_state &&
+			    (v->host != VCPU_UNKNOWN || v->a_state != NO_ATTR)) {
+				struct sht_value sv = { .type = v->host == VCPU_UNKNOWN ? SHT_NULL : SHT_INT,
+							.i = v->host };
+
+				snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/state", g->vm, idx);
+				e = set_value(m, &v->a_state, path, t, &sv, err);
+				v->emitted_state = v->host == VCPU_UNKNOWN ? -1 : v->host;
+				if (e)
+					break;
+			}
 			if (v->cur == NONE_TID || (int64_t)v->cur == v->emitted)
 				continue;
 			snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/guest_tid", g->vm, idx);
@@ -398,35 +443,114 @@ static int apply_guest(struct guest *g, const struct ml_guest_event *ev)
 	return e;
 }
 
-/* Apply every guest event at or before ts. */
+static int vcpu_event(struct ml *m, struct guest *g, const struct ml_vcpu_event *ev);
+
+/* Apply every guest event (and nested guest's vCPU state in its L1) at or before ts, in time order. */
 static int guests_until(struct ml *m, uint64_t ts, struct vcpustat_error *err)
 {
 	int e;
 
 	for (;;) {
 		struct guest *next = NULL;
+		uint64_t at = 0;
+		bool state = false;
 
 		for (size_t i = 0; i < m->ng; i++) {
 			struct guest *g = &m->g[i];
 
-			if (g->pos < g->n && g->ev[g->pos].ts <= ts && (!next || g->ev[g->pos].ts < next->ev[next->pos].ts))
-				next = &m->g[i];
+			if (g->vpos < g->nv && g->vev[g->vpos].ts <= ts && (!next || g->vev[g->vpos].ts < at)) {
+				next = g;
+				at = g->vev[g->vpos].ts;
+				state = true;
+			}
+			if (g->pos < g->n && g->ev[g->pos].ts <= ts && (!next || g->ev[g->pos].ts < at)) {
+				next = g;
+				at = g->ev[g->pos].ts;
+				state = false;
+			}
 		}
 		if (!next)
 			return 0;
-		e = advance(m, next->ev[next->pos].ts, err);
+		e = advance(m, at, err);
 		if (!e)
-			e = apply_guest(next, &next->ev[next->pos]);
+			e = state ? vcpu_event(m, next, &next->vev[next->vpos]) : apply_guest(next, &next->ev[next->pos]);
 		if (e)
 			return err && err->code ? e : verror(err, e, "guest analysis: %s", strerror(-e));
-		next->pos++;
+		if (state)
+			next->vpos++;
+		else
+			next->pos++;
 	}
 }
 
 /* ---- host records ---- */
 
-/* vCPU idx of the VM is in host state `state` now: its current guest thread may change state. */
-static int host_state(struct guest *g, uint32_t idx, unsigned int state)
+/* vCPU idx's host state changed: its current guest thread may change state. */
+static int host_changed(struct guest *g, uint32_t idx)
+{
+	struct vcpu *v = &g->vcpus[idx];
+
+	g->st.host_states++;
+	if (v->cur != NONE_TID && v->cur) {
+		size_t *ti = hashmap_lookup(&g->by_tid, &v->cur);
+
+		if (ti && g->thr[*ti].status == TS_CURRENT && g->thr[*ti].cpu == idx)
+			return thread_dirty(g, &g->thr[*ti]);
+	}
+	return 0;
+}
+
+/*
+ * A nested guest's vCPU on the host's timeline: its state in its L1's view
+ * where that is not guest mode (in L1's hypervisor, preempted, waiting,
+ * halted in L1), else the host's state of the L1 vCPU it runs on where that
+ * is not guest mode (L1's vCPU in the host's hypervisor, preempted ...),
+ * else guest mode.
+ */
+static uint8_t nested_state(const struct ml *m, const struct guest *g, const struct vcpu *v, bool *runs)
+{
+	const struct guest *p = &m->g[g->parent];
+
+	*runs = in_guest(g, v->l1); /* unknown in L1: the guest's own view */
+	if (v->l1 == VCPU_UNKNOWN || !*runs)
+		return v->l1;
+	if (v->l1_cpu < p->nvcpus && !in_guest(p, p->vcpus[v->l1_cpu].host)) {
+		*runs = false;
+		return p->vcpus[v->l1_cpu].host;
+	}
+	return v->l1;
+}
+
+static int nested_update(struct ml *m, struct guest *g, uint32_t idx)
+{
+	struct vcpu *v = &g->vcpus[idx];
+	bool runs;
+	uint8_t s = nested_state(m, g, v, &runs);
+	int e;
+
+	if (s == v->host && runs == v->runs)
+		return 0;
+	v->host = s;
+	v->runs = runs;
+	e = vcpu_dirty(g, idx); /* its state is written */
+	return e ? e : host_changed(g, idx);
+}
+
+/* A nested guest's vCPU state in its L1's trace. */
+static int vcpu_event(struct ml *m, struct guest *g, const struct ml_vcpu_event *ev)
+{
+	struct vcpu *v;
+	int e = vcpu_get(g, ev->vcpu, &v);
+
+	if (e)
+		return e == -ERANGE ? 0 : e;
+	v->l1 = ev->state;
+	v->l1_cpu = ev->cpu;
+	return nested_update(m, g, ev->vcpu);
+}
+
+/* vCPU idx of the VM is in host state `state` now; the nested guests its CPU runs follow. */
+static int host_state(struct ml *m, struct guest *g, uint32_t idx, unsigned int state)
 {
 	struct vcpu *v;
 	int e = vcpu_get(g, idx, &v);
@@ -436,14 +560,17 @@ static int host_state(struct guest *g, uint32_t idx, unsigned int state)
 	if (v->host == state)
 		return 0;
 	v->host = (uint8_t)state;
-	g->st.host_states++;
-	if (v->cur != NONE_TID && v->cur) {
-		size_t *ti = hashmap_lookup(&g->by_tid, &v->cur);
+	e = host_changed(g, idx);
+	for (size_t i = 0; i < m->ng && !e; i++) {
+		struct guest *n = &m->g[i];
 
-		if (ti && g->thr[*ti].status == TS_CURRENT && g->thr[*ti].cpu == idx)
-			return thread_dirty(g, &g->thr[*ti]);
+		if (n->parent < 0 || &m->g[n->parent] != g)
+			continue;
+		for (uint32_t k = 0; k < n->nvcpus && !e; k++)
+			if (n->vcpus[k].l1 != VCPU_UNKNOWN && n->vcpus[k].l1_cpu == idx)
+				e = nested_update(m, n, k);
 	}
-	return 0;
+	return e;
 }
 
 int ml_host_record(struct ml *m, const struct vcpustat_record *rec, struct vcpustat_error *err)
@@ -456,7 +583,7 @@ int ml_host_record(struct ml *m, const struct vcpustat_record *rec, struct vcpus
 	if (e)
 		return e;
 	for (size_t i = 0; i < m->ng; i++)
-		if (m->g[i].tgid == rec->tgid)
+		if (m->g[i].tgid == rec->tgid && m->g[i].parent < 0) /* a nested guest's ids are its L1's */
 			g = &m->g[i];
 	if (!g || rec->vcpu == VCPUSTAT_VCPU_NONE)
 		return 0;
@@ -468,17 +595,17 @@ int ml_host_record(struct ml *m, const struct vcpustat_record *rec, struct vcpus
 		return e;
 	idx = hashmap_lookup(&g->host_index, &rec->tid);
 	if (rec->type == VCPUSTAT_REC_VCPU_GONE) {
-		e = host_state(g, rec->vcpu, VCPU_UNKNOWN);
+		e = host_state(m, g, rec->vcpu, VCPU_UNKNOWN);
 		hashmap_delete(&g->host_index, &rec->tid);
 	} else {
 		uint32_t vcpu = rec->vcpu;
 
 		if (idx && *idx != vcpu) /* re-indexed: the old index is no longer this thread */
-			e = host_state(g, *idx, VCPU_UNKNOWN);
+			e = host_state(m, g, *idx, VCPU_UNKNOWN);
 		if (!e && (!idx || *idx != vcpu) && hashmap_update(&g->host_index, &rec->tid, &vcpu))
 			e = -ENOMEM;
 		if (!e)
-			e = host_state(g, vcpu, rec->to);
+			e = host_state(m, g, vcpu, rec->to);
 	}
 	if (e)
 		return err && err->code ? e : verror(err, e, "guest analysis: %s", strerror(-e));

@@ -47,13 +47,21 @@ void import_args_free(struct import_args *ia)
 
 int import_args_guest(struct import_args *ia, char *arg, struct vcpustat_error *err)
 {
-	char *eq = strchr(arg, '=');
+	char *eq = strchr(arg, '='), *at;
 
 	if (!eq || eq == arg || !eq[1] || ia->o.nguests >= IMPORT_MAX_ITEMS)
-		return verror(err, -EINVAL, "--guest %s: VM=GUEST_TRACE expected (at most %d)", arg,
-			      IMPORT_MAX_ITEMS);
+		return verror(err, -EINVAL, "--guest %s: VM=GUEST_TRACE or VM@L1=GUEST_TRACE expected (at most %d)",
+			      arg, IMPORT_MAX_ITEMS);
 	*eq = '\0';
-	ia->guests[ia->o.nguests++] = (struct import_guest){ arg, eq + 1 };
+	at = strchr(arg, '@');
+	if (at && (at == arg || !at[1] || strchr(at + 1, '@'))) {
+		*eq = '=';
+		return verror(err, -EINVAL, "--guest %s: VM@L1=GUEST_TRACE expected (the nested VM, then its L1)",
+			      arg);
+	}
+	if (at)
+		*at = '\0';
+	ia->guests[ia->o.nguests++] = (struct import_guest){ arg, eq + 1, at ? at + 1 : NULL };
 	return 0;
 }
 
@@ -163,7 +171,11 @@ void import_warnings(const struct import_opts *o, const struct import_result *re
 			warn("skipped: %s", g->trace.messages[m]);
 		if (hint)
 			warn("%s (VM %s): sync %s", o->guests[i].path, g->vm, hint);
-		if (!g->host_mode_known)
+		if (!g->host_mode_known && g->parent[0])
+			warn("%s (VM %s): the trace of %s shows no kvm_entry/kvm_exit for this VM: a vCPU in %s's "
+			     "hypervisor counts as running guest code",
+			     o->guests[i].path, g->vm, g->parent, g->parent);
+		else if (!g->host_mode_known)
 			warn("%s (VM %s): the host trace shows no kvm_entry/kvm_exit for this VM: a vCPU in the "
 			     "hypervisor counts as running guest code (virt_preempted = preempted, waiting or "
 			     "blocked on the host)",
@@ -206,9 +218,11 @@ json_t *import_result_json(const struct import_opts *o, const struct import_resu
 	for (size_t i = 0; i < res->nguests; i++) {
 		const struct import_guest_result *g = &res->guests[i];
 		const struct vcpustat_sync_transform *t = &g->sync.transform;
+		json_t *j;
 
 		json_array_append_new(
 			guests,
+			j =
 			json_pack("{s:s, s:I, s:o, s:{s:s, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, "
 				  "s:b}",
 				  "vm", g->vm, "pid", (json_int_t)g->tgid, "trace", trace_json(o->guests[i].path, &g->trace),
@@ -220,6 +234,12 @@ json_t *import_result_json(const struct import_opts *o, const struct import_resu
 				  (json_int_t)g->protocol.host_to_guest, "events", (json_int_t)g->ml.applied, "after_end",
 				  (json_int_t)g->ml.after_end, "threads", (json_int_t)g->ml.threads, "host_mode_known",
 				  g->host_mode_known));
+		if (g->parent[0]) /* nested: through its L1 (sync above: to the host, composed) */
+			json_object_set_new(j, "through",
+					    json_pack("{s:s, s:o, s:o, s:I}", "vm", g->parent, "a",
+						      num_or_null(g->to_parent.mean.slope), "b",
+						      num_or_null(vcpustat_sync_line_offset(&g->to_parent.mean)),
+						      "vcpu_states", (json_int_t)g->parent_states));
 	}
 	json_object_set_new(doc, "guests", guests);
 	return doc;
@@ -246,6 +266,12 @@ void import_report_text(FILE *f, const char *prog, const struct import_opts *o, 
 			(unsigned long long)g->ml.threads, vcpustat_sync_quality_name(g->sync.quality),
 			g->protocol.guest_to_host, g->protocol.host_to_guest, t->mean.slope,
 			vcpustat_sync_line_offset(&t->mean) / 1e9L, t->max_error_ns);
+		if (g->parent[0])
+			fprintf(f, "%s:   nested in VM %s: synchronized through its trace (%s = guest × %.12Lf %+.9Lf s), "
+				   "%llu vCPU states from it\n",
+				prog, g->parent, g->parent, g->to_parent.mean.slope,
+				vcpustat_sync_line_offset(&g->to_parent.mean) / 1e9L,
+				(unsigned long long)g->parent_states);
 	}
 	fprintf(f, "%s: %llu VMs, %llu vCPUs -> %llu records -> %llu intervals in %s\n", prog,
 		(unsigned long long)res->vms, (unsigned long long)res->vcpus, (unsigned long long)res->records,
