@@ -107,6 +107,7 @@ Test(containers, pod_and_container_names_come_from_the_runtime_bundle)
 #define CID2 "aa2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
 #define CID3 "bb2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
 #define CID4 "cc2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
+#define CID5 "dd2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
 	static const char pods[] = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/";
 	char run[] = "/tmp/vcpustat-run-XXXXXX", path[512], label[320], cmd[600];
 	struct container_ref c;
@@ -144,6 +145,31 @@ Test(containers, pod_and_container_names_come_from_the_runtime_bundle)
 	snprintf(path, sizeof(path), "%scrio-%s.scope", pods, CID3);
 	cr_assert(cgroup_container(path, &c));
 	cr_assert_str_eq(container_label(&c, label, sizeof(label)), "pod data/kata-db db (cri-o bb2a0b1c2d3e)");
+
+	/* Docker's own state (no pod): the container's name from config.v2.json */
+	setenv("VCPUSTAT_DOCKER_DIR", run, 1);
+	{
+		FILE *f;
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s/containers/%s'", run, CID5);
+		cr_assert_eq(system(cmd), 0);
+		snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", run, CID5);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fputs("{\"ID\": \"" CID5 "\", \"Name\": \"/qemu-web\", \"State\": {}}", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/system.slice/docker-%s.scope", CID5);
+	cr_assert(cgroup_container(path, &c));
+	cr_assert_str_eq(c.name, "qemu-web");
+	cr_assert_str_eq(c.pod_name, "");
+	cr_assert_str_eq(container_label(&c, label, sizeof(label)), "qemu-web (docker dd2a0b1c2d3e)");
+	j = container_json(path);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "name")), "qemu-web");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "runtime")), "docker");
+	json_decref(j);
+	cr_assert(cgroup_matches("qemu-web", path), "the container's name");
+	unsetenv("VCPUSTAT_DOCKER_DIR");
 
 	/* a bundle that does not parse, and a container without one: the uid and id, as before */
 	snprintf(path, sizeof(path), "%scri-containerd-%s.scope", pods, CID4);

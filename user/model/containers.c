@@ -309,7 +309,29 @@ static void annotation(json_t *ann, const char *const keys[2], char *out, size_t
 	}
 }
 
-/* Look the bundle of container id up (containerd's CRI, then CRI-O): e->found. */
+/* Docker's name of container id (its config.v2.json's "Name", "/web"): e->found. */
+static void docker_name(const char *id, struct names_entry *e)
+{
+	const char *dir = getenv("VCPUSTAT_DOCKER_DIR");
+	const char *name;
+	char path[512];
+	json_t *doc;
+
+	snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", dir && *dir ? dir : "/var/lib/docker", id);
+	if (access(path, R_OK))
+		return;
+	doc = json_load_file(path, 0, NULL);
+	name = json_string_value(json_object_get(doc, "Name"));
+	if (name && *name == '/')
+		name++;
+	if (name && *name) {
+		snprintf(e->name, sizeof(e->name), "%s", name);
+		e->found = true;
+	}
+	json_decref(doc);
+}
+
+/* Look the bundle of container id up (containerd's CRI, then CRI-O, then Docker's own state): e->found. */
 static void names_lookup(const char *id, struct names_entry *e)
 {
 	/* containerd's CRI plugin, then CRI-O (kubelet's labels, which CRI-O keeps as annotations) */
@@ -340,6 +362,8 @@ static void names_lookup(const char *id, struct names_entry *e)
 		}
 		json_decref(doc);
 	}
+	if (!e->found)
+		docker_name(id, e);
 }
 
 bool container_names(struct container_ref *c)
@@ -377,6 +401,8 @@ const char *container_label(const struct container_ref *c, char *buf, size_t len
 			 c->pod_name, c->name[0] ? " " : "", c->name, c->runtime, idl, c->id);
 	else if (c->pod[0] && c->id[0])
 		snprintf(buf, len, "pod %s %s %.*s", c->pod, c->runtime, idl, c->id);
+	else if (c->name[0] && c->runtime[0]) /* a container named by its runtime, no pod: "web (docker 0123456789ab)" */
+		snprintf(buf, len, "%s (%s %.*s)", c->name, c->runtime, idl, c->id);
 	else if (c->pod[0])
 		snprintf(buf, len, "pod %s", c->pod);
 	else if (c->runtime[0])
