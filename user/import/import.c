@@ -84,6 +84,7 @@ struct guest_input {
 	size_t n;
 	long parent;		     /* a nested guest: its L1's index in the options' guests, else -1 */
 	size_t ml;		     /* its index in the multi-level analysis */
+	char name[64];		     /* a nested guest: its name in L1's trace (pid<N>) */
 	struct ml_vcpu_event *vev;   /* ... its vCPUs' states in L1's trace, on the host's clock */
 	size_t nv;
 };
@@ -816,7 +817,6 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 	struct trace_reader *tr = NULL;
 	struct trace_event te;
 	struct import sub;
-	char name[64];
 	int e;
 
 	if (import_init(&sub, &so, &sres)) {
@@ -832,7 +832,8 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 		goto out;
 	gr->tgid = in->tgid;
 	snprintf(gr->parent, sizeof(gr->parent), "%s", pr->vm);
-	snprintf(gr->vm, sizeof(gr->vm), "%.31s.%.31s", pr->vm, display_name(&sub, in->tgid, name, sizeof(name)));
+	display_name(&sub, in->tgid, in->name, sizeof(in->name));
+	snprintf(gr->vm, sizeof(gr->vm), "%.31s.%.31s", pr->vm, in->name);
 	e = sync_guest(&sub, g->path, in, gr, err);
 	if (e)
 		goto out;
@@ -842,7 +843,7 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 			   "(guest markers: %zu a, %zu d; events of VM %s in %s: %zu hypercalls, %zu entries; "
 			   "matched: %zu). Run vcpustat-sync-agent in the nested guest while both traces record "
 			   "(docs/import.md)",
-			   g->path, gr->na, gr->nd, name, l1, gr->nb, gr->nc,
+			   g->path, gr->na, gr->nd, in->name, l1, gr->nb, gr->nc,
 			   gr->protocol.guest_to_host + gr->protocol.host_to_guest);
 		goto out;
 	}
@@ -1060,7 +1061,7 @@ static int replay_pass(struct import *im, struct trace_reader *tr, struct vcpust
 				im->gin[i].ml = k++;
 		for (size_t i = 0; i < o->nguests && !e; i++)
 			if (im->gin[i].parent >= 0 &&
-			    !(e = ml_add_nested(im->ml, im->gin[im->gin[i].parent].ml, im->res->guests[i].vm, im->gin[i].ev,
+			    !(e = ml_add_nested(im->ml, im->gin[im->gin[i].parent].ml, im->gin[i].name, im->gin[i].ev,
 						im->gin[i].n, im->gin[i].vev, im->gin[i].nv,
 						im->res->guests[i].host_mode_known, err)))
 				im->gin[i].ml = k++;

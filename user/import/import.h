@@ -265,8 +265,9 @@ int ml_host_record(struct ml *m, const struct vcpustat_record *rec, struct vcpus
 int ml_finish(struct ml *m, uint64_t end_ns, struct vcpustat_error *err);
 
 /*
- * A nested guest (L2) of the guest added i-th (its L1, which runs L2's VM as
- * a hypervisor): written as /vms/<vm>/... Its events ev (L2's scheduler),
+ * A nested guest (L2) of the guest added parent-th (its L1, which runs L2's
+ * VM as a hypervisor), name: L2's VM as L1's trace names it (pid<N>):
+ * written as /vms/<L1's vm>.<name>/... Its events ev (L2's scheduler),
  * and vev, the states of L2's vCPUs as L1's own trace shows them (n and nv,
  * each sorted by ts, host time; the arrays must outlive m). mode_known: L1's
  * trace shows L2's kvm_entry/kvm_exit. An L2 thread current on L2 CPU n
@@ -281,7 +282,7 @@ struct ml_vcpu_event {
 	uint16_t cpu;  /* the L1 CPU (= L1's vCPU index) it is on */
 	uint8_t state; /* enum vcpu_fsm_state in L1's view; VCPU_UNKNOWN: gone */
 };
-int ml_add_nested(struct ml *m, size_t parent, const char *vm, const struct ml_guest_event *ev, size_t n,
+int ml_add_nested(struct ml *m, size_t parent, const char *name, const struct ml_guest_event *ev, size_t n,
 		  const struct ml_vcpu_event *vev, size_t nv, bool mode_known, struct vcpustat_error *err);
 
 /* Statistics of the i-th guest (in ml_add_guest / ml_add_nested order). */

@@ -111,11 +111,11 @@ void ml_free(struct ml *m)
 	free(m);
 }
 
-int ml_add_guest(struct ml *m, uint32_t tgid, const struct ml_guest_event *ev, size_t n, bool host_mode_known,
-		 struct vcpustat_error *err)
+/* A guest named vm (its attributes' /vms/<vm>/...): the new m->g[m->ng - 1]. */
+static int add_guest(struct ml *m, uint32_t tgid, const char *vm, const struct ml_guest_event *ev, size_t n,
+		     bool host_mode_known, struct vcpustat_error *err)
 {
 	struct guest *g, *arr = realloc(m->g, (m->ng + 1) * sizeof(*arr));
-	const char *vm;
 
 	if (!arr)
 		return verror(err, -ENOMEM, "out of memory");
@@ -127,9 +127,6 @@ int ml_add_guest(struct ml *m, uint32_t tgid, const struct ml_guest_event *ev, s
 	g->n = n;
 	g->host_mode_known = host_mode_known;
 	g->parent = -1;
-	vm = recorder_vm_path(m->rec, tgid);
-	if (!vm)
-		return verror(err, -ENOMEM, "out of memory");
 	snprintf(g->vm, sizeof(g->vm), "%s", vm);
 	if (hashmap_init(&g->by_tid, sizeof(uint32_t), sizeof(size_t), 0) ||
 	    hashmap_init(&g->host_index, sizeof(uint32_t), sizeof(uint32_t), 0)) {
@@ -140,22 +137,34 @@ int ml_add_guest(struct ml *m, uint32_t tgid, const struct ml_guest_event *ev, s
 	return 0;
 }
 
-int ml_add_nested(struct ml *m, size_t parent, const char *vm, const struct ml_guest_event *ev, size_t n,
+int ml_add_guest(struct ml *m, uint32_t tgid, const struct ml_guest_event *ev, size_t n, bool host_mode_known,
+		 struct vcpustat_error *err)
+{
+	const char *vm = recorder_vm_path(m->rec, tgid);
+
+	return vm ? add_guest(m, tgid, vm, ev, n, host_mode_known, err) : verror(err, -ENOMEM, "out of memory");
+}
+
+int ml_add_nested(struct ml *m, size_t parent, const char *name, const struct ml_guest_event *ev, size_t n,
 		  const struct ml_vcpu_event *vev, size_t nv, bool mode_known, struct vcpustat_error *err)
 {
+	char vm[64];
 	struct guest *g;
 	int e;
 
 	if (parent >= m->ng || m->g[parent].parent >= 0)
-		return verror(err, -EINVAL, "%s: its L1 must be a guest of the host", vm);
-	e = ml_add_guest(m, 0, ev, n, mode_known, err);
+		return verror(err, -EINVAL, "%s: its L1 must be a guest of the host", name);
+	snprintf(vm, sizeof(vm), "%.31s.%.31s", m->g[parent].vm, name);
+	for (char *c = vm; *c; c++) /* one path component, as the recorder makes VM names */
+		if (*c == '/')
+			*c = '_';
+	e = add_guest(m, 0, vm, ev, n, mode_known, err);
 	if (e)
 		return e;
 	g = &m->g[m->ng - 1];
 	g->parent = (long)parent;
 	g->vev = vev;
 	g->nv = nv;
-	snprintf(g->vm, sizeof(g->vm), "%s", vm);
 	return 0;
 }
 
