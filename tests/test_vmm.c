@@ -575,7 +575,7 @@ static int vmm_schedstat(pid_t pid, struct schedstat *sum)
  * that are no vCPU (/proc/<tid>/schedstat), within 5 % of the window.
  */
 /* in the suite record: where there is no /dev/kvm, CI runs it in the KVM lab (tests/run.sh) */
-Test(record, an_io_thread_recorded_at_level_vcpu_matches_schedstat, .fini = rec_cleanup, .timeout = 90)
+Test(record, an_io_thread_recorded_at_level_vcpu_matches_schedstat, .fini = rec_cleanup, .timeout = 180)
 {
 	char sht[256], ready[256], win[96], mvm_bin[256], vcpustat[256];
 	struct schedstat s0, s1;
@@ -595,7 +595,7 @@ Test(record, an_io_thread_recorded_at_level_vcpu_matches_schedstat, .fini = rec_
 	snprintf(vcpustat, sizeof(vcpustat), "%s/bin/vcpustat", build_dir());
 	{
 		char *argv[] = { mvm_bin, "--vcpus", "1", "--pin", "0", "--idle-us", "0", "--chunk-iters", "2000000",
-				 "--io-thread-us", "2000", "--duration", "20", "-name", "guest=iot", "--ready", ready,
+				 "--io-thread-us", "2000", "--duration", "120", "-name", "guest=iot", "--ready", ready,
 				 NULL };
 
 		mvm = proc_spawn(argv, NULL, NULL);
@@ -612,9 +612,15 @@ Test(record, an_io_thread_recorded_at_level_vcpu_matches_schedstat, .fini = rec_
 
 		rec = proc_spawn(argv, NULL, scratch_file("vmmrec", "record.err"));
 	}
-	/* attached, and its first look for the VM's threads (every second) done */
-	for (int i = 0; i < 300 && access(sht, F_OK); i++)
+	/*
+	 * attached (record makes its file once its programs are), and its first
+	 * look for the VM's threads (every second) done; loading the programs
+	 * took over 8 s in a lab running on one TCG thread (CI, 2026-11-29)
+	 */
+	for (int i = 0; i < 3000 && access(sht, F_OK); i++)
 		usleep(20000);
+	cr_assert_eq(access(sht, F_OK), 0, "vcpustat record made %s within 60 s: %s", sht,
+		     slurp_file(scratch_file("vmmrec", "record.err")));
 	sleep(2);
 	a0 = mono_ns();
 	n = vmm_schedstat(vm_pid, &s0);

@@ -676,14 +676,14 @@ static int map_events(struct guest_input *in, struct import_guest_result *gr)
 	size_t w = 0;
 
 	for (size_t i = 0; i < in->n; i++) {
-		struct vcpustat_sync_time t;
+		uint64_t host;
 
-		if (vcpustat_sync_apply(&gr->sync.transform, in->ev[i].ts, &t)) {
+		if (vcpustat_sync_map(&gr->sync.transform, in->ev[i].ts, &host)) {
 			gr->unmappable++;
 			continue;
 		}
 		in->ev[w] = in->ev[i];
-		in->ev[w++].ts = t.host_ns;
+		in->ev[w++].ts = host;
 	}
 	in->n = w;
 	return sort_events(in->ev, in->n);
@@ -769,13 +769,13 @@ struct nested_collect {
 static int collect_nested(void *ctx, const struct vcpustat_record *rec)
 {
 	struct nested_collect *c = ctx;
-	struct vcpustat_sync_time t;
+	uint64_t host;
 
 	if (rec->tgid != c->tgid || rec->vcpu == VCPUSTAT_VCPU_NONE ||
 	    (rec->type != VCPUSTAT_REC_STATE && rec->type != VCPUSTAT_REC_VCPU_NEW &&
 	     rec->type != VCPUSTAT_REC_VCPU_GONE))
 		return 0;
-	if (vcpustat_sync_apply(c->to_host, rec->ts, &t)) {
+	if (vcpustat_sync_map(c->to_host, rec->ts, &host)) {
 		c->unmappable++;
 		return 0;
 	}
@@ -788,7 +788,7 @@ static int collect_nested(void *ctx, const struct vcpustat_record *rec)
 		c->v = a;
 		c->cap = cap;
 	}
-	c->v[c->n++] = (struct ml_vcpu_event){ .ts = t.host_ns, .vcpu = rec->vcpu, .cpu = rec->cpu,
+	c->v[c->n++] = (struct ml_vcpu_event){ .ts = host, .vcpu = rec->vcpu, .cpu = rec->cpu,
 					       .state = rec->type == VCPUSTAT_REC_VCPU_GONE ? VCPU_UNKNOWN : rec->to };
 	return 0;
 }
@@ -833,7 +833,7 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 	gr->tgid = in->tgid;
 	snprintf(gr->parent, sizeof(gr->parent), "%s", pr->vm);
 	display_name(&sub, in->tgid, in->name, sizeof(in->name));
-	snprintf(gr->vm, sizeof(gr->vm), "%.31s.%.31s", pr->vm, in->name);
+	snprintf(gr->vm, sizeof(gr->vm), "%.31s.%.31s", gr->parent, in->name);
 	e = sync_guest(&sub, g->path, in, gr, err);
 	if (e)
 		goto out;

@@ -325,7 +325,8 @@ static int flush(struct ml *m, uint64_t t, struct vcpustat_error *err)
 				struct sht_value sv = { .type = v->host == VCPU_UNKNOWN ? SHT_NULL : SHT_INT,
 							.i = v->host };
 
-				snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/state", g->vm, idx);
+				if (v->a_state == NO_ATTR) /* the path only to make the attribute */
+					snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/state", g->vm, idx);
 				e = set_value(m, &v->a_state, path, t, &sv, err);
 				v->emitted_state = v->host == VCPU_UNKNOWN ? -1 : v->host;
 				if (e)
@@ -333,7 +334,8 @@ static int flush(struct ml *m, uint64_t t, struct vcpustat_error *err)
 			}
 			if (v->cur == NONE_TID || (int64_t)v->cur == v->emitted)
 				continue;
-			snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/guest_tid", g->vm, idx);
+			if (v->a_tid == NO_ATTR) /* the path only to make the attribute */
+				snprintf(path, sizeof(path), "/vms/%s/vcpus/%u/guest_tid", g->vm, idx);
 			e = set_value(m, &v->a_tid, path, t, &val, err);
 			v->emitted = v->cur;
 		}
@@ -348,7 +350,8 @@ static int flush(struct ml *m, uint64_t t, struct vcpustat_error *err)
 				struct sht_value nv = { .type = SHT_STR, .s = th->comm };
 
 				th->name_dirty = false;
-				snprintf(path, sizeof(path), "/vms/%s/threads/%u/name", g->vm, th->tid);
+				if (th->a_name == NO_ATTR) /* the path only to make the attribute */
+					snprintf(path, sizeof(path), "/vms/%s/threads/%u/name", g->vm, th->tid);
 				e = set_value(m, &th->a_name, path, t, &nv, err);
 				if (e)
 					break;
@@ -357,7 +360,8 @@ static int flush(struct ml *m, uint64_t t, struct vcpustat_error *err)
 				continue;
 			if (s < 0 && th->a_state == NO_ATTR)
 				continue;
-			snprintf(path, sizeof(path), "/vms/%s/threads/%u/state", g->vm, th->tid);
+			if (th->a_state == NO_ATTR) /* the path only to make the attribute */
+				snprintf(path, sizeof(path), "/vms/%s/threads/%u/state", g->vm, th->tid);
 			e = set_value(m, &th->a_state, path, t, &val, err);
 			th->emitted = (int8_t)s;
 			if (!e && s < 0 && th->a_name != NO_ATTR) { /* exited: its name ends too */

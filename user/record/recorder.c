@@ -94,7 +94,7 @@ struct recorder {
 	struct hashmap cpus;	/* cpu -> size_t attr index of current_tid */
 	struct hashmap vms;	/* tgid -> char[64] path name */
 	struct hashmap vm_names; /* char[64] path name -> tgid */
-	struct hashmap strings; /* char[SHT_MAX_STRING] -> char * (interned) */
+	struct hashmap strings; /* u64 hash of the text -> struct interned * (those with that hash) */
 	struct hashmap reason_names; /* (kind << 40 | isa << 32 | reason) -> interned name */
 	const char *s_running, *s_preempted, *s_blocked, *s_wait;
 	size_t lost_attr;
@@ -108,21 +108,43 @@ struct recorder {
 	uint64_t intervals_closed; /* intervals of files already closed */
 };
 
+/* An interned string: one copy of each text (at most SHT_MAX_STRING - 1 bytes), kept to the end. */
+struct interned {
+	struct interned *next; /* another text with the same hash */
+	char s[];
+};
+
+/*
+ * The one copy of s's text (cut to SHT_MAX_STRING - 1 bytes), NULL if out of
+ * memory. Keyed by a hash of the text's own bytes: a string is set at every
+ * state change of a guest thread in an import (2 M times for 1 M guest
+ * events), and a key of SHT_MAX_STRING bytes hashed and compared whole cost
+ * more than the rest of the import (bench/RESULTS.md, "fused").
+ */
 static const char *intern(struct recorder *r, const char *s)
 {
-	char key[SHT_MAX_STRING] = { 0 };
-	char **hit, *copy;
+	size_t n = strnlen(s, SHT_MAX_STRING - 1);
+	uint64_t h = 1469598103934665603ull;
+	struct interned **hit, *fresh, *head = NULL;
 
-	snprintf(key, sizeof(key), "%s", s);
-	hit = hashmap_lookup(&r->strings, key);
+	for (size_t i = 0; i < n; i++) /* FNV-1a */
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	hit = hashmap_lookup(&r->strings, &h);
 	if (hit)
-		return *hit;
-	copy = strdup(key);
-	if (!copy || hashmap_insert(&r->strings, key, &copy)) {
-		free(copy);
+		for (head = *hit; head; head = head->next)
+			if (!strncmp(head->s, s, n) && !head->s[n])
+				return head->s;
+	fresh = malloc(sizeof(*fresh) + n + 1);
+	if (!fresh)
+		return NULL;
+	memcpy(fresh->s, s, n);
+	fresh->s[n] = '\0';
+	fresh->next = hit ? *hit : NULL;
+	if (hashmap_update(&r->strings, &h, &fresh)) {
+		free(fresh);
 		return NULL;
 	}
-	return copy;
+	return fresh->s;
 }
 
 static int attr_new(struct recorder *r, const char *path, size_t *idx)
@@ -1177,7 +1199,10 @@ static void recorder_free(struct recorder *r)
 		free(r->attrs[i].path);
 	free(r->attrs);
 	while (hashmap_next(&r->strings, &pos, &k, &v))
-		free(*(char **)v);
+		for (struct interned *s = *(struct interned **)v, *next; s; s = next) {
+			next = s->next;
+			free(s);
+		}
 	hashmap_free(&r->strings);
 	hashmap_free(&r->reason_names);
 	hashmap_free(&r->vcpus);
@@ -1221,7 +1246,7 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	if (!e)
 		e = hashmap_init(&r->vm_names, 64, sizeof(uint32_t), 0);
 	if (!e)
-		e = hashmap_init(&r->strings, SHT_MAX_STRING, sizeof(char *), 0);
+		e = hashmap_init(&r->strings, sizeof(uint64_t), sizeof(struct interned *), 0);
 	if (!e)
 		e = hashmap_init(&r->reason_names, sizeof(uint64_t), sizeof(char *), 0);
 	if (!e)

@@ -394,15 +394,30 @@ void vcpustat_sync_identity(struct vcpustat_sync_transform *t)
 	t->max_error_ns = INFINITY;
 }
 
+#define U64_TOP 18446744073709551615.0L
+
+/* The mean line's value m, rounded: 0, or -ERANGE if it is not a u64. */
+static int round_host(long double m, uint64_t *host_ns)
+{
+	if (!(m > -0.5L && m < U64_TOP))
+		return -ERANGE;
+	*host_ns = (uint64_t)roundl(m);
+	return 0;
+}
+
+int vcpustat_sync_map(const struct vcpustat_sync_transform *t, uint64_t guest_ns, uint64_t *host_ns)
+{
+	return round_host(vcpustat_sync_line_at(&t->mean, (long double)guest_ns), host_ns);
+}
+
 int vcpustat_sync_apply(const struct vcpustat_sync_transform *t, uint64_t guest_ns, struct vcpustat_sync_time *out)
 {
-	const long double top = 18446744073709551615.0L;
+	const long double top = U64_TOP;
 	long double m, lo, hi;
 
 	vcpustat_sync_eval(t, (long double)guest_ns, &m, &lo, &hi);
-	if (!(m > -0.5L && m < top))
+	if (round_host(m, &out->host_ns))
 		return -ERANGE;
-	out->host_ns = (uint64_t)roundl(m);
 	out->bounded = t->nr_early && t->nr_late;
 	out->earliest_ns = lo > 0 ? (uint64_t)floorl(fminl(lo, m)) : 0;
 	out->latest_ns = hi < top ? (uint64_t)ceill(fmaxl(hi, m)) : UINT64_MAX;

@@ -115,6 +115,8 @@ struct vcpustat_sync_time {
 
 /* Convert one guest timestamp. -ERANGE if the result is not a u64. */
 int vcpustat_sync_apply(const struct vcpustat_sync_transform *t, uint64_t guest_ns, struct vcpustat_sync_time *out);
+/* Its host_ns alone (the mean line; no bounds evaluated): what a merge of many events needs. */
+int vcpustat_sync_map(const struct vcpustat_sync_transform *t, uint64_t guest_ns, uint64_t *host_ns);
 /* The same without rounding: mean, and the bounds (-/+INFINITY if unbounded). */
 void vcpustat_sync_eval(const struct vcpustat_sync_transform *t, long double guest_ns, long double *host,
 			long double *earliest, long double *latest);
