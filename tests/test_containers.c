@@ -433,6 +433,23 @@ Test(containers, report_names_the_vm_pod_and_the_culprit_cgroup)
 	unlink(sht);
 }
 
+/* VM "web" of `report SHT -j` (*doc: the document, for json_decref); out: the text. */
+static json_t *report_web(const char *sht, char *out, size_t len, json_t **doc)
+{
+	char args[512];
+	json_t *vm;
+
+	snprintf(args, sizeof(args), "report %s -j", sht);
+	cr_assert_eq(run_vcpustat(args, out, len), 0, "%s", out);
+	*doc = json_loads(out, 0, NULL);
+	cr_assert_not_null(*doc, "%s", out);
+	vm = json_array_get(json_object_get(*doc, "vms"), 0);
+	if (vm && strcmp(json_string_value(json_object_get(vm, "vm")), "web"))
+		vm = json_array_get(json_object_get(*doc, "vms"), 1);
+	cr_assert_not_null(vm, "%s", out);
+	return vm;
+}
+
 /*
  * Recorded where the runtime's bundle was, reported where it is not: the
  * names come from the recording (/vms/<vm>/pod_name, pod_namespace,
@@ -463,13 +480,7 @@ Test(containers, a_recording_keeps_the_names_its_host_gave)
 	cr_assert(strstr(out, "  pod default/virt-launcher-web-4hx9q compute (containerd 4f2a0b1c2d3e), cgroup " POD_CG
 			      "\n"),
 		  "%s", out);
-	snprintf(args, sizeof(args), "report %s -j", sht);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
-	j = json_loads(out, 0, NULL);
-	cr_assert_not_null(j, "%s", out);
-	vm = json_array_get(json_object_get(j, "vms"), 0);
-	if (vm && strcmp(json_string_value(json_object_get(vm, "vm")), "web"))
-		vm = json_array_get(json_object_get(j, "vms"), 1);
+	vm = report_web(sht, out, sizeof(out), &j);
 	c = json_object_get(vm, "container");
 	cr_assert_str_eq(json_string_value(json_object_get(c, "pod_name")), "virt-launcher-web-4hx9q", "%s", out);
 	cr_assert_str_eq(json_string_value(json_object_get(c, "name")), "compute");
@@ -527,13 +538,7 @@ Test(containers, a_level_full_recording_keeps_a_culprits_pod_and_container_names
 	cr_assert(strstr(out, "hog") && strstr(strstr(out, "hog"), "pod media/batch-transcode-7f9c encoder (containerd "
 								     "9e8d7c6b5a4f)"),
 		  "%s", out);
-	snprintf(args, sizeof(args), "report %s -j", sht);
-	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
-	j = json_loads(out, 0, NULL);
-	cr_assert_not_null(j, "%s", out);
-	vm = json_array_get(json_object_get(j, "vms"), 0);
-	if (vm && strcmp(json_string_value(json_object_get(vm, "vm")), "web"))
-		vm = json_array_get(json_object_get(j, "vms"), 1);
+	vm = report_web(sht, out, sizeof(out), &j);
 	cul = json_array_get(json_object_get(vm, "culprits"), 0);
 	cr_assert_not_null(cul, "%s", out);
 	cr_assert_eq(json_integer_value(json_object_get(cul, "tid")), 500);
