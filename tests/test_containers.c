@@ -486,6 +486,13 @@ Test(containers, a_recording_keeps_the_names_its_host_gave)
 	cr_assert_str_eq(json_string_value(json_object_get(c, "name")), "compute");
 	cr_assert_str_eq(json_string_value(json_object_get(c, "pod")), UID);
 	json_decref(j);
+	/* --cgroup by the recorded names, here where no bundle is */
+	snprintf(args, sizeof(args), "report %s --cgroup 'virt-launcher-web-*'", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "  pod default/virt-launcher-web-4hx9q compute (containerd 4f2a0b1c2d3e)"), "%s", out);
+	cr_assert_null(strstr(out, "db"), "only the pod's VM: %s", out);
+	snprintf(args, sizeof(args), "report %s --cgroup 'virt-launcher-db-*'", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 2, "no VM in such a pod: %s", out);
 	unlink(sht);
 }
 

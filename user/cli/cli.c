@@ -439,7 +439,8 @@ static size_t vms_kept(struct sht_reader *r, const struct summary_filter *f)
 
 /*
  * --cgroup on a recording: the VMs of r that --vm keeps and whose recorded
- * cgroup (/vms/<vm>/cgroup) matches become f's --vm list, by name (copies:
+ * cgroup (/vms/<vm>/cgroup, its container named by this host's runtime or
+ * as the recording kept it) matches become f's --vm list, by name (copies:
  * commands may open the file again). None: CLI_USAGE after an error naming
  * the patterns and the VMs' cgroups.
  */
@@ -461,7 +462,8 @@ static int cgroups_to_vms(const char *cmd, const char *file, struct sht_reader *
 		}
 		if (!summary_filter_wants(f, sht_attr_name(r, vm), proc.pid))
 			continue;
-		if (summary_filter_wants_cgroup(f, proc.cgroup)) {
+		if (summary_filter_wants_recorded_cgroup(f, proc.cgroup, proc.pod_name, proc.pod_namespace,
+							 proc.container_name)) {
 			if (n < sizeof(kept) / sizeof(kept[0])) {
 				snprintf(names[n], sizeof(names[n]), "%s", sht_attr_name(r, vm));
 				kept[n] = names[n];

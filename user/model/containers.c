@@ -457,7 +457,8 @@ const char *cgroup_label(const char *path, char *buf, size_t len)
 	return recorded_label(path, "", "", "", buf, len);
 }
 
-bool cgroup_matches(const char *pattern, const char *cgroup)
+bool recorded_cgroup_matches(const char *pattern, const char *cgroup, const char *pod_name, const char *pod_namespace,
+			     const char *name)
 {
 	struct container_ref c;
 	char label[320];
@@ -467,11 +468,16 @@ bool cgroup_matches(const char *pattern, const char *cgroup)
 		return false;
 	if (!fnmatch(pattern, cgroup, 0))
 		return true;
-	if (!cgroup_container(cgroup, &c))
+	if (!recorded_container(cgroup, pod_name, pod_namespace, name, &c))
 		return false;
 	if ((c.id[0] && !fnmatch(pattern, c.id, 0)) || (c.pod[0] && !fnmatch(pattern, c.pod, 0)) ||
 	    (c.pod_name[0] && !fnmatch(pattern, c.pod_name, 0)) || (c.name[0] && !fnmatch(pattern, c.name, 0)) ||
 	    !fnmatch(pattern, container_label(&c, label, sizeof(label)), 0))
 		return true;
 	return pl >= 4 && hex_id(c.id, strlen(c.id)) && !strncmp(c.id, pattern, pl);
+}
+
+bool cgroup_matches(const char *pattern, const char *cgroup)
+{
+	return recorded_cgroup_matches(pattern, cgroup, "", "", "");
 }

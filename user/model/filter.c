@@ -78,14 +78,20 @@ bool summary_filter_wants_vcpu(const struct summary_filter *f, uint32_t index, u
 	return !f || (id_set_has(&f->vcpus, index) && id_set_has(&f->tids, tid));
 }
 
-bool summary_filter_wants_cgroup(const struct summary_filter *f, const char *cgroup)
+bool summary_filter_wants_recorded_cgroup(const struct summary_filter *f, const char *cgroup, const char *pod_name,
+					  const char *pod_namespace, const char *name)
 {
 	if (!f || !f->nr_cgroups)
 		return true;
 	for (size_t i = 0; i < f->nr_cgroups; i++)
-		if (cgroup_matches(f->cgroups[i], cgroup))
+		if (recorded_cgroup_matches(f->cgroups[i], cgroup, pod_name, pod_namespace, name))
 			return true;
 	return false;
+}
+
+bool summary_filter_wants_cgroup(const struct summary_filter *f, const char *cgroup)
+{
+	return summary_filter_wants_recorded_cgroup(f, cgroup, "", "", "");
 }
 
 bool summary_filter_vcpus(const struct summary_filter *f)

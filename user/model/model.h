@@ -235,6 +235,9 @@ const char *container_label(const struct container_ref *c, char *buf, size_t len
  * start of the container's id (at least 4 digits: "4f2a")? Never for "".
  */
 bool cgroup_matches(const char *pattern, const char *cgroup);
+/* The same, the container also named by what a recording kept (recorded_container()). */
+bool recorded_cgroup_matches(const char *pattern, const char *cgroup, const char *pod_name, const char *pod_namespace,
+			     const char *name);
 /* The container's label if path names one, else path itself. */
 const char *cgroup_label(const char *path, char *buf, size_t len);
 /* The container a cgroup path names as JSON, {"runtime", "id", "pod"} (each where known), or null (summary_json.c). */
@@ -552,6 +555,9 @@ struct summary_filter {
 
 /* Does f keep a VM whose VMM is in cgroup (the path, "" if unknown)? true without --cgroup. */
 bool summary_filter_wants_cgroup(const struct summary_filter *f, const char *cgroup);
+/* ... in cgroup, its container named (where this host's runtime does not) as a recording kept it. */
+bool summary_filter_wants_recorded_cgroup(const struct summary_filter *f, const char *cgroup, const char *pod_name,
+					  const char *pod_namespace, const char *name);
 
 /* Does f keep the vCPU of this index and thread id (its VM aside)? */
 bool summary_filter_wants_vcpu(const struct summary_filter *f, uint32_t index, uint32_t tid);
