@@ -63,8 +63,11 @@ run_suite() {
 	# of a busy vCPU, exit latencies) are those of CPUs that run at once
 	local threads=${KVMLAB_TCG_THREADS:-}
 	[ -n "$threads" ] || case $suite in kvmlab) threads=multi ;; *) threads=single ;; esac
-	echo "kvmlab: booting the KVM lab for the suite $suite (session $n, TCG threads: $threads)" >&2
-	"$lab" --tcg-threads "$threads" --scratch "$scratch/$suite.$n" --timeout "$timeout_s" -- \
+	# the suite kvmlab_numa needs a guest of two NUMA nodes
+	local topology=()
+	[ "$suite" = kvmlab_numa ] && topology=(--numa 2)
+	echo "kvmlab: booting the KVM lab for the suite $suite (session $n, TCG threads: $threads${topology:+, ${topology[*]}})" >&2
+	"$lab" "${topology[@]}" --tcg-threads "$threads" --scratch "$scratch/$suite.$n" --timeout "$timeout_s" -- \
 		tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --verbose --filter "$filter" \
 		> "$out" 2> "$scratch/$suite.$n.err"
 	rc=$?

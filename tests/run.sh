@@ -30,14 +30,14 @@ count() {
 : > "$summary.lines"
 
 # The KVM lab runs the tests that need kvm_entry/kvm_exit to fire (suite
-# kvmlab), and, on a machine without a usable /dev/kvm, every suite with
+# kvmlab), those that need a host of two NUMA nodes (kvmlab_numa), and, on a machine without a usable /dev/kvm, every suite with
 # tests that need /dev/kvm (they run whole there, not here). Without the lab
 # (no QEMU, no kernel package) everything runs here, those tests skip, and
 # tests/kvmlab.sh says why the lab could not run (one more skip).
-lab_suites=kvmlab
+lab_suites="kvmlab|kvmlab_numa"
 # (-c first: `<>` would create a regular file where there is no /dev/kvm)
 if ! [ -c /dev/kvm ] || ! (exec 3<> /dev/kvm) 2> /dev/null; then
-	lab_suites="kvmlab|microvm|e2e|record|export_live"
+	lab_suites="kvmlab|kvmlab_numa|microvm|e2e|record|export_live"
 fi
 host_filter='*'
 if tools/kvmlab/run --prepare > /dev/null; then # fetches the guest kernel on first use
