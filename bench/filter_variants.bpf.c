@@ -198,3 +198,50 @@ WAKEUP(hotpage)
 		return 0;
 	return slow(p);
 }
+
+/*
+ * Memory the scheduler has just used instead of a page of our own: a task's
+ * bpf_storage pointer (NULL unless some BPF task storage holds an entry for
+ * it: vcpustat's for tracked threads) and this CPU's run queue length (no
+ * thread waits when it is at most 1; reached through prev's cfs_rq, as the
+ * kernel has no data symbols in kallsyms here); the hot page only past those.
+ */
+SWITCH(storage)
+{
+	if (!prev->bpf_storage && !next->bpf_storage) {
+		/* this CPU's run queue, through prev's (the scheduler's own pointers, just used) */
+		struct cfs_rq *cfs = prev->se.cfs_rq;
+
+		if (cfs && cfs->rq->nr_running <= 1)
+			return 0;
+	}
+	if (!hot_bit(prev->pid) && !hot_bit(next->pid) && !hot_cpu(bpf_get_smp_processor_id()))
+		return 0;
+	return slow(prev);
+}
+WAKEUP(storage)
+{
+	if (!p->bpf_storage)
+		return 0;
+	if (!hot_bit(p->pid))
+		return 0;
+	return slow(p);
+}
+
+/* the tasks' storage pointers alone: the floor of any filter */
+SWITCH(storage_only)
+{
+	if (!prev->bpf_storage && !next->bpf_storage)
+		return 0;
+	return slow(prev);
+}
+
+/* the run queue's length through prev's cfs_rq, no hot page: what reaching it costs */
+SWITCH(rqlen)
+{
+	struct cfs_rq *cfs = prev->se.cfs_rq;
+
+	if (prev->pid == NO_PID || (cfs && cfs->rq->nr_running > 100000))
+		return slow(prev);
+	return 0;
+}

@@ -23,7 +23,7 @@
 
 #define MAX_ROUNDS 64
 
-static const char *const variants[] = { "pid", "rodata", "map", "cpumap", "ktime", "main", "hotpage" };
+static const char *const variants[] = { "pid", "rodata", "map", "cpumap", "ktime", "main", "hotpage", "storage", "storage_only", "rqlen" };
 #define NR_VARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 struct cost {
