@@ -33,6 +33,23 @@ struct want {
 };
 
 /* Each cgroup layout of the runtimes and managers, and what it names. */
+/* What a report shows for a thread of cgroup path that a recording named nothing for: its label, its JSON. */
+static const char *cgroup_label(const char *path, char *buf, size_t len)
+{
+	struct culprit_summary cu = { 0 };
+
+	snprintf(cu.cgroup, sizeof(cu.cgroup), "%s", path);
+	return culprit_cgroup_label(&cu, buf, len);
+}
+
+static json_t *container_json(const char *path)
+{
+	struct culprit_summary cu = { 0 };
+
+	snprintf(cu.cgroup, sizeof(cu.cgroup), "%s", path);
+	return culprit_container_json(&cu);
+}
+
 static const struct want layouts[] = {
 	{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/cri-containerd-" CID ".scope",
 	  "containerd", CID, UID, "pod " UID " containerd 4f2a0b1c2d3e" },

@@ -452,11 +452,6 @@ const char *culprit_cgroup_label(const struct culprit_summary *cu, char *buf, si
 	return recorded_label(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, buf, len);
 }
 
-const char *cgroup_label(const char *path, char *buf, size_t len)
-{
-	return recorded_label(path, "", "", "", buf, len);
-}
-
 bool recorded_cgroup_matches(const char *pattern, const char *cgroup, const char *pod_name, const char *pod_namespace,
 			     const char *name)
 {

@@ -238,10 +238,6 @@ bool cgroup_matches(const char *pattern, const char *cgroup);
 /* The same, the container also named by what a recording kept (recorded_container()). */
 bool recorded_cgroup_matches(const char *pattern, const char *cgroup, const char *pod_name, const char *pod_namespace,
 			     const char *name);
-/* The container's label if path names one, else path itself. */
-const char *cgroup_label(const char *path, char *buf, size_t len);
-/* The container a cgroup path names as JSON, {"runtime", "id", "pod"} (each where known), or null (summary_json.c). */
-json_t *container_json(const char *cgroup);
 struct vm_summary;
 /*
  * The container of a cgroup path, named by this host's runtime, else by the

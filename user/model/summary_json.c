@@ -121,14 +121,6 @@ static json_t *container_ref_json(const struct container_ref *c)
 	return o;
 }
 
-/* The container a cgroup path names, or null. */
-json_t *container_json(const char *cgroup)
-{
-	struct container_ref c;
-
-	return cgroup && cgroup_container(cgroup, &c) ? container_ref_json(&c) : json_null();
-}
-
 json_t *culprit_container_json(const struct culprit_summary *cu)
 {
 	struct container_ref c;
@@ -143,7 +135,7 @@ json_t *vm_container_json(const struct vm_summary *vm)
 	return vm_container(vm, &c) ? container_ref_json(&c) : json_null();
 }
 
-/* "cgroup", "container" (given: container_json(), vm_container_json()) and "pidns" of a VM or a thread (pidns only if known). */
+/* "cgroup", "container" (given: culprit_container_json(), vm_container_json()) and "pidns" of a VM or a thread (pidns only if known). */
 static void cgroup_fields(json_t *o, const char *cgroup, json_t *container, __u64 pidns)
 {
 	json_object_set_new(o, "cgroup", json_string(cgroup));
