@@ -2232,7 +2232,8 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 	long long run_at[4] = { 0 }, kmig, truth_ns[2][2] = { { 0 } };
 	json_t *xdoc, *rep, *pl, *rvm[2];
 	pid_t vm[2], mover;
-	int exp_slot, node[2] = { cpu_node(0), cpu_node(1) };
+	int exp_slot, live_slot, node[2] = { cpu_node(0), cpu_node(1) };
+	unsigned long long end_ns;
 	double wall[2], w;
 
 	SKIP_UNLESS(bpf_unavailable());
@@ -2246,7 +2247,13 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 
 		exp_slot = start_tool(NULL, arge);
 	}
+	{
+		char *argl[] = { bin, "-j", "-d", "1", NULL };
+
+		live_slot = start_tool(in_dir("live.json"), argl);
+	}
 	wait_export_writes(exp_slot, in_dir("export.json"), 1);
+	wait_live_doc(live_slot, in_dir("live.json"), 0);
 	for (int m = 0; m < 2; m++) {
 		snprintf(ready[m], sizeof(ready[m]), "%s", in_dir(m ? "stay.ready" : "mover.ready"));
 		snprintf(out[m], sizeof(out[m]), "%s", in_dir(m ? "stay.json" : "mover.json"));
@@ -2272,8 +2279,11 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 	kmig = kernel_migrations(mover);
 	for (int m = 0; m < 2; m++)
 		cr_assert_eq(wait_exit(vm[m]), 0, "microvm %s", args[m]);
+	end_ns = mono_ns();
 	wait_export_writes(exp_slot, in_dir("export.json"), 2);
+	wait_live_doc(live_slot, in_dir("live.json"), end_ns);
 	stop_tool(exp_slot, "vcpustat export --every");
+	stop_tool(live_slot, "vcpustat -j");
 	stop_recorder();
 
 	/* the kernel's time of each VM's vCPU on each node */
@@ -2322,6 +2332,59 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 		json_decref(name);
 	}
 	json_decref(xdoc);
+
+	/*
+	 * live, vcpustat -j: each document's interval, added up; every document
+	 * has the host's two nodes, each holding what the VMs' placement puts there
+	 */
+	{
+		json_t *docs = live_docs(in_dir("live.json")), *doc;
+		double lsum[2][2] = { { 0 } };
+		long long lmig[2] = { 0 };
+		size_t d;
+
+		cr_assert_gt(json_array_size(docs), 4);
+		json_array_foreach(docs, d, doc) {
+			json_t *bal = jget(doc, "balance"), *e, *v;
+			long long per_node[2] = { 0 };
+			size_t i;
+
+			json_array_foreach(jget(doc, "vms"), i, v) {
+				json_t *p = jget(v, "placement");
+
+				for (int c = 0; c < 2; c++) {
+					char key[16];
+					long long ns;
+
+					snprintf(key, sizeof(key), "%d", node[c]);
+					ns = json_integer_value(json_object_get(jget(p, "node_ns"), key));
+					per_node[c] += ns;
+					for (int m = 0; m < 2; m++)
+						if (!strcmp(json_string_value(jget(v, "vm")), names[m])) {
+							lsum[m][c] += (double)ns / 1e9;
+							lmig[m] += c ? 0 : jint(p, "cross_node_migrations");
+						}
+				}
+			}
+			cr_assert_eq(json_array_size(jget(bal, "nodes")), 2, "document %zu: the host's two nodes", d);
+			json_array_foreach(jget(bal, "nodes"), i, e)
+				cr_assert_eq(jint(e, "ns"), per_node[jint(e, "node") == node[1]],
+					     "document %zu: node %lld holds the VMs' time there", d, jint(e, "node"));
+		}
+		for (int m = 0; m < 2; m++) {
+			for (int c = 0; c < 2; c++) {
+				double want = (double)truth_ns[m][c] / 1e9;
+
+				fprintf(stderr, "kvmlab: vcpustat -j: %s on node %d: %.4f s over %zu documents, schedstat %.4f s\n",
+					names[m], node[c], lsum[m][c], json_array_size(docs), want);
+				cr_assert_lt(fabs(lsum[m][c] - want), 0.02 * wall[m] / 1e9,
+					     "vcpustat -j: %s on node %d: %.4f s = the kernel's %.4f s within 2 %% of its life",
+					     names[m], node[c], lsum[m][c], want);
+			}
+			cr_assert_eq(lmig[m], m ? 0 : kmig, "vcpustat -j: %s's moves across nodes, added up", names[m]);
+		}
+		json_decref(docs);
+	}
 
 	/* the recording: report --placement over the whole file */
 	sh("'%s' report '%s' --placement -j > '%s'", bin, in_dir("placement.sht"), in_dir("placement.json"));
