@@ -59,11 +59,19 @@ if [ -n "${FULL:-}" ]; then
 	done
 	exit 0
 fi
+# HOTPAGE=1: each measurement also with the hot page's programs (VCPUSTAT_NO_MARKS=1), the
+# baseline of marks mode (docs/architecture.md, "The hot path"), right after it
+modes=marks
+[ -n "${HOTPAGE:-}" ] && modes="marks hotpage"
 for i in $(seq "$runs"); do
-	echo "## run $i: no VM on the host"
-	measure "$build/bin/handler-cost" -t 4
-	echo "## run $i: 4 threads tracked as vCPUs (busy 2 ms, asleep 2 ms) on CPU 0"
-	measure "$build/bin/handler-cost" -t 4 -i 4 -n 1000
+	for m in $modes; do
+		env=()
+		[ "$m" = hotpage ] && env=(env VCPUSTAT_NO_MARKS=1)
+		echo "## run $i: no VM on the host ($m)"
+		measure "${env[@]}" "$build/bin/handler-cost" -t 4
+		echo "## run $i: 4 threads tracked as vCPUs (busy 2 ms, asleep 2 ms) on CPU 0 ($m)"
+		measure "${env[@]}" "$build/bin/handler-cost" -t 4 -i 4 -n 1000
+	done
 	if [ "$kvm" = yes ]; then
 		echo "## run $i: with 2 microvm VMs (4 vCPUs) on CPU 0"
 		measure "$build/bin/handler-cost" -t 4 -m -n 1000

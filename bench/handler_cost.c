@@ -247,6 +247,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "handler-cost: cannot load vcpustat (root needed)\n");
 		goto out;
 	}
+	printf("scheduler programs: %s\n",
+	       vcpustat_marks(vs) ? "marks mode (task structs only)" : "hot page (VCPUSTAT_NO_MARKS, or no thread pidfds)");
 	empty = empty_bpf__open_and_load();
 	if (!empty) {
 		fprintf(stderr, "handler-cost: cannot load the empty programs\n");

@@ -33,6 +33,13 @@ const volatile bool record_raw = false; /* also put every handled event in the r
  */
 const volatile bool shared_ring = false;
 /*
+ * Task marks (docs/architecture.md, "The hot path"): the scheduler programs
+ * in their _marks form test only the task structs, because every tracked
+ * thread, and the thread running on a CPU where vCPUs wait, has an entry in
+ * the task storage map marks. Set by user space before load.
+ */
+const volatile bool marks_mode = false;
+/*
  * Wake the consumer only once this much data waits in a ring buffer (the
  * consumer also polls on a timer): a wakeup per record would cost more than
  * the record at high rates. Set to an eighth of each ring.
@@ -434,6 +441,30 @@ static __always_inline bool slot_tracked(__u32 slot)
 }
 
 /*
+ * marks: an entry per tracked thread (made where the thread is current, or
+ * by user space through its pidfd) and per thread running on a CPU where
+ * vCPUs wait (passed on at each switch there). Only its existence matters:
+ * task_struct::bpf_storage is NULL for a thread with no task storage at all.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} marks SEC(".maps");
+
+static __always_inline bool task_marked(struct task_struct *t)
+{
+	return t->bpf_storage;
+}
+
+static __noinline void mark_task(struct task_struct *t)
+{
+	if (t && t->pid && !t->bpf_storage)
+		bpf_task_storage_get(&marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/*
  * The exact bit first, then the hot slot: a reader that sees the slot set
  * finds the exact bit too. Clearing rechecks the slot's other tids after
  * clearing it, so that a thread added concurrently with the same slot keeps
@@ -448,6 +479,9 @@ static __always_inline void env_tid_tracked(__u32 tid, bool tracked)
 		if (word)
 			__sync_fetch_and_or(word, 1ull << (tid & 63));
 		__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], bit);
+		/* a thread tracked where it is current (a vCPU's first KVM event); user space marks seeds */
+		if (marks_mode && tid == (__u32)bpf_get_current_pid_tgid())
+			mark_task(bpf_get_current_task_btf());
 		return;
 	}
 	if (word)
@@ -660,17 +694,130 @@ int BPF_PROG(on_sched_wakeup_new, struct task_struct *p)
 	return sched_wakeup_common(p, VCPUSTAT_EV_WAKEUP_NEW);
 }
 
-SEC("tp_btf/sched_migrate_task")
-int BPF_PROG(on_sched_migrate_task, struct task_struct *p, int dest_cpu)
+static __noinline int migrate_slow(struct task_struct *p, int dest_cpu)
 {
 	struct vcpustat_event ev;
 
-	if (!hot_maybe_tracked(p->pid) || !is_tracked_task(p))
+	if (!is_tracked_task(p))
 		return 0;
 	event_task(&ev, VCPUSTAT_EV_MIGRATE, p);
 	ev.arg0 = (__u32)dest_cpu;
 	ev.arg1 = get_task_cpu(p);
 	return run_event(&ev);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(on_sched_migrate_task, struct task_struct *p, int dest_cpu)
+{
+	if (!hot_maybe_tracked(p->pid))
+		return 0;
+	return migrate_slow(p, dest_cpu);
+}
+
+/*
+ * ---- the same programs in marks mode (marks_mode) ----
+ * Each tests only the task structs it is given: a thread with no task
+ * storage at all (bpf_storage NULL) is neither tracked nor running where
+ * vCPUs wait. Behind that test, the same work as above; then the mark
+ * follows the CPU: after a switch where vCPUs wait, the thread that now runs
+ * is marked (its own switch will be charged to them), and the one that ran
+ * loses its mark unless it is tracked. A tracked thread woken to wait on a
+ * CPU marks the thread running there. A waiting vCPU that the load balancer
+ * moves does not (the destination's run queue is not locked here): until
+ * the thread running there switches out, its switches are not seen, and the
+ * wait is charged to the thread that runs when the next one is.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch_marks, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 cpu;
+	struct vcpustat_cpu *c;
+	int ret;
+
+	if (!task_marked(prev) && !task_marked(next))
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	ret = switch_slow(prev, next, cpu, preempt);
+	c = env_cpu(cpu);
+	if (c && c->nr_waiting && !is_tracked_task(next))
+		mark_task(next);
+	if (task_marked(prev) && !is_tracked_task(prev))
+		bpf_task_storage_delete(&marks, prev);
+	return ret;
+}
+
+/* Linux 6.2+ (marks mode needs 6.9): a trusted pointer to the thread of a pid, for the remote runner */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct *p) __ksym __weak;
+
+/*
+ * The thread running on p's CPU, where p now waits, gets the mark. A remote
+ * wakeup holds that CPU's run-queue lock, so its running thread stays; the
+ * pointer to it is reached by walking (untrusted), hence the lookup by pid.
+ */
+static __noinline void mark_runner(struct task_struct *p)
+{
+	__u32 cpu = get_task_cpu(p);
+	struct vcpustat_cpu *c = env_cpu(cpu);
+	struct task_struct *t;
+	int pid;
+
+	if (!c || !c->nr_waiting)
+		return;
+	if (cpu == bpf_get_smp_processor_id()) {
+		mark_task(bpf_get_current_task_btf());
+		return;
+	}
+	if (!bpf_core_field_exists(p->se.cfs_rq))
+		return;
+	pid = p->se.cfs_rq->rq->curr->pid;
+	if (!pid)
+		return;
+	t = bpf_task_from_pid(pid);
+	if (t) {
+		mark_task(t);
+		bpf_task_release(t);
+	}
+}
+
+static __always_inline int sched_wakeup_marks(struct task_struct *p, __u64 type)
+{
+	int ret;
+
+	if (!task_marked(p))
+		return 0;
+	ret = wakeup_slow(p, type);
+	if (is_tracked_task(p))
+		mark_runner(p);
+	return ret;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_sched_wakeup_marks, struct task_struct *p)
+{
+	return sched_wakeup_marks(p, VCPUSTAT_EV_WAKEUP);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_sched_wakeup_new_marks, struct task_struct *p)
+{
+	return sched_wakeup_marks(p, VCPUSTAT_EV_WAKEUP_NEW);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking_marks, struct task_struct *p)
+{
+	if (!task_marked(p))
+		return 0;
+	return waking_slow(p);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(on_sched_migrate_task_marks, struct task_struct *p, int dest_cpu)
+{
+	if (!task_marked(p))
+		return 0;
+	return migrate_slow(p, dest_cpu);
 }
 
 /*

@@ -220,6 +220,145 @@ Test(live, tracked_thread_run_and_wait_match_schedstat)
 	}
 }
 
+/*
+ * Who kept a tracked thread waiting, with the kernel's own scheduling: a
+ * tracked thread and two hogs on CPU 0. Over a window, its culprits' time
+ * added up equals its schedstat run_delay (within 5 % of the window), and
+ * each hog holds a quarter of it at least. The tracked thread either spins
+ * (preempted at the end of its slice, it waits while both hogs run in turn:
+ * in marks mode the mark must pass from one hog to the next, else the switch
+ * between them goes unseen and the whole wait goes to the second), or is
+ * the worker above (woken from its sleeps while a hog runs; it mostly
+ * preempts that hog, so this does not prove the mark given at the wake-up:
+ * with it disabled the test passed too).
+ */
+static atomic_int hog_tids[2];
+
+static void *spinner(void *arg)
+{
+	pin_to_cpu(0);
+	worker_tid = (int)syscall(SYS_gettid);
+	while (!stop)
+		;
+	return NULL;
+}
+
+static void *hog_named(void *arg)
+{
+	hog_tids[(long)arg] = (int)syscall(SYS_gettid);
+	return hog(NULL);
+}
+
+static __u64 culprit_ns(__u32 vm, __u32 tid)
+{
+	struct vcpustat_culprit_key k = { .vm_tgid = vm, .tid = tid };
+	struct vcpustat_culprit c;
+
+	return bpf_map_lookup_elem(vcpustat_map_fd(vs, "culprits"), &k, &c) ? 0 : c.ns;
+}
+
+static __u64 culprits_of(__u32 vm)
+{
+	int fd = vcpustat_map_fd(vs, "culprits");
+	struct vcpustat_culprit_key k, next, *prev = NULL;
+	struct vcpustat_culprit c;
+	__u64 sum = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (next.vm_tgid == vm && !bpf_map_lookup_elem(fd, &next, &c))
+			sum += c.ns;
+		k = next;
+		prev = &k;
+	}
+	return sum;
+}
+
+static void waits_charged_to_who_ran(bool sleeps)
+{
+	struct schedstat s0, s1;
+	__u64 t0, t1, window, c0, c1, h0[2], h1[2], wait;
+	pthread_t w, h[2];
+	__u32 me = (__u32)getpid();
+	double err;
+
+	stop = 0;
+	worker_tid = 0;
+	hog_tids[0] = hog_tids[1] = 0;
+	pthread_create(&w, NULL, sleeps ? worker : spinner, NULL);
+	while (!worker_tid)
+		usleep(1000);
+	cr_assert_eq(vcpustat_add_vcpu(vs, (__u32)worker_tid, me, 0, "CPU 0/KVM"), 0);
+	for (long i = 0; i < 2; i++)
+		pthread_create(&h[i], NULL, hog_named, (void *)i);
+	while (!hog_tids[0] || !hog_tids[1])
+		usleep(1000);
+	usleep(200000);
+
+	t0 = mono_ns();
+	cr_assert_eq(read_schedstat(worker_tid, &s0), 0);
+	c0 = culprits_of(me);
+	for (int i = 0; i < 2; i++)
+		h0[i] = culprit_ns(me, (__u32)hog_tids[i]);
+	usleep(1500000);
+	cr_assert_eq(read_schedstat(worker_tid, &s1), 0);
+	c1 = culprits_of(me);
+	for (int i = 0; i < 2; i++)
+		h1[i] = culprit_ns(me, (__u32)hog_tids[i]);
+	t1 = mono_ns();
+	stop = 1;
+	pthread_join(w, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(h[i], NULL);
+
+	window = t1 - t0;
+	wait = s1.wait_ns - s0.wait_ns;
+	err = ((double)(c1 - c0) - (double)wait) / (double)window;
+	cr_log_info("marks %s, %s: window %.3f s: waited %.1f ms (schedstat), culprits %.1f ms (%+.2f %% of the window): "
+		    "hog 1 %.1f ms, hog 2 %.1f ms",
+		    vcpustat_marks(vs) ? "on" : "off", sleeps ? "sleeps" : "spins", window / 1e9, wait / 1e6, (c1 - c0) / 1e6, err * 100,
+		    (h1[0] - h0[0]) / 1e6, (h1[1] - h0[1]) / 1e6);
+	cr_assert_gt(wait, window / 10, "the worker waited behind the hogs");
+	cr_assert_lt(err < 0 ? -err : err, 0.05, "culprits %.1f ms = the wait %.1f ms within 5 %% of the window",
+		     (c1 - c0) / 1e6, wait / 1e6);
+	for (int i = 0; i < 2; i++)
+		cr_assert_gt(h1[i] - h0[i], wait / 4, "hog %d kept it waiting for %.1f ms of %.1f ms", i + 1,
+			     (h1[i] - h0[i]) / 1e6, wait / 1e6);
+}
+
+#define NEED_MARKS()                                                                                         \
+	do {                                                                                                 \
+		if (!vcpustat_marks(vs))                                                                     \
+			cr_skip_test("marks mode needs pidfds of threads (Linux 6.9): the hot page's programs run here"); \
+	} while (0)
+
+Test(live, marks_pass_to_each_thread_that_runs_while_a_tracked_one_waits)
+{
+	NEED_MARKS();
+	waits_charged_to_who_ran(false);
+}
+
+Test(live, a_tracked_thread_that_sleeps_and_wakes_has_its_waits_charged)
+{
+	NEED_MARKS();
+	waits_charged_to_who_ran(true);
+}
+
+/* The same with the hot page's programs (VCPUSTAT_NO_MARKS: as on kernels before 6.9). */
+static void hotpage_setup(void)
+{
+	setenv("VCPUSTAT_NO_MARKS", "1", 1);
+	live_setup();
+	unsetenv("VCPUSTAT_NO_MARKS");
+}
+
+Test(live_hotpage, every_switch_where_a_tracked_thread_waits_is_charged, .init = hotpage_setup,
+     .fini = live_teardown, .timeout = 60)
+{
+	cr_assert_not(vcpustat_marks(vs));
+	waits_charged_to_who_ran(false);
+	waits_charged_to_who_ran(true);
+}
+
 /* Without the KVM programs (as on a host without the kvm module), the scheduler side still works. */
 Test(live_nokvm, missing_kvm_programs_leave_the_rest_working)
 {

@@ -86,6 +86,13 @@ void vcpustat_close(struct vcpustat *vs);
 
 /* The tracepoint programs and what became of each; returns their number. */
 size_t vcpustat_progs(const struct vcpustat *vs, const struct vcpustat_prog **progs);
+/*
+ * Marks mode (docs/architecture.md, "The hot path"): the scheduler programs
+ * test only the task structs, every tracked thread having an entry in the
+ * task-storage map "marks". Chosen at open where the kernel gives pidfds of
+ * threads (Linux 6.9), below level full, unless VCPUSTAT_NO_MARKS is set.
+ */
+bool vcpustat_marks(const struct vcpustat *vs);
 
 /* Run the injection program once with ev (bpf_prog_test_run_opts). */
 int vcpustat_inject(struct vcpustat *vs, const struct vcpustat_event *ev);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
@@ -40,14 +41,16 @@ struct prog_def {
 	bool required;
 	bool fentry;		/* fentry/ on the function named after the ':' */
 	bool asked;		/* loaded only when asked for (vcpustat_options.address_spaces) */
+	const char *marks;	/* the program loaded instead in marks mode (docs/architecture.md, "The hot path") */
 };
 
 static const struct prog_def prog_defs[] = {
-	{ "on_sched_switch", "sched:sched_switch", true, false, true },
-	{ "on_sched_wakeup", "sched:sched_wakeup", true, false, true },
-	{ "on_sched_wakeup_new", "sched:sched_wakeup_new", true, false, true },
-	{ "on_sched_waking", "sched:sched_waking", true, false, false },
-	{ "on_sched_migrate_task", "sched:sched_migrate_task", true, false, false },
+	{ "on_sched_switch", "sched:sched_switch", true, false, true, .marks = "on_sched_switch_marks" },
+	{ "on_sched_wakeup", "sched:sched_wakeup", true, false, true, .marks = "on_sched_wakeup_marks" },
+	{ "on_sched_wakeup_new", "sched:sched_wakeup_new", true, false, true, .marks = "on_sched_wakeup_new_marks" },
+	{ "on_sched_waking", "sched:sched_waking", true, false, false, .marks = "on_sched_waking_marks" },
+	{ "on_sched_migrate_task", "sched:sched_migrate_task", true, false, false,
+	  .marks = "on_sched_migrate_task_marks" },
 	{ "on_sched_move_numa", "sched:sched_move_numa", true, false, false },
 	{ "on_sched_swap_numa", "sched:sched_swap_numa", true, false, false },
 	{ "on_sched_process_exit", "sched:sched_process_exit", true, false, true },
@@ -114,6 +117,7 @@ struct vcpustat {
 	pthread_mutex_t read_lock;
 	void *read_keys, *read_vals;
 	size_t read_keys_size, read_vals_size;
+	bool marks;	     /* marks mode: the scheduler programs test only task structs */
 	__u64 vhost_scan_ns; /* the last look for vhost-<pid> kernel threads (vcpustat_seed_vmm) */
 	struct hashmap vmm_scans; /* VM tgid -> __u64: the last look at its threads (when vmm_scans_on) */
 	bool vmm_scans_on;
@@ -267,6 +271,73 @@ static struct bpf_program *find_prog(const struct vcpustat *vs, const char *name
 	return bpf_object__find_program_by_name(vs->skel->obj, name);
 }
 
+/* The BPF program that does prog_defs[i]'s work: its marks-mode form in marks mode. */
+static const char *prog_name(const struct vcpustat *vs, size_t i)
+{
+	return vs->marks && prog_defs[i].marks ? prog_defs[i].marks : prog_defs[i].name;
+}
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9: a pidfd for any thread, not only a process */
+#endif
+
+/* A pidfd for thread tid (Linux 6.9), or -1 with errno set. */
+static int thread_pidfd(pid_t tid)
+{
+	return (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+}
+
+/*
+ * Marks mode, where it can be whole: every tracked thread needs its entry in
+ * the map marks, and threads that user space finds (vCPUs of VMs already
+ * running, VMM threads) can only get theirs through a pidfd of the thread.
+ * Not at level full (every switch is recorded there anyway), and not when
+ * VCPUSTAT_NO_MARKS is set (the hot page's programs, to compare them).
+ */
+static bool marks_wanted(const struct vcpustat_options *opts)
+{
+	const char *no = getenv("VCPUSTAT_NO_MARKS");
+	int fd;
+
+	if (opts->record_level >= VCPUSTAT_LEVEL_FULL || (no && *no && strcmp(no, "0")))
+		return false;
+	fd = thread_pidfd((pid_t)syscall(SYS_gettid));
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
+ * Marks mode: thread tid's entry in marks, before user space tracks it (a
+ * thread that is gone needs none). Without it the thread's scheduler events
+ * would not be seen.
+ */
+static void mark_thread(struct vcpustat *vs, __u32 tid)
+{
+	__u32 one = 1;
+	int fd;
+
+	if (!vs->marks)
+		return;
+	fd = thread_pidfd((pid_t)tid);
+	if (fd < 0) {
+		if (errno != ESRCH)
+			vlog(VCPUSTAT_LOG_WARN, "thread %u: no pidfd (%s): its scheduler events may be missed", tid,
+			     strerror(errno));
+		return;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(vs->skel->maps.marks), &fd, &one, BPF_ANY) && errno != ESRCH)
+		vlog(VCPUSTAT_LOG_WARN, "thread %u: cannot mark it (%s): its scheduler events may be missed", tid,
+		     strerror(errno));
+	close(fd);
+}
+
+bool vcpustat_marks(const struct vcpustat *vs)
+{
+	return vs->marks;
+}
+
 /* The largest power of two pages not above bytes (one page at least). */
 static __u32 ring_pages(unsigned long bytes)
 {
@@ -348,6 +419,7 @@ struct open_try {
 	const char *no_per_cpu;
 	bool rings_failed;
 	bool fentry_tried;
+	bool no_marks; /* a marks-mode program was refused: the hot page's */
 	int fentry_err;
 	int refused[NR_PROGS]; /* optional programs the kernel refused (their error): left out */
 };
@@ -385,6 +457,15 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 
 		libbpf_refused[0] = '\0';
 		err = open_object(out, opts, &t);
+		for (i = 0; err && libbpf_refused[0] && !t.no_marks && i < NR_PROGS; i++)
+			if (prog_defs[i].marks && !strcmp(prog_defs[i].marks, libbpf_refused))
+				break;
+		if (err && libbpf_refused[0] && !t.no_marks && i < NR_PROGS) {
+			vlog(VCPUSTAT_LOG_WARN, "the kernel refused %s (%s); loading the hot page's programs instead",
+			     libbpf_refused, strerror(-err));
+			t.no_marks = true;
+			continue;
+		}
 		for (i = 0; err && libbpf_refused[0] && i < NR_PROGS; i++)
 			if (!strcmp(prog_defs[i].name, libbpf_refused))
 				break;
@@ -453,10 +534,16 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	if (access("/sys/kernel/btf/kvm", R_OK) == 0)
 		kb.kvm = btf__parse_split("/sys/kernel/btf/kvm", kb.vmlinux);
 
+	vs->marks = !t->no_marks && marks_wanted(opts);
+	vs->skel->rodata->marks_mode = vs->marks;
 	for (i = 0; i < NR_PROGS; i++) {
 		const struct prog_def *d = &prog_defs[i];
 		struct vcpustat_prog *p = &vs->progs[i];
-		struct bpf_program *prog = find_prog(vs, d->name);
+		struct bpf_program *prog = find_prog(vs, prog_name(vs, i));
+
+		/* the other form of the program is never loaded */
+		if (d->marks)
+			bpf_program__set_autoload(find_prog(vs, vs->marks ? d->name : d->marks), false);
 
 		p->name = d->name;
 		p->tracepoint = d->tracepoint;
@@ -646,7 +733,7 @@ int vcpustat_attach(struct vcpustat *vs)
 			continue;
 		if (!prog_defs[i].tp_btf && !prog_defs[i].fentry && tracefs_err > 0)
 			tracefs_err = ensure_tracefs();
-		prog = find_prog(vs, p->name);
+		prog = find_prog(vs, prog_name(vs, i));
 		vs->links[i] = bpf_program__attach(prog);
 		if (!vs->links[i]) {
 			p->err = -errno;
@@ -713,9 +800,16 @@ int vcpustat_map_fd(const struct vcpustat *vs, const char *map_name)
 	return m ? bpf_map__fd(m) : -ENOENT;
 }
 
-int vcpustat_prog_fd(const struct vcpustat *vs, const char *prog_name)
+int vcpustat_prog_fd(const struct vcpustat *vs, const char *name)
 {
-	struct bpf_program *p = find_prog(vs, prog_name);
+	struct bpf_program *p = NULL;
+
+	/* a program of prog_defs by its name: whichever form does its work */
+	for (size_t i = 0; i < NR_PROGS && !p; i++)
+		if (!strcmp(prog_defs[i].name, name))
+			p = find_prog(vs, prog_name(vs, i));
+	if (!p)
+		p = find_prog(vs, name);
 
 	return p ? bpf_program__fd(p) : -ENOENT;
 }
@@ -1465,6 +1559,7 @@ int vcpustat_add_vcpu(struct vcpustat *vs, __u32 tid, __u32 tgid, __u32 index, c
 	snprintf(ev.comm, sizeof(ev.comm), "%s", comm && *comm ? comm : "?");
 	if (bpf_map_lookup_elem(bpf_map__fd(vs->skel->maps.vcpus), &tid, &v) == 0)
 		return -EEXIST;
+	mark_thread(vs, tid);
 	return vcpustat_inject(vs, &ev);
 }
 
@@ -1523,6 +1618,7 @@ int vcpustat_add_vmm_thread(struct vcpustat *vs, __u32 tid, __u32 tgid, enum vcp
 				     .arg0 = kind };
 
 	snprintf(ev.comm, sizeof(ev.comm), "%s", comm && *comm ? comm : "?");
+	mark_thread(vs, tid);
 	return vcpustat_inject(vs, &ev);
 }
 
