@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -341,6 +342,72 @@ Test(live, a_tracked_thread_that_sleeps_and_wakes_has_its_waits_charged)
 {
 	NEED_MARKS();
 	waits_charged_to_who_ran(true);
+}
+
+/* Has thread tid an entry in the map marks? (its pidfd as the key: PIDFD_THREAD = O_EXCL, Linux 6.9) */
+static bool has_mark(int tid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, O_EXCL), err;
+	__u32 v;
+
+	cr_assert_geq(fd, 0, "pidfd of thread %d: %s", tid, strerror(errno));
+	err = bpf_map_lookup_elem(vcpustat_map_fd(vs, "marks"), &fd, &v);
+	close(fd);
+	return err == 0;
+}
+
+static atomic_int parked_tids[3];
+
+/* Thread i: (i == 0) makes itself a vCPU with a KVM event it injects, as its first kvm_entry would; then waits. */
+static void *parked(void *arg)
+{
+	long i = (long)arg;
+	int tid = (int)syscall(SYS_gettid);
+
+	if (i == 0) {
+		struct vcpustat_event ev = { .type = VCPUSTAT_EV_KVM_ENTRY, .ts = vcpustat_now_ns(), .tid = (__u32)tid,
+					     .tgid = (__u32)getpid() };
+
+		snprintf(ev.comm, sizeof(ev.comm), "CPU 0/KVM");
+		if (vcpustat_inject(vs, &ev))
+			tid = -1;
+	}
+	parked_tids[i] = tid;
+	while (!stop)
+		usleep(1000);
+	return NULL;
+}
+
+/*
+ * Marks mode's first rule: every tracked thread has its entry. A vCPU that
+ * the handler creates at its first KVM event is marked there (it is the
+ * current thread: the injection runs in it); one that user space adds is
+ * marked through its pidfd; a thread of no VM has none.
+ */
+Test(live, every_tracked_thread_is_marked_and_no_other)
+{
+	pthread_t t[3];
+	struct vcpustat_vcpu v;
+
+	NEED_MARKS();
+	stop = 0;
+	for (long i = 0; i < 3; i++) {
+		parked_tids[i] = 0;
+		pthread_create(&t[i], NULL, parked, (void *)i);
+	}
+	for (int i = 0; i < 3; i++)
+		while (!parked_tids[i])
+			usleep(1000);
+	cr_assert_gt(parked_tids[0], 0, "the KVM event was injected");
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vcpus"), &(__u32){ (__u32)parked_tids[0] }, &v), 0,
+		     "its KVM event made thread %d a vCPU", parked_tids[0]);
+	cr_assert_eq(vcpustat_add_vcpu(vs, (__u32)parked_tids[1], (__u32)getpid(), 1, "CPU 1/KVM"), 0);
+	cr_assert(has_mark(parked_tids[0]), "the vCPU made at its KVM event is marked");
+	cr_assert(has_mark(parked_tids[1]), "the vCPU user space added is marked");
+	cr_assert_not(has_mark(parked_tids[2]), "a thread of no VM is not");
+	stop = 1;
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
 }
 
 /* The same with the hot page's programs (VCPUSTAT_NO_MARKS: as on kernels before 6.9). */
