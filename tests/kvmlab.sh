@@ -20,8 +20,9 @@
 # problems"): a panic's console is kept and named, and
 # that suite runs again in a fresh lab, up to KVMLAB_ATTEMPTS sessions in all
 # (default 3), and these are counted and said. A test that fails runs once
-# more, alone, in a fresh lab (KVMLAB_RERUN_FAILED=0 turns this off): if it
-# passes then, it is flaky under emulation -- said with its first failure's
+# more, alone, in a fresh lab (KVMLAB_RERUN_FAILED=0 turns this off; that
+# session too runs again after a stall, a freeze, a panic or a CPU astray): if
+# it passes then, it is flaky under emulation -- said with its first failure's
 # assertion and counted as passed; if it fails again, it failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,7 @@ passed=0 failed=0 skipped=0 stalls=0 astray=0 panics=0 flaky=0
 # tests FILTER selects (default: all of SUITE); sets rc, out
 run_suite() {
 	local suite=$1 n=$2 filter=${3:-$1/*} t0
+	[ -n "$filter" ] || filter=$suite/*
 	out=$scratch/$suite.$n.out
 	t0=$(date +%s)
 	mkdir -p "$scratch/$suite.$n"
@@ -84,9 +86,15 @@ lab_failed() {
 	failed=$((failed + 1))
 }
 
-for suite in "$@"; do
-	for n in $(seq 1 "$attempts"); do
-		run_suite "$suite" "$n"
+# run_attempts SUITE [FILTER]: lab sessions of the tests FILTER selects (the
+# next ones of SUITE, counted in n) until one ends without a known problem of
+# the lab -- a guest that stalls, freezes or panics, an emulated CPU astray --
+# up to KVMLAB_ATTEMPTS sessions; sets rc, out, n
+run_attempts() {
+	local suite=$1 filter=${2:-} i
+	for i in $(seq 1 "$attempts"); do
+		n=$((n + 1))
+		run_suite "$suite" "$n" "$filter"
 		# docs/kvmlab.md, "Known problems": the guest kernel stalled or froze
 		# under emulation, or an emulated CPU left microvm's program
 		if [ "$rc" = 126 ]; then
@@ -101,10 +109,15 @@ for suite in "$@"; do
 				"$scratch/$suite.$n/.kvmlab/console.log" | sed 's/^\[ *[0-9.]*\] //') (console kept: $scratch/$suite.$n/.kvmlab/console.log)" >&2
 			keep=1
 		else
-			break
+			return
 		fi
-		[ "$n" -lt "$attempts" ] && echo "kvmlab: running the suite $suite again in a fresh lab" >&2
+		[ "$i" -lt "$attempts" ] && echo "kvmlab: running ${filter:-the suite $suite} again in a fresh lab" >&2
 	done
+}
+
+for suite in "$@"; do
+	n=0
+	run_attempts "$suite"
 	case $rc in
 	0 | 1)
 		# tally.sh's own verdict: its lines, and its counts last
@@ -120,7 +133,7 @@ for suite in "$@"; do
 			# test that failed runs once more in a fresh lab; one that passes then is
 			# said, with its first failure, and counted as flaky, not failed
 			first=$out
-			run_suite "$suite" "$((n + 1))" "$suite/@($(paste -sd'|' <<< "$names"))"
+			run_attempts "$suite" "$suite/@($(paste -sd'|' <<< "$names"))"
 			if [ "$rc" -le 1 ] && tail -1 "$out" | grep -qE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$'; then
 				read -r p2 f2 s2 < <(tail -1 "$out" | awk '{ print $1, $3, $5 }')
 				while read -r t; do
