@@ -2351,6 +2351,8 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 
 			json_array_foreach(jget(doc, "vms"), i, v) {
 				json_t *p = jget(v, "placement");
+				const char *name = json_string_value(jget(v, "vm"));
+				int m = !strcmp(name, names[0]) ? 0 : !strcmp(name, names[1]) ? 1 : -1;
 
 				for (int c = 0; c < 2; c++) {
 					char key[16];
@@ -2359,12 +2361,11 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 					snprintf(key, sizeof(key), "%d", node[c]);
 					ns = json_integer_value(json_object_get(jget(p, "node_ns"), key));
 					per_node[c] += ns;
-					for (int m = 0; m < 2; m++)
-						if (!strcmp(json_string_value(jget(v, "vm")), names[m])) {
-							lsum[m][c] += (double)ns / 1e9;
-							lmig[m] += c ? 0 : jint(p, "cross_node_migrations");
-						}
+					if (m >= 0)
+						lsum[m][c] += (double)ns / 1e9;
 				}
+				if (m >= 0)
+					lmig[m] += jint(p, "cross_node_migrations");
 			}
 			cr_assert_eq(json_array_size(jget(bal, "nodes")), 2, "document %zu: the host's two nodes", d);
 			json_array_foreach(jget(bal, "nodes"), i, e)
