@@ -453,23 +453,24 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 
 	libbpf_set_print(libbpf_log);
 	for (;;) {
+		bool marks_form = false;
 		size_t i;
 
 		libbpf_refused[0] = '\0';
 		err = open_object(out, opts, &t);
-		for (i = 0; err && libbpf_refused[0] && !t.no_marks && i < NR_PROGS; i++)
-			if (prog_defs[i].marks && !strcmp(prog_defs[i].marks, libbpf_refused))
+		/* which program the kernel refused, in either form */
+		for (i = 0; err && libbpf_refused[0] && i < NR_PROGS; i++) {
+			marks_form = prog_defs[i].marks && !strcmp(prog_defs[i].marks, libbpf_refused);
+			if (marks_form || !strcmp(prog_defs[i].name, libbpf_refused))
 				break;
-		if (err && libbpf_refused[0] && !t.no_marks && i < NR_PROGS) {
+		}
+		if (err && i < NR_PROGS && marks_form && !t.no_marks) {
 			vlog(VCPUSTAT_LOG_WARN, "the kernel refused %s (%s); loading the hot page's programs instead",
 			     libbpf_refused, strerror(-err));
 			t.no_marks = true;
 			continue;
 		}
-		for (i = 0; err && libbpf_refused[0] && i < NR_PROGS; i++)
-			if (!strcmp(prog_defs[i].name, libbpf_refused))
-				break;
-		if (!err || i >= NR_PROGS || prog_defs[i].required || t.refused[i])
+		if (!err || i >= NR_PROGS || marks_form || prog_defs[i].required || t.refused[i])
 			break;
 		/* an optional program this kernel's verifier refuses: the others without it */
 		vlog(VCPUSTAT_LOG_WARN, "the kernel refused %s (%s); loading the others without it", prog_defs[i].name,
