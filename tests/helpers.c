@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
+#include <bpf/bpf.h>
 #include <jansson.h>
 #include "helpers.h"
 #include "live/live.h"
@@ -313,6 +314,17 @@ struct vcpustat *inject_events(const struct vcpustat_event *evs, size_t n, bool 
 		cr_assert_eq(vcpustat_inject(vs, &evs[i]), 0, "injection of event %zu", i);
 	cr_assert_eq(vcpustat_snapshot(vs, snap), 0);
 	return vs;
+}
+
+bool culprit_lookup(struct vcpustat *vs, __u32 key_tgid, __u32 tid, __u64 *ns)
+{
+	struct vcpustat_culprit_key k = { .vm_tgid = key_tgid, .tid = tid };
+	struct vcpustat_culprit c;
+
+	if (bpf_map_lookup_elem(vcpustat_map_fd(vs, "culprits"), &k, &c))
+		return false;
+	*ns = c.ns;
+	return true;
 }
 
 struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigned int max_details)

@@ -109,6 +109,8 @@ struct replay;
  */
 struct vcpustat *inject_events(const struct vcpustat_event *evs, size_t n, bool address_spaces,
 			       struct vcpustat_snapshot *snap);
+/* The ns charged to thread tid as the culprit of VM key_tgid's waits (the culprits map; key_tgid may carry VCPUSTAT_CULPRIT_VMM): false if it has no entry. */
+bool culprit_lookup(struct vcpustat *vs, __u32 key_tgid, __u32 tid, __u64 *ns);
 /* The events fed one by one to user-space replay (record level vcpu; max_details 0: the default), asserted. */
 struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigned int max_details);
 /*

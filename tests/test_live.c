@@ -252,10 +252,10 @@ static void *hog_named(void *arg)
 
 static __u64 culprit_ns(__u32 vm, __u32 tid)
 {
-	struct vcpustat_culprit_key k = { .vm_tgid = vm, .tid = tid };
-	struct vcpustat_culprit c;
+	__u64 ns = 0;
 
-	return bpf_map_lookup_elem(vcpustat_map_fd(vs, "culprits"), &k, &c) ? 0 : c.ns;
+	culprit_lookup(vs, vm, tid, &ns);
+	return ns;
 }
 
 static __u64 culprits_of(__u32 vm)

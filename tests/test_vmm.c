@@ -108,17 +108,6 @@ static void scenario(void)
 	add(VCPUSTAT_EV_PROCESS_EXIT, 1300, 1, VHOST, VM, 0, 0, 0, NULL);
 }
 
-static bool culprit_ns(__u32 key_tgid, __u32 tid, __u64 *ns)
-{
-	struct vcpustat_culprit_key k = {.vm_tgid = key_tgid, .tid = tid};
-	struct vcpustat_culprit c;
-
-	if (bpf_map_lookup_elem(vcpustat_map_fd(vs, "culprits"), &k, &c))
-		return false;
-	*ns = c.ns;
-	return true;
-}
-
 Test(vmm, emulator_and_vhost_time_waits_and_culprits_are_exact)
 {
 	struct vcpustat_vmm_thread t;
@@ -140,12 +129,12 @@ Test(vmm, emulator_and_vhost_time_waits_and_culprits_are_exact)
 	cr_assert_eq(vm.vmm_wait_ns[VCPUSTAT_VMM_EMULATOR], 150);
 	cr_assert_eq(vm.vmm_run_ns[VCPUSTAT_VMM_VHOST], 200, "an exited worker's time stays with its VM");
 	cr_assert_eq(vm.vmm_wait_ns[VCPUSTAT_VMM_VHOST], 0);
-	cr_assert(culprit_ns(VM | VCPUSTAT_CULPRIT_VMM, 998, &ns));
+	cr_assert(culprit_lookup(vs, VM | VCPUSTAT_CULPRIT_VMM, 998, &ns));
 	cr_assert_eq(ns, 50);
-	cr_assert(culprit_ns(VM | VCPUSTAT_CULPRIT_VMM, 997, &ns));
+	cr_assert(culprit_lookup(vs, VM | VCPUSTAT_CULPRIT_VMM, 997, &ns));
 	cr_assert_eq(ns, 90, "charged on the CPU it moved to");
-	cr_assert_not(culprit_ns(VM, 998, &ns), "the vCPU did not wait: no culprit of the VM's vCPUs");
-	cr_assert_not(culprit_ns(VM | VCPUSTAT_CULPRIT_VMM, 999, &ns), "nobody waited before 100");
+	cr_assert_not(culprit_lookup(vs, VM, 998, &ns), "the vCPU did not wait: no culprit of the VM's vCPUs");
+	cr_assert_not(culprit_lookup(vs, VM | VCPUSTAT_CULPRIT_VMM, 999, &ns), "nobody waited before 100");
 }
 
 Test(vmm, the_summary_gives_the_window_of_the_vmm_threads)
