@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -231,7 +233,7 @@ Test(live, tracked_thread_run_and_wait_match_schedstat)
  * between them goes unseen and the whole wait goes to the second), or is
  * the worker above (woken from its sleeps while a hog runs; it mostly
  * preempts that hog, so this does not prove the mark given at the wake-up:
- * with it disabled the test passed too).
+ * with it disabled the test passed too; the relay test below does).
  */
 static atomic_int hog_tids[2];
 
@@ -274,7 +276,51 @@ static __u64 culprits_of(__u32 vm)
 	return sum;
 }
 
-static void waits_charged_to_who_ran(bool sleeps)
+/* The relay: thread 0 spins 10 ms, hands the CPU to thread 1, which spins 10 ms, sleeps 3 ms, hands back. */
+static sem_t relay_sem[2];
+
+static void *relay(void *arg)
+{
+	long i = (long)arg;
+	struct timespec gap = { 0, 3000000 };
+
+	pin_to_cpu(0);
+	hog_tids[i] = (int)syscall(SYS_gettid);
+	while (!stop) {
+		sem_wait(&relay_sem[i]);
+		spin_us(10000);
+		if (i)
+			nanosleep(&gap, NULL);
+		sem_post(&relay_sem[!i]);
+	}
+	return NULL;
+}
+
+/* Tracked: 0.5 ms of work, then 4 ms asleep, as SCHED_IDLE (its wake-ups do not preempt). */
+static void *idle_worker(void *arg)
+{
+	struct sched_param none = { 0 };
+	struct timespec ms4 = { 0, 4000000 };
+
+	pin_to_cpu(0);
+	if (sched_setscheduler(0, SCHED_IDLE, &none)) {
+		worker_tid = -1;
+		return NULL;
+	}
+	worker_tid = (int)syscall(SYS_gettid);
+	while (!stop) {
+		spin_us(500);
+		nanosleep(&ms4, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * The tracked thread (a vCPU of this process) and the two others on CPU 0
+ * for 1.5 s: its schedstat run_delay against the culprits charged, in all and
+ * to each of the two others (their tids in hog_tids).
+ */
+static void waits_charged_to_who_ran(void *(*tracked)(void *), void *(*other)(void *), const char *what, double min_share)
 {
 	struct schedstat s0, s1;
 	__u64 t0, t1, window, c0, c1, h0[2], h1[2], wait;
@@ -285,12 +331,15 @@ static void waits_charged_to_who_ran(bool sleeps)
 	stop = 0;
 	worker_tid = 0;
 	hog_tids[0] = hog_tids[1] = 0;
-	pthread_create(&w, NULL, sleeps ? worker : spinner, NULL);
+	sem_init(&relay_sem[0], 0, 1);
+	sem_init(&relay_sem[1], 0, 0);
+	pthread_create(&w, NULL, tracked, NULL);
 	while (!worker_tid)
 		usleep(1000);
+	cr_assert_gt(worker_tid, 0, "the tracked thread set its policy: %s", strerror(errno));
 	cr_assert_eq(vcpustat_add_vcpu(vs, (__u32)worker_tid, me, 0, "CPU 0/KVM"), 0);
 	for (long i = 0; i < 2; i++)
-		pthread_create(&h[i], NULL, hog_named, (void *)i);
+		pthread_create(&h[i], NULL, other, (void *)i);
 	while (!hog_tids[0] || !hog_tids[1])
 		usleep(1000);
 	usleep(200000);
@@ -307,6 +356,8 @@ static void waits_charged_to_who_ran(bool sleeps)
 		h1[i] = culprit_ns(me, (__u32)hog_tids[i]);
 	t1 = mono_ns();
 	stop = 1;
+	sem_post(&relay_sem[0]); /* the relay's threads (the others never wait on these) */
+	sem_post(&relay_sem[1]);
 	pthread_join(w, NULL);
 	for (int i = 0; i < 2; i++)
 		pthread_join(h[i], NULL);
@@ -315,15 +366,18 @@ static void waits_charged_to_who_ran(bool sleeps)
 	wait = s1.wait_ns - s0.wait_ns;
 	err = ((double)(c1 - c0) - (double)wait) / (double)window;
 	cr_log_info("marks %s, %s: window %.3f s: waited %.1f ms (schedstat), culprits %.1f ms (%+.2f %% of the window): "
-		    "hog 1 %.1f ms, hog 2 %.1f ms",
-		    vcpustat_marks(vs) ? "on" : "off", sleeps ? "sleeps" : "spins", window / 1e9, wait / 1e6, (c1 - c0) / 1e6, err * 100,
+		    "other 1 %.1f ms, other 2 %.1f ms",
+		    vcpustat_marks(vs) ? "on" : "off", what, window / 1e9, wait / 1e6, (c1 - c0) / 1e6, err * 100,
 		    (h1[0] - h0[0]) / 1e6, (h1[1] - h0[1]) / 1e6);
-	cr_assert_gt(wait, window / 10, "the worker waited behind the hogs");
+	sem_destroy(&relay_sem[0]);
+	sem_destroy(&relay_sem[1]);
+	cr_assert_gt(wait, window / 10, "the tracked thread waited behind the others");
 	cr_assert_lt(err < 0 ? -err : err, 0.05, "culprits %.1f ms = the wait %.1f ms within 5 %% of the window",
 		     (c1 - c0) / 1e6, wait / 1e6);
 	for (int i = 0; i < 2; i++)
-		cr_assert_gt(h1[i] - h0[i], wait / 4, "hog %d kept it waiting for %.1f ms of %.1f ms", i + 1,
-			     (h1[i] - h0[i]) / 1e6, wait / 1e6);
+		cr_assert_gt((double)(h1[i] - h0[i]), min_share * (double)wait,
+			     "other %d kept it waiting for %.1f ms of %.1f ms (at least %.0f %% expected)", i + 1,
+			     (h1[i] - h0[i]) / 1e6, wait / 1e6, min_share * 100);
 }
 
 #define NEED_MARKS()                                                                                         \
@@ -335,13 +389,31 @@ static void waits_charged_to_who_ran(bool sleeps)
 Test(live, marks_pass_to_each_thread_that_runs_while_a_tracked_one_waits)
 {
 	NEED_MARKS();
-	waits_charged_to_who_ran(false);
+	waits_charged_to_who_ran(spinner, hog_named, "spins", 0.25);
 }
 
 Test(live, a_tracked_thread_that_sleeps_and_wakes_has_its_waits_charged)
 {
 	NEED_MARKS();
-	waits_charged_to_who_ran(true);
+	waits_charged_to_who_ran(worker, hog_named, "sleeps", 0.25);
+}
+
+/*
+ * Marks mode's wake-up rule: the thread running on the CPU where a tracked
+ * thread wakes gets the mark then, so that its switch to another thread is
+ * seen. Here the tracked thread is SCHED_IDLE, whose wake-ups never preempt
+ * a normal thread: it wakes while relay thread 1 spins (10 ms), waits for it,
+ * then for relay thread 2, to which thread 1 hands the CPU (10 ms); after
+ * thread 2 the CPU idles 3 ms, and the tracked thread runs. Each relay thread
+ * kept it waiting for a good part of its wait (measured: thread 1 286 ms,
+ * thread 2 621 ms of 907 ms; at least 10 % each is asked). With no mark given
+ * at the wake-up, thread 1's switch to thread 2 goes unseen and all of it is
+ * charged to thread 2 (measured: 0.0 ms and 906.6 ms): this test then fails.
+ */
+Test(live, the_thread_running_where_a_tracked_one_wakes_is_marked)
+{
+	NEED_MARKS();
+	waits_charged_to_who_ran(idle_worker, relay, "SCHED_IDLE, wakes behind a relay", 0.1);
 }
 
 /* Has thread tid an entry in the map marks? (its pidfd as the key: PIDFD_THREAD = O_EXCL, Linux 6.9) */
@@ -422,8 +494,9 @@ Test(live_hotpage, every_switch_where_a_tracked_thread_waits_is_charged, .init =
      .fini = live_teardown, .timeout = 60)
 {
 	cr_assert_not(vcpustat_marks(vs));
-	waits_charged_to_who_ran(false);
-	waits_charged_to_who_ran(true);
+	waits_charged_to_who_ran(spinner, hog_named, "spins", 0.25);
+	waits_charged_to_who_ran(worker, hog_named, "sleeps", 0.25);
+	waits_charged_to_who_ran(idle_worker, relay, "SCHED_IDLE, wakes behind a relay", 0.1);
 }
 
 /* Without the KVM programs (as on a host without the kvm module), the scheduler side still works. */
