@@ -174,29 +174,30 @@ static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
  * halt's start (fentry kvm_vcpu_halt); then in turn either a poll that
  * sees the wake-up (kvm_vcpu_wakeup, not waited) or a sleep (sched_switch
  * out) ended by vCPU B's IPI (kvm_apic_accept_irq in B's thread,
- * sched_waking, sched_wakeup, sched_switch in, kvm_vcpu_wakeup waited,
+ * sched_waking, sched_wakeup, a switch between two threads of no VM on
+ * A's CPU while A waits there, sched_switch in, kvm_vcpu_wakeup waited,
  * kvm_inj_virq of the IPI's vector); kvm_entry (which closes the wake-up's
  * samples, by reason and by vector). Each event into vcpustat's
  * handler and into the empty raw_tp, per event type.
  */
 static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
 {
-	enum { HLT, HALT, END_OK, SLEEP, ACCEPT, WAKING, WAKEUP, RUN, END_WAITED, INJ, ENTRY, NR_ROWS };
+	enum { HLT, HALT, END_OK, SLEEP, ACCEPT, WAKING, WAKEUP, OTHERS, RUN, END_WAITED, INJ, ENTRY, NR_ROWS };
 	static const char *const names[NR_ROWS] = {
 		"kvm_exit (hlt)",	     "kvm_vcpu_halt (fentry)",  "kvm_vcpu_wakeup (poll ok)", "sched_switch (out, asleep)",
-		"kvm_apic_accept_irq (ipi)", "sched_waking",		"sched_wakeup",		     "sched_switch (in)",
-		"kvm_vcpu_wakeup (waited)",  "kvm_inj_virq (woken)",	"kvm_entry (after a halt)",
+		"kvm_apic_accept_irq (ipi)", "sched_waking",		"sched_wakeup",		     "sched_switch (others, A waits)",
+		"sched_switch (in)",	     "kvm_vcpu_wakeup (waited)", "kvm_inj_virq (woken)",	     "kvm_entry (after a halt)",
 	};
 	double sum[2][NR_ROWS] = { { 0 } };
 	long cnt[2][NR_ROWS] = { { 0 } };
 	int fds[2] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject) };
-	const __u32 A = 999997, B = 999996, VM = 999995;
+	const __u32 A = 999997, B = 999996, VM = 999995, X = 999994, Y = 999993;
 
 	for (int i = 0; i < n; i++) {
 		__u64 t = 100000000 + (__u64)i * 100000;
 		bool slept = i & 1;
-		struct vcpustat_event ev[10];
-		int slot[10], k = 0;
+		struct vcpustat_event ev[12];
+		int slot[12], k = 0;
 
 		memset(ev, 0, sizeof(ev));
 #define EV(row, type_, tid_, cpu_, a0, a1, a2) \
@@ -213,6 +214,11 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 			EV(WAKING, VCPUSTAT_EV_WAKING, A, 1, 0, 0, 0);
 			ev[k - 1].tid2 = B;
 			EV(WAKEUP, VCPUSTAT_EV_WAKEUP, A, 1, 0, 0, 0);
+			/* two threads of no VM switch on CPU 0 while A waits there: charged as its culprit */
+			EV(OTHERS, VCPUSTAT_EV_SWITCH, X, 0, 0, 1, 0);
+			ev[k - 1].tgid = X;
+			ev[k - 1].tid2 = Y;
+			ev[k - 1].tgid2 = Y;
 			EV(RUN, VCPUSTAT_EV_SWITCH, 0, 0, 0, 0, 0);
 			ev[k - 1].tid2 = A;
 			ev[k - 1].tgid2 = VM;
@@ -222,7 +228,9 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 		EV(ENTRY, VCPUSTAT_EV_KVM_ENTRY, A, 0, 0, 0, 0);
 #undef EV
 		for (int j = 0; j < k; j++) {
-			if (ev[j].tid)
+			if (ev[j].tid == X)
+				snprintf(ev[j].comm, sizeof(ev[j].comm), "worker");
+			else if (ev[j].tid)
 				snprintf(ev[j].comm, sizeof(ev[j].comm), "CPU %d/KVM", ev[j].tid == A ? 0 : 1);
 			for (int p = 0; p < 2; p++) {
 				double ns = injected_ns(fds[p], &ev[j], p ? NULL : vs);

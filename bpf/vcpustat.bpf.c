@@ -392,6 +392,14 @@ static __always_inline __u64 *tid_word(__u32 tid)
 	return bpf_map_lookup_elem(&vcpu_tids, &w);
 }
 
+/* The handler's question (vcpustat_handler.h), from the exact bitmap: a tid it does not cover may be tracked. */
+static __always_inline bool env_tid_maybe_tracked(__u32 tid)
+{
+	__u64 *word = tid_word(tid);
+
+	return !word || ((*word >> (tid & 63)) & 1);
+}
+
 /* Might thread tid be tracked (a vCPU or a VMM thread)? false: certainly not (one load from the hot page). */
 static __always_inline bool hot_maybe_tracked(__u32 tid)
 {

@@ -36,6 +36,8 @@
  *   int   env_vmm_insert(__u32 tid, const struct vcpustat_vmm_thread *t);  0 or <0 (full)
  *   void  env_vmm_delete(__u32 tid);
  *   void  env_tid_tracked(__u32 tid, bool tracked);                   a VMM thread was added or is about to go
+ *   bool  env_tid_maybe_tracked(__u32 tid);                           false: tid is certainly neither a vCPU nor
+ *                                                                      a VMM thread (no lookup needed)
  *   const struct vcpustat_cpu_topo *env_cpu_topo(__u32 cpu);           NULL if unknown
  *   __u64 *env_place_get(const struct vcpustat_place_key *k);          lookup or create zeroed, NULL if full
  */
@@ -714,7 +716,8 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 			c->occ_tid = 0; /* an occupant whose leaving was not seen: its time is not known */
 	}
 
-	v = env_vcpu_lookup(prev);
+	/* on a CPU where vCPUs wait, most switches are between threads of no VM: no lookup for those */
+	v = env_tid_maybe_tracked(prev) ? env_vcpu_lookup(prev) : NULL;
 	if (v) {
 		poll_expire(ev, v);
 		vcpu_fsm_switch_out(&v->fsm, ev->ts, cpu, runnable, &s);
@@ -722,17 +725,17 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		wait_end(v); /* normally not waiting; be safe */
 		if (runnable)
 			wait_begin(v, cpu, ev->ts);
-	} else if ((t = env_vmm_lookup(prev))) {
+	} else if (env_tid_maybe_tracked(prev) && (t = env_vmm_lookup(prev))) {
 		vmm_enter(ev, t, runnable ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_SLEEP, cpu);
 	}
-	v = env_vcpu_lookup(next);
+	v = env_tid_maybe_tracked(next) ? env_vcpu_lookup(next) : NULL;
 	if (v) {
 		wait_end(v);
 		vcpu_fsm_switch_in(&v->fsm, ev->ts, cpu, &s);
 		apply_step(ev, v, &s, cpu, 0);
 		if (c)
 			occupant_begin(c, v, ev->ts);
-	} else if ((t = env_vmm_lookup(next))) {
+	} else if (env_tid_maybe_tracked(next) && (t = env_vmm_lookup(next))) {
 		vmm_enter(ev, t, VCPUSTAT_VMM_T_RUN, cpu);
 	}
 	if (c)
@@ -849,6 +852,10 @@ HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 	struct vcpu_fsm_step s;
 	struct vcpustat_vcpu *v;
 
+	if (!env_tid_maybe_tracked(tid)) { /* at level full: every host thread's wakeup */
+		emit_host_wakeup(ev);
+		return;
+	}
 	v = env_vcpu_lookup(tid);
 	if (v) {
 		vcpu_fsm_wakeup(&v->fsm, ev->ts, &s);
@@ -870,6 +877,8 @@ HANDLER_INLINE void on_migrate(const struct vcpustat_event *ev)
 	struct vcpu_fsm_step s;
 	struct vcpustat_vcpu *v;
 
+	if (!env_tid_maybe_tracked(tid))
+		return;
 	v = env_vcpu_lookup(tid);
 	if (!v) {
 		struct vcpustat_vmm_thread *t = env_vmm_lookup(tid);

@@ -173,6 +173,11 @@ static inline void env_tid_tracked(__u32 tid, bool tracked)
 {
 }
 
+static inline bool env_tid_maybe_tracked(__u32 tid)
+{
+	return true; /* the lookups in its hash maps answer */
+}
+
 static inline const struct vcpustat_cpu_topo *env_cpu_topo(__u32 cpu)
 {
 	return NULL; /* a replay knows no topology: no placement moves, no SMT siblings */
