@@ -265,6 +265,22 @@ VCPU_FSM_INLINE unsigned long long vcpu_fsm_elapsed(unsigned long long t0, unsig
 	return t1 > t0 ? t1 - t0 : 0;
 }
 
+_Static_assert((VCPU_NR_STATES & (VCPU_NR_STATES - 1)) == 0, "vcpu_fsm_ns_index() masks by VCPU_NR_STATES - 1");
+
+/*
+ * state (< VCPU_NR_STATES, checked by the caller) as an index of ns[] that
+ * the BPF verifier can bound wherever the compiler keeps it: masked after an
+ * opaque copy, so that the mask is neither folded into the check nor lost
+ * when the checked value is spilled to the stack and loaded again (6.1's
+ * verifier rejected `f->ns[f->state]` after a change elsewhere in the
+ * handler moved the spill: "R0 unbounded memory access").
+ */
+VCPU_FSM_INLINE unsigned int vcpu_fsm_ns_index(unsigned int state)
+{
+	__asm__ volatile("" : "+r"(state));
+	return state & (VCPU_NR_STATES - 1);
+}
+
 /* Close the open interval at `now` and enter `to`. */
 VCPU_FSM_INLINE void vcpu_fsm_enter(struct vcpu_fsm *f, unsigned long long now, unsigned int to,
 				    struct vcpu_fsm_step *s)
@@ -272,7 +288,7 @@ VCPU_FSM_INLINE void vcpu_fsm_enter(struct vcpu_fsm *f, unsigned long long now, 
 	unsigned long long dur = vcpu_fsm_elapsed(f->since, now);
 
 	if (f->state < VCPU_NR_STATES)
-		f->ns[f->state] += dur;
+		f->ns[vcpu_fsm_ns_index(f->state)] += dur;
 	if (now > f->since)
 		f->since = now;
 	s->from = f->state;
