@@ -175,7 +175,7 @@ Test(address_spaces, the_window_shows_them_by_guest_time_as_json_and_text)
 		cr_assert_eq(vm->address_spaces[i].count, want[i].exits);
 	}
 
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	as = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "address_spaces");
 	cr_assert_eq(json_array_size(as), NR_WANT);
 	row = json_array_get(as, 0);

@@ -258,7 +258,7 @@ Test(details, the_window_shows_what_happened_in_it_as_json_and_text)
 	cr_assert_eq(s.vms[0].nr_details, 3, "EFER, 0x12345678 and port 0x3f8 in the window");
 	cr_assert_eq(s.vms[0].details[0].kind, VCPUSTAT_DETAIL_PIO, "by kind: ports first");
 
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	det = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "exit_details");
 	cr_assert(json_is_array(det));
 	cr_assert_eq(json_array_size(det), 3);
@@ -445,7 +445,7 @@ Test(details, exits_from_guest_kernel_mode_are_counted_per_reason)
 	b.ts = 1 + 1000000000ull;
 	cr_assert_eq(names_init(&names, "/nonexistent", "/nonexistent"), 0);
 	cr_assert_eq(summary_build(&s, &a, &b, &names, NULL), 0);
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	exits = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "exits");
 	json_array_foreach(exits, i, e) {
 		if (strcmp(json_string_value(json_object_get(e, "reason")), "MSR_WRITE"))

@@ -407,7 +407,7 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	cr_assert_eq(sum.nr_vms, 1);
 	cr_assert_eq(sum.vms[0].nr_wakes, 4, "timer, ipi, device, other");
 
-	doc = summary_json(&sum, NULL, 0);
+	doc = summary_json_checked(&sum);
 	vm = json_array_get(json_object_get(doc, "vms"), 0);
 	wakes = json_object_get(vm, "wake_reasons");
 	cr_assert_eq(json_array_size(wakes), 4);

@@ -380,7 +380,7 @@ Test(placement, the_live_window_suggests_the_move_too)
 		     "  utilization      115.0%      10.0%\n", want);
 	free(text);
 
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	b = json_object_get(doc, "balance");
 	cr_assert_not_null(b, "-j: the balance");
 	cr_assert_eq(json_array_size(json_object_get(b, "nodes")), 2);
@@ -398,7 +398,7 @@ Test(placement, the_live_window_suggests_the_move_too)
 	fclose(f);
 	cr_assert_null(strstr(text, "HOST PLACEMENT"), "%s", text);
 	free(text);
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	cr_assert_null(json_object_get(doc, "balance"));
 	json_decref(doc);
 }

@@ -154,7 +154,7 @@ Test(nested, the_window_shows_l2_time_and_exits_as_json_and_text)
 	cr_assert_eq(vm->l2_ns, 2330);
 	cr_assert_eq(vm->ns[VCPU_GUEST], 950 + 50 + 1830);
 
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	jvm = json_array_get(json_object_get(doc, "vms"), 0);
 	n = json_object_get(jvm, "nested");
 	cr_assert_eq(json_integer_value(json_object_get(n, "l2_guest_ns")), 2330);

@@ -190,7 +190,7 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 	cr_assert_eq(s.vms[1].place.smt_other_ns, 400);
 
 	/* JSON: per node and cache with the host's topology */
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	p = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "placement");
 	cr_assert_not_null(p);
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(p, "node_ns"), "0")), 700);

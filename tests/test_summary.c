@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "helpers.h"
 #include "model/model.h"
 #include "record/record.h"
 
@@ -186,7 +187,7 @@ Test(summary, window_shares_rates_exits_and_culprits)
 	cr_assert_float_eq(vm->culprits[0].share, 1.0, 1e-9);
 	cr_assert_eq(vm->runq.count, 1);
 	{
-		json_t *doc = summary_json(&s, NULL, 0), *v0;
+		json_t *doc = summary_json_checked(&s), *v0;
 
 		v0 = json_array_get(json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "vcpus"), 0);
 		cr_assert_str_eq(json_string_value(json_object_get(v0, "state")), "guest");
@@ -435,7 +436,7 @@ Test(summary, halt_polls_in_the_window_json_and_text)
 	cr_assert_float_eq(vm_share(&s, vm, VCPU_POLL), 0.075, 1e-9);
 
 	/* JSON: "halt_poll" per vCPU and per VM, "poll" among the states and shares */
-	doc = summary_json(&s, NULL, 0);
+	doc = summary_json_checked(&s);
 	vmj = json_array_get(json_object_get(doc, "vms"), 0);
 	json_array_foreach(json_object_get(vmj, "vcpus"), i, vj)
 		if (json_integer_value(json_object_get(vj, "tid")) == 11)

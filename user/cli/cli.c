@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include "cli/cli.h"
+#include "util/jsonw.h"
 #include "sht/sht.h"
 #include "model/model.h"
 #include "record/record.h"
@@ -28,52 +29,37 @@ static void vreport(const char *kind, const char *fmt, va_list ap)
 }
 
 /*
- * The text of a document, appended to a buffer kept from one document to the
- * next (`top -j` prints one per refresh): json_dumpf() writes each token with
- * an fwrite(), which locks stdout every time (a third of the dump's CPU at
- * 10,000 vCPUs: bench/RESULTS.md, "Refresh at scale").
+ * The text of a document, written into a buffer kept from one document to the
+ * next (`top -j` prints one per refresh), then out in one fwrite(): json_dumpf()
+ * writes each token with an fwrite(), which locks stdout every time (a third of
+ * the dump's CPU at 10,000 vCPUs: bench/RESULTS.md, "Refresh at scale").
  */
-struct dump_buf {
-	char *p;
-	size_t n, cap;
-};
-
-static int dump_append(const char *text, size_t n, void *data)
+int cli_json_print_text(struct jw *w)
 {
-	struct dump_buf *b = data;
+	int e = jw_error(w);
 
-	if (n > b->cap - b->n) {
-		size_t cap = b->cap ? b->cap : 65536;
-		char *p;
-
-		while (n > cap - b->n)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p)
-			return -1;
-		b->p = p;
-		b->cap = cap;
+	if (!e) {
+		jw_raw(w, "\n", 1);
+		e = jw_text(w) ? 0 : jw_error(w);
 	}
-	memcpy(b->p + b->n, text, n);
-	b->n += n;
-	return 0;
+	if (!e && fwrite(jw_text(w), 1, jw_len(w), stdout) != jw_len(w))
+		e = -EIO;
+	fflush(stdout);
+	return e;
 }
 
 int cli_json_print(json_t *doc, enum cli_json_style style)
 {
-	static struct dump_buf b;
+	static struct jw w;
 	size_t flags = style == CLI_JSON_DOC || cli_pretty ? JSON_INDENT(2) | JSON_PRESERVE_ORDER : JSON_COMPACT;
 	int e;
 
 	if (!doc)
 		return -ENOMEM;
-	b.n = 0;
-	e = json_dump_callback(doc, dump_append, &b, flags | JSON_REAL_PRECISION(17)) ? -ENOMEM : 0;
+	jw_reset(&w);
+	e = json_dump_callback(doc, jw_dump_callback, &w, flags | JSON_REAL_PRECISION(17)) ? -ENOMEM : 0;
 	json_decref(doc);
-	if (!e && (dump_append("\n", 1, &b) || fwrite(b.p, 1, b.n, stdout) != b.n))
-		e = -EIO;
-	fflush(stdout);
-	return e;
+	return e ? e : cli_json_print_text(&w);
 }
 
 void cli_err(const char *fmt, ...)

@@ -31,6 +31,9 @@ extern bool cli_pretty; /* -p/--pretty: every JSON document indented */
  */
 enum cli_json_style { CLI_JSON_LINE, CLI_JSON_DOC };
 int cli_json_print(json_t *doc, enum cli_json_style style);
+/* The same for a document written by util/jsonw.h (compact, whatever --pretty says). */
+struct jw;
+int cli_json_print_text(struct jw *w);
 extern const char *cli_prog; /* "vcpustat" */
 
 /* Print one clear error (what failed, where, what to do) to stderr, or as JSON. */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include "cli/cli.h"
 #include "cli/ui.h"
+#include "util/jsonw.h"
 
 struct top_live {
 	const struct top_args *a;
@@ -50,8 +51,15 @@ static bool wait_until(struct top_live *t, __u64 deadline)
 /* One window: printed (-b, -j) or shown (the UI, unless paused). */
 static void show(struct top_live *t, struct summary *s)
 {
-	if (t->a->json)
+	if (t->a->json && cli_pretty) {
 		cli_json_print(summary_json(s, t->progs, t->nr_progs), CLI_JSON_LINE);
+	} else if (t->a->json) { /* written as the window is walked: no tree (bench/RESULTS.md, "Refresh at scale") */
+		static struct jw w;
+
+		jw_reset(&w);
+		summary_json_write(&w, s, t->progs, t->nr_progs);
+		cli_json_print_text(&w);
+	}
 	else if (t->a->batch)
 		summary_print(stdout, s, t->progs, t->nr_progs, (unsigned int)t->a->top);
 	if (t->ui && !ui_paused(t->ui)) {

@@ -247,8 +247,6 @@ bool recorded_container(const char *cgroup, const char *pod_name, const char *po
 			struct container_ref *c);
 /* A VM's container (recorded_container() of its cgroup and names). */
 bool vm_container(const struct vm_summary *vm, struct container_ref *c);
-/* The same as JSON, or null. */
-json_t *vm_container_json(const struct vm_summary *vm);
 struct culprit_summary;
 /* A culprit's container, its label ("" if none: then its cgroup path) and its JSON (or null). */
 bool culprit_container(const struct culprit_summary *cu, struct container_ref *c);
@@ -632,7 +630,13 @@ void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v);
 /* A VM's exits from L2 in the window: handled here (L0), reflected to L1. */
 void vm_nested_exits(const struct vm_summary *vm, __u64 *l0, __u64 *l1);
 
-/* The one JSON document of a refresh (docs/json.md). progs may be NULL. */
+/*
+ * The one JSON document of a refresh (docs/json.md). progs may be NULL.
+ * summary_json_write() writes it into w (util/jsonw.h: `top -j`, at every
+ * refresh); summary_json() returns it as a jansson tree (for those who add to it).
+ */
+struct jw;
+void summary_json_write(struct jw *w, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs);
 
 /* Plain-text tables (batch mode), top `top` rows per table (0: all). */

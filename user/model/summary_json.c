@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* summary_json.c - the window model as the JSON document of a refresh (docs/json.md). */
+/*
+ * summary_json.c - the window model as the JSON document of a refresh
+ * (docs/json.md), written as it is walked (util/jsonw.h): `top -j` writes one
+ * at every refresh.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "util/jsonw.h"
 #include "util/util.h"
 #include "model/model.h"
 
@@ -15,345 +20,419 @@ static const char *const prog_status_names[] = {
 	[VCPUSTAT_PROG_ATTACHED] = "attached", [VCPUSTAT_PROG_FAILED] = "failed",
 };
 
-static json_t *states_json(const __u64 ns[VCPU_NR_STATES])
+static void states_write(struct jw *w, const char *key, const __u64 ns[VCPU_NR_STATES])
 {
-	json_t *o = json_object();
-
+	jw_object(w, key);
 	for (unsigned int i = VCPU_GUEST; i < VCPU_NR_STATES; i++)
-		json_object_set_new(o, vcpu_state_name(i), json_integer((json_int_t)ns[i]));
-	return o;
+		jw_int(w, vcpu_state_name(i), (long long)ns[i]);
+	jw_end(w);
 }
 
-static json_t *shares_json(const __u64 ns[VCPU_NR_STATES])
+static void shares_write(struct jw *w, const __u64 ns[VCPU_NR_STATES])
 {
-	json_t *o = json_object();
 	__u64 total = 0;
 
 	for (unsigned int i = 0; i < VCPU_NR_STATES; i++)
 		total += ns[i];
+	jw_object(w, "share");
 	for (unsigned int i = VCPU_GUEST; i < VCPU_NR_STATES; i++)
-		json_object_set_new(o, vcpu_state_name(i), json_real(total ? (double)ns[i] / (double)total : 0));
-	return o;
+		jw_real(w, vcpu_state_name(i), total ? (double)ns[i] / (double)total : 0);
+	jw_end(w);
 }
 
 /* Halt polling in the window (docs/json.md "halt_poll"). */
-static json_t *halt_poll_json(__u64 ok, __u64 failed, __u64 failed_ns, __u32 halt_poll_ns)
+static void halt_poll_write(struct jw *w, __u64 ok, __u64 failed, __u64 failed_ns, __u32 halt_poll_ns)
 {
-	return json_pack("{s:I, s:I, s:I, s:I}", "ok", (json_int_t)ok, "failed", (json_int_t)failed, "failed_ns",
-			 (json_int_t)failed_ns, "halt_poll_ns", (json_int_t)halt_poll_ns);
+	jw_object(w, "halt_poll");
+	jw_int(w, "ok", (long long)ok);
+	jw_int(w, "failed", (long long)failed);
+	jw_int(w, "failed_ns", (long long)failed_ns);
+	jw_int(w, "halt_poll_ns", (long long)halt_poll_ns);
+	jw_end(w);
 }
 
-static json_t *latency_json(const struct latency_summary *l, bool gsys_known)
+static void latency_write(struct jw *w, const char *key, const struct latency_summary *l, bool gsys_known)
 {
-	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "reason", l->name, "count",
-			      (json_int_t)l->count, "rate", l->rate, "sum_ns", (json_int_t)l->sum_ns, "p50_ns",
-			      (json_int_t)l->p50_ns, "p90_ns", (json_int_t)l->p90_ns, "p99_ns", (json_int_t)l->p99_ns,
-			      "max_ns", (json_int_t)l->max_ns, "count_total", (json_int_t)l->count_total);
-
+	jw_object(w, key);
+	jw_string(w, "reason", l->name);
+	jw_int(w, "count", (long long)l->count);
+	jw_real(w, "rate", l->rate);
+	jw_int(w, "sum_ns", (long long)l->sum_ns);
+	jw_int(w, "p50_ns", (long long)l->p50_ns);
+	jw_int(w, "p90_ns", (long long)l->p90_ns);
+	jw_int(w, "p99_ns", (long long)l->p99_ns);
+	jw_int(w, "max_ns", (long long)l->max_ns);
+	jw_int(w, "count_total", (long long)l->count_total);
 	if (l->kind == VCPU_SAMPLE_EXIT) {
-		json_object_set_new(o, "isa", json_string(l->isa == KVM_ISA_VMX ? "vmx" :
-							  l->isa == KVM_ISA_SVM ? "svm" : "?"));
-		json_object_set_new(o, "code", json_integer(l->reason));
+		jw_string(w, "isa", l->isa == KVM_ISA_VMX ? "vmx" : l->isa == KVM_ISA_SVM ? "svm" : "?");
+		jw_int(w, "code", l->reason);
 		if (gsys_known)
-			json_object_set_new(o, "guest_kernel", json_integer((json_int_t)l->gsys));
+			jw_int(w, "guest_kernel", (long long)l->gsys);
 	} else if (l->kind == VCPU_SAMPLE_USERSPACE_EXIT) {
-		json_object_set_new(o, "code", json_integer(l->reason));
+		jw_int(w, "code", l->reason);
 	} else if (l->kind == VCPU_SAMPLE_WAKE_VECTOR) {
-		json_object_set_new(o, "vector", json_integer(l->reason));
+		jw_int(w, "vector", l->reason);
 	}
-	return o;
+	jw_end(w);
 }
 
-static json_t *detail_json(const struct detail_summary *d)
+static void detail_write(struct jw *w, const struct detail_summary *d)
 {
 	const char *name = detail_msr_name(d->kind, d->addr);
 	char target[32];
-	json_t *o;
 
-	o = json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:I}", "kind", detail_kind_name(d->kind), "target",
-		      detail_target_of(d->kind, d->addr, target, sizeof(target)), "access", detail_access_name(d->access), "count",
-		      (json_int_t)d->count, "rate", d->rate, "sum_ns", (json_int_t)d->sum_ns, "max_ns",
-		      (json_int_t)d->max_ns, "count_total", (json_int_t)d->count_total, "sum_ns_total",
-		      (json_int_t)d->sum_ns_total);
+	jw_object(w, NULL);
+	jw_string(w, "kind", detail_kind_name(d->kind));
+	jw_string(w, "target", detail_target_of(d->kind, d->addr, target, sizeof(target)));
+	jw_string(w, "access", detail_access_name(d->access));
+	jw_int(w, "count", (long long)d->count);
+	jw_real(w, "rate", d->rate);
+	jw_int(w, "sum_ns", (long long)d->sum_ns);
+	jw_int(w, "max_ns", (long long)d->max_ns);
+	jw_int(w, "count_total", (long long)d->count_total);
+	jw_int(w, "sum_ns_total", (long long)d->sum_ns_total);
 	if (name)
-		json_object_set_new(o, "name", json_string(name));
-	return o;
+		jw_string(w, "name", name);
+	jw_end(w);
 }
 
-static json_t *vcpu_json(const struct summary *s, const struct vm_summary *vm, const struct vcpu_summary *v)
+static void vcpu_write(struct jw *w, const struct summary *s, const struct vm_summary *vm, const struct vcpu_summary *v)
 {
-	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid,
-			      "vcpu", (json_int_t)v->index, "tid", (json_int_t)v->tid, "state",
-			      vcpu_state_name(v->state), "comm", v->comm, "gone", v->gone);
-
-	json_object_set_new(o, "pcpu", v->pcpu == VCPU_PCPU_NONE ? json_null() : json_integer(v->pcpu));
-	json_object_set_new(o, "ns", states_json(v->ns));
-	json_object_set_new(o, "ns_total", states_json(v->ns_total));
-	json_object_set_new(o, "share", shares_json(v->ns));
-	json_object_set_new(o, "preemptions", json_integer((json_int_t)v->preemptions));
-	json_object_set_new(o, "wakeups", json_integer((json_int_t)v->wakeups));
-	json_object_set_new(o, "migrations", json_integer((json_int_t)v->migrations));
-	json_object_set_new(o, "kvm_exits", json_integer((json_int_t)v->kvm_exits));
-	json_object_set_new(o, "userspace_exits", json_integer((json_int_t)v->userspace_exits));
-	json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, v->preemptions)));
-	json_object_set_new(o, "wakeups_per_s", json_real(summary_per_s(s, v->wakeups)));
-	json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, v->migrations)));
-	json_object_set_new(o, "halt_poll",
-			    halt_poll_json(v->polls_ok, v->polls_failed, v->poll_fail_ns, v->halt_poll_ns));
-	if (v->nested) /* docs/json.md "Nested virtualization" */
-		json_object_set_new(o, "nested", json_pack("{s:I, s:I, s:b}", "l2_guest_ns", (json_int_t)v->l2_ns,
-							   "l2_guest_ns_total", (json_int_t)v->l2_ns_total, "in_l2",
-							   v->in_l2));
-	return o;
+	jw_object(w, NULL);
+	jw_string(w, "vm", vm->name);
+	jw_int(w, "pid", (long long)vm->tgid);
+	jw_int(w, "vcpu", (long long)v->index);
+	jw_int(w, "tid", (long long)v->tid);
+	jw_string(w, "state", vcpu_state_name(v->state));
+	jw_string(w, "comm", v->comm);
+	jw_bool(w, "gone", v->gone);
+	if (v->pcpu == VCPU_PCPU_NONE)
+		jw_null(w, "pcpu");
+	else
+		jw_int(w, "pcpu", v->pcpu);
+	states_write(w, "ns", v->ns);
+	states_write(w, "ns_total", v->ns_total);
+	shares_write(w, v->ns);
+	jw_int(w, "preemptions", (long long)v->preemptions);
+	jw_int(w, "wakeups", (long long)v->wakeups);
+	jw_int(w, "migrations", (long long)v->migrations);
+	jw_int(w, "kvm_exits", (long long)v->kvm_exits);
+	jw_int(w, "userspace_exits", (long long)v->userspace_exits);
+	jw_real(w, "preemptions_per_s", summary_per_s(s, v->preemptions));
+	jw_real(w, "wakeups_per_s", summary_per_s(s, v->wakeups));
+	jw_real(w, "migrations_per_s", summary_per_s(s, v->migrations));
+	halt_poll_write(w, v->polls_ok, v->polls_failed, v->poll_fail_ns, v->halt_poll_ns);
+	if (v->nested) { /* docs/json.md "Nested virtualization" */
+		jw_object(w, "nested");
+		jw_int(w, "l2_guest_ns", (long long)v->l2_ns);
+		jw_int(w, "l2_guest_ns_total", (long long)v->l2_ns_total);
+		jw_bool(w, "in_l2", v->in_l2);
+		jw_end(w);
+	}
+	jw_end(w);
 }
 
-/* A container as JSON: {"runtime", "id", "pod", "pod_name", "namespace", "name"}, each where known. */
-static json_t *container_ref_json(const struct container_ref *c)
+/* A container: {"runtime", "id", "pod", "pod_name", "namespace", "name"}, each where known; null if none. */
+static void container_write(struct jw *w, const char *key, const struct container_ref *c)
 {
 	const char *field[][2] = { { "runtime", c->runtime },	  { "id", c->id },
 				   { "pod", c->pod },		  { "pod_name", c->pod_name },
 				   { "namespace", c->pod_namespace }, { "name", c->name } };
-	json_t *o = json_object();
 
+	jw_object(w, key);
 	for (size_t i = 0; i < sizeof(field) / sizeof(field[0]); i++)
 		if (field[i][1][0])
-			json_object_set_new(o, field[i][0], json_string(field[i][1]));
-	return o;
+			jw_string(w, field[i][0], field[i][1]);
+	jw_end(w);
 }
 
 json_t *culprit_container_json(const struct culprit_summary *cu)
 {
 	struct container_ref c;
+	struct jw w = { 0 };
+	json_t *o;
 
-	return culprit_container(cu, &c) ? container_ref_json(&c) : json_null();
+	if (!culprit_container(cu, &c))
+		return json_null();
+	container_write(&w, NULL, &c);
+	o = jw_parse(&w);
+	jw_free(&w);
+	return o;
 }
 
-json_t *vm_container_json(const struct vm_summary *vm)
+/* "container" (c, or null) and "pidns" (if known) of a VM or a thread, after its "cgroup". */
+static void container_pidns_write(struct jw *w, const struct container_ref *c, __u64 pidns)
 {
-	struct container_ref c;
-
-	return vm_container(vm, &c) ? container_ref_json(&c) : json_null();
-}
-
-/* "cgroup", "container" (given: culprit_container_json(), vm_container_json()) and "pidns" of a VM or a thread (pidns only if known). */
-static void cgroup_fields(json_t *o, const char *cgroup, json_t *container, __u64 pidns)
-{
-	json_object_set_new(o, "cgroup", json_string(cgroup));
-	json_object_set_new(o, "container", container);
+	if (c)
+		container_write(w, "container", c);
+	else
+		jw_null(w, "container");
 	if (pidns)
-		json_object_set_new(o, "pidns", json_integer((json_int_t)pidns));
+		jw_int(w, "pidns", (long long)pidns);
 }
 
-static json_t *culprit_json(const struct culprit_summary *c)
+static void culprit_write(struct jw *w, const struct culprit_summary *c)
 {
-	json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:f}", "tid", (json_int_t)c->tid, "comm", c->comm,
-			      "pid", (json_int_t)c->tgid, "process", c->process, "cgroup", c->cgroup, "ns",
-			      (json_int_t)c->ns, "share", c->share);
+	struct container_ref ref;
 
-	cgroup_fields(o, c->cgroup, culprit_container_json(c), c->pidns);
+	jw_object(w, NULL);
+	jw_int(w, "tid", (long long)c->tid);
+	jw_string(w, "comm", c->comm);
+	jw_int(w, "pid", (long long)c->tgid);
+	jw_string(w, "process", c->process);
+	jw_string(w, "cgroup", c->cgroup);
+	jw_int(w, "ns", (long long)c->ns);
+	jw_real(w, "share", c->share);
+	container_pidns_write(w, culprit_container(c, &ref) ? &ref : NULL, c->pidns);
 	if (c->vm[0]) {
-		json_object_set_new(o, "vm", json_string(c->vm));
-		json_object_set_new(o, "vcpu", json_integer(c->vcpu));
+		jw_string(w, "vm", c->vm);
+		jw_int(w, "vcpu", c->vcpu);
 	}
-	return o;
+	jw_end(w);
 }
 
-static json_t *guest_thread_json(const struct guest_thread_summary *g)
+static void guest_thread_write(struct jw *w, const struct guest_thread_summary *g)
 {
-	json_t *ns = json_object(), *cul = json_array(), *o;
-
+	jw_object(w, NULL);
+	jw_int(w, "tid", (long long)g->tid);
+	jw_string(w, "comm", g->comm);
+	jw_int(w, "vcpu", g->vcpu);
+	jw_object(w, "ns");
 	for (unsigned int i = 0; i < GUEST_NR_STATES; i++)
-		json_object_set_new(ns, guest_thread_state_name(i), json_integer((json_int_t)g->ns[i]));
+		jw_int(w, guest_thread_state_name(i), (long long)g->ns[i]);
+	jw_end(w);
+	jw_int(w, "lost_to_host_ns", (long long)g->ns[GUEST_VIRT_PREEMPTED]);
+	jw_object(w, "lost");
+	jw_int(w, "hypervisor_ns", (long long)g->lost_hypervisor_ns);
+	jw_int(w, "host_runq_ns", (long long)g->lost_runq_ns);
+	jw_int(w, "host_blocked_ns", (long long)g->lost_blocked_ns);
+	jw_end(w);
+	jw_array(w, "culprits");
 	for (size_t c = 0; c < g->nr_culprits; c++)
-		json_array_append_new(cul, culprit_json(&g->culprits[c]));
-	o = json_pack("{s:I, s:s, s:i, s:o, s:I, s:{s:I, s:I, s:I}, s:o}", "tid", (json_int_t)g->tid, "comm", g->comm,
-		      "vcpu", g->vcpu, "ns", ns, "lost_to_host_ns", (json_int_t)g->ns[GUEST_VIRT_PREEMPTED], "lost",
-		      "hypervisor_ns", (json_int_t)g->lost_hypervisor_ns, "host_runq_ns", (json_int_t)g->lost_runq_ns,
-		      "host_blocked_ns", (json_int_t)g->lost_blocked_ns, "culprits", cul);
-	return o;
+		culprit_write(w, &g->culprits[c]);
+	jw_end(w);
+	jw_end(w);
 }
 
 /* A live VM's placement (vm_place): per CPU, per node and cache (with the host's topology), moves, SMT. */
-static json_t *place_json(const struct summary *s, const struct vm_summary *vm)
+static void place_write(struct jw *w, const struct summary *s, const struct vm_summary *vm)
 {
-	json_t *o = json_object(), *cpus = json_object();
 	char key[16];
 
+	jw_object(w, "placement");
+	jw_object(w, "cpu_ns");
 	for (size_t i = 0; i < vm->place.nr_cpus; i++) {
 		snprintf(key, sizeof(key), "%u", vm->place.cpus[i].cpu);
-		json_object_set_new(cpus, key, json_integer((json_int_t)vm->place.cpus[i].ns));
+		jw_int(w, key, (long long)vm->place.cpus[i].ns);
 	}
-	json_object_set_new(o, "cpu_ns", cpus);
+	jw_end(w);
 	for (int llc = 0; llc < 2 && s->topo; llc++) {
 		enum { MAX_IDS = 1024 };
 		__u64 *ns = calloc(MAX_IDS, sizeof(*ns));
-		json_t *by = json_object();
 
+		jw_object(w, llc ? "llc_ns" : "node_ns");
 		if (ns && place_by(s, vm, llc, ns, MAX_IDS) >= 0)
 			for (int id = 0; id < MAX_IDS; id++)
 				if (ns[id]) {
 					snprintf(key, sizeof(key), "%d", id);
-					json_object_set_new(by, key, json_integer((json_int_t)ns[id]));
+					jw_int(w, key, (long long)ns[id]);
 				}
 		free(ns);
-		json_object_set_new(o, llc ? "llc_ns" : "node_ns", by);
+		jw_end(w);
 	}
-	json_object_set_new(o, "cross_node_migrations", json_integer((json_int_t)vm->place.cross_node));
-	json_object_set_new(o, "cross_llc_migrations", json_integer((json_int_t)vm->place.cross_llc));
-	json_object_set_new(o, "numa_balancing_moves", json_integer((json_int_t)vm->place.numa_moves));
-	json_object_set_new(o, "smt_other_vm_ns", json_integer((json_int_t)vm->place.smt_other_ns));
-	json_object_set_new(o, "smt_same_vm_ns", json_integer((json_int_t)vm->place.smt_same_ns));
-	return o;
+	jw_int(w, "cross_node_migrations", (long long)vm->place.cross_node);
+	jw_int(w, "cross_llc_migrations", (long long)vm->place.cross_llc);
+	jw_int(w, "numa_balancing_moves", (long long)vm->place.numa_moves);
+	jw_int(w, "smt_other_vm_ns", (long long)vm->place.smt_other_ns);
+	jw_int(w, "smt_same_vm_ns", (long long)vm->place.smt_same_ns);
+	jw_end(w);
+}
+
+static void address_spaces_write(struct jw *w, const struct vm_summary *vm)
+{
+	char t[32];
+
+	jw_array(w, "address_spaces");
+	for (size_t a = 0; a < vm->nr_address_spaces; a++) {
+		const struct detail_summary *d = &vm->address_spaces[a];
+
+		jw_object(w, NULL);
+		jw_string(w, "cr3", cr3_target(d->addr, t, sizeof(t)));
+		jw_int(w, "guest_ns", (long long)d->sum_ns);
+		jw_int(w, "exits", (long long)d->count);
+		jw_int(w, "max_ns", (long long)d->max_ns);
+		jw_int(w, "guest_ns_total", (long long)d->sum_ns_total);
+		jw_int(w, "exits_total", (long long)d->count_total);
+		if (d->guest_tid) { /* reports with the guest's threads imported */
+			jw_object(w, "guest_thread");
+			jw_int(w, "tid", (long long)d->guest_tid);
+			jw_string(w, "comm", d->guest_comm);
+			jw_int(w, "exits", (long long)d->guest_tid_exits);
+			jw_end(w);
+		}
+		jw_end(w);
+	}
+	jw_end(w);
+}
+
+static void vmm_write(struct jw *w, const struct vm_summary *vm)
+{
+	static const char *const kind[VMM_NR_KINDS] = { "emulator", "vhost" };
+
+	jw_object(w, "vmm_threads");
+	for (int k = 0; k < VMM_NR_KINDS; k++) {
+		jw_object(w, kind[k]);
+		jw_int(w, "threads", (int)vm->vmm.threads[k]);
+		jw_int(w, "run_ns", (long long)vm->vmm.run_ns[k]);
+		jw_int(w, "wait_ns", (long long)vm->vmm.wait_ns[k]);
+		jw_end(w);
+	}
+	jw_array(w, "culprits");
+	for (size_t c = 0; c < vm->vmm.nr_culprits; c++)
+		culprit_write(w, &vm->vmm.culprits[c]);
+	jw_end(w);
+	jw_end(w);
+}
+
+static void vm_write(struct jw *w, const struct summary *s, const struct vm_summary *vm)
+{
+	struct container_ref ref;
+	__u64 l0, l1;
+
+	jw_object(w, NULL);
+	jw_string(w, "vm", vm->name);
+	jw_int(w, "pid", (long long)vm->tgid);
+	jw_bool(w, "exited", vm->exited);
+	jw_string(w, "cgroup", vm->cgroup);
+	container_pidns_write(w, vm_container(vm, &ref) ? &ref : NULL, vm->pidns);
+	states_write(w, "ns", vm->ns);
+	shares_write(w, vm->ns);
+	jw_real(w, "preemptions_per_s", summary_per_s(s, vm->preemptions));
+	jw_real(w, "wakeups_per_s", summary_per_s(s, vm->wakeups));
+	jw_real(w, "migrations_per_s", summary_per_s(s, vm->migrations));
+	halt_poll_write(w, vm->polls_ok, vm->polls_failed, vm->poll_fail_ns, vm->halt_poll_ns);
+	jw_array(w, "vcpus");
+	for (size_t v = 0; v < vm->nr_vcpus; v++)
+		vcpu_write(w, s, vm, &vm->vcpus[v]);
+	jw_end(w);
+	if (vm->nr_vcpus_all)
+		jw_int(w, "vcpus_of", (long long)vm->nr_vcpus_all);
+	jw_array(w, "exits");
+	for (size_t e = 0; e < vm->nr_exits; e++)
+		latency_write(w, NULL, &vm->exits[e], s->has_gsys);
+	jw_end(w);
+	jw_array(w, "userspace_exits");
+	for (size_t e = 0; e < vm->nr_uexits; e++)
+		latency_write(w, NULL, &vm->uexits[e], false);
+	jw_end(w);
+	latency_write(w, "runq_wait", &vm->runq, false);
+	jw_array(w, "wake_reasons");
+	for (size_t i = 0; i < vm->nr_wakes; i++)
+		latency_write(w, NULL, &vm->wakes[i], false);
+	jw_end(w);
+	jw_array(w, "wake_vectors");
+	for (size_t i = 0; i < vm->nr_wake_vectors; i++)
+		latency_write(w, NULL, &vm->wake_vectors[i], false);
+	jw_end(w);
+	jw_array(w, "culprits");
+	for (size_t c = 0; c < vm->nr_culprits; c++)
+		culprit_write(w, &vm->culprits[c]);
+	jw_end(w);
+	if (s->has_details) {
+		jw_array(w, "exit_details");
+		for (size_t d = 0; d < vm->nr_details; d++)
+			detail_write(w, &vm->details[d]);
+		jw_end(w);
+	}
+	if (vm->nr_address_spaces)
+		address_spaces_write(w, vm);
+	vm_nested_exits(vm, &l0, &l1);
+	if (vm->nested || l0 || l1) { /* the rows themselves: exit_details, kind "nested" */
+		jw_object(w, "nested");
+		jw_int(w, "l2_guest_ns", (long long)vm->l2_ns);
+		jw_int(w, "exits_reflected_to_l1", (long long)l1);
+		jw_int(w, "exits_handled_by_l0", (long long)l0);
+		jw_end(w);
+	}
+	if (vm->vmm.known)
+		vmm_write(w, vm);
+	if (vm->place.known)
+		place_write(w, s, vm);
+	if (vm->nr_guest_threads) {
+		jw_array(w, "guest_threads");
+		for (size_t g = 0; g < vm->nr_guest_threads; g++)
+			guest_thread_write(w, &vm->guest_threads[g]);
+		jw_end(w);
+	}
+	jw_end(w);
+}
+
+void summary_json_write(struct jw *w, const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
+{
+	bool split = false, oncpu = false;
+
+	jw_object(w, NULL);
+	jw_int(w, "ts", (long long)s->t1);
+	jw_real(w, "interval_s", s->seconds);
+	if (s->pcpus[0])
+		jw_string(w, "pcpus", s->pcpus);
+	jw_array(w, "vms");
+	for (size_t i = 0; i < s->nr_vms; i++) {
+		const struct vm_summary *vm = &s->vms[i];
+
+		vm_write(w, s, vm);
+		split |= vm->ns[VCPU_GUEST] > 0 || vm->exits != NULL;
+		oncpu |= vm->ns[VCPU_HOST] > 0;
+	}
+	jw_end(w);
+	if (s->topo) {
+		struct placement p;
+
+		if (!placement_from_summary(&p, s)) {
+			json_t *b = placement_balance_json(&p);
+
+			if (b)
+				jw_json(w, "balance", b);
+			placement_free(&p);
+		}
+	}
+	jw_object(w, "lost");
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		jw_int(w, lost_kind_name(i), (long long)s->lost[i]);
+	jw_end(w);
+	jw_object(w, "lost_window");
+	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
+		jw_int(w, lost_kind_name(i), (long long)s->lost_window[i]);
+	jw_end(w);
+	if (progs) {
+		jw_array(w, "programs");
+		for (size_t i = 0; i < nr_progs; i++) {
+			jw_object(w, NULL);
+			jw_string(w, "name", progs[i].name);
+			jw_string(w, "tracepoint", progs[i].tracepoint);
+			jw_string(w, "status", prog_status_names[progs[i].status]);
+			if (progs[i].message[0])
+				jw_string(w, "message", progs[i].message);
+			jw_end(w);
+		}
+		jw_end(w);
+	}
+	if (oncpu && !split) {
+		jw_array(w, "notes");
+		jw_string(w, NULL, "kvm_entry/kvm_exit did not fire: guest and hypervisor time are not separated, "
+				   "on-CPU time is counted as host");
+		jw_end(w);
+	}
+	jw_end(w);
 }
 
 json_t *summary_json(const struct summary *s, const struct vcpustat_prog *progs, size_t nr_progs)
 {
-	json_t *doc = json_object(), *vms = json_array(), *lost = json_object(), *lostw = json_object();
-	bool split = false, oncpu = false;
+	struct jw w = { 0 };
+	json_t *doc;
 
-	json_object_set_new(doc, "ts", json_integer((json_int_t)s->t1));
-	json_object_set_new(doc, "interval_s", json_real(s->seconds));
-	if (s->pcpus[0])
-		json_object_set_new(doc, "pcpus", json_string(s->pcpus));
-	for (size_t i = 0; i < s->nr_vms; i++) {
-		const struct vm_summary *vm = &s->vms[i];
-		json_t *o, *vcpus = json_array(), *exits = json_array(), *uexits = json_array(), *cul = json_array();
-
-		o = json_pack("{s:s, s:I, s:b}", "vm", vm->name, "pid", (json_int_t)vm->tgid, "exited", vm->exited);
-		cgroup_fields(o, vm->cgroup, vm_container_json(vm), vm->pidns);
-		json_object_set_new(o, "ns", states_json(vm->ns));
-		json_object_set_new(o, "share", shares_json(vm->ns));
-		json_object_set_new(o, "preemptions_per_s", json_real(summary_per_s(s, vm->preemptions)));
-		json_object_set_new(o, "wakeups_per_s", json_real(summary_per_s(s, vm->wakeups)));
-		json_object_set_new(o, "migrations_per_s", json_real(summary_per_s(s, vm->migrations)));
-		json_object_set_new(o, "halt_poll",
-				    halt_poll_json(vm->polls_ok, vm->polls_failed, vm->poll_fail_ns, vm->halt_poll_ns));
-		for (size_t v = 0; v < vm->nr_vcpus; v++)
-			json_array_append_new(vcpus, vcpu_json(s, vm, &vm->vcpus[v]));
-		for (size_t e = 0; e < vm->nr_exits; e++)
-			json_array_append_new(exits, latency_json(&vm->exits[e], s->has_gsys));
-		for (size_t e = 0; e < vm->nr_uexits; e++)
-			json_array_append_new(uexits, latency_json(&vm->uexits[e], false));
-		for (size_t c = 0; c < vm->nr_culprits; c++)
-			json_array_append_new(cul, culprit_json(&vm->culprits[c]));
-		json_object_set_new(o, "vcpus", vcpus);
-		if (vm->nr_vcpus_all)
-			json_object_set_new(o, "vcpus_of", json_integer(vm->nr_vcpus_all));
-		json_object_set_new(o, "exits", exits);
-		json_object_set_new(o, "userspace_exits", uexits);
-		json_object_set_new(o, "runq_wait", latency_json(&vm->runq, false));
-		{
-			json_t *wakes = json_array();
-
-			for (size_t w = 0; w < vm->nr_wakes; w++)
-				json_array_append_new(wakes, latency_json(&vm->wakes[w], false));
-			json_object_set_new(o, "wake_reasons", wakes);
-			wakes = json_array();
-			for (size_t w = 0; w < vm->nr_wake_vectors; w++)
-				json_array_append_new(wakes, latency_json(&vm->wake_vectors[w], false));
-			json_object_set_new(o, "wake_vectors", wakes);
-		}
-		json_object_set_new(o, "culprits", cul);
-		if (s->has_details) {
-			json_t *det = json_array();
-
-			for (size_t d = 0; d < vm->nr_details; d++)
-				json_array_append_new(det, detail_json(&vm->details[d]));
-			json_object_set_new(o, "exit_details", det);
-		}
-		if (vm->nr_address_spaces) {
-			json_t *as = json_array();
-			char t[32];
-
-			for (size_t a = 0; a < vm->nr_address_spaces; a++) {
-				const struct detail_summary *d = &vm->address_spaces[a];
-
-				json_t *row = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "cr3",
-							cr3_target(d->addr, t, sizeof(t)), "guest_ns", (json_int_t)d->sum_ns,
-							"exits", (json_int_t)d->count, "max_ns", (json_int_t)d->max_ns,
-							"guest_ns_total", (json_int_t)d->sum_ns_total, "exits_total",
-							(json_int_t)d->count_total);
-
-				if (d->guest_tid) /* reports with the guest's threads imported */
-					json_object_set_new(row, "guest_thread",
-							    json_pack("{s:I, s:s, s:I}", "tid", (json_int_t)d->guest_tid,
-								      "comm", d->guest_comm, "exits",
-								      (json_int_t)d->guest_tid_exits));
-				json_array_append_new(as, row);
-			}
-			json_object_set_new(o, "address_spaces", as);
-		}
-		{
-			__u64 l0, l1;
-
-			vm_nested_exits(vm, &l0, &l1);
-			if (vm->nested || l0 || l1) /* the rows themselves: exit_details, kind "nested" */
-				json_object_set_new(o, "nested",
-						    json_pack("{s:I, s:I, s:I}", "l2_guest_ns", (json_int_t)vm->l2_ns,
-							      "exits_reflected_to_l1", (json_int_t)l1,
-							      "exits_handled_by_l0", (json_int_t)l0));
-		}
-		if (vm->vmm.known) {
-			json_t *vmm = json_object(), *vc = json_array();
-			static const char *const kind[VMM_NR_KINDS] = { "emulator", "vhost" };
-
-			for (int k = 0; k < VMM_NR_KINDS; k++)
-				json_object_set_new(vmm, kind[k],
-						    json_pack("{s:i, s:I, s:I}", "threads", (int)vm->vmm.threads[k],
-							      "run_ns", (json_int_t)vm->vmm.run_ns[k], "wait_ns",
-							      (json_int_t)vm->vmm.wait_ns[k]));
-			for (size_t c = 0; c < vm->vmm.nr_culprits; c++)
-				json_array_append_new(vc, culprit_json(&vm->vmm.culprits[c]));
-			json_object_set_new(vmm, "culprits", vc);
-			json_object_set_new(o, "vmm_threads", vmm);
-		}
-		if (vm->place.known)
-			json_object_set_new(o, "placement", place_json(s, vm));
-		if (vm->nr_guest_threads) {
-			json_t *gt = json_array();
-
-			for (size_t g = 0; g < vm->nr_guest_threads; g++)
-				json_array_append_new(gt, guest_thread_json(&vm->guest_threads[g]));
-			json_object_set_new(o, "guest_threads", gt);
-		}
-		json_array_append_new(vms, o);
-		split |= vm->ns[VCPU_GUEST] > 0 || vm->exits != NULL;
-		oncpu |= vm->ns[VCPU_HOST] > 0;
-	}
-	json_object_set_new(doc, "vms", vms);
-	if (s->topo) {
-		struct placement p;
-		json_t *b;
-
-		if (!placement_from_summary(&p, s)) {
-			b = placement_balance_json(&p);
-			if (b)
-				json_object_set_new(doc, "balance", b);
-			placement_free(&p);
-		}
-	}
-	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++) {
-		json_object_set_new(lost, lost_kind_name(i), json_integer((json_int_t)s->lost[i]));
-		json_object_set_new(lostw, lost_kind_name(i), json_integer((json_int_t)s->lost_window[i]));
-	}
-	json_object_set_new(doc, "lost", lost);
-	json_object_set_new(doc, "lost_window", lostw);
-	if (progs) {
-		json_t *arr = json_array();
-
-		for (size_t i = 0; i < nr_progs; i++) {
-			json_t *p = json_pack("{s:s, s:s, s:s}", "name", progs[i].name, "tracepoint",
-					      progs[i].tracepoint, "status", prog_status_names[progs[i].status]);
-
-			if (progs[i].message[0])
-				json_object_set_new(p, "message", json_string(progs[i].message));
-			json_array_append_new(arr, p);
-		}
-		json_object_set_new(doc, "programs", arr);
-	}
-	if (oncpu && !split)
-		json_object_set_new(doc, "notes",
-				    json_pack("[s]", "kvm_entry/kvm_exit did not fire: guest and hypervisor time are "
-						     "not separated, on-CPU time is counted as host"));
+	summary_json_write(&w, s, progs, nr_progs);
+	doc = jw_parse(&w);
+	jw_free(&w);
 	return doc;
 }
