@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,21 @@
 #include <microhttpd.h>
 #include "live/live.h"
 
-struct rendering {
-	char *body;
+/*
+ * A rendering's text, shared by the cache and by every response that sends
+ * it: libmicrohttpd sends it from here rather than from a copy (20 MB at
+ * 10,000 vCPUs with per-vCPU labels, copied under the lock at every scrape
+ * before), and the last of them frees it (body_put()), the cache when a newer
+ * sample replaces it or a response when it is done.
+ */
+struct body {
+	atomic_uint refs;
 	size_t len;
+	char *text;
+};
+
+struct rendering {
+	struct body *body;
 	unsigned long long sample; /* last_sample it was rendered from (0: none) */
 };
 
@@ -160,6 +173,35 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, cons
 	return ret;
 }
 
+static void body_put(void *cls)
+{
+	struct body *b = cls;
+
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
+		free(b->text);
+		free(b);
+	}
+}
+
+/* The 200 of a cached rendering, sent from the rendering itself (struct body). */
+static enum MHD_Result reply_body(struct MHD_Connection *c, const char *type, struct body *b)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	atomic_fetch_add(&b->refs, 1);
+	r = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text, body_put, b);
+	if (!r) {
+		body_put(b);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status, const char *msg)
 {
 	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
@@ -181,13 +223,19 @@ static int current(struct httpd *h, enum metrics_format f, struct rendering **ou
 		}
 	}
 	if (r->sample != l->last_sample || !r->body) {
-		size_t last = r->body ? r->len : 0;
+		struct body *b = calloc(1, sizeof(*b));
 
-		free(r->body);
-		r->body = NULL;
-		err = metrics_render_sized(l->m, f, last, &r->body, &r->len);
-		if (err)
+		if (!b)
+			return -ENOMEM;
+		err = metrics_render_sized(l->m, f, r->body ? r->body->len : 0, &b->text, &b->len);
+		if (err) {
+			free(b->text);
+			free(b);
 			return err;
+		}
+		atomic_init(&b->refs, 1);
+		body_put(r->body); /* responses still sending it keep it */
+		r->body = b;
 		r->sample = l->last_sample;
 	}
 	*out = r;
@@ -344,7 +392,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
 		}
 		h->scrapes++;
-		ret = reply(c, MHD_HTTP_OK, metrics_content_type(f), r->body, r->len);
+		ret = reply_body(c, metrics_content_type(f), r->body);
 		pthread_mutex_unlock(&h->lock);
 		return ret;
 	}
@@ -462,7 +510,7 @@ void httpd_stop(struct httpd *h)
 		return;
 	MHD_stop_daemon(h->daemon); /* closes the listening socket too */
 	for (unsigned int i = 0; i <= METRICS_CSV; i++)
-		free(h->cache[i].body);
+		body_put(h->cache[i].body);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

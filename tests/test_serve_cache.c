@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The exporter's cached renderings (user/live/httpd.c): a response is sent
+ * from the rendering itself, not from a copy, so a rendering that a newer
+ * sample replaces must live until the last response sending it is done. A
+ * slow client starts receiving a 1,000-vCPU body, other clients scrape (each
+ * scrape samples anew and replaces the rendering), then the slow client reads
+ * the rest: its body must be whole and well-formed (and, under ASan, no freed
+ * memory read). Root and BPF (the injection program makes the vCPUs).
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "live/live.h"
+#include "helpers.h"
+
+#define VMS 50
+#define VCPUS 20
+
+/* VMS x VCPUS vCPUs, each with an exit and a preemption, through the kernel's handler. */
+static struct vcpustat *vcpus_injected(void)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_NONE, .max_vcpus = 4096 };
+	struct vcpustat *vs;
+	__u64 ts = 1000000;
+
+	cr_assert_eq(vcpustat_open(&vs, &o), 0);
+	for (__u32 m = 0; m < VMS; m++)
+		for (__u32 c = 0; c < VCPUS; c++) {
+			struct vcpustat_event e = { .cpu = c % 2, .tgid = 200000 + m * 100 };
+
+			e.tid = e.tgid + 1 + c;
+			snprintf(e.comm, sizeof(e.comm), "CPU %u/KVM", c);
+			e.type = VCPUSTAT_EV_KVM_EXIT, e.ts = ts += 100, e.arg0 = 30, e.arg1 = KVM_ISA_VMX, e.arg2 = c;
+			cr_assert_eq(vcpustat_inject(vs, &e), 0);
+			e.type = VCPUSTAT_EV_KVM_ENTRY, e.ts = ts += 900, e.arg0 = c, e.arg1 = 0, e.arg2 = 0;
+			cr_assert_eq(vcpustat_inject(vs, &e), 0);
+			/* preempted by a thread of no VM, then back */
+			e.type = VCPUSTAT_EV_SWITCH, e.ts = ts += 100, e.tid2 = 99, e.tgid2 = 99, e.arg0 = 0, e.arg1 = 1,
+			e.arg2 = 1;
+			cr_assert_eq(vcpustat_inject(vs, &e), 0);
+			e.ts = ts += 5000, e.tid2 = e.tid, e.tgid2 = e.tgid, e.tid = 99, e.tgid = 99;
+			cr_assert_eq(vcpustat_inject(vs, &e), 0);
+		}
+	return vs;
+}
+
+static int connect_to(int port, int rcvbuf)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(s, 0);
+	if (rcvbuf) /* before connect: the window the server may fill */
+		cr_assert_eq(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+	cr_assert_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0, "connect: %s", strerror(errno));
+	return s;
+}
+
+static void send_get(int s, bool openmetrics)
+{
+	char req[256];
+	int n = snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n%sConnection: close\r\n\r\n",
+			 openmetrics ? "Accept: application/openmetrics-text;version=1.0.0\r\n" : "");
+
+	cr_assert_eq(write(s, req, (size_t)n), n);
+}
+
+/* The rest of a response into *buf (grown), after the len bytes already there. */
+static size_t read_rest(int s, char **buf, size_t len, size_t *cap)
+{
+	ssize_t n;
+
+	for (;;) {
+		if (*cap - len < 65536) {
+			*cap = *cap ? *cap * 2 : 1 << 20;
+			*buf = realloc(*buf, *cap);
+			cr_assert_not_null(*buf);
+		}
+		n = read(s, *buf + len, *cap - len - 1);
+		cr_assert_geq(n, 0, "read: %s", strerror(errno));
+		if (!n)
+			break;
+		len += (size_t)n;
+	}
+	(*buf)[len] = 0;
+	return len;
+}
+
+/* A whole 200 response in OpenMetrics: its Content-Length is what came, the body ends with # EOF, every line a sample, comment or blank-free. */
+static void expect_whole(const char *what, const char *resp, size_t len)
+{
+	const char *body = strstr(resp, "\r\n\r\n"), *cl = strcasestr(resp, "\r\nContent-Length: ");
+	size_t n_lines = 0;
+
+	cr_assert(!strncmp(resp, "HTTP/1.1 200", 12), "%s: %.80s", what, resp);
+	cr_assert(body && cl && cl < body, "%s: no Content-Length", what);
+	body += 4;
+	cr_assert_eq(strtoull(cl + 18, NULL, 10), len - (size_t)(body - resp), "%s: Content-Length against the body", what);
+	cr_assert(len - (size_t)(body - resp) > 500000, "%s: only %zu bytes", what, len - (size_t)(body - resp));
+	cr_assert(!strcmp(resp + len - 6, "# EOF\n"), "%s: does not end with # EOF", what);
+	for (const char *l = body; *l; l = strchr(l, '\n') + 1, n_lines++) {
+		cr_assert(*l == '#' || !strncmp(l, "vcpustat_", 9), "%s: line %zu is %.60s", what, n_lines + 1, l);
+		cr_assert_not_null(strchr(l, '\n'), "%s: line %zu unterminated", what, n_lines + 1);
+	}
+}
+
+Test(serve_cache, a_replaced_rendering_lives_until_its_last_response_is_sent, .timeout = 120)
+{
+	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
+	struct httpd_opts ho = { .cache_ms = 0 }; /* every scrape samples and renders anew */
+	struct vcpustat_error err = { 0 };
+	struct metrics_live live;
+	struct httpd *h;
+	struct vcpustat *vs;
+	char *slow_buf = NULL, *buf = NULL;
+	size_t slow_len, slow_cap = 0, cap = 0;
+	int fd, port, slow;
+
+	SKIP_UNLESS(bpf_unavailable());
+	vs = vcpus_injected();
+	cr_assert_eq(metrics_live_init(&live, vs, &mo, NULL), 0);
+	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
+	{
+		struct sockaddr_in a;
+		socklen_t alen = sizeof(a);
+
+		cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+		port = ntohs(a.sin_port);
+	}
+	{
+		/* small send buffers on the connections (accepted sockets inherit it): otherwise the kernel takes a whole body at once */
+		int sndbuf = 16384;
+
+		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	}
+	cr_assert_eq(httpd_start(&h, fd, &live, &ho, &err), 0, "%s", err.msg);
+
+	/* the slow client: a small window, and it reads the first bytes only */
+	slow = connect_to(port, 4096);
+	send_get(slow, true);
+	slow_cap = 1 << 20;
+	slow_buf = malloc(slow_cap);
+	cr_assert_not_null(slow_buf);
+	slow_len = (size_t)read(slow, slow_buf, 4096);
+	cr_assert_gt(slow_len, 0);
+	/* meanwhile: scrapes that each replace the rendering the slow one is being sent */
+	for (int i = 0; i < 6; i++) {
+		int s = connect_to(port, 0);
+		size_t len;
+		char what[32];
+
+		send_get(s, true);
+		len = read_rest(s, &buf, 0, &cap);
+		close(s);
+		snprintf(what, sizeof(what), "scrape %d", i + 1);
+		expect_whole(what, buf, len);
+	}
+	slow_len = read_rest(slow, &slow_buf, slow_len, &slow_cap);
+	close(slow);
+	expect_whole("the slow client", slow_buf, slow_len);
+
+	httpd_stop(h);
+	metrics_live_free(&live);
+	vcpustat_close(vs);
+	free(buf);
+	free(slow_buf);
+}
