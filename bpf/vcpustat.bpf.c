@@ -392,12 +392,18 @@ static __always_inline __u64 *tid_word(__u32 tid)
 	return bpf_map_lookup_elem(&vcpu_tids, &w);
 }
 
-/* The handler's question (vcpustat_handler.h), from the exact bitmap: a tid it does not cover may be tracked. */
-static __always_inline bool env_tid_maybe_tracked(__u32 tid)
+/* tid's bit in the exact bitmap of tracked threads: 1 set, 0 clear, -1 beyond the bitmap. */
+static __always_inline int tid_bit(__u32 tid)
 {
 	__u64 *word = tid_word(tid);
 
-	return !word || ((*word >> (tid & 63)) & 1);
+	return word ? (int)((*word >> (tid & 63)) & 1) : -1;
+}
+
+/* The handler's question (vcpustat_handler.h), from the exact bitmap: a tid it does not cover may be tracked. */
+static __always_inline bool env_tid_maybe_tracked(__u32 tid)
+{
+	return tid_bit(tid) != 0;
 }
 
 /* Might thread tid be tracked (a vCPU or a VMM thread)? false: certainly not (one load from the hot page). */
@@ -587,10 +593,7 @@ static __always_inline int run_event(struct vcpustat_event *ev)
 /* Is thread t tracked: a vCPU, or a VMM thread? */
 static __always_inline bool is_tracked_task(struct task_struct *t)
 {
-	__u32 tid = (__u32)t->pid;
-	__u64 *word = tid_word(tid);
-
-	return word && (*word & (1ull << (tid & 63)));
+	return tid_bit((__u32)t->pid) > 0;
 }
 
 /*

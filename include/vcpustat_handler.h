@@ -706,6 +706,7 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	struct vcpu_fsm_step s;
 	struct vcpustat_vcpu *v;
 	struct vcpustat_cpu *c;
+	bool maybe;
 
 	c = env_cpu(cpu);
 	if (c) {
@@ -717,7 +718,8 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	}
 
 	/* on a CPU where vCPUs wait, most switches are between threads of no VM: no lookup for those */
-	v = env_tid_maybe_tracked(prev) ? env_vcpu_lookup(prev) : NULL;
+	maybe = env_tid_maybe_tracked(prev);
+	v = maybe ? env_vcpu_lookup(prev) : NULL;
 	if (v) {
 		poll_expire(ev, v);
 		vcpu_fsm_switch_out(&v->fsm, ev->ts, cpu, runnable, &s);
@@ -725,17 +727,18 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		wait_end(v); /* normally not waiting; be safe */
 		if (runnable)
 			wait_begin(v, cpu, ev->ts);
-	} else if (env_tid_maybe_tracked(prev) && (t = env_vmm_lookup(prev))) {
+	} else if (maybe && (t = env_vmm_lookup(prev))) {
 		vmm_enter(ev, t, runnable ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_SLEEP, cpu);
 	}
-	v = env_tid_maybe_tracked(next) ? env_vcpu_lookup(next) : NULL;
+	maybe = env_tid_maybe_tracked(next);
+	v = maybe ? env_vcpu_lookup(next) : NULL;
 	if (v) {
 		wait_end(v);
 		vcpu_fsm_switch_in(&v->fsm, ev->ts, cpu, &s);
 		apply_step(ev, v, &s, cpu, 0);
 		if (c)
 			occupant_begin(c, v, ev->ts);
-	} else if (env_tid_maybe_tracked(next) && (t = env_vmm_lookup(next))) {
+	} else if (maybe && (t = env_vmm_lookup(next))) {
 		vmm_enter(ev, t, VCPUSTAT_VMM_T_RUN, cpu);
 	}
 	if (c)
