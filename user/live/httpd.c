@@ -158,10 +158,9 @@ enum metrics_format httpd_negotiate(const char *accept)
 
 /* ---- requests ---- */
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type, const void *body,
-			     size_t len)
+/* Queue response r (NULL: it could not be made) with the headers of every reply, and let go of it. */
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned int status, const char *type, struct MHD_Response *r)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -171,6 +170,12 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, cons
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type, const void *body,
+			     size_t len)
+{
+	return queue(c, status, type, MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY));
 }
 
 static void body_put(void *cls)
@@ -187,19 +192,12 @@ static void body_put(void *cls)
 static enum MHD_Result reply_body(struct MHD_Connection *c, const char *type, struct body *b)
 {
 	struct MHD_Response *r;
-	enum MHD_Result ret;
 
 	atomic_fetch_add(&b->refs, 1);
 	r = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text, body_put, b);
-	if (!r) {
+	if (!r)
 		body_put(b);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return queue(c, MHD_HTTP_OK, type, r);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status, const char *msg)
