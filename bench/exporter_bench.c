@@ -137,6 +137,7 @@ static const struct phase phases[] = {
 	{ "HTTP floor: 404, no map read (baseline)", "/nothing", NULL },
 	{ "scrape /metrics, Prometheus text", "/metrics", NULL },
 	{ "scrape /metrics, OpenMetrics", "/metrics", "application/openmetrics-text;version=1.0.0" },
+	{ "scrape /metrics?format=json", "/metrics?format=json", NULL },
 };
 #define NR_PHASES (sizeof(phases) / sizeof(phases[0]))
 

@@ -121,12 +121,14 @@ struct replay *replay_events(const struct vcpustat_event *evs, size_t n, unsigne
 void replay_to_sht(const struct vcpustat_event *evs, size_t n, __u32 tgid, const char *name, __u64 end_ns,
 		   const char *sht);
 
-struct summary;
 /*
- * summary_json(s, NULL, 0), with the text that summary_json_write() wrote held
- * to jansson's: it is what json_dumps() prints of its own parse (no key twice,
- * numbers and strings as jansson writes them); asserted.
+ * A document written by util/jsonw.h (text, len bytes) held to jansson's: it is
+ * what json_dumps() prints of its own parse (no key twice, numbers and strings
+ * as jansson writes them); asserted.
  */
+void expect_janssons_text(const char *text, size_t len);
+struct summary;
+/* summary_json(s, NULL, 0), its text checked by expect_janssons_text(). */
 struct json_t *summary_json_checked(const struct summary *s);
 
 /* Assert that text holds each of the NULL-terminated needles (what names the first one missing, and the text). */

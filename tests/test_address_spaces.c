@@ -226,6 +226,7 @@ Test(address_spaces, the_window_shows_them_by_guest_time_as_json_and_text)
 		cr_assert_not_null(strstr(text, ",cr3,value\n"), "%.400s", text);
 		free(text);
 		cr_assert_eq(metrics_render(m, METRICS_JSON, &text, &len), 0);
+		expect_janssons_text(text, len - 1);
 		mdoc = json_loads(text, 0, NULL);
 		cr_assert_not_null(mdoc, "%s", text);
 		mas = json_object_get(json_array_get(json_object_get(mdoc, "vms"), 0), "address_spaces");

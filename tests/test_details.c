@@ -362,6 +362,7 @@ Test(details, exporters_publish_the_top_rows_per_kind_and_the_rest_as_other)
 					"access=\"read\",msr=\"APIC_BASE\"} 0.000000030\n"), "%s", text);
 	free(text);
 	cr_assert_eq(metrics_render(m, METRICS_JSON, &json_text, &len), 0);
+	expect_janssons_text(json_text, len - 1);
 	doc = json_loads(json_text, 0, NULL);
 	cr_assert_not_null(doc);
 	det = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "exit_details");

@@ -86,6 +86,8 @@ static char *render(const struct metrics *m, enum metrics_format f)
 
 	cr_assert_eq(metrics_render(m, f, &buf, &len), 0);
 	cr_assert_eq(strlen(buf), len);
+	if (f == METRICS_JSON) /* one document and a newline */
+		expect_janssons_text(buf, len - 1);
 	return buf;
 }
 

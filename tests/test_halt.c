@@ -493,6 +493,7 @@ Test(halt, the_window_shows_wake_reasons_and_polls_in_every_output)
 	free(text);
 	/* JSON: each VM's wake_vectors */
 	cr_assert_eq(metrics_render(m, METRICS_JSON, &text, &len), 0);
+	expect_janssons_text(text, len - 1);
 	doc = json_loads(text, 0, NULL);
 	cr_assert_not_null(doc);
 	wakes = json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "wake_vectors");

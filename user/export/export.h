@@ -92,7 +92,9 @@ struct sht_reader;
 int metrics_of_recording(struct metrics **m, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
 			 const struct metrics_opts *mo, const struct summary_filter *filter, size_t *nr_vms,
 			 struct vcpustat_error *err);
-/* The JSON document (docs/metrics.md). */
+/* The JSON document (docs/metrics.md): written into w (util/jsonw.h), or as a jansson tree. */
+struct jw;
+void metrics_json_write(struct jw *w, const struct metrics *m);
 json_t *metrics_json(const struct metrics *m);
 
 /* "prometheus", "openmetrics", "json", "csv" -> format; -EINVAL if unknown. */

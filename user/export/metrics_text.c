@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/jsonw.h"
 #include "util/util.h"
 #include "export/export.h"
 #include "export/metrics_internal.h"
@@ -819,15 +820,18 @@ int metrics_render_sized(const struct metrics *m, enum metrics_format f, size_t 
 	if (expect && !out_reserve(&out, expect + expect / 8))
 		return -ENOMEM;
 	if (f == METRICS_JSON) {
-		json_t *doc = metrics_json(m);
-		char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+		struct jw w = { 0 };
+		const char *s;
 
-		json_decref(doc);
-		if (!s)
+		metrics_json_write(&w, m);
+		s = jw_text(&w);
+		if (!s) {
+			jw_free(&w);
 			return -ENOMEM;
+		}
 		out_str(&out, s);
 		out_chr(&out, '\n');
-		free(s);
+		jw_free(&w);
 	} else {
 		k = calloc(1, sizeof(*k));
 		if (!k)
