@@ -59,9 +59,9 @@ static void show(struct top_live *t, struct summary *s)
 		jw_reset(&w);
 		summary_json_write(&w, s, t->progs, t->nr_progs);
 		cli_json_print_text(&w);
-	}
-	else if (t->a->batch)
+	} else if (t->a->batch) {
 		summary_print(stdout, s, t->progs, t->nr_progs, (unsigned int)t->a->top);
+	}
 	if (t->ui && !ui_paused(t->ui)) {
 		summary_free(&t->shown);
 		t->shown = *s;
