@@ -201,3 +201,39 @@ Test(jsonw, an_unclosed_or_overclosed_document_is_an_error)
 	cr_expect_neq(jw_error(&w), 0, "deeper than JW_MAX_DEPTH");
 	jw_free(&w);
 }
+
+/* A reserved writer does not move its buffer; a released text is the caller's, and w starts over empty. */
+Test(jsonw, reserve_keeps_the_buffer_and_release_hands_it_over)
+{
+	struct jw w = { 0 };
+	const char *before;
+	char *text;
+	size_t len = 1;
+
+	cr_assert(jw_reserve(&w, 200000));
+	before = w.p;
+	cr_expect_geq(w.cap, 200001);
+	jw_array(&w, NULL);
+	for (int i = 0; i < 20000; i++)
+		jw_int(&w, NULL, 1000000 + i);
+	jw_end(&w);
+	cr_expect_eq(w.p, before, "the reserved buffer was reallocated");
+	text = jw_release(&w, &len);
+	cr_assert_not_null(text);
+	cr_expect_eq(text, before, "released a copy, not the writer's buffer");
+	cr_expect_eq(len, strlen(text));
+	cr_expect_eq(len, 2 + 20000 * 8 - 1);
+	cr_expect_eq(strncmp(text, "[1000000,1000001,", 17), 0);
+	cr_expect_eq(w.p, NULL);
+	cr_expect_eq(w.n, 0);
+	cr_expect_eq(w.cap, 0);
+	free(text);
+
+	/* an unclosed document is not released, and the writer is freed */
+	jw_object(&w, NULL);
+	text = jw_release(&w, &len);
+	cr_expect_null(text);
+	cr_expect_eq(len, 0);
+	cr_expect_eq(w.p, NULL);
+	cr_expect_eq(w.depth, 0);
+}

@@ -6,7 +6,9 @@
  * slow client starts receiving a 1,000-vCPU body, other clients scrape (each
  * scrape samples anew and replaces the rendering), then the slow client reads
  * the rest: its body must be whole and well-formed (and, under ASan, no freed
- * memory read). Root and BPF (the injection program makes the vCPUs).
+ * memory read). The JSON rendering is the writer's own buffer, handed over:
+ * each scrape's body must be one whole document. Root and BPF (the injection
+ * program makes the vCPUs).
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "live/live.h"
 #include "helpers.h"
 
@@ -67,7 +70,8 @@ static int connect_to(int port, int rcvbuf)
 static void send_get(int s, bool openmetrics)
 {
 	char req[256];
-	int n = snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n%sConnection: close\r\n\r\n",
+	int n = snprintf(req, sizeof(req), "GET /metrics%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sConnection: close\r\n\r\n",
+			 openmetrics ? "" : "?format=json",
 			 openmetrics ? "Accept: application/openmetrics-text;version=1.0.0\r\n" : "");
 
 	cr_assert_eq(write(s, req, (size_t)n), n);
@@ -94,17 +98,25 @@ static size_t read_rest(int s, char **buf, size_t len, size_t *cap)
 	return len;
 }
 
-/* A whole 200 response in OpenMetrics: its Content-Length is what came, the body ends with # EOF, every line a sample, comment or blank-free. */
-static void expect_whole(const char *what, const char *resp, size_t len)
+/* The body of a whole 200 response whose Content-Length is what came, of more than min bytes. */
+static const char *whole_body(const char *what, const char *resp, size_t len, size_t min)
 {
 	const char *body = strstr(resp, "\r\n\r\n"), *cl = strcasestr(resp, "\r\nContent-Length: ");
-	size_t n_lines = 0;
 
 	cr_assert(!strncmp(resp, "HTTP/1.1 200", 12), "%s: %.80s", what, resp);
 	cr_assert(body && cl && cl < body, "%s: no Content-Length", what);
 	body += 4;
 	cr_assert_eq(strtoull(cl + 18, NULL, 10), len - (size_t)(body - resp), "%s: Content-Length against the body", what);
-	cr_assert(len - (size_t)(body - resp) > 500000, "%s: only %zu bytes", what, len - (size_t)(body - resp));
+	cr_assert(len - (size_t)(body - resp) > min, "%s: only %zu bytes", what, len - (size_t)(body - resp));
+	return body;
+}
+
+/* A whole 200 response in OpenMetrics: the body ends with # EOF, every line a sample, comment or blank-free. */
+static void expect_whole(const char *what, const char *resp, size_t len)
+{
+	const char *body = whole_body(what, resp, len, 500000);
+	size_t n_lines = 0;
+
 	cr_assert(!strcmp(resp + len - 6, "# EOF\n"), "%s: does not end with # EOF", what);
 	for (const char *l = body; *l; l = strchr(l, '\n') + 1, n_lines++) {
 		cr_assert(*l == '#' || !strncmp(l, "vcpustat_", 9), "%s: line %zu is %.60s", what, n_lines + 1, l);
@@ -172,4 +184,69 @@ Test(serve_cache, a_replaced_rendering_lives_until_its_last_response_is_sent, .t
 	vcpustat_close(vs);
 	free(buf);
 	free(slow_buf);
+}
+
+/*
+ * JSON scrapes: each renders anew into a writer that reserves the size of the
+ * last rendering and hands its buffer over as the body. Each body is one
+ * whole document of every VM, the same size each time (the same sample
+ * rendered: nothing dropped, nothing left over from the last one).
+ */
+Test(serve_cache, json_renderings_handed_over_are_whole_documents, .timeout = 120)
+{
+	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
+	struct httpd_opts ho = { .cache_ms = 0 };
+	struct vcpustat_error err = { 0 };
+	struct metrics_live live;
+	struct httpd *h;
+	struct vcpustat *vs;
+	char *buf = NULL;
+	size_t cap = 0, first_len = 0;
+	int fd, port;
+
+	SKIP_UNLESS(bpf_unavailable());
+	vs = vcpus_injected();
+	cr_assert_eq(metrics_live_init(&live, vs, &mo, NULL), 0);
+	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
+	{
+		struct sockaddr_in a;
+		socklen_t alen = sizeof(a);
+
+		cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+		port = ntohs(a.sin_port);
+	}
+	cr_assert_eq(httpd_start(&h, fd, &live, &ho, &err), 0, "%s", err.msg);
+	for (int i = 0; i < 3; i++) {
+		int s = connect_to(port, 0);
+		size_t len, body_len;
+		const char *body;
+		char what[32];
+		json_error_t je;
+		json_t *doc, *vms;
+
+		send_get(s, false);
+		len = read_rest(s, &buf, 0, &cap);
+		close(s);
+		snprintf(what, sizeof(what), "JSON scrape %d", i + 1);
+		body = whole_body(what, buf, len, 400000);
+		body_len = len - (size_t)(body - buf);
+		cr_assert_eq(body[body_len - 1], '\n', "%s: the document ends its line", what);
+		doc = json_loadb(body, body_len, JSON_REJECT_DUPLICATES, &je);
+		cr_assert_not_null(doc, "%s: %s at offset %d", what, je.text, je.position);
+		vms = json_object_get(doc, "vms");
+		cr_assert_eq(json_array_size(vms), VMS, "%s", what);
+		for (size_t v = 0; v < VMS; v++)
+			cr_assert_eq(json_array_size(json_object_get(json_array_get(vms, v), "vcpus")), VCPUS, "%s: VM %zu", what, v);
+		json_decref(doc);
+		/* the injected vCPUs are all there is, and nothing moves between scrapes but the clock's digits */
+		if (!i)
+			first_len = body_len;
+		else
+			cr_expect_lt(body_len > first_len ? body_len - first_len : first_len - body_len, 4096,
+				     "%s: %zu bytes, the first %zu", what, body_len, first_len);
+	}
+	httpd_stop(h);
+	metrics_live_free(&live);
+	vcpustat_close(vs);
+	free(buf);
 }

@@ -816,43 +816,45 @@ int metrics_render_sized(const struct metrics *m, enum metrics_format f, size_t 
 
 	*buf = NULL;
 	*len = 0;
-	/* room for what is expected and an eighth more: growing after that is rare */
-	if (expect && !out_reserve(&out, expect + expect / 8))
-		return -ENOMEM;
 	if (f == METRICS_JSON) {
+		/* the writer's buffer is the result: no copy of the document */
 		struct jw w = { 0 };
-		const char *s;
+		int err;
 
-		metrics_json_write(&w, m);
-		s = jw_text(&w);
-		if (!s) {
+		if (expect && !jw_reserve(&w, expect + expect / 8)) {
 			jw_free(&w);
 			return -ENOMEM;
 		}
-		out_str(&out, s);
-		out_chr(&out, '\n');
-		jw_free(&w);
-	} else {
-		k = calloc(1, sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		k->f = f;
-		k->out = &out;
-		for (unsigned int i = 0; i < METRICS_NR_LE; i++)
-			fmt_double(k->le[i], sizeof(k->le[i]), metrics_le_seconds(i));
-		if (f == METRICS_CSV) {
-			out_str(&out, "metric");
-			for (size_t c = 0; c < NR_CSV_COLUMNS; c++) {
-				out_chr(&out, ',');
-				out_str(&out, csv_columns[c]);
-			}
-			out_str(&out, ",value\n");
-		}
-		walk(k, m);
-		if (f == METRICS_OPENMETRICS)
-			out_str(&out, "# EOF\n");
-		free(k);
+		metrics_json_write(&w, m);
+		jw_raw(&w, "\n", 1);
+		err = jw_error(&w);
+		*buf = jw_release(&w, len);
+		return err;
 	}
+	/* room for what is expected and an eighth more: growing after that is rare */
+	if (expect && !out_reserve(&out, expect + expect / 8))
+		return -ENOMEM;
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		free(out.p);
+		return -ENOMEM;
+	}
+	k->f = f;
+	k->out = &out;
+	for (unsigned int i = 0; i < METRICS_NR_LE; i++)
+		fmt_double(k->le[i], sizeof(k->le[i]), metrics_le_seconds(i));
+	if (f == METRICS_CSV) {
+		out_str(&out, "metric");
+		for (size_t c = 0; c < NR_CSV_COLUMNS; c++) {
+			out_chr(&out, ',');
+			out_str(&out, csv_columns[c]);
+		}
+		out_str(&out, ",value\n");
+	}
+	walk(k, m);
+	if (f == METRICS_OPENMETRICS)
+		out_str(&out, "# EOF\n");
+	free(k);
 	if (out.oom || !out.p) {
 		free(out.p);
 		return -ENOMEM;

@@ -310,6 +310,11 @@ void jw_free(struct jw *w)
 	memset(w, 0, sizeof(*w));
 }
 
+bool jw_reserve(struct jw *w, size_t n)
+{
+	return room(w, n);
+}
+
 int jw_error(const struct jw *w)
 {
 	return w->err ? w->err : w->depth ? -EINVAL : 0;
@@ -321,6 +326,20 @@ const char *jw_text(struct jw *w)
 		return NULL;
 	w->p[w->n] = '\0';
 	return w->p;
+}
+
+char *jw_release(struct jw *w, size_t *len)
+{
+	char *p = NULL;
+
+	*len = 0;
+	if (jw_text(w)) {
+		p = w->p;
+		*len = w->n;
+		w->p = NULL;
+	}
+	jw_free(w);
+	return p;
 }
 
 json_t *jw_parse(struct jw *w)

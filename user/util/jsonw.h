@@ -20,9 +20,6 @@
  * Calls do not fail one by one: the first failure (no memory, a jw_end() with
  * nothing open) is remembered, the rest of the document is skipped, and
  * jw_error() and jw_text() say so.
- *
- * Calls never fail one by one: a failed allocation is remembered (jw_error())
- * and the rest of the document is skipped.
  */
 #ifndef VCPUSTAT_JSONW_H
 #define VCPUSTAT_JSONW_H
@@ -46,6 +43,8 @@ struct jw {
 /* Start a new document in w (the buffer is kept: zero-initialize w once). */
 void jw_reset(struct jw *w);
 void jw_free(struct jw *w);
+/* Room for n more bytes at once (a caller that knows the size of the last document); false on no memory. */
+bool jw_reserve(struct jw *w, size_t n);
 
 /* Members. key is the member's name inside an object, NULL inside an array or at the top. */
 void jw_object(struct jw *w, const char *key);
@@ -72,6 +71,12 @@ static inline size_t jw_len(const struct jw *w)
 {
 	return w->n;
 }
+/*
+ * The text as a buffer of its own (NUL-terminated, *len bytes) for the caller
+ * to free(), w left empty as jw_free() leaves it; NULL after an error (w is
+ * freed then too).
+ */
+char *jw_release(struct jw *w, size_t *len);
 /* The document as a jansson tree (for those who add to it or read it), or NULL. */
 json_t *jw_parse(struct jw *w);
 
