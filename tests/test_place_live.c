@@ -256,6 +256,27 @@ Test(place_live, the_summary_and_its_outputs_give_the_window)
 			     "vcpustat_placement_migrations_total,pid 100,,,,,,,,,,,,,,,,,node,,,,1\n",
 			     "vcpustat_placement_smt_seconds_total,pid 200,,,,,,,,,,,,,,,,,,other_vm,,,0.000000400\n");
 		free(out);
+		/* JSON: the same seconds by node and cache id, the ids without time left out */
+		cr_assert_eq(metrics_render(m, METRICS_JSON, &out, &olen), 0);
+		{
+			json_t *doc, *vm = NULL, *p;
+			size_t i;
+
+			expect_janssons_text(out, olen - 1); /* without its newline */
+			doc = json_loads(out, 0, NULL);
+
+			json_array_foreach (json_object_get(doc, "vms"), i, vm)
+				if (!strcmp(json_string_value(json_object_get(vm, "vm")), "pid 100"))
+					break;
+			cr_assert_not_null(vm, "%s", out);
+			p = json_object_get(vm, "placement");
+			cr_assert_float_eq(json_real_value(json_object_get(json_object_get(p, "node_seconds"), "0")), 7e-7, 1e-15);
+			cr_assert_eq(json_object_size(json_object_get(p, "node_seconds")), 2, "%s", out);
+			cr_assert_float_eq(json_real_value(json_object_get(json_object_get(p, "llc_seconds"), "1")), 5e-7, 1e-15);
+			cr_assert_eq(json_integer_value(json_object_get(p, "cross_node_migrations")), 1);
+			json_decref(doc);
+		}
+		free(out);
 		metrics_free(m);
 	}
 	summary_free(&s);

@@ -123,26 +123,26 @@ static void culprit_write(struct jw *w, const char *process, const char *comm, c
 	jw_end(w);
 }
 
-/* vcpustat_placement_*: per node and cache, migrations across them, SMT sharing */
-static void placement_write(struct jw *w, const struct acc_vm *vm)
+/* An object of the ids (node or cache) with time, as seconds by id. */
+static void seconds_by_id_write(struct jw *w, const char *key, const __u64 *ns, int n)
 {
 	char id[16];
 
+	jw_object(w, key);
+	for (int d = 0; d < n; d++)
+		if (ns[d]) {
+			snprintf(id, sizeof(id), "%d", d);
+			seconds_write(w, id, ns[d]);
+		}
+	jw_end(w);
+}
+
+/* vcpustat_placement_*: per node and cache, migrations across them, SMT sharing */
+static void placement_write(struct jw *w, const struct acc_vm *vm)
+{
 	jw_object(w, "placement");
-	jw_object(w, "node_seconds");
-	for (int d = 0; d < vm->nr_node; d++)
-		if (vm->node_ns[d]) {
-			snprintf(id, sizeof(id), "%d", d);
-			seconds_write(w, id, vm->node_ns[d]);
-		}
-	jw_end(w);
-	jw_object(w, "llc_seconds");
-	for (int d = 0; d < vm->nr_llc; d++)
-		if (vm->llc_ns[d]) {
-			snprintf(id, sizeof(id), "%d", d);
-			seconds_write(w, id, vm->llc_ns[d]);
-		}
-	jw_end(w);
+	seconds_by_id_write(w, "node_seconds", vm->node_ns, vm->nr_node);
+	seconds_by_id_write(w, "llc_seconds", vm->llc_ns, vm->nr_llc);
 	jw_int(w, "cross_node_migrations", (long long)vm->cross_node);
 	jw_int(w, "cross_llc_migrations", (long long)vm->cross_llc);
 	jw_int(w, "numa_balancing_moves", (long long)vm->numa_moves);
