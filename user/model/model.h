@@ -248,10 +248,9 @@ bool recorded_container(const char *cgroup, const char *pod_name, const char *po
 /* A VM's container (recorded_container() of its cgroup and names). */
 bool vm_container(const struct vm_summary *vm, struct container_ref *c);
 struct culprit_summary;
-/* A culprit's container, its label ("" if none: then its cgroup path) and its JSON (or null). */
+/* A culprit's container, and its label ("" if none: then its cgroup path). */
 bool culprit_container(const struct culprit_summary *cu, struct container_ref *c);
 const char *culprit_cgroup_label(const struct culprit_summary *cu, char *buf, size_t len);
-json_t *culprit_container_json(const struct culprit_summary *cu);
 
 /*
  * ---- summary.c: the window model ----

@@ -146,20 +146,6 @@ static void container_write(struct jw *w, const char *key, const struct containe
 	jw_end(w);
 }
 
-json_t *culprit_container_json(const struct culprit_summary *cu)
-{
-	struct container_ref c;
-	struct jw w = { 0 };
-	json_t *o;
-
-	if (!culprit_container(cu, &c))
-		return json_null();
-	container_write(&w, NULL, &c);
-	o = jw_parse(&w);
-	jw_free(&w);
-	return o;
-}
-
 /* "container" (c, or null) and "pidns" (if known) of a VM or a thread, after its "cgroup". */
 static void container_pidns_write(struct jw *w, const struct container_ref *c, __u64 pidns)
 {
@@ -228,16 +214,15 @@ static void place_write(struct jw *w, const struct summary *s, const struct vm_s
 	jw_end(w);
 	for (int llc = 0; llc < 2 && s->topo; llc++) {
 		enum { MAX_IDS = 1024 };
-		__u64 *ns = calloc(MAX_IDS, sizeof(*ns));
+		__u64 ns[MAX_IDS]; /* as the text's place_lines(): on the stack, not allocated per VM and refresh */
 
 		jw_object(w, llc ? "llc_ns" : "node_ns");
-		if (ns && place_by(s, vm, llc, ns, MAX_IDS) >= 0)
+		if (place_by(s, vm, llc, ns, MAX_IDS) >= 0)
 			for (int id = 0; id < MAX_IDS; id++)
 				if (ns[id]) {
 					snprintf(key, sizeof(key), "%d", id);
 					jw_int(w, key, (long long)ns[id]);
 				}
-		free(ns);
 		jw_end(w);
 	}
 	jw_int(w, "cross_node_migrations", (long long)vm->place.cross_node);
