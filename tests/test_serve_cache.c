@@ -124,36 +124,49 @@ static void expect_whole(const char *what, const char *resp, size_t len)
 	}
 }
 
-Test(serve_cache, a_replaced_rendering_lives_until_its_last_response_is_sent, .timeout = 120)
+/*
+ * The exporter on 127.0.0.1 (a free port, returned) over the injected vCPUs,
+ * sampling and rendering anew at every scrape; sndbuf (0: the kernel's) for
+ * each connection.
+ */
+static int serve_injected(struct vcpustat **vs, struct metrics_live *live, struct httpd **h, int sndbuf)
 {
 	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
-	struct httpd_opts ho = { .cache_ms = 0 }; /* every scrape samples and renders anew */
+	struct httpd_opts ho = { .cache_ms = 0 };
 	struct vcpustat_error err = { 0 };
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	int fd;
+
+	*vs = vcpus_injected();
+	cr_assert_eq(metrics_live_init(live, *vs, &mo, NULL), 0);
+	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	if (sndbuf) /* accepted sockets inherit it */
+		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	cr_assert_eq(httpd_start(h, fd, live, &ho, &err), 0, "%s", err.msg);
+	return ntohs(a.sin_port);
+}
+
+static void stop_serving(struct vcpustat *vs, struct metrics_live *live, struct httpd *h)
+{
+	httpd_stop(h);
+	metrics_live_free(live);
+	vcpustat_close(vs);
+}
+
+Test(serve_cache, a_replaced_rendering_lives_until_its_last_response_is_sent, .timeout = 120)
+{
 	struct metrics_live live;
 	struct httpd *h;
 	struct vcpustat *vs;
 	char *slow_buf = NULL, *buf = NULL;
 	size_t slow_len, slow_cap = 0, cap = 0;
-	int fd, port, slow;
+	int port, slow;
 
 	SKIP_UNLESS(bpf_unavailable());
-	vs = vcpus_injected();
-	cr_assert_eq(metrics_live_init(&live, vs, &mo, NULL), 0);
-	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
-	{
-		struct sockaddr_in a;
-		socklen_t alen = sizeof(a);
-
-		cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-		port = ntohs(a.sin_port);
-	}
-	{
-		/* small send buffers on the connections (accepted sockets inherit it): otherwise the kernel takes a whole body at once */
-		int sndbuf = 16384;
-
-		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	}
-	cr_assert_eq(httpd_start(&h, fd, &live, &ho, &err), 0, "%s", err.msg);
+	/* small send buffers on the connections: otherwise the kernel takes a whole body at once */
+	port = serve_injected(&vs, &live, &h, 16384);
 
 	/* the slow client: a small window, and it reads the first bytes only */
 	slow = connect_to(port, 4096);
@@ -179,9 +192,7 @@ Test(serve_cache, a_replaced_rendering_lives_until_its_last_response_is_sent, .t
 	close(slow);
 	expect_whole("the slow client", slow_buf, slow_len);
 
-	httpd_stop(h);
-	metrics_live_free(&live);
-	vcpustat_close(vs);
+	stop_serving(vs, &live, h);
 	free(buf);
 	free(slow_buf);
 }
@@ -194,28 +205,15 @@ Test(serve_cache, a_replaced_rendering_lives_until_its_last_response_is_sent, .t
  */
 Test(serve_cache, json_renderings_handed_over_are_whole_documents, .timeout = 120)
 {
-	struct metrics_opts mo = { .top_culprits = METRICS_TOP_CULPRITS };
-	struct httpd_opts ho = { .cache_ms = 0 };
-	struct vcpustat_error err = { 0 };
 	struct metrics_live live;
 	struct httpd *h;
 	struct vcpustat *vs;
 	char *buf = NULL;
 	size_t cap = 0, first_len = 0;
-	int fd, port;
+	int port;
 
 	SKIP_UNLESS(bpf_unavailable());
-	vs = vcpus_injected();
-	cr_assert_eq(metrics_live_init(&live, vs, &mo, NULL), 0);
-	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
-	{
-		struct sockaddr_in a;
-		socklen_t alen = sizeof(a);
-
-		cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-		port = ntohs(a.sin_port);
-	}
-	cr_assert_eq(httpd_start(&h, fd, &live, &ho, &err), 0, "%s", err.msg);
+	port = serve_injected(&vs, &live, &h, 0);
 	for (int i = 0; i < 3; i++) {
 		int s = connect_to(port, 0);
 		size_t len, body_len;
@@ -245,8 +243,6 @@ Test(serve_cache, json_renderings_handed_over_are_whole_documents, .timeout = 12
 			cr_expect_lt(body_len > first_len ? body_len - first_len : first_len - body_len, 4096,
 				     "%s: %zu bytes, the first %zu", what, body_len, first_len);
 	}
-	httpd_stop(h);
-	metrics_live_free(&live);
-	vcpustat_close(vs);
+	stop_serving(vs, &live, h);
 	free(buf);
 }
