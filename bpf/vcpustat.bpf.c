@@ -641,6 +641,37 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return switch_slow(prev, next, cpu, preempt);
 }
 
+/*
+ * Level vcpu: the thread running on cpu, where tracked thread p now waits
+ * (REC_RUNNER: a recording's culprits). This CPU's own is current; another
+ * one's is read through p's run queue, whose lock a wakeup holds (CFS: the
+ * run queue is reached through p's cfs_rq; another class, or a kernel
+ * without group scheduling's field, leaves it unknown until its next switch).
+ */
+static __always_inline void runner_of(struct task_struct *p, __u32 cpu, struct vcpustat_event *ev)
+{
+	struct task_struct *curr;
+	struct rq *rq;
+
+	if (record_level != VCPUSTAT_LEVEL_VCPU)
+		return;
+	if (cpu == (__u32)ev->cpu) {
+		curr = bpf_get_current_task_btf();
+	} else {
+		if (!bpf_core_field_exists(p->se.cfs_rq) || !p->se.cfs_rq)
+			return;
+		rq = p->se.cfs_rq->rq;
+		if (!rq || rq->cpu != (int)cpu)
+			return;
+		curr = rq->curr;
+	}
+	if (!curr)
+		return;
+	ev->tid2 = (__u32)curr->pid;
+	ev->tgid2 = (__u32)curr->tgid;
+	ev->arg2 = VCPUSTAT_RUNNER_KNOWN;
+}
+
 static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 {
 	struct vcpustat_event ev;
@@ -650,8 +681,10 @@ static __noinline int wakeup_slow(struct task_struct *p, __u64 type)
 		return 0;
 	event_task(&ev, type, p);
 	ev.arg0 = get_task_cpu(p);
-	if (vcpu)
+	if (vcpu) {
+		runner_of(p, (__u32)ev.arg0, &ev);
 		return run_event(&ev);
+	}
 	capture_event(&ev);
 	emit_host_wakeup(&ev); /* all the handler would do for an ordinary thread */
 	return 0;
@@ -714,6 +747,14 @@ static __noinline int migrate_slow(struct task_struct *p, int dest_cpu)
 	event_task(&ev, VCPUSTAT_EV_MIGRATE, p);
 	ev.arg0 = (__u32)dest_cpu;
 	ev.arg1 = get_task_cpu(p);
+	/* pulled by this CPU's load balancer: current runs here (pushed to another: not known) */
+	if (record_level == VCPUSTAT_LEVEL_VCPU && (__u32)dest_cpu == bpf_get_smp_processor_id()) {
+		struct task_struct *curr = bpf_get_current_task_btf();
+
+		ev.tid2 = (__u32)curr->pid;
+		ev.tgid2 = (__u32)curr->tgid;
+		ev.arg2 = VCPUSTAT_RUNNER_KNOWN;
+	}
 	return run_event(&ev);
 }
 

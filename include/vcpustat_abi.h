@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 6
+#define VCPUSTAT_ABI_VERSION 7
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
@@ -26,12 +26,17 @@ enum vcpustat_event_type {
 				       arg1 = preempt (1: involuntary),
 				       arg2 = prev's cgroup id, comm = prev's name
 				       (0 / empty: the handler reads them from current) */
-	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu */
+	VCPUSTAT_EV_WAKEUP,	    /* sched_wakeup: tid/tgid = woken, arg0 = target cpu;
+				       for a tracked thread, arg2 = VCPUSTAT_RUNNER_KNOWN when
+				       tid2/tgid2 = the thread running on the target cpu
+				       (0: its idle task) */
 	VCPUSTAT_EV_WAKEUP_NEW,	    /* sched_wakeup_new: same */
 	VCPUSTAT_EV_PROCESS_EXIT,   /* sched_process_exit: tid/tgid = exiting thread,
 				       arg0 = group_dead (last thread of the process) */
 	VCPUSTAT_EV_MIGRATE,	    /* sched_migrate_task: tid/tgid, arg0 = dest cpu,
-				       arg1 = orig cpu */
+				       arg1 = orig cpu; arg2 = VCPUSTAT_RUNNER_KNOWN when
+				       tid2/tgid2 = the thread running on dest (the move
+				       runs there: a pull by its load balancer) */
 	VCPUSTAT_EV_KVM_ENTRY,	    /* kvm_entry: tid/tgid = current, arg0 = vcpu_id */
 	VCPUSTAT_EV_KVM_EXIT,	    /* kvm_exit: arg0 = exit_reason, arg1 = isa,
 				       arg2 = vcpu_id | VCPUSTAT_EXIT_GSYS if the guest
@@ -101,6 +106,9 @@ struct vcpustat_event {
 	char comm[16];
 };
 
+/* sched_wakeup's and sched_migrate_task's arg2: tid2/tgid2 is the thread on the target CPU. */
+#define VCPUSTAT_RUNNER_KNOWN 1ULL
+
 /* kvm_exit's arg2: bit 32 = the exit left guest kernel mode (64-bit guests: RIP bit 63). */
 #define VCPUSTAT_EXIT_GSYS (1ULL << 32)
 
@@ -144,11 +152,26 @@ enum vcpustat_record_type {
 	VCPUSTAT_REC_VMM,	   /* (level vcpu only) a thread of a VM's VMM that is no vCPU
 				      (vmm_threads) changed state: tid = it, tgid = the VM,
 				      from = enum vcpustat_vmm_kind, to = enum vcpustat_vmm_state
-				      (UNKNOWN: it exited or became a vCPU) */
+				      (UNKNOWN: it exited or became a vCPU), arg0 = the CPU it
+				      runs on, waits on or left; also when a waiting one moves
+				      to another run queue (to WAIT again, arg0 the new CPU) */
+	VCPUSTAT_REC_RUNNER,	   /* (level vcpu only) who runs on CPU arg0 while tracked threads
+				      (vCPUs, VMM threads) wait on its run queue: the culprits of a
+				      recording. from = enum vcpustat_runner: IS: tid/tgid runs
+				      there from ts on (0: idle); UNKNOWN: a wait began there and
+				      the thread running was not seen (until its next switch);
+				      NONE: no tracked thread waits there any more */
 	VCPUSTAT_NR_RECORDS,
 };
 
 #define VCPUSTAT_VCPU_NONE 0xffffu
+
+/* REC_RUNNER's from. */
+enum vcpustat_runner {
+	VCPUSTAT_RUNNER_IS = 0,
+	VCPUSTAT_RUNNER_UNKNOWN,
+	VCPUSTAT_RUNNER_NONE,
+};
 
 /* One ring-buffer record: 32 bytes, naturally aligned. */
 struct vcpustat_record {

@@ -427,11 +427,40 @@ HANDLER_INLINE void emit_host_wakeup(const struct vcpustat_event *ev)
 /* ---- culprits: who ran while vCPUs waited ---- */
 
 /*
+ * Level vcpu: who runs on cpu while tracked threads wait there (REC_RUNNER),
+ * so that a recording tells the culprits without every switch of the host
+ * (level full): a record when the first one starts waiting, at each switch
+ * while any waits, and when the last one stops.
+ */
+HANDLER_INLINE void emit_runner(const struct vcpustat_event *ev, __u32 cpu, __u32 tid, __u32 tgid, __u8 what)
+{
+	if (env_record_level() == VCPUSTAT_LEVEL_VCPU)
+		emit(ev, tid, tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_RUNNER, what, 0, cpu, 0);
+}
+
+/*
+ * The first thread waiting on cpu began to at ev: who runs there, as the
+ * event saw it. A switch notes the thread it switches in once it is done
+ * (on_switch).
+ */
+HANDLER_INLINE void runner_begin(const struct vcpustat_event *ev, __u32 cpu)
+{
+	if (ev->type == VCPUSTAT_EV_SWITCH)
+		return;
+	if ((ev->type == VCPUSTAT_EV_WAKEUP || ev->type == VCPUSTAT_EV_WAKEUP_NEW || ev->type == VCPUSTAT_EV_MIGRATE) &&
+	    (ev->arg2 & VCPUSTAT_RUNNER_KNOWN))
+		emit_runner(ev, cpu, (__u32)ev->tid2, (__u32)ev->tgid2, VCPUSTAT_RUNNER_IS);
+	else
+		emit_runner(ev, cpu, 0, 0, VCPUSTAT_RUNNER_UNKNOWN);
+}
+
+/*
  * A thread (a vCPU, or a VMM thread: key_tgid | VCPUSTAT_CULPRIT_VMM) starts
- * waiting on cpu's run queue at ts; *wait_cpu, *wait_slot: where, for
+ * waiting on cpu's run queue at ev; *wait_cpu, *wait_slot: where, for
  * waiter_end().
  */
-HANDLER_INLINE void waiter_begin(__u32 tid, __u32 key_tgid, __u32 cpu, __u64 ts, __u32 *wait_cpu, __u32 *wait_slot)
+HANDLER_INLINE void waiter_begin(const struct vcpustat_event *ev, __u32 tid, __u32 key_tgid, __u32 cpu,
+				 __u32 *wait_cpu, __u32 *wait_slot)
 {
 	struct vcpustat_cpu *c = env_cpu(cpu);
 	__u32 i;
@@ -442,10 +471,12 @@ HANDLER_INLINE void waiter_begin(__u32 tid, __u32 key_tgid, __u32 cpu, __u64 ts,
 		if (c->waiting[i].tid)
 			continue;
 		c->waiting[i].tgid = key_tgid;
-		c->waiting[i].since = ts;
+		c->waiting[i].since = ev->ts;
 		c->waiting[i].tid = tid;
-		if (!c->nr_waiting++)
+		if (!c->nr_waiting++) {
 			env_cpu_waiting(cpu, true);
+			runner_begin(ev, cpu);
+		}
 		*wait_cpu = cpu;
 		*wait_slot = i;
 		return;
@@ -453,8 +484,8 @@ HANDLER_INLINE void waiter_begin(__u32 tid, __u32 key_tgid, __u32 cpu, __u64 ts,
 	env_lost(VCPUSTAT_LOST_WAIT_SLOTS);
 }
 
-/* The thread no longer waits (it runs, sleeps, exits or moves). */
-HANDLER_INLINE void waiter_end(__u32 tid, __u32 *wait_cpu, __u32 *wait_slot)
+/* The thread no longer waits at ev (it runs, sleeps, exits or moves). */
+HANDLER_INLINE void waiter_end(const struct vcpustat_event *ev, __u32 tid, __u32 *wait_cpu, __u32 *wait_slot)
 {
 	__u32 slot = *wait_slot, cpu = *wait_cpu;
 	struct vcpustat_cpu *c;
@@ -466,20 +497,22 @@ HANDLER_INLINE void waiter_end(__u32 tid, __u32 *wait_cpu, __u32 *wait_slot)
 	if (!c || slot >= VCPUSTAT_WAIT_SLOTS || c->waiting[slot].tid != tid)
 		return;
 	c->waiting[slot].tid = 0;
-	if (c->nr_waiting && !--c->nr_waiting)
+	if (c->nr_waiting && !--c->nr_waiting) {
 		env_cpu_waiting(cpu, false);
+		emit_runner(ev, cpu, 0, 0, VCPUSTAT_RUNNER_NONE);
+	}
 }
 
-/* The vCPU starts waiting on cpu's run queue at ts. */
-HANDLER_INLINE void wait_begin(struct vcpustat_vcpu *v, __u32 cpu, __u64 ts)
+/* The vCPU starts waiting on cpu's run queue at ev. */
+HANDLER_INLINE void wait_begin(const struct vcpustat_event *ev, struct vcpustat_vcpu *v, __u32 cpu)
 {
-	waiter_begin(v->tid, v->tgid, cpu, ts, &v->wait_cpu, &v->wait_slot);
+	waiter_begin(ev, v->tid, v->tgid, cpu, &v->wait_cpu, &v->wait_slot);
 }
 
 /* The vCPU no longer waits (it runs, sleeps, exits or moves). */
-HANDLER_INLINE void wait_end(struct vcpustat_vcpu *v)
+HANDLER_INLINE void wait_end(const struct vcpustat_event *ev, struct vcpustat_vcpu *v)
 {
-	waiter_end(v->tid, &v->wait_cpu, &v->wait_slot);
+	waiter_end(ev, v->tid, &v->wait_cpu, &v->wait_slot);
 }
 
 /*
@@ -553,10 +586,11 @@ HANDLER_INLINE void vmm_close(struct vcpustat_vmm_thread *t, __u64 ts)
  * A VMM thread's state change as a record: at level vcpu only, where the
  * host's threads are not recorded (level full has them all, these among them).
  */
-HANDLER_INLINE void vmm_emit(const struct vcpustat_event *ev, const struct vcpustat_vmm_thread *t, __u8 state)
+HANDLER_INLINE void vmm_emit(const struct vcpustat_event *ev, const struct vcpustat_vmm_thread *t, __u8 state,
+			     __u32 cpu)
 {
 	if (env_record_level() == VCPUSTAT_LEVEL_VCPU)
-		emit(ev, t->tid, t->vm_tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_VMM, t->kind, state, 0, 0);
+		emit(ev, t->tid, t->vm_tgid, VCPUSTAT_VCPU_NONE, VCPUSTAT_REC_VMM, t->kind, state, cpu, 0);
 }
 
 /* The thread's state is now `state` from ev->ts on; waiting: on cpu's run queue. */
@@ -565,12 +599,12 @@ HANDLER_INLINE void vmm_enter(const struct vcpustat_event *ev, struct vcpustat_v
 	__u64 ts = ev->ts;
 
 	vmm_close(t, ts);
-	waiter_end(t->tid, &t->wait_cpu, &t->wait_slot);
+	waiter_end(ev, t->tid, &t->wait_cpu, &t->wait_slot);
 	t->state = state;
 	t->since = ts;
+	vmm_emit(ev, t, state, cpu);
 	if (state == VCPUSTAT_VMM_T_WAIT)
-		waiter_begin(t->tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, cpu, ts, &t->wait_cpu, &t->wait_slot);
-	vmm_emit(ev, t, state);
+		waiter_begin(ev, t->tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, cpu, &t->wait_cpu, &t->wait_slot);
 }
 
 /* The thread exits, or becomes a vCPU: its last interval closes, it leaves the map. */
@@ -579,9 +613,9 @@ HANDLER_INLINE void vmm_forget(const struct vcpustat_event *ev, struct vcpustat_
 	__u64 ts = ev->ts;
 
 	if (t->state != VCPUSTAT_VMM_T_UNKNOWN)
-		vmm_emit(ev, t, VCPUSTAT_VMM_T_UNKNOWN);
+		vmm_emit(ev, t, VCPUSTAT_VMM_T_UNKNOWN, (__u32)ev->cpu);
 	vmm_close(t, ts);
-	waiter_end(tid, &t->wait_cpu, &t->wait_slot);
+	waiter_end(ev, tid, &t->wait_cpu, &t->wait_slot);
 	env_tid_tracked(tid, false);
 	env_vmm_delete(tid);
 }
@@ -724,16 +758,16 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 		poll_expire(ev, v);
 		vcpu_fsm_switch_out(&v->fsm, ev->ts, cpu, runnable, &s);
 		apply_step(ev, v, &s, (__u32)ev->arg0, 0);
-		wait_end(v); /* normally not waiting; be safe */
+		wait_end(ev, v); /* normally not waiting; be safe */
 		if (runnable)
-			wait_begin(v, cpu, ev->ts);
+			wait_begin(ev, v, cpu);
 	} else if (maybe && (t = env_vmm_lookup(prev))) {
 		vmm_enter(ev, t, runnable ? VCPUSTAT_VMM_T_WAIT : VCPUSTAT_VMM_T_SLEEP, cpu);
 	}
 	maybe = env_tid_maybe_tracked(next);
 	v = maybe ? env_vcpu_lookup(next) : NULL;
 	if (v) {
-		wait_end(v);
+		wait_end(ev, v);
 		vcpu_fsm_switch_in(&v->fsm, ev->ts, cpu, &s);
 		apply_step(ev, v, &s, cpu, 0);
 		if (c)
@@ -741,8 +775,11 @@ HANDLER_INLINE void on_switch(const struct vcpustat_event *ev)
 	} else if (maybe && (t = env_vmm_lookup(next))) {
 		vmm_enter(ev, t, VCPUSTAT_VMM_T_RUN, cpu);
 	}
-	if (c)
+	if (c) {
 		c->curr_since = ev->ts;
+		if (c->nr_waiting)
+			emit_runner(ev, cpu, next, (__u32)ev->tgid2, VCPUSTAT_RUNNER_IS);
+	}
 	emit_host_switch(ev);
 }
 
@@ -866,7 +903,7 @@ HANDLER_INLINE void on_wakeup(const struct vcpustat_event *ev)
 		if (s.from != s.to)
 			wake_begin(ev, v);
 		if (v->fsm.state == VCPU_WAIT && v->wait_cpu == VCPU_PCPU_NONE)
-			wait_begin(v, (__u32)ev->arg0, ev->ts);
+			wait_begin(ev, v, (__u32)ev->arg0);
 	} else if ((t = env_vmm_lookup(tid)) && t->state == VCPUSTAT_VMM_T_SLEEP) {
 		/* not from UNKNOWN: a thread seeded while running may be woken before it sleeps */
 		vmm_enter(ev, t, VCPUSTAT_VMM_T_WAIT, (__u32)ev->arg0);
@@ -888,9 +925,9 @@ HANDLER_INLINE void on_migrate(const struct vcpustat_event *ev)
 
 		/* a queued VMM thread moved to another run queue: it now waits there */
 		if (t && t->state == VCPUSTAT_VMM_T_WAIT && t->wait_cpu != VCPU_PCPU_NONE && t->wait_cpu != dest) {
-			waiter_end(tid, &t->wait_cpu, &t->wait_slot);
-			waiter_begin(tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, dest, ev->ts, &t->wait_cpu,
-				     &t->wait_slot);
+			waiter_end(ev, tid, &t->wait_cpu, &t->wait_slot);
+			vmm_emit(ev, t, VCPUSTAT_VMM_T_WAIT, dest);
+			waiter_begin(ev, tid, t->vm_tgid | VCPUSTAT_CULPRIT_VMM, dest, &t->wait_cpu, &t->wait_slot);
 		}
 		return;
 	}
@@ -898,8 +935,8 @@ HANDLER_INLINE void on_migrate(const struct vcpustat_event *ev)
 	apply_step(ev, v, &s, 0, 0);
 	if (v->wait_cpu != VCPU_PCPU_NONE && v->wait_cpu != dest) {
 		/* a queued vCPU moved to another run queue: it now waits there */
-		wait_end(v);
-		wait_begin(v, dest, ev->ts);
+		wait_end(ev, v);
+		wait_begin(ev, v, dest);
 	}
 }
 
@@ -916,7 +953,7 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 
 		if (c && c->occ_tid == tid)
 			occupant_end(c, (__u32)ev->cpu, ev->ts);
-		wait_end(v);
+		wait_end(ev, v);
 		if (v->fsm.flags & VCPU_F_IN_EXIT)
 			exit_details_close(v, ev->ts); /* like its exit's latency sample */
 		poll_expire(ev, v);

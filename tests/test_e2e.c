@@ -325,6 +325,72 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 }
 
 /*
+ * A recording at the default level (vcpu) of two vCPUs pinned to CPU 0 with a
+ * busy thread competing: the report names who kept them waiting (the CPUs'
+ * runners, docs/record.md "Culprits at level vcpu"), the charges add up to
+ * the VM's waiting in the file, and the hog is among them.
+ */
+Test(e2e, a_level_vcpu_recording_names_who_kept_the_vcpus_waiting, .timeout = 120)
+{
+	char microvm[512], ready[] = "/tmp/vcpustat-e2e-ready-XXXXXX", sht[] = "/tmp/vcpustat-e2e-XXXXXX.sht",
+	     args[1024], out[4096];
+	static const char *const wait_states[] = { "preempted", "wait" };
+	double culprit_ns = 0, waited, hog_ns = 0;
+	pthread_t hog_thread;
+	json_t *r, *doc, *vm, *c;
+	pid_t vmm;
+	size_t i;
+	int fd;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	snprintf(microvm, sizeof(microvm), "%s/bin/microvm", build_dir());
+	fd = mkstemp(ready);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	unlink(ready);
+	fd = mkstemps(sht, 4);
+	cr_assert_geq(fd, 0);
+	close(fd);
+
+	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
+			     "1000", "--duration", "40", "-name", "e2e-rec", "--ready", ready, "--json", "/dev/null", NULL };
+	vmm = spawn(vmm_argv, NULL);
+	cr_assert_gt(vmm, 0);
+	r = wait_ready(ready, 30);
+	cr_assert_not_null(r, "microvm never got ready");
+	hog_stop = 0;
+	pthread_create(&hog_thread, NULL, hog, NULL);
+	snprintf(args, sizeof(args), "record -o %s --duration 4", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	hog_stop = 1;
+	pthread_join(hog_thread, NULL);
+	kill(vmm, SIGTERM);
+	wait_exit(vmm);
+	unlink(ready);
+
+	doc = report_json(sht, "--vm e2e-rec");
+	cr_assert(json_is_true(json_object_get(doc, "culprits_recorded")), "a level-vcpu recording has its culprits");
+	vm = json_array_get(json_object_get(doc, "vms"), 0);
+	cr_assert_not_null(vm, "the VM is in the recording");
+	waited = total(vm, "ns", wait_states, 2);
+	json_array_foreach(json_object_get(vm, "culprits"), i, c) {
+		culprit_ns += (double)json_integer_value(json_object_get(c, "ns"));
+		if (json_integer_value(json_object_get(c, "pid")) == getpid())
+			hog_ns += (double)json_integer_value(json_object_get(c, "ns"));
+	}
+	cr_log_info("level vcpu: culprits %.1f ms charged for %.1f ms of waiting; this test's hog %.1f ms",
+		    culprit_ns / 1e6, waited / 1e6, hog_ns / 1e6);
+	cr_assert_gt(waited, 0.1e9, "the vCPUs must really have waited behind the hog");
+	cr_assert_gt(hog_ns, 0.05 * waited, "the hog thread is among the culprits");
+	cr_assert_lt(culprit_ns > waited ? culprit_ns - waited : waited - culprit_ns, 0.05 * waited,
+		     "culprit time sums to the waiting time");
+	json_decref(doc);
+	json_decref(r);
+	unlink(sht);
+}
+
+/*
  * An uncontended vCPU that halts: over its whole life (reported once it is
  * gone), IDLE matches the micro-VMM's own halt accounting.
  */

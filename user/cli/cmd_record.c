@@ -13,7 +13,7 @@
 #define RECORD_FINAL_DRAIN_S 30
 
 /* The metadata keys record writes itself. */
-static const char *const reserved[] = { "host", "kernel", "tool", "command", "level", "cpus", "topology.", NULL };
+static const char *const reserved[] = { "host", "kernel", "tool", "command", "level", "culprits", "cpus", "topology.", NULL };
 
 struct record_args {
 	struct vcpustat_options vo;

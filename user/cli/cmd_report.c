@@ -21,7 +21,8 @@ static const char about[] =
 	"window of its kvm_exit, with its whole handling time (docs/record.md).\n";
 
 static const char notes[] =
-	"Culprits need a recording made with --level full. Files made by `vcpustat\n"
+	"Culprits (who ran where the vCPUs waited) are in recordings at both levels\n"
+	"(level vcpu: only where they waited). Files made by `vcpustat\n"
 	"import` with guest traces also show, per guest thread, the time it lost to the\n"
 	"host (running in the guest while its vCPU was not) and who took its vCPU's CPU.\n"
 	"With --flow: the thread's intervals, who ran instead, the culprits as a tree\n"
@@ -311,7 +312,7 @@ int cmd_report(int argc, char **argv)
 		       info->recovered ? "  [unfinished recording: up to its last sealed node]" : "");
 		summary_print(stdout, &s, NULL, 0, (unsigned int)top);
 		if (!culprits)
-			printf("\n(who took the CPU: recorded only with `vcpustat record --level full`)\n");
+			printf("\n(who took the CPU: not in this recording; `vcpustat record` now keeps it at any level)\n");
 	}
 	summary_free(&s);
 	ret = CLI_OK;

@@ -104,7 +104,7 @@ static int play_batch(struct top_play *p)
 		else
 			print_text(p, &s, first);
 		if (first && !a->json && !culprits)
-			printf("\n(who took the CPU: recorded only with `vcpustat record --level full`)\n");
+			printf("\n(who took the CPU: not in this recording; `vcpustat record` now keeps it at any level)\n");
 		fflush(stdout);
 		summary_free(&s);
 		first = false;

@@ -308,7 +308,8 @@ static int load_cpus(struct timeline *tl, struct vcpustat_error *err)
 	uint32_t host = sht_attr_child(tl->r, SHT_NO_ATTR, "host");
 	uint32_t cpus = host == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(tl->r, host, "cpus");
 
-	if (cpus == SHT_NO_ATTR)
+	/* level vcpu (runner_tid only, where tracked threads waited): the CPUs' tracks from the vCPUs */
+	if (cpus == SHT_NO_ATTR || !report_host_recorded(tl->r))
 		return derive_cpus(tl, err);
 	for (uint32_t c = sht_attr_first_child(tl->r, cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(tl->r, c)) {
 		long long n = name_num(sht_attr_name(tl->r, c));

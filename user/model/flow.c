@@ -173,7 +173,7 @@ static void lines_free(struct lines *l)
 }
 
 /*
- * A host CPU's current_tid intervals. The table holds pointers: resolve()
+ * A host CPU's current_tid intervals (runner_tid at level vcpu). The table holds pointers: resolve()
  * keeps one CPU's lines while it recurses into another's, whose insert may
  * move the table's slots.
  */
@@ -193,7 +193,12 @@ static struct lines *cpu_lines(struct ctx *c, uint32_t cpu, int *e)
 	}
 	snprintf(name, sizeof(name), "%u", cpu);
 	a = sht_attr_child(c->r, c->host_cpus, name);
-	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(c->r, a, "current_tid");
+	if (a != SHT_NO_ATTR) {
+		/* level full: every switch; level vcpu: only while tracked threads waited there */
+		uint32_t cur = sht_attr_child(c->r, a, "current_tid");
+
+		a = cur != SHT_NO_ATTR ? cur : sht_attr_child(c->r, a, "runner_tid");
+	}
 	*e = load(c, l, a);
 	if (!*e && hashmap_insert(&c->cpus, &cpu, &l))
 		*e = -ENOMEM;

@@ -670,6 +670,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
  * sht_attr_first_child() would give the first top-level attribute.
  */
 uint32_t report_first_child(struct sht_reader *r, uint32_t parent);
+/* A level-full file: a CPU has current_tid (level vcpu has runner_tid only, where tracked threads waited). */
+bool report_host_recorded(struct sht_reader *r);
 
 /* The first of iv[0..n) (one attribute's intervals: sorted, not overlapping) that ends after t; n if none. */
 size_t report_first_after(const struct sht_interval *iv, size_t n, uint64_t t);

@@ -305,7 +305,7 @@ int pcpu_build(struct pcpu_view *v, struct sht_reader *r, uint64_t t1, uint64_t 
 	memset(v, 0, sizeof(*v));
 	v->t1 = t1;
 	v->t2 = t2;
-	v->host_recorded = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus") != SHT_NO_ATTR;
+	v->host_recorded = report_host_recorded(r);
 	if (hashmap_init(&b.occ, sizeof(struct occ_key), sizeof(uint64_t), 0))
 		return verror(err, -ENOMEM, "out of memory");
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))

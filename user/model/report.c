@@ -131,10 +131,15 @@ static int latency_collect(struct hashmap *m, struct latency_summary **out, size
 	return 0;
 }
 
-/* Who ran on each CPU: current_tid intervals per CPU, fetched once. */
+/*
+ * Who ran on each CPU, fetched once per CPU: current_tid (level full: every
+ * switch), else runner_tid (level vcpu: only while tracked threads waited
+ * there, null elsewhere; docs/sht-attributes.md).
+ */
 struct cpu_runs {
 	struct hashmap cpus; /* cpu -> { struct sht_interval *iv; size_t n; } */
 	uint32_t host_cpus;  /* /host/cpus attribute */
+	bool full;	     /* a CPU has current_tid */
 	uint64_t t1, t2;
 };
 
@@ -155,7 +160,7 @@ static struct runs *cpu_runs_get(struct sht_reader *r, struct cpu_runs *cr, uint
 		return hit;
 	snprintf(name, sizeof(name), "%u", cpu);
 	a = sht_attr_child(r, cr->host_cpus, name);
-	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, a, "current_tid");
+	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, a, cr->full ? "current_tid" : "runner_tid");
 	*e = range(r, a, cr->t1, cr->t2, &fresh.iv, &fresh.n, err);
 	if (*e || hashmap_insert(&cr->cpus, &cpu, &fresh)) {
 		free(fresh.iv);
@@ -236,6 +241,16 @@ static int64_t int_at(struct sht_reader *r, uint32_t attr, uint64_t t, int64_t d
 uint32_t report_first_child(struct sht_reader *r, uint32_t parent)
 {
 	return parent == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_first_child(r, parent);
+}
+
+bool report_host_recorded(struct sht_reader *r)
+{
+	uint32_t cpus = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus");
+
+	for (uint32_t c = report_first_child(r, cpus); c != SHT_NO_ATTR; c = sht_attr_next_sibling(r, c))
+		if (sht_attr_child(r, c, "current_tid") != SHT_NO_ATTR)
+			return true;
+	return false;
 }
 
 int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def)
@@ -898,25 +913,21 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 			if (e)
 				goto out;
 		}
-		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s && on) {
-			/* --pcpu: each stretch of the wait on a CPU of the set, charged to that CPU */
+		if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s) {
+			/*
+			 * Each stretch of the wait on its CPU (the load balancer may
+			 * move a queued vCPU), charged to who ran there, as the live
+			 * view charges it; --pcpu: the stretches on a CPU of the set.
+			 */
 			for (size_t k = report_first_after(pc, npc, s); k < npc && pc[k].start < t && !e; k++) {
 				uint64_t a = hi(pc[k].start, s), b = lo(pc[k].end, t);
 
 				if (b > a && pc[k].value.type == SHT_INT && pc[k].value.i >= 0 &&
-				    id_set_has(cpus, (uint32_t)pc[k].value.i))
+				    (!on || id_set_has(cpus, (uint32_t)pc[k].value.i)))
 					e = charge(r, cr, culprits, (uint32_t)pc[k].value.i, a, b, err);
 			}
 			if (e)
 				goto out;
-		} else if ((v == VCPU_PREEMPTED || v == VCPU_WAIT) && cr && t > s) {
-			const struct sht_interval *p = covering(pc, npc, iv->start);
-
-			if (p && p->value.type == SHT_INT) {
-				e = charge(r, cr, culprits, (uint32_t)p->value.i, s, t, err);
-				if (e)
-					goto out;
-			}
 		}
 	}
 	if (last) {
@@ -1061,14 +1072,34 @@ static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint6
 	return -1;
 }
 
+/* Charge [a, b) of a wait to who ran on the CPUs that cpu_attr says it waited on meanwhile. */
+static int charge_on(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu_attr, uint64_t a,
+		     uint64_t b, struct vcpustat_error *err)
+{
+	struct sht_interval *iv = NULL;
+	size_t n = 0;
+	int e = range(r, cpu_attr, a, b, &iv, &n, err);
+
+	for (size_t i = 0; i < n && !e; i++) {
+		uint64_t s = hi(iv[i].start, a), t = lo(iv[i].end, b);
+
+		if (t > s && iv[i].value.type == SHT_INT && iv[i].value.i >= 0)
+			e = charge(r, cr, acc, (uint32_t)iv[i].value.i, s, t, err);
+	}
+	free(iv);
+	return e;
+}
+
 /*
  * One thread of the VMM: its run and wait time in [t1, t2), and the threads
- * that ran where it waited (on the CPU it ran on next, else the one before).
+ * that ran where it waited: on the CPU its cpu attribute names (level vcpu),
+ * else on the CPU it ran on next, or the one before (level full).
  */
 static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind, struct vm_summary *vs,
 		      struct cpu_runs *cr, struct hashmap *acc, struct vcpustat_error *err)
 {
-	/* acc NULL: a level-vcpu recording, without the host's CPUs to tell who ran instead */
+	/* acc NULL: a level-vcpu recording without runners (older ones), nobody to tell who ran instead */
+	uint32_t cpu_attr = sht_attr_child(r, th, "cpu");
 	struct sht_interval *iv = NULL;
 	bool seen = false;
 	size_t n = 0;
@@ -1088,6 +1119,10 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 			seen = true;
 			if (!acc)
 				continue;
+			if (cpu_attr != SHT_NO_ATTR) {
+				e = charge_on(r, cr, acc, cpu_attr, a, b, err);
+				continue;
+			}
 			cpu = cpu_of(r, cr, tid, iv[i].end, err, &e);
 			if (cpu < 0 && !e && iv[i].start)
 				cpu = cpu_of(r, cr, tid, iv[i].start - 1, err, &e);
@@ -1118,6 +1153,17 @@ static int host_threads(struct sht_reader *r, struct report_thread **out, size_t
 	return *n ? report_thread_names(r, *out, *n, err) : 0;
 }
 
+/* The VMM threads' culprits from acc (tid -> ns), by ns, their shares of the threads' waiting. */
+static int vmm_culprits(struct sht_reader *r, struct vm_summary *vs, struct hashmap *acc, struct hashmap *vcpu_of_tid)
+{
+	int e = culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, acc, vcpu_of_tid,
+			      vs->vmm.wait_ns[VMM_EMULATOR] + vs->vmm.wait_ns[VMM_VHOST]);
+
+	if (!e && vs->vmm.nr_culprits > 1)
+		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), by_ns_desc);
+	return e;
+}
+
 static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_runs *cr, struct hashmap *vcpu_of_tid,
 		       const struct report_thread *ht, size_t nht, const struct id_set *tids, struct vcpustat_error *err)
 {
@@ -1139,10 +1185,7 @@ static int vmm_threads(struct sht_reader *r, struct vm_summary *vs, struct cpu_r
 			e = vmm_thread(r, ht[i].th, ht[i].tid, VMM_EMULATOR, vs, cr, &acc, err);
 	}
 	if (!e)
-		e = culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, &acc, vcpu_of_tid,
-				  vs->vmm.wait_ns[VMM_EMULATOR] + vs->vmm.wait_ns[VMM_VHOST]);
-	if (!e && vs->vmm.nr_culprits > 1)
-		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), by_ns_desc);
+		e = vmm_culprits(r, vs, &acc, vcpu_of_tid);
 	hashmap_free(&acc);
 	return e;
 }
@@ -1168,16 +1211,20 @@ static const char *first_str(struct sht_reader *r, uint32_t attr, char *buf, siz
 
 /*
  * A level-vcpu recording's VMM threads (/vms/<vm>/vmm/<tid>, record VMM):
- * their time on a CPU and waiting, without who ran instead (that needs the
- * host's CPUs: --level full).
+ * their time on a CPU and waiting, and who ran where they waited (the CPUs'
+ * runner_tid) if the file records runners (culprits; older files do not).
  */
 static int vmm_threads_recorded(struct sht_reader *r, uint32_t vmm, struct vm_summary *vs, struct cpu_runs *cr,
-				const struct id_set *tids, struct vcpustat_error *err)
+				bool culprits, struct hashmap *vcpu_of_tid, const struct id_set *tids,
+				struct vcpustat_error *err)
 {
+	struct hashmap acc;
 	int e = 0;
 
 	vs->vmm.known = true;
-	vs->vmm.no_culprits = true;
+	vs->vmm.no_culprits = !culprits;
+	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
+		return verror(err, -ENOMEM, "out of memory");
 	for (uint32_t th = report_first_child(r, vmm); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
 		uint32_t tid = (uint32_t)atoi(sht_attr_name(r, th));
 		char kind[16];
@@ -1187,8 +1234,11 @@ static int vmm_threads_recorded(struct sht_reader *r, uint32_t vmm, struct vm_su
 				       !strcmp(first_str(r, sht_attr_child(r, th, "kind"), kind, sizeof(kind)), "vhost") ?
 					       VMM_VHOST :
 					       VMM_EMULATOR,
-				       vs, cr, NULL, err);
+				       vs, cr, culprits ? &acc : NULL, err);
 	}
+	if (!e && culprits)
+		e = vmm_culprits(r, vs, &acc, vcpu_of_tid);
+	hashmap_free(&acc);
 	return e;
 }
 
@@ -1438,9 +1488,11 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	if (f && f->pcpus.n)
 		snprintf(s->pcpus, sizeof(s->pcpus), "%s", f->pcpus.text);
 	cr.host_cpus = sht_attr_child(r, host, "cpus");
+	cr.full = report_host_recorded(r);
 	cr.t1 = t1;
 	cr.t2 = t2;
-	*has_culprits = cr.host_cpus != SHT_NO_ATTR;
+	/* a level-vcpu recording says it records runners even if no tracked thread ever waited */
+	*has_culprits = cr.host_cpus != SHT_NO_ATTR || (sht_meta_get(r, "culprits") && !strcmp(sht_meta_get(r, "culprits"), "runners"));
 	if (hashmap_init(&cr.cpus, sizeof(uint32_t), sizeof(struct runs), 0) ||
 	    hashmap_init(&vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0))
 		return verror(err, -ENOMEM, "out of memory");
@@ -1567,7 +1619,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		if (!e && summary_filter_vcpus(f))
 			guest_threads_keep(vs);
 		/* the VMM's other threads: not per vCPU (--vcpu) nor per CPU (--pcpu); --tid keeps those threads */
-		if (!e && *has_culprits && sht_attr_child(r, host, "threads") != SHT_NO_ATTR && !(f && f->vcpus.n) &&
+		if (!e && cr.full && sht_attr_child(r, host, "threads") != SHT_NO_ATTR && !(f && f->vcpus.n) &&
 		    !(f && f->pcpus.n)) {
 			if (!ht && !(e = host_threads(r, &ht, &nht, err)) && !ht)
 				ht = calloc(1, sizeof(*ht)); /* none: do not ask again */
@@ -1576,7 +1628,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			if (!e)
 				e = vmm_threads(r, vs, &cr, &vcpu_of_tid, ht, nht, f ? &f->tids : NULL, err);
 		} else if (!e && sht_attr_child(r, vm, "vmm") != SHT_NO_ATTR && !(f && f->vcpus.n) && !(f && f->pcpus.n)) {
-			e = vmm_threads_recorded(r, sht_attr_child(r, vm, "vmm"), vs, &cr, f ? &f->tids : NULL, err);
+			e = vmm_threads_recorded(r, sht_attr_child(r, vm, "vmm"), vs, &cr, *has_culprits, &vcpu_of_tid,
+						 f ? &f->tids : NULL, err);
 		}
 		hashmap_free(&exits);
 		hashmap_free(&uexits);

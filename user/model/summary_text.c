@@ -138,7 +138,7 @@ static void print_culprit(FILE *f, const char *indent, const struct culprit_summ
 		cu->tid, cu->comm, who, culprit_cgroup_label(cu, cg, sizeof(cg)));
 }
 
-/* The VMM's other threads (reports of --level full recordings): their CPU, their waiting, and who took it. */
+/* The VMM's other threads (live, and reports of recordings): their CPU, their waiting, and who took it. */
 static void print_vmm_threads(FILE *f, const struct summary *s, const struct vm_summary *vm, unsigned int top)
 {
 	static const char *const kind[VMM_NR_KINDS] = { "emulator/IO", "vhost" };
@@ -160,7 +160,7 @@ static void print_vmm_threads(FILE *f, const struct summary *s, const struct vm_
 	}
 	(void)s;
 	if (vm->vmm.no_culprits && (vm->vmm.wait_ns[VMM_EMULATOR] || vm->vmm.wait_ns[VMM_VHOST]))
-		fprintf(f, "      who ran instead: not in a --level vcpu recording (record --level full)\n");
+		fprintf(f, "      who ran instead: not in this recording (an older level-vcpu file: record now keeps it at any level)\n");
 	for (size_t c = 0; c < vm->vmm.nr_culprits && (!top || c < top); c++)
 		print_culprit(f, "      ", &vm->vmm.culprits[c]);
 }

@@ -40,9 +40,9 @@ struct thread_attrs {
 	size_t state, name, pid;
 };
 
-/* A VMM thread's attributes at level vcpu: /vms/<vm>/vmm/<tid>/{state,kind,name}. */
+/* A VMM thread's attributes at level vcpu: /vms/<vm>/vmm/<tid>/{state,kind,name,cpu}. */
 struct vmm_attrs {
-	size_t state, kind, name;
+	size_t state, kind, name, cpu;
 };
 
 /*
@@ -91,7 +91,7 @@ struct recorder {
 	struct hashmap vcpus;	/* tid -> struct vcpu_attrs */
 	struct hashmap threads; /* tid -> struct thread_attrs */
 	struct hashmap vmm;	/* tid -> struct vmm_attrs (level vcpu) */
-	struct hashmap cpus;	/* cpu -> size_t attr index of current_tid */
+	struct hashmap cpus;	/* cpu -> size_t attr index of current_tid; cpu | 1 << 31: of runner_tid */
 	struct hashmap vms;	/* tgid -> char[64] path name */
 	struct hashmap vm_names; /* char[64] path name -> tgid */
 	struct hashmap strings; /* u64 hash of the text -> struct interned * (those with that hash) */
@@ -674,7 +674,7 @@ static struct thread_attrs *thread_get(struct recorder *r, uint32_t tid, uint64_
 	return hashmap_lookup(&r->threads, &tid);
 }
 
-/* A VMM thread of a level-vcpu recording (REC_VMM): /vms/<vm>/vmm/<tid>/{state,kind,name}. */
+/* A VMM thread of a level-vcpu recording (REC_VMM): /vms/<vm>/vmm/<tid>/{state,kind,name,cpu}. */
 static struct vmm_attrs *vmm_get(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, int *err)
 {
 	static const char *const kind[VCPUSTAT_NR_VMM_KINDS] = { "emulator", "vhost" };
@@ -700,6 +700,9 @@ static struct vmm_attrs *vmm_get(struct recorder *r, const struct vcpustat_recor
 	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/name", vm, rec->tid);
 	if (!*err)
 		*err = attr_new(r, path, &fresh.name);
+	snprintf(path, sizeof(path), "/vms/%s/vmm/%u/cpu", vm, rec->tid);
+	if (!*err)
+		*err = attr_new(r, path, &fresh.cpu);
 	if (!*err && r->o.thread_name)
 		name = r->o.thread_name(r->o.ctx, rec->tid, &tgid);
 	if (!*err && name)
@@ -713,9 +716,11 @@ static struct vmm_attrs *vmm_get(struct recorder *r, const struct vcpustat_recor
 	return hashmap_lookup(&r->vmm, &rec->tid);
 }
 
-static int cpu_attr(struct recorder *r, uint32_t cpu, size_t *idx)
+/* /host/cpus/<cpu>/current_tid (level full), or runner_tid (level vcpu: REC_RUNNER). */
+static int cpu_attr(struct recorder *r, uint32_t cpu, bool runner, size_t *idx)
 {
-	size_t *hit = hashmap_lookup(&r->cpus, &cpu);
+	uint32_t key = runner ? cpu | 0x80000000u : cpu;
+	size_t *hit = hashmap_lookup(&r->cpus, &key);
 	char path[128];
 	int e;
 
@@ -723,9 +728,9 @@ static int cpu_attr(struct recorder *r, uint32_t cpu, size_t *idx)
 		*idx = *hit;
 		return 0;
 	}
-	snprintf(path, sizeof(path), "/host/cpus/%u/current_tid", cpu);
+	snprintf(path, sizeof(path), "/host/cpus/%u/%s", cpu, runner ? "runner_tid" : "current_tid");
 	e = attr_new(r, path, idx);
-	return e ? e : hashmap_update(&r->cpus, &cpu, idx);
+	return e ? e : hashmap_update(&r->cpus, &key, idx);
 }
 
 /* The interned name of an exit reason (userspace: a KVM_EXIT_* code), cached by code. */
@@ -812,7 +817,7 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		struct thread_attrs *prev, *next;
 		size_t cpu;
 
-		e = cpu_attr(r, rec->cpu, &cpu);
+		e = cpu_attr(r, rec->cpu, false, &cpu);
 		if (!e)
 			e = set_int(r, cpu, t, rec->arg0);
 		prev = e ? NULL : thread_get(r, rec->tid, t, &e);
@@ -822,6 +827,19 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 		next = e ? NULL : thread_get(r, rec->arg0, t, &e);
 		if (next && rec->arg0)
 			e = set_str(r, next->state, t, r->s_running);
+		return e;
+	}
+	case VCPUSTAT_REC_RUNNER: { /* who runs where tracked threads wait: the thread's names come with it */
+		size_t cpu;
+
+		e = cpu_attr(r, rec->arg0, true, &cpu);
+		if (e)
+			return e;
+		if (rec->from != VCPUSTAT_RUNNER_IS)
+			return set_null(r, cpu, t);
+		e = set_int(r, cpu, t, rec->tid);
+		if (!e && rec->tid)
+			thread_get(r, rec->tid, t, &e);
 		return e;
 	}
 	case VCPUSTAT_REC_WAKEUP: {
@@ -837,13 +855,17 @@ static int apply(struct recorder *r, const struct vcpustat_record *rec)
 
 		if (!th)
 			return e;
-		if (st)
-			return set_str(r, th->state, t, st);
+		if (st) {
+			e = set_str(r, th->state, t, st);
+			return e ? e : set_int(r, th->cpu, t, rec->arg0);
+		}
 		e = set_null(r, th->state, t);
 		if (!e)
 			e = set_null(r, th->name, t);
 		if (!e)
 			e = set_null(r, th->kind, t);
+		if (!e)
+			e = set_null(r, th->cpu, t);
 		hashmap_delete(&r->vmm, &rec->tid);
 		return e;
 	}

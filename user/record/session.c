@@ -345,6 +345,8 @@ void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, i
 	record_meta_add(m, "tool", "vcpustat " VCPUSTAT_VERSION);
 	record_meta_add(m, "command", cmdline);
 	record_meta_add(m, "level", record_level_name(level));
+	if (level == VCPUSTAT_LEVEL_VCPU) /* who ran where tracked threads waited: REC_RUNNER */
+		record_meta_add(m, "culprits", "runners");
 	record_meta_topology(m, NULL);
 	for (size_t i = 0; user && i < user->n; i++)
 		record_meta_add(m, user->key[i], user->value[i]);
@@ -352,6 +354,8 @@ void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, i
 
 void record_meta_replay(struct record_meta *m, const char *text)
 {
+	bool vcpu = false, runners = false;
+
 	m->n = 0;
 	for (const char *p = text; p && *p && m->n < RECORD_MAX_META - 1;) {
 		const char *nl = strchr(p, '\n'), *eq;
@@ -363,9 +367,14 @@ void record_meta_replay(struct record_meta *m, const char *text)
 			snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
 			snprintf(value, sizeof(value), "%.*s", (int)(llen - (size_t)(eq - p) - 1), eq + 1);
 			record_meta_add(m, key, value);
+			vcpu |= !strcmp(key, "level") && !strcmp(value, "vcpu");
+			runners |= !strcmp(key, "culprits");
 		}
 		p = nl ? nl + 1 : NULL;
 	}
+	/* a replay at level vcpu records who runs where tracked threads wait, as record does */
+	if (vcpu && !runners)
+		record_meta_add(m, "culprits", "runners");
 	record_meta_add(m, "source", "replay");
 }
 
