@@ -11,7 +11,8 @@
 # First, on this host (any host with BPF, /dev/kvm or not): the same handlers
 # given injected events (kvm-event-cost -i: exit, one detail, entry per exit)
 # next to an empty raw_tp program given the same events: the cost on a real
-# CPU. Then the lab.
+# CPU; then the same at record level vcpu (-l vcpu: what a recording adds,
+# its records read after each event). Then the lab.
 #
 # usage: bench/kvm-event-cost.sh [BUILD_DIR] [RUNS] [SEC]   (default build 3 3; root)
 # Under QEMU's TCG every instruction of a program is emulated: absolute times
@@ -27,6 +28,9 @@ echo "# $(date -u +%FT%TZ); host: $(grep -m1 'model name' /proc/cpuinfo | cut -d
 for r in $(seq "$runs"); do
 	echo "## run $r (injected)"
 	"$build/bin/kvm-event-cost" -i 40000
+	# what `record` (level vcpu) adds: its records, read after each event as a recording reads them
+	echo "## run $r (injected, record level vcpu)"
+	"$build/bin/kvm-event-cost" -i 5000 -l vcpu
 done
 tools/kvmlab/run --check
 scratch=$(mktemp -d /tmp/vcpustat-kvm-event-cost.XXXXXX)

@@ -110,6 +110,20 @@ static double ns_per(const struct prog_cost *c)
 }
 
 /* One injection's in-kernel time (bpf_stats of the program at fd), or -1. */
+/*
+ * -l vcpu: the records are read as a recording reads them, after each event
+ * and outside its measured time (undrained, a full ring buffer would make
+ * every submission wake a reader that is not there: microseconds each).
+ */
+static struct ring_buffer *records;
+
+static int drop_record(void *ctx, const struct vcpustat_record *r)
+{
+	(void)ctx;
+	(void)r;
+	return 0;
+}
+
 static double injected_ns(int fd, const struct vcpustat_event *ev, struct vcpustat *vs)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ev, .ctx_size_in = sizeof(*ev));
@@ -119,6 +133,8 @@ static double injected_ns(int fd, const struct vcpustat_event *ev, struct vcpust
 	prog_cost(fd, &a);
 	err = vs ? vcpustat_inject(vs, ev) : bpf_prog_test_run_opts(fd, &o);
 	prog_cost(fd, &b);
+	if (records)
+		vcpustat_drain(records, 0);
 	if (err || b.run_cnt != a.run_cnt + 1)
 		return -1;
 	return (double)(b.run_time_ns - a.run_time_ns);
@@ -294,6 +310,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kvm-event-cost: cannot load the programs or enable bpf_stats (root needed)\n");
 			goto out;
 		}
+		if (opts.record_level != VCPUSTAT_LEVEL_NONE) {
+			struct vcpustat_consumer rc = { .on_record = drop_record };
+
+			records = vcpustat_ring_buffer(vs, &rc);
+			if (!records) {
+				fprintf(stderr, "kvm-event-cost: cannot read the ring buffers\n");
+				goto out;
+			}
+		}
 		rc = inject_bench(empty, vs, n_inject) || inject_halt_bench(empty, vs, n_inject) ? 1 : 0;
 		if (rc)
 			fprintf(stderr, "kvm-event-cost: an injection failed\n");
@@ -343,10 +368,11 @@ failed:
 out:
 	if (stats_fd >= 0)
 		close(stats_fd);
+	ring_buffer__free(records);
 	vcpustat_close(vs);
 	kvm_empty_bpf__destroy(empty);
 	return rc;
 usage:
-	fprintf(stderr, "usage: %s [-t SEC] [-l none|vcpu] | -i N\n", argv[0]);
+	fprintf(stderr, "usage: %s [-t SEC] [-l none|vcpu] | -i N [-l none|vcpu]\n", argv[0]);
 	return 2;
 }
