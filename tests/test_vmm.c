@@ -332,6 +332,54 @@ Test(vmm, a_level_vcpu_recording_keeps_their_time_for_any_window)
 	unlink(sht);
 }
 
+/*
+ * A level-vcpu file of a vcpustat from before ABI 7 (written here as it wrote
+ * them: the VMM thread's states, no cpu, no runner_tid, no "culprits" in the
+ * metadata): its time still counts, and report says who ran instead is not
+ * in it rather than showing none.
+ */
+Test(vmm, an_older_level_vcpu_file_says_who_ran_instead_is_not_in_it)
+{
+	static const struct sht_meta meta[] = { { "level", "vcpu" } };
+	struct sht_writer_opts o = { .meta = meta, .nmeta = 1, .no_sync = true };
+	char sht[] = "/tmp/vcpustat-vmm-old-XXXXXX.sht", args[512];
+	static char out[1 << 16];
+	struct vcpustat_error err = { 0 };
+	struct sht_writer *w;
+	uint32_t pid, state, kind, vstate, vtid;
+	json_t *doc;
+	int fd = mkstemps(sht, 4);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(sht_writer_create(&w, sht, &o, &err), 0, "%s", err.msg);
+	cr_assert_eq(sht_writer_attr(w, "/vms/old/pid", &pid), 0);
+	cr_assert_eq(sht_writer_attr(w, "/vms/old/vmm/110/state", &state), 0);
+	cr_assert_eq(sht_writer_attr(w, "/vms/old/vmm/110/kind", &kind), 0);
+	cr_assert_eq(sht_writer_attr(w, "/vms/old/vcpus/0/state", &vstate), 0);
+	cr_assert_eq(sht_writer_attr(w, "/vms/old/vcpus/0/tid", &vtid), 0);
+	cr_assert_eq(sht_writer_set_int(w, pid, 0, 100), 0);
+	cr_assert_eq(sht_writer_set_int(w, vtid, 0, 101), 0);
+	cr_assert_eq(sht_writer_set_int(w, vstate, 0, VCPU_GUEST), 0);
+	cr_assert_eq(sht_writer_set_str(w, kind, 0, "emulator"), 0);
+	cr_assert_eq(sht_writer_set_str(w, state, 100, "running"), 0);
+	cr_assert_eq(sht_writer_set_str(w, state, 400, "wait"), 0);
+	cr_assert_eq(sht_writer_set_str(w, state, 450, "running"), 0);
+	cr_assert_eq(sht_writer_set_str(w, state, 500, "blocked"), 0);
+	cr_assert_eq(sht_writer_close(w, 1000, &err), 0, "%s", err.msg);
+
+	doc = report_json(sht, "");
+	ASSERT_VMM(doc, "emulator", 1, 350, 50);
+	cr_assert(json_is_false(json_object_get(doc, "culprits_recorded")));
+	ASSERT_VMM_CULPRITS(doc, 0, 0, 0, 0, 0, 0);
+	json_decref(doc);
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "who ran instead: not in this recording"), "%s", out);
+	cr_assert_not_null(strstr(out, "(who took the CPU: not in this recording"), "%s", out);
+	unlink(sht);
+}
+
 Test(vmm, a_vmm_thread_that_enters_kvm_becomes_a_vcpu)
 {
 	struct vcpustat_vmm_thread t;
