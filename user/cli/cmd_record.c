@@ -33,8 +33,9 @@ static int parse(int argc, char **argv, struct record_args *r)
 		{ "output", 'o', "FILE", "the .sht file (with rotation: the name of the series)", CLI_STRING,
 		  &r->so.rec.path },
 		{ "level", 'l', "LEVEL", "vcpu (default): vCPU states, exit reasons, pCPUs, the\n"
-					 "VMs' other threads; full: also which thread runs on every\n"
-					 "CPU and the states of host threads (needed for culprits)" },
+					 "VMs' other threads, who ran where they waited (culprits);\n"
+					 "full: also which thread runs on every CPU at every moment\n"
+					 "and the states of host threads" },
 		{ "duration", 't', "D", "stop after D (1.5s, 250ms, 15m, 2h; a bare number is seconds)", CLI_DURATION,
 		  &r->lo.duration_ns, 1 },
 		{ "max-size", OPT_MAX_SIZE, "SIZE", "rotate when a file reaches SIZE (K, M, G suffixes)", CLI_SIZE,
