@@ -747,14 +747,11 @@ static __noinline int migrate_slow(struct task_struct *p, int dest_cpu)
 	event_task(&ev, VCPUSTAT_EV_MIGRATE, p);
 	ev.arg0 = (__u32)dest_cpu;
 	ev.arg1 = get_task_cpu(p);
-	/* pulled by this CPU's load balancer: current runs here (pushed to another: not known) */
-	if (record_level == VCPUSTAT_LEVEL_VCPU && (__u32)dest_cpu == bpf_get_smp_processor_id()) {
-		struct task_struct *curr = bpf_get_current_task_btf();
-
-		ev.tid2 = (__u32)curr->pid;
-		ev.tgid2 = (__u32)curr->tgid;
-		ev.arg2 = VCPUSTAT_RUNNER_KNOWN;
-	}
+	/*
+	 * Pulled by this CPU's load balancer: current runs there. Pushed to
+	 * another: p's run queue is still its origin's, not dest's: not known.
+	 */
+	runner_of(p, (__u32)dest_cpu, &ev);
 	return run_event(&ev);
 }
 
