@@ -2109,7 +2109,8 @@ Test(kvmlab, a_vm_io_thread_is_accounted_live_and_names_its_vcpu_as_culprit)
  * tests/kvmlab.sh runs this suite in a lab of two sockets, each its own NUMA
  * node and last-level cache (tools/kvmlab/run --numa 2): the guest kernel's
  * sysfs, scheduler and tracepoints are those of a two-node host. It has no
- * SMT (QEMU's TCG emulates no topoext), so the SMT columns are not proven here.
+ * SMT (QEMU's TCG emulates no topoext): the SMT counters are tested on declared
+ * siblings in the suite kvmlab (smt_sharing_on_declared_siblings_is_bounded_by_schedstat).
  */
 TestSuite(kvmlab_numa, .fini = lab_cleanup, .timeout = 300);
 
@@ -2455,4 +2456,186 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 		}
 	}
 	json_decref(rep);
+}
+
+/* ---- SMT sharing on real KVM events (issue 12 item 5) ---- */
+
+/* The VM of a --ready file: its process id, and its vCPU threads' ids in tids (n of them). */
+static pid_t ready_vm(const char *ready_path, pid_t *tids, size_t n)
+{
+	json_t *ready, *vm;
+	pid_t pid;
+
+	for (int i = 0; i < 600 && access(ready_path, F_OK); i++)
+		usleep(100000);
+	ready = load(ready_path);
+	vm = json_array_get(jget(ready, "vms"), 0);
+	pid = (pid_t)jint(vm, "pid");
+	cr_assert_eq(json_array_size(jget(vm, "vcpus")), n, "%s lists %zu vCPUs", ready_path, n);
+	for (size_t i = 0; i < n; i++)
+		tids[i] = (pid_t)jint(json_array_get(jget(vm, "vcpus"), i), "tid");
+	json_decref(ready);
+	return pid;
+}
+
+/* The run time (/proc schedstat, read by microvm as each vCPU thread's last act) of vCPU i of --json file path. */
+static long long microvm_run_ns(const char *path, size_t i)
+{
+	json_t *r = load(path);
+	long long ns =
+	    jint(jget(json_array_get(jget(json_array_get(jget(r, "vms"), 0), "vcpus"), i), "schedstat"), "run_ns");
+
+	json_decref(r);
+	return ns;
+}
+
+static struct vcpustat_vm smt_vm(struct vcpustat *vs, pid_t pid)
+{
+	struct vcpustat_vm vm;
+	__u32 key = (__u32)pid;
+
+	cr_assert_eq(bpf_map_lookup_elem(vcpustat_map_fd(vs, "vms"), &key, &vm), 0, "vcpustat knows VM %d", (int)pid);
+	return vm;
+}
+
+/*
+ * Two vCPU threads ran side by side at most for the shorter of their run
+ * times (whole lives: total_a, total_b), and at least for what they both ran
+ * between the instant the test read their run times (/proc schedstat: at_a,
+ * at_b) and their end, less that interval's length: the kernel's accounting
+ * bounds the overlap that vcpustat measured (in vCPU-time: times 2 for two
+ * vCPUs of one VM).
+ */
+static void assert_overlap(const char *what, long long got, const long long total[2], const long long at[2],
+			   long long interval, int vcpu_ns_per_ns)
+{
+	long long lo = (total[0] - at[0] + total[1] - at[1] - interval) * vcpu_ns_per_ns;
+	long long hi = (total[0] < total[1] ? total[0] : total[1]) * vcpu_ns_per_ns, slack = interval / 100;
+
+	fprintf(stderr,
+		"kvmlab: SMT: %s: %.4f s; the kernel's run times (%.4f s and %.4f s, of which %.4f s and %.4f s in "
+		"the last %.4f s) bound it to [%.4f, %.4f] s\n",
+		what, got / 1e9, total[0] / 1e9, total[1] / 1e9, (total[0] - at[0]) / 1e9, (total[1] - at[1]) / 1e9,
+		interval / 1e9, lo / 1e9, hi / 1e9);
+	cr_assert_gt(lo, interval / 2 * vcpu_ns_per_ns,
+		     "%s: both vCPUs ran most of the last %.3f s (the lower bound says something)", what,
+		     interval / 1e9);
+	cr_assert_geq(got, lo - slack, "%s: %lld ns >= %lld ns, the least overlap their run times allow", what, got,
+		      lo);
+	cr_assert_leq(got, hi + slack, "%s: %lld ns <= %lld ns, the shorter run time", what, got, hi);
+}
+
+/* Run times of threads tids[0] and tids[1] now (at[]), and the time (CLOCK_MONOTONIC) */
+static __u64 runs_now(const pid_t tids[2], long long at[2])
+{
+	for (int i = 0; i < 2; i++) {
+		struct schedstat st;
+
+		cr_assert_eq(read_schedstat((int)tids[i], &st), 0, "schedstat of thread %d", (int)tids[i]);
+		at[i] = (long long)st.run_ns;
+	}
+	return mono_ns();
+}
+
+/*
+ * SMT sharing, live, with real exits and the guest kernel's scheduler: the
+ * time a vCPU ran while its core's other hardware thread ran a vCPU of
+ * another VM, or of its own. The lab has no SMT (QEMU's TCG emulates no
+ * topoext), so the test declares its CPUs 0 and 1 hardware threads of one
+ * core (vcpustat_set_topology(), which the live tools call with what sysfs
+ * says; reading sysfs is tested in host_views). With that declared:
+ * - "left" (one busy vCPU pinned to CPU 0) and "right" (one on CPU 1), run
+ *   together: each VM's smt_other_ns is the time the two vCPUs overlapped,
+ *   the same for both, within the bounds their schedstat run times give
+ *   (assert_overlap); neither has smt_same;
+ * - "pair" (two busy vCPUs, pinned to CPUs 0 and 1), alone: its smt_same_ns
+ *   is twice their overlap (vCPU-time), within the same bounds; its
+ *   smt_other_ns is 0, and left's and right's stay as they were.
+ */
+Test(kvmlab, smt_sharing_on_declared_siblings_is_bounded_by_schedstat)
+{
+	static const char *names[2] = { "left", "right" };
+	char args[3][512], ready[3][256], out[3][256];
+	int node[2] = { 0, 0 }, llc[2] = { 0, 0 }, core[2] = { 0, 0 };
+	struct cpu_topology t = { .nr_cpus = 2, .node = node, .llc = llc, .core = core };
+	struct vcpustat_vm vm[3], again[2];
+	pid_t sup[3], pid[3], tids[3][2], lr[2];
+	long long run[3][2], at[2][2], interval[2];
+	struct vcpustat *vs;
+	__u64 t0;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_exit_unavailable());
+	SKIP_UNLESS(two_cpus_unavailable());
+	lab_mkdir();
+	cr_assert_eq(vcpustat_open(&vs, NULL), 0);
+	cr_assert_gt(vcpustat_attach(vs), 0);
+	cr_assert_eq(vcpustat_set_topology(vs, &t), 2, "CPUs 0 and 1 declared one core's two threads");
+	for (int m = 0; m < 3; m++) {
+		const char *name = m < 2 ? names[m] : "pair";
+		char file[64];
+
+		snprintf(file, sizeof(file), "%s.ready", name);
+		snprintf(ready[m], sizeof(ready[m]), "%s", in_dir(file));
+		snprintf(file, sizeof(file), "%s.json", name);
+		snprintf(out[m], sizeof(out[m]), "%s", in_dir(file));
+		if (m < 2)
+			snprintf(args[m], sizeof(args[m]),
+				 "--vcpus 1 --pin %d --idle-us 0 --chunk-iters 2000000 --duration 3 -name guest=%s "
+				 "--ready '%s' --json '%s'",
+				 m, name, ready[m], out[m]);
+		else
+			snprintf(args[m], sizeof(args[m]),
+				 "--vcpus 2 --idle-us 0 --chunk-iters 2000000 --duration 3 -name guest=%s "
+				 "--ready '%s' --json '%s'",
+				 name, ready[m], out[m]);
+	}
+
+	/* left and right together */
+	for (int m = 0; m < 2; m++)
+		sup[m] = spawn_microvm(args[m]);
+	for (int m = 0; m < 2; m++) {
+		pid[m] = ready_vm(ready[m], tids[m], 1);
+		lr[m] = tids[m][0];
+	}
+	t0 = runs_now(lr, at[0]);
+	for (int m = 0; m < 2; m++)
+		cr_assert_eq(wait_exit(sup[m]), 0, "microvm %s", args[m]);
+	interval[0] = (long long)(mono_ns() - t0);
+	for (int m = 0; m < 2; m++) {
+		run[m][0] = microvm_run_ns(out[m], 0);
+		vm[m] = smt_vm(vs, pid[m]);
+	}
+
+	/* pair alone, its vCPUs on CPUs 0 and 1 */
+	sup[2] = spawn_microvm(args[2]);
+	pid[2] = ready_vm(ready[2], tids[2], 2);
+	pin_task(tids[2][0], 0);
+	pin_task(tids[2][1], 1);
+	t0 = runs_now(tids[2], at[1]);
+	cr_assert_eq(wait_exit(sup[2]), 0, "microvm %s", args[2]);
+	interval[1] = (long long)(mono_ns() - t0);
+	for (int i = 0; i < 2; i++)
+		run[2][i] = microvm_run_ns(out[2], (size_t)i);
+	vm[2] = smt_vm(vs, pid[2]);
+	for (int m = 0; m < 2; m++)
+		again[m] = smt_vm(vs, pid[m]);
+	vcpustat_close(vs);
+
+	cr_assert_eq(vm[0].smt_other_ns, vm[1].smt_other_ns,
+		     "left and right: each overlap is charged to both VMs (%llu, %llu ns)",
+		     (unsigned long long)vm[0].smt_other_ns, (unsigned long long)vm[1].smt_other_ns);
+	{
+		long long total[2] = { run[0][0], run[1][0] };
+
+		assert_overlap("left beside right (smt_other_ns)", (long long)vm[0].smt_other_ns, total, at[0],
+			       interval[0], 1);
+	}
+	for (int m = 0; m < 2; m++) {
+		cr_assert_eq(vm[m].smt_same_ns, 0, "%s has one vCPU: never beside its own", names[m]);
+		cr_assert_eq(again[m].smt_other_ns, vm[m].smt_other_ns, "%s had exited when pair ran", names[m]);
+	}
+	assert_overlap("pair's two vCPUs side by side (smt_same_ns, vCPU-time)", (long long)vm[2].smt_same_ns, run[2],
+		       at[1], interval[1], 2);
+	cr_assert_eq(vm[2].smt_other_ns, 0, "pair ran beside no other VM");
 }
