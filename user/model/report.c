@@ -1474,6 +1474,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	struct hashmap vcpu_of_tid = { 0 };
 	struct report_thread *ht = NULL; /* the host threads, read at the first VM that needs them */
 	struct cpu_runs cr = { 0 };
+	const char *culprits;
 	uint32_t lost_attr;
 	size_t nht = 0;
 	int e = 0;
@@ -1492,7 +1493,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	cr.t1 = t1;
 	cr.t2 = t2;
 	/* a level-vcpu recording says it records runners even if no tracked thread ever waited */
-	*has_culprits = cr.host_cpus != SHT_NO_ATTR || (sht_meta_get(r, "culprits") && !strcmp(sht_meta_get(r, "culprits"), "runners"));
+	culprits = sht_meta_get(r, "culprits");
+	*has_culprits = cr.host_cpus != SHT_NO_ATTR || (culprits && !strcmp(culprits, "runners"));
 	if (hashmap_init(&cr.cpus, sizeof(uint32_t), sizeof(struct runs), 0) ||
 	    hashmap_init(&vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0))
 		return verror(err, -ENOMEM, "out of memory");
