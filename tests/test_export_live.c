@@ -885,7 +885,7 @@ Test(export_live, plot_live_draws_the_histograms, .timeout = 60, .fini = cleanup
 	SKIP_UNLESS(kvm_unavailable());
 	if (!have("xmllint"))
 		cr_skip_test("xmllint is not installed (Debian package libxml2-utils)");
-	vm_start(&vm, "plotlive", 20, true);
+	vm_start(&vm, "plotlive", 120, true); /* stopped after the plot, which can take 20 s to attach in the lab */
 	{
 		char *argv[] = { (char *)vcpustat_bin(), "plot", "--live", "-i", "1", "--vm", vm.name, "-o", (char *)svg,
 				 NULL };
@@ -896,7 +896,7 @@ Test(export_live, plot_live_draws_the_histograms, .timeout = 60, .fini = cleanup
 	snprintf(cmd, sizeof(cmd), "xmllint --noout %s", svg);
 	cr_assert_eq(system(cmd), 0, "well-formed XML");
 	text = slurp(svg);
-	cr_assert(strstr(text, vm.name));
+	cr_assert(strstr(text, vm.name), "the VM is in the plot (not \"No VM was seen in this window\")");
 	cr_assert(strstr(text, "Run-queue wait") && strstr(text, "p99"), "the wait histogram with its p99");
 	cr_assert(strstr(text, ">preempted</text>"), "the state legend");
 	free(text);
