@@ -1993,6 +1993,24 @@ static int thread_named(pid_t pid, const char *comm)
 	return found;
 }
 
+/* The VM of a --ready file: its process id, and its vCPU threads' ids in tids (n of them). */
+static pid_t ready_vm(const char *ready_path, pid_t *tids, size_t n)
+{
+	json_t *ready, *vm;
+	pid_t pid;
+
+	for (int i = 0; i < 600 && access(ready_path, F_OK); i++)
+		usleep(100000);
+	ready = load(ready_path);
+	vm = json_array_get(jget(ready, "vms"), 0);
+	pid = (pid_t)jint(vm, "pid");
+	cr_assert_eq(json_array_size(jget(vm, "vcpus")), n, "%s lists %zu vCPUs", ready_path, n);
+	for (size_t i = 0; i < n; i++)
+		tids[i] = (pid_t)jint(json_array_get(jget(vm, "vcpus"), i), "tid");
+	json_decref(ready);
+	return pid;
+}
+
 /*
  * microvm's I/O thread (--io-thread-us: `IO iothread0`, 2 ms of work, 2 ms
  * asleep) pinned to CPU 0 with the VM's busy vCPU: the live window finds it
@@ -2011,7 +2029,7 @@ Test(kvmlab, a_vm_io_thread_is_accounted_live_and_names_its_vcpu_as_culprit)
 	struct vcpustat *vs;
 	__u64 n0, n1, m0, m1, window;
 	double run_err, wait_err;
-	pid_t mvm, vm_pid = 0;
+	pid_t mvm, vm_pid, vcpu_tid;
 	__u32 io_tid = 0;
 	int n;
 
@@ -2027,14 +2045,7 @@ Test(kvmlab, a_vm_io_thread_is_accounted_live_and_names_its_vcpu_as_culprit)
 		 "-name guest=iot --ready '%s' --json '%s'",
 		 ready_path, in_dir("iot.json"));
 	mvm = spawn_microvm(args);
-	for (int i = 0; i < 600 && access(ready_path, F_OK); i++)
-		usleep(100000);
-	{
-		json_t *ready = load(ready_path);
-
-		vm_pid = (pid_t)jint(json_array_get(jget(ready, "vms"), 0), "pid");
-		json_decref(ready);
-	}
+	vm_pid = ready_vm(ready_path, &vcpu_tid, 1);
 	for (int i = 0; i < 100 && !io_tid; i++, usleep(20000))
 		io_tid = (__u32)thread_named(vm_pid, "IO iothread0");
 	cr_assert_gt(io_tid, 0, "microvm's I/O thread");
@@ -2180,14 +2191,9 @@ static long long kernel_migrations(pid_t tid)
 /* The vCPU thread of the one-vCPU VM that --ready file names. */
 static pid_t ready_vcpu(const char *ready_path)
 {
-	json_t *ready;
 	pid_t tid;
 
-	for (int i = 0; i < 600 && access(ready_path, F_OK); i++)
-		usleep(100000);
-	ready = load(ready_path);
-	tid = (pid_t)jint(json_array_get(jget(json_array_get(jget(ready, "vms"), 0), "vcpus"), 0), "tid");
-	json_decref(ready);
+	ready_vm(ready_path, &tid, 1);
 	return tid;
 }
 
@@ -2459,24 +2465,6 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 }
 
 /* ---- SMT sharing on real KVM events (issue 12 item 5) ---- */
-
-/* The VM of a --ready file: its process id, and its vCPU threads' ids in tids (n of them). */
-static pid_t ready_vm(const char *ready_path, pid_t *tids, size_t n)
-{
-	json_t *ready, *vm;
-	pid_t pid;
-
-	for (int i = 0; i < 600 && access(ready_path, F_OK); i++)
-		usleep(100000);
-	ready = load(ready_path);
-	vm = json_array_get(jget(ready, "vms"), 0);
-	pid = (pid_t)jint(vm, "pid");
-	cr_assert_eq(json_array_size(jget(vm, "vcpus")), n, "%s lists %zu vCPUs", ready_path, n);
-	for (size_t i = 0; i < n; i++)
-		tids[i] = (pid_t)jint(json_array_get(jget(vm, "vcpus"), i), "tid");
-	json_decref(ready);
-	return pid;
-}
 
 /* The run time (/proc schedstat, read by microvm as each vCPU thread's last act) of vCPU i of --json file path. */
 static long long microvm_run_ns(const char *path, size_t i)
