@@ -60,12 +60,32 @@ struct {
 	__type(value, struct vcpustat_vm);
 } vms SEC(".maps");
 
+/*
+ * Histograms (include/vcpustat_abi.h, struct vcpustat_hist_row): the rows,
+ * which user space maps and reads; which rows are in use (key -> row index);
+ * and the free rows' indices, all of them put there by user space at load.
+ * The three have the same number of entries.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, VCPUSTAT_MAX_HISTS);
+	__type(key, __u32);
+	__type(value, struct vcpustat_hist_row);
+} hist_rows SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, VCPUSTAT_MAX_HISTS);
 	__type(key, struct vcpustat_hist_key);
-	__type(value, struct vcpustat_hist);
+	__type(value, __u32);
 } hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, VCPUSTAT_MAX_HISTS);
+	__type(value, __u32);
+} hist_free SEC(".maps");
 
 /* Final state of vCPUs whose thread exited; user space reads and deletes them. */
 struct {
@@ -205,9 +225,6 @@ struct {
 	__type(value, struct vcpustat_vcpu);
 } scratch SEC(".maps");
 
-/* The initial value of a new histogram (all zero). */
-const struct vcpustat_hist zero_hist = {};
-
 /* ---- the storage the shared handler (vcpustat_handler.h) runs on ---- */
 
 static __always_inline struct vcpustat_vcpu *env_vcpu_lookup(__u32 tid)
@@ -273,14 +290,55 @@ static __always_inline int env_vm_insert(__u32 tgid, const struct vcpustat_vm *v
 	return bpf_map_update_elem(&vms, &tgid, vm, BPF_NOEXIST);
 }
 
-static __always_inline struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k)
+static __always_inline bool hist_key_eq(const struct vcpustat_hist_key *a, const struct vcpustat_hist_key *b)
 {
-	struct vcpustat_hist *h = bpf_map_lookup_elem(&hists, k);
+	return a->tgid == b->tgid && a->reason == b->reason && a->kind == b->kind && a->isa == b->isa;
+}
 
-	if (h)
-		return h;
-	bpf_map_update_elem(&hists, k, &zero_hist, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&hists, k);
+static __always_inline struct vcpustat_hist *env_hist_row(__u32 row, const struct vcpustat_hist_key *k)
+{
+	struct vcpustat_hist_row *r = bpf_map_lookup_elem(&hist_rows, &row);
+
+	return r && hist_key_eq(&r->key, k) ? &r->hist : NULL;
+}
+
+/*
+ * The row of key k, made from a free one if there is none: the new row's key
+ * is written before the row is published in hists; two CPUs that make the
+ * same key at once each take a row, and the one whose insert fails clears
+ * its row and gives it back, then finds the other's.
+ */
+static __always_inline struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k, __u32 *row)
+{
+	struct vcpustat_hist_row *r;
+	__u32 *in_use, n;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		in_use = bpf_map_lookup_elem(&hists, k);
+		if (in_use) {
+			n = *in_use;
+			r = bpf_map_lookup_elem(&hist_rows, &n);
+			/* not k's: user space is freeing it (its VM has gone) */
+			if (!r || !hist_key_eq(&r->key, k))
+				return NULL;
+			*row = n + 1;
+			return &r->hist;
+		}
+		if (bpf_map_pop_elem(&hist_free, &n))
+			return NULL;
+		r = bpf_map_lookup_elem(&hist_rows, &n);
+		if (!r)
+			return NULL;
+		r->key = *k;
+		if (!bpf_map_update_elem(&hists, k, &n, BPF_NOEXIST)) {
+			*row = n + 1;
+			return &r->hist;
+		}
+		__builtin_memset(&r->key, 0, sizeof(r->key));
+		bpf_map_push_elem(&hist_free, &n, 0);
+	}
+	return NULL;
 }
 
 static __always_inline struct vcpustat_culprit *env_culprit_get(const struct vcpustat_culprit_key *k,

@@ -212,6 +212,10 @@ enum vcpustat_index_src {
 };
 
 /* vcpus map: key = tid (__u32). */
+/* Ways of a vCPU's cache of its histogram rows (vcpustat_vcpu.hist_slot): a power of two. */
+#define VCPUSTAT_HIST_CACHE_BITS 3
+#define VCPUSTAT_HIST_CACHE (1u << VCPUSTAT_HIST_CACHE_BITS)
+
 struct vcpustat_vcpu {
 	struct vcpu_fsm fsm;
 	__u64 discovered_ns;
@@ -256,6 +260,15 @@ struct vcpustat_vcpu {
 	__u8 nested_pending;   /* the open exit left L2: a row of the nested-exit table at its kvm_entry */
 	__u8 nested_reflected; /* ... and KVM reflected it to L1 (EV_NESTED_EXIT) */
 	__u8 nested_isa;
+	__u8 pad2[8];
+	/*
+	 * The BPF side's cache of its histogram rows (hist_rows map): index + 1
+	 * of the row of a recent (kind, ISA, reason), at hist_cache_way(); 0:
+	 * none. A hint, checked against the row's key at each use. Not state:
+	 * zeroed in snapshots (vcpustat_vcpu_clear_cache), and user-space
+	 * replay, whose rows are in a hash table, leaves it zero.
+	 */
+	__u32 hist_slot[VCPUSTAT_HIST_CACHE];
 };
 
 /*
@@ -407,6 +420,20 @@ struct vcpustat_hist {
 	__u64 max_ns;
 	__u64 gsys; /* exits (VCPU_SAMPLE_EXIT) that left guest kernel mode */
 	__u64 bucket[LAT_HIST_BUCKETS];
+};
+
+/*
+ * The histograms live in the rows of an array (hist_rows map), so that a
+ * vCPU reaches the row of its exit's reason by its index, cached in its
+ * record (vcpustat_vcpu.hist_slot), without a hash lookup. The hists map
+ * (key -> row index) says which rows are in use; hist_free (a queue) holds
+ * the free rows' indices. A free row is all zero, its key too (tgid 0):
+ * user space zeroes a row before it gives its index back.
+ */
+struct vcpustat_hist_row {
+	struct vcpustat_hist_key key;
+	__u32 pad;
+	struct vcpustat_hist hist;
 };
 
 /*

@@ -16,7 +16,12 @@
  *   int   env_dead_insert(__u32 tid, const struct vcpustat_vcpu *v);   0 or <0 (full)
  *   struct vcpustat_vm *env_vm_lookup(__u32 tgid);
  *   int   env_vm_insert(__u32 tgid, const struct vcpustat_vm *vm);
- *   struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k);      lookup or create zeroed
+ *   struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k, __u32 *row);
+ *                                                                      lookup or create zeroed; *row: its row
+ *                                                                      index + 1 for the vCPU's cache (0: none)
+ *   struct vcpustat_hist *env_hist_row(__u32 row, const struct vcpustat_hist_key *k);
+ *                                                                      row index row (from *row - 1) if k
+ *                                                                      still owns it, else NULL
  *   struct vcpustat_culprit *env_culprit_get(const struct vcpustat_culprit_key *k,
  *                                            const struct vcpustat_culprit *init);
  *   struct vcpustat_cpu *env_cpu(__u32 cpu);                           NULL if out of range
@@ -101,23 +106,49 @@ HANDLER_INLINE void emit_vcpu(const struct vcpustat_event *ev, const struct vcpu
 			arg0, arg1);
 }
 
-HANDLER_INLINE void hist_add(__u32 tgid, const struct vcpu_fsm_sample *smp)
+/*
+ * The way of v->hist_slot where a (kind, reason) row's index is cached: the
+ * top bits of a multiplicative (Fibonacci) hash, so that the few rows one
+ * entry touches (an exit's reason, a wake-up's reason and vector) seldom
+ * share a way.
+ */
+HANDLER_INLINE __u32 hist_cache_way(__u32 kind, __u32 reason)
+{
+	return ((reason ^ (kind << 16)) * 2654435761u) >> (32 - VCPUSTAT_HIST_CACHE_BITS);
+}
+
+/*
+ * A latency sample of vCPU v into its VM's histogram of the sample's (kind,
+ * ISA, reason): found through v's cache of row indices when it holds the
+ * row (the common case: a vCPU exits again and again for the same few
+ * reasons), else looked up (or made) by key, and then cached.
+ */
+HANDLER_INLINE void hist_add(struct vcpustat_vcpu *v, const struct vcpu_fsm_sample *smp)
 {
 	struct vcpustat_hist_key key = {
-		.tgid = tgid,
+		.tgid = v->tgid,
 		.kind = (__u16)smp->kind,
 		.isa = (__u16)smp->isa,
 		.reason = smp->reason,
 	};
-	struct vcpustat_hist *h;
+	struct vcpustat_hist *h = NULL;
 	__u64 ns = smp->ns, old;
-	__u32 idx;
+	__u32 way = hist_cache_way(smp->kind, smp->reason), row, idx;
 	int i;
 
-	h = env_hist_get(&key);
-	if (!h) {
-		env_lost(VCPUSTAT_LOST_HIST_FULL);
+	HANDLER_OPAQUE(way);
+	if (way >= VCPUSTAT_HIST_CACHE)
 		return;
+	row = v->hist_slot[way];
+	if (row)
+		h = env_hist_row(row - 1, &key);
+	if (!h) {
+		h = env_hist_get(&key, &row);
+		if (!h) {
+			env_lost(VCPUSTAT_LOST_HIST_FULL);
+			return;
+		}
+		v->hist_slot[way] = row;
 	}
 	idx = lat_hist_bucket(ns);
 	HANDLER_OPAQUE(idx);
@@ -377,9 +408,9 @@ HANDLER_INLINE void apply_step(const struct vcpustat_event *ev, struct vcpustat_
 	if (s->pcpu_changed && s->pcpu_from != VCPU_PCPU_NONE)
 		place_moved(v, s->pcpu_from, v->fsm.pcpu);
 	if (s->sample[0].kind != VCPU_SAMPLE_NONE)
-		hist_add(v->tgid, &s->sample[0]);
+		hist_add(v, &s->sample[0]);
 	if (s->sample[1].kind != VCPU_SAMPLE_NONE)
-		hist_add(v->tgid, &s->sample[1]);
+		hist_add(v, &s->sample[1]);
 	if (s->from != s->to)
 		emit_vcpu(ev, v, VCPUSTAT_REC_STATE, (__u8)s->from, (__u8)s->to, arg0, arg1);
 	else if (ev->type == VCPUSTAT_EV_KVM_EXIT)
@@ -838,10 +869,10 @@ HANDLER_INLINE void wake_end(const struct vcpustat_event *ev, struct vcpustat_vc
 	};
 
 	v->wake_pending = 0;
-	hist_add(v->tgid, &ws);
+	hist_add(v, &ws);
 	ws.kind = VCPU_SAMPLE_WAKE_VECTOR;
 	ws.reason = v->wake_vector;
-	hist_add(v->tgid, &ws);
+	hist_add(v, &ws);
 	/* recordings: the reason, at the entry (the wake-up itself is the state's change from asleep) */
 	emit_vcpu(ev, v, VCPUSTAT_REC_WAKE, v->wake_vector, 0, v->wake_reason,
 		  ws.ns > 0xffffffffull ? 0xffffffffu : (__u32)ws.ns);
@@ -959,9 +990,9 @@ HANDLER_INLINE void on_process_exit(const struct vcpustat_event *ev)
 		poll_expire(ev, v);
 		vcpu_fsm_process_exit(&v->fsm, ev->ts, &s);
 		if (s.sample[0].kind != VCPU_SAMPLE_NONE)
-			hist_add(v->tgid, &s.sample[0]);
+			hist_add(v, &s.sample[0]);
 		if (s.sample[1].kind != VCPU_SAMPLE_NONE)
-			hist_add(v->tgid, &s.sample[1]);
+			hist_add(v, &s.sample[1]);
 		emit_vcpu(ev, v, VCPUSTAT_REC_VCPU_GONE, (__u8)s.from, VCPU_UNKNOWN, 0, 0);
 		if (env_dead_insert(tid, v))
 			env_lost(VCPUSTAT_LOST_DEAD_FULL);

@@ -109,8 +109,15 @@ static bool get_vcpu(__u32 tid, struct vcpustat_vcpu *v)
 static bool get_hist(__u32 tgid, __u16 kind, __u16 isa, __u32 reason, struct vcpustat_hist *h)
 {
 	struct vcpustat_hist_key k = { .tgid = tgid, .kind = kind, .isa = isa, .reason = reason };
+	struct vcpustat_hist_row r;
+	__u32 row;
 
-	return bpf_map_lookup_elem(vcpustat_map_fd(vs, "hists"), &k, h) == 0;
+	if (bpf_map_lookup_elem(vcpustat_map_fd(vs, "hists"), &k, &row) ||
+	    bpf_map_lookup_elem(vcpustat_map_fd(vs, "hist_rows"), &row, &r))
+		return false;
+	cr_assert_eq(memcmp(&r.key, &k, sizeof(k)), 0, "row %u of the hists map belongs to another key", row);
+	*h = r.hist;
+	return true;
 }
 
 static void drain(void)
@@ -386,6 +393,88 @@ Test(bpf, exit_latency_histogram_buckets)
 	cr_assert_eq(h.max_ns, max);
 	for (unsigned int b = 0; b < LAT_HIST_BUCKETS; b++)
 		cr_assert_eq(h.bucket[b], want[b], "bucket %u", b);
+}
+
+/*
+ * The histograms' rows (struct vcpustat_hist_row): a VM's rows, once it is
+ * reaped, serve the next VM from zero, and a vCPU whose cached row index now
+ * points at another VM's row neither adds to that row nor takes it back.
+ * Two rows in all, so that "full" is reached and counted.
+ */
+Test(bpf, histogram_rows_are_recycled_and_a_stale_cached_row_is_not_used)
+{
+	struct vcpustat_options o = { .record_level = VCPUSTAT_LEVEL_VCPU, .max_hists = 2 };
+	__u64 lost[VCPUSTAT_NR_LOST];
+	struct vcpustat_snapshot snap;
+	struct vcpustat_hist h;
+	struct vcpustat_vcpu v;
+	int err;
+
+	teardown();
+	err = vcpustat_open(&vs, &o);
+	cr_assert_eq(err, 0, "vcpustat_open: %s", strerror(-err));
+	rb = vcpustat_ring_buffer(vs, &(struct vcpustat_consumer){ .on_record = on_record });
+	cr_assert_not_null(rb);
+
+	/* VM 600 takes both rows */
+	KVM_EXIT(1000, 601, 600, 30, 0);
+	KVM_ENTRY(1100, 601, 600, 0);
+	KVM_EXIT(1200, 601, 600, 48, 0);
+	KVM_ENTRY(1400, 601, 600, 0);
+	cr_assert(get_vcpu(601, &v));
+	{
+		unsigned int cached = 0;
+
+		for (unsigned int w = 0; w < VCPUSTAT_HIST_CACHE; w++)
+			cached += v.hist_slot[w] != 0;
+		cr_assert_eq(cached, 2, "the vCPU caches its two rows");
+	}
+	/* VM 700 finds none */
+	KVM_EXIT(2000, 701, 700, 30, 0);
+	KVM_ENTRY(2050, 701, 700, 0);
+	cr_assert_not(get_hist(700, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 30, &h));
+	cr_assert_eq(vcpustat_lost(vs, lost), 0);
+	cr_assert_eq(lost[VCPUSTAT_LOST_HIST_FULL], 1);
+
+	/* VM 600 reaped (its vCPU record stays, with its cache): VM 700 gets both rows, from zero */
+	cr_assert_eq(vcpustat_reap_vm(vs, 600), 0);
+	cr_assert_not(get_hist(600, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 30, &h));
+	KVM_EXIT(3000, 701, 700, 30, 0);
+	KVM_ENTRY(3050, 701, 700, 0);
+	KVM_EXIT(3100, 701, 700, 48, 0);
+	KVM_ENTRY(3170, 701, 700, 0);
+	cr_assert(get_hist(700, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 30, &h));
+	cr_assert_eq(h.count, 1);
+	cr_assert_eq(h.sum_ns, 50);
+	cr_assert_eq(h.max_ns, 50);
+	cr_assert(get_hist(700, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 48, &h));
+	cr_assert_eq(h.count, 1);
+	cr_assert_eq(h.sum_ns, 70);
+
+	/* vCPU 601's cached indices are 700's rows now: not used, and no row is free */
+	KVM_EXIT(4000, 601, 600, 30, 0);
+	KVM_ENTRY(4500, 601, 600, 0);
+	KVM_EXIT(4600, 601, 600, 48, 0);
+	KVM_ENTRY(5200, 601, 600, 0);
+	cr_assert(get_hist(700, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 30, &h));
+	cr_assert_eq(h.count, 1, "VM 600's exit went into VM 700's row");
+	cr_assert_eq(h.sum_ns, 50);
+	cr_assert(get_hist(700, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 48, &h));
+	cr_assert_eq(h.count, 1);
+	cr_assert_not(get_hist(600, VCPU_SAMPLE_EXIT, KVM_ISA_VMX, 30, &h));
+	cr_assert_eq(vcpustat_lost(vs, lost), 0);
+	cr_assert_eq(lost[VCPUSTAT_LOST_HIST_FULL], 3);
+
+	/* a snapshot shows the rows in use, and no vCPU's cache */
+	cr_assert_eq(vcpustat_snapshot(vs, &snap), 0);
+	cr_assert_eq(snap.nr_hists, 2);
+	for (size_t i = 0; i < snap.nr_hists; i++)
+		cr_assert_eq(snap.hists[i].key.tgid, 700);
+	cr_assert_eq(snap.nr_vcpus, 2);
+	for (size_t i = 0; i < snap.nr_vcpus; i++)
+		for (unsigned int w = 0; w < VCPUSTAT_HIST_CACHE; w++)
+			cr_assert_eq(snap.vcpus[i].hist_slot[w], 0);
+	vcpustat_snapshot_free(&snap);
 }
 
 /*

@@ -121,6 +121,9 @@ struct vcpustat {
 	__u64 vhost_scan_ns; /* the last look for vhost-<pid> kernel threads (vcpustat_seed_vmm) */
 	struct hashmap vmm_scans; /* VM tgid -> __u64: the last look at its threads (when vmm_scans_on) */
 	bool vmm_scans_on;
+	/* the hist_rows map, mapped read-only (its rows are read from here) */
+	const struct vcpustat_hist_row *hist_rows;
+	size_t hist_rows_len;
 };
 
 static vcpustat_log_fn log_fn;
@@ -492,6 +495,30 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 	return err;
 }
 
+/*
+ * The histograms' rows (bpf/vcpustat.bpf.c, hist_rows): mapped read-only, so
+ * that a snapshot copies the rows in use without a system call each, and
+ * every row's index given to the free queue, where the programs take them.
+ */
+static int hist_rows_init(struct vcpustat *vs)
+{
+	const struct bpf_map *rows = vs->skel->maps.hist_rows;
+	__u32 n = bpf_map__max_entries(rows), i;
+	long page = sysconf(_SC_PAGESIZE);
+	int free_fd = bpf_map__fd(vs->skel->maps.hist_free);
+	void *p;
+
+	vs->hist_rows_len = ((size_t)n * sizeof(struct vcpustat_hist_row) + (size_t)page - 1) & ~((size_t)page - 1);
+	p = mmap(NULL, vs->hist_rows_len, PROT_READ, MAP_SHARED, bpf_map__fd(rows), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	vs->hist_rows = p;
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(free_fd, NULL, &i, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
 static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, struct open_try *t)
 {
 	const char *no_per_cpu = t->no_per_cpu;
@@ -616,8 +643,11 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	}
 	if (opts->max_vms)
 		bpf_map__set_max_entries(vs->skel->maps.vms, opts->max_vms);
-	if (opts->max_hists)
+	if (opts->max_hists) {
 		bpf_map__set_max_entries(vs->skel->maps.hists, opts->max_hists);
+		bpf_map__set_max_entries(vs->skel->maps.hist_rows, opts->max_hists);
+		bpf_map__set_max_entries(vs->skel->maps.hist_free, opts->max_hists);
+	}
 	if (opts->max_details) {
 		bpf_map__set_max_entries(vs->skel->maps.details, opts->max_details);
 		bpf_map__set_max_entries(vs->skel->maps.fault_pages, opts->max_details);
@@ -666,6 +696,11 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 	}
 	close(proto);
 	proto = -1;
+	err = hist_rows_init(vs);
+	if (err) {
+		vlog(VCPUSTAT_LOG_WARN, "cannot map the histograms' rows: %s", strerror(-err));
+		goto fail;
+	}
 	if (no_per_cpu) {
 		vs->nrings = 1;
 		snprintf(vs->rings_how, sizeof(vs->rings_how), "one ring buffer shared by all CPUs, %u KiB (%s)",
@@ -768,6 +803,8 @@ void vcpustat_close(struct vcpustat *vs)
 	for (i = 0; vs->ring_fds && i < (size_t)vs->nrings; i++)
 		close(vs->ring_fds[i]);
 	free(vs->ring_fds);
+	if (vs->hist_rows)
+		munmap((void *)vs->hist_rows, vs->hist_rows_len);
 	vcpustat_bpf__destroy(vs->skel);
 	pthread_mutex_destroy(&vs->read_lock);
 	free(vs->read_keys);
@@ -1027,10 +1064,26 @@ static int read_details(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	return 0;
 }
 
+/*
+ * Row row of the histograms, if key k still owns it (read from the mapping:
+ * the programs may add to it meanwhile, as to any map value being copied).
+ */
+static bool hist_row_read(const struct vcpustat *vs, __u32 row, const struct vcpustat_hist_key *k,
+			  struct vcpustat_hist *out)
+{
+	const struct vcpustat_hist_row *r;
+
+	if (row >= bpf_map__max_entries(vs->skel->maps.hist_rows))
+		return false;
+	r = &vs->hist_rows[row];
+	memcpy(out, &r->hist, sizeof(*out));
+	return !memcmp(&r->key, k, sizeof(*k));
+}
+
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 {
 	void *keys = NULL, *vals = NULL;
-	size_t i;
+	size_t i, n;
 	int err;
 
 	memset(snap, 0, sizeof(*snap));
@@ -1055,15 +1108,25 @@ int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap)
 	free(keys);
 	snap->vms = vals;
 
-	/* histograms and culprits: from the read buffers straight into key/value pairs */
-	err = read_hash_locked(vs, vs->skel->maps.hists, false, &snap->nr_hists);
+	/* vCPUs' caches of histogram rows are the programs' business, not state */
+	for (i = 0; i < snap->nr_vcpus; i++)
+		memset(snap->vcpus[i].hist_slot, 0, sizeof(snap->vcpus[i].hist_slot));
+	for (i = 0; i < snap->nr_dead; i++)
+		memset(snap->dead[i].hist_slot, 0, sizeof(snap->dead[i].hist_slot));
+
+	/* histograms (the rows the hists map says are in use) and culprits */
+	err = read_hash_locked(vs, vs->skel->maps.hists, false, &n);
 	if (err)
 		goto fail;
 	/* zeroed: the padding too, snapshots are compared byte for byte (tests/test_replay.c) */
-	snap->hists = calloc(snap->nr_hists ? snap->nr_hists : 1, sizeof(*snap->hists));
-	for (i = 0; snap->hists && i < snap->nr_hists; i++) {
-		snap->hists[i].key = ((struct vcpustat_hist_key *)vs->read_keys)[i];
-		snap->hists[i].hist = ((struct vcpustat_hist *)vs->read_vals)[i];
+	snap->hists = calloc(n ? n : 1, sizeof(*snap->hists));
+	for (i = 0; snap->hists && i < n; i++) {
+		const struct vcpustat_hist_key *k = &((struct vcpustat_hist_key *)vs->read_keys)[i];
+		__u32 row = ((__u32 *)vs->read_vals)[i];
+
+		if (!hist_row_read(vs, row, k, &snap->hists[snap->nr_hists].hist))
+			continue; /* freed since the lookup */
+		snap->hists[snap->nr_hists++].key = *k;
 	}
 	pthread_mutex_unlock(&vs->read_lock);
 	if (!snap->hists) {
@@ -1137,12 +1200,42 @@ static int delete_by_tgid(struct vcpustat *vs, const struct bpf_map *map, __u32 
 	return 0;
 }
 
+/*
+ * Free the histogram rows of VM tgid: out of hists first (no program finds
+ * them by key any more), then zeroed (the key too: a vCPU's cached index no
+ * longer matches), then back to the free queue. A row is given back only by
+ * whoever deleted its key, so once.
+ */
+static int delete_hists(struct vcpustat *vs, __u32 tgid)
+{
+	static const struct vcpustat_hist_row zero;
+	int fd = bpf_map__fd(vs->skel->maps.hists), rows_fd = bpf_map__fd(vs->skel->maps.hist_rows),
+	    free_fd = bpf_map__fd(vs->skel->maps.hist_free), err;
+	struct vcpustat_hist_key *keys;
+	__u32 *rows;
+	size_t n, i;
+
+	err = read_hash(vs, vs->skel->maps.hists, false, (void **)&keys, (void **)&rows, &n);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		if (keys[i].tgid != tgid || bpf_map_delete_elem(fd, &keys[i]))
+			continue;
+		if (bpf_map_update_elem(rows_fd, &rows[i], &zero, BPF_ANY) ||
+		    bpf_map_update_elem(free_fd, NULL, &rows[i], BPF_ANY))
+			err = -errno; /* the row is lost to new keys, not wrong */
+	}
+	free(keys);
+	free(rows);
+	return err;
+}
+
 int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 {
 	int err;
 
 	bpf_map_delete_elem(bpf_map__fd(vs->skel->maps.vms), &tgid);
-	err = delete_by_tgid(vs, vs->skel->maps.hists, tgid);
+	err = delete_hists(vs, tgid);
 	if (!err)
 		err = delete_by_tgid(vs, vs->skel->maps.culprits, tgid);
 	if (!err)

@@ -68,9 +68,19 @@ static inline int env_vm_insert(__u32 tgid, const struct vcpustat_vm *vm)
 	return hashmap_insert(&cur->vms, &tgid, vm);
 }
 
-static inline struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k)
+/* No row cache here: the vCPU's hist_slot stays 0, as snapshots show it. */
+static inline struct vcpustat_hist *env_hist_row(__u32 row, const struct vcpustat_hist_key *k)
+{
+	(void)row;
+	(void)k;
+	return NULL;
+}
+
+static inline struct vcpustat_hist *env_hist_get(const struct vcpustat_hist_key *k, __u32 *row)
 {
 	struct vcpustat_hist *h = hashmap_lookup(&cur->hists, k);
+
+	*row = 0;
 
 	if (h || hashmap_insert(&cur->hists, k, NULL))
 		return h;
