@@ -211,11 +211,11 @@ enum vcpustat_index_src {
 	VCPUSTAT_INDEX_SEED,	   /* set by user space (seeded from /proc) */
 };
 
-/* vcpus map: key = tid (__u32). */
 /* Ways of a vCPU's cache of its histogram rows (vcpustat_vcpu.hist_slot): a power of two. */
 #define VCPUSTAT_HIST_CACHE_BITS 3
 #define VCPUSTAT_HIST_CACHE (1u << VCPUSTAT_HIST_CACHE_BITS)
 
+/* vcpus map: key = tid (__u32). */
 struct vcpustat_vcpu {
 	struct vcpu_fsm fsm;
 	__u64 discovered_ns;
@@ -263,10 +263,10 @@ struct vcpustat_vcpu {
 	__u8 pad2[8];
 	/*
 	 * The BPF side's cache of its histogram rows (hist_rows map): index + 1
-	 * of the row of a recent (kind, ISA, reason), at hist_cache_way(); 0:
-	 * none. A hint, checked against the row's key at each use. Not state:
-	 * zeroed in snapshots (vcpustat_vcpu_clear_cache), and user-space
-	 * replay, whose rows are in a hash table, leaves it zero.
+	 * of the row of a recent (kind, ISA, reason), at hist_cache_way()
+	 * (vcpustat_handler.h); 0: none. A hint, checked against the row's key
+	 * at each use. Not state: snapshots show it zeroed (user/live/loader.c),
+	 * and user-space replay, whose rows are in a hash table, leaves it zero.
 	 */
 	__u32 hist_slot[VCPUSTAT_HIST_CACHE];
 };
