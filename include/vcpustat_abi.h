@@ -16,7 +16,7 @@
 #include "vcpu_fsm.h"
 #include "latency_hist.h"
 
-#define VCPUSTAT_ABI_VERSION 7
+#define VCPUSTAT_ABI_VERSION 8
 
 /* What happened (struct vcpustat_event.type; also record.cause). */
 enum vcpustat_event_type {
