@@ -1178,11 +1178,16 @@ fail:
 	return err;
 }
 
-/* Delete the entries of a hash map whose key starts with tgid (a __u32). */
-static int delete_by_tgid(struct vcpustat *vs, const struct bpf_map *map, __u32 tgid)
+/*
+ * Delete the entries of a hash map whose key starts with tgid (a __u32);
+ * gone(vs, value), if given, for each entry this call deleted (so once per
+ * entry), and its first error is returned.
+ */
+static int delete_by_tgid(struct vcpustat *vs, const struct bpf_map *map, __u32 tgid,
+			  int (*gone)(struct vcpustat *vs, const void *value))
 {
-	size_t ksz = bpf_map__key_size(map), n, i;
-	int fd = bpf_map__fd(map), err;
+	size_t ksz = bpf_map__key_size(map), vsz = bpf_map__value_size(map), n, i;
+	int fd = bpf_map__fd(map), err, e;
 	void *keys, *vals;
 
 	err = read_hash(vs, map, false, &keys, &vals, &n);
@@ -1192,42 +1197,31 @@ static int delete_by_tgid(struct vcpustat *vs, const struct bpf_map *map, __u32 
 		void *key = (char *)keys + i * ksz;
 
 		/* culprits of its VMM threads: tgid | VCPUSTAT_CULPRIT_VMM */
-		if ((*(__u32 *)key & ~VCPUSTAT_CULPRIT_VMM) == tgid)
-			bpf_map_delete_elem(fd, key);
+		if ((*(__u32 *)key & ~VCPUSTAT_CULPRIT_VMM) != tgid || bpf_map_delete_elem(fd, key) || !gone)
+			continue;
+		e = gone(vs, (char *)vals + i * vsz);
+		if (e && !err)
+			err = e;
 	}
 	free(keys);
 	free(vals);
-	return 0;
+	return err;
 }
 
 /*
- * Free the histogram rows of VM tgid: out of hists first (no program finds
- * them by key any more), then zeroed (the key too: a vCPU's cached index no
- * longer matches), then back to the free queue. A row is given back only by
- * whoever deleted its key, so once.
+ * A histogram row whose key left hists: zeroed (the key too: a vCPU's cached
+ * index no longer matches), then back to the free queue. Called only by
+ * whoever deleted its key, so a row is given back once.
  */
-static int delete_hists(struct vcpustat *vs, __u32 tgid)
+static int hist_row_free(struct vcpustat *vs, const void *value)
 {
 	static const struct vcpustat_hist_row zero;
-	int fd = bpf_map__fd(vs->skel->maps.hists), rows_fd = bpf_map__fd(vs->skel->maps.hist_rows),
-	    free_fd = bpf_map__fd(vs->skel->maps.hist_free), err;
-	struct vcpustat_hist_key *keys;
-	__u32 *rows;
-	size_t n, i;
+	const __u32 *row = value;
 
-	err = read_hash(vs, vs->skel->maps.hists, false, (void **)&keys, (void **)&rows, &n);
-	if (err)
-		return err;
-	for (i = 0; i < n; i++) {
-		if (keys[i].tgid != tgid || bpf_map_delete_elem(fd, &keys[i]))
-			continue;
-		if (bpf_map_update_elem(rows_fd, &rows[i], &zero, BPF_ANY) ||
-		    bpf_map_update_elem(free_fd, NULL, &rows[i], BPF_ANY))
-			err = -errno; /* the row is lost to new keys, not wrong */
-	}
-	free(keys);
-	free(rows);
-	return err;
+	if (bpf_map_update_elem(bpf_map__fd(vs->skel->maps.hist_rows), row, &zero, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(vs->skel->maps.hist_free), NULL, row, BPF_ANY))
+		return -errno; /* the row is lost to new keys, not wrong */
+	return 0;
 }
 
 int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
@@ -1235,17 +1229,17 @@ int vcpustat_reap_vm(struct vcpustat *vs, __u32 tgid)
 	int err;
 
 	bpf_map_delete_elem(bpf_map__fd(vs->skel->maps.vms), &tgid);
-	err = delete_hists(vs, tgid);
+	err = delete_by_tgid(vs, vs->skel->maps.hists, tgid, hist_row_free);
 	if (!err)
-		err = delete_by_tgid(vs, vs->skel->maps.culprits, tgid);
+		err = delete_by_tgid(vs, vs->skel->maps.culprits, tgid, NULL);
 	if (!err)
-		err = delete_by_tgid(vs, vs->skel->maps.details, tgid);
+		err = delete_by_tgid(vs, vs->skel->maps.details, tgid, NULL);
 	if (!err)
-		err = delete_by_tgid(vs, vs->skel->maps.fault_pages, tgid);
+		err = delete_by_tgid(vs, vs->skel->maps.fault_pages, tgid, NULL);
 	if (!err)
-		err = delete_by_tgid(vs, vs->skel->maps.guest_cr3s, tgid);
+		err = delete_by_tgid(vs, vs->skel->maps.guest_cr3s, tgid, NULL);
 	if (!err)
-		err = delete_by_tgid(vs, vs->skel->maps.vm_cpu, tgid);
+		err = delete_by_tgid(vs, vs->skel->maps.vm_cpu, tgid, NULL);
 	return err;
 }
 
