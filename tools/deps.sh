@@ -24,8 +24,9 @@ pkgs=(
 	# tests of serve over TLS (tests/test_serve_tls.c): test certificates made at test time, an HTTPS client
 	openssl curl
 	# the KVM lab (tools/kvmlab, docs/kvmlab.md): QEMU emulating AMD SVM, a static busybox
-	# and cpio for its initramfs (its guest kernel is fetched by tools/kvmlab/run with apt-get download)
-	qemu-system-x86 busybox-static cpio
+	# and cpio for its initramfs (its guest kernel is fetched by tools/kvmlab/run with apt-get download,
+	# through apt of its own that trusts Debian's archive keys; modules come as .ko, .ko.xz or .ko.zst)
+	qemu-system-x86 busybox-static cpio debian-archive-keyring xz-utils zstd
 	# shipping (docs/install.md): man pages (scdoc renders them, man-db checks
 	# them), bash completion, the Debian package (./build.sh deb) and its checks
 	scdoc man-db bash-completion dpkg-dev debhelper fakeroot lintian systemd
