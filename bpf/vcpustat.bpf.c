@@ -8,10 +8,16 @@
  * replay); the raw_tp injection program does the same with an event given by
  * user space, so tests exercise exactly this code.
  *
- * Tracepoints only (no kprobes/fentry). Scheduler and the scalar KVM
- * tracepoints use tp_btf (cheap, no tracefs needed); kvm_entry/kvm_exit use
- * classic tp/ programs because their fields (exit reason, isa) are computed
- * by the tracepoint itself, and CO-RE handles their layout across kernels.
+ * Tracepoints, and one optional fentry program (halt polling). Each
+ * program's form is the one that needs least of the kernel
+ * (docs/kernels.md): the scheduler's tracepoints tp_btf (typed task
+ * pointers; vmlinux BTF); KVM's with scalar arguments raw_tp (no BTF of the
+ * kvm module, which some kernels lack); kvm_entry, kvm_exit and the other
+ * tracepoints whose fields the tracepoint itself computes, classic tp/
+ * programs that read them at the offsets the tracepoint's format gives.
+ * Built twice: the compat object (VCPUSTAT_NO_ATOMIC_OPS) is for kernels
+ * without BPF's atomic or/and/fetch/cmpxchg (before 5.12); the loader picks
+ * one by probing the kernel (user/live/compat.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -443,6 +449,41 @@ static __always_inline __u32 env_record_level(void)
 	return record_level;
 }
 
+#ifdef VCPUSTAT_NO_ATOMIC_OPS
+/*
+ * The compat object (kernels without BPF's atomic or/and, before 5.12:
+ * docs/kernels.md) keeps no bitmaps of tracked threads, which need them:
+ * whether a thread is tracked is a lookup in the vCPU and VMM-thread maps,
+ * and every scheduler event goes past the hot page's tests to that lookup.
+ */
+static __always_inline int tid_bit(__u32 tid)
+{
+	return env_vcpu_lookup(tid) || env_vmm_lookup(tid);
+}
+
+static __always_inline bool env_tid_maybe_tracked(__u32 tid)
+{
+	return true; /* the handler's own lookup decides */
+}
+
+static __always_inline bool hot_maybe_tracked(__u32 tid)
+{
+	return true;
+}
+
+static __always_inline bool hot_cpu_waiting(__u32 cpu)
+{
+	return true;
+}
+
+static __always_inline void env_tid_tracked(__u32 tid, bool tracked)
+{
+}
+
+static __always_inline void env_cpu_waiting(__u32 cpu, bool waiting)
+{
+}
+#else
 static __always_inline __u64 *tid_word(__u32 tid)
 {
 	__u32 w = tid >> 6;
@@ -512,6 +553,8 @@ static __always_inline bool slot_tracked(__u32 slot)
 	return false;
 }
 
+#endif /* !VCPUSTAT_NO_ATOMIC_OPS */
+
 /*
  * marks: an entry per tracked thread (made where the thread is current, or
  * by user space through its pidfd) and per thread running on a CPU where
@@ -536,6 +579,7 @@ static __noinline void mark_task(struct task_struct *t)
 		bpf_task_storage_get(&marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+#ifndef VCPUSTAT_NO_ATOMIC_OPS
 /*
  * The exact bit first, then the hot slot: a reader that sees the slot set
  * finds the exact bit too. Clearing rechecks the slot's other tids after
@@ -565,6 +609,8 @@ static __always_inline void env_tid_tracked(__u32 tid, bool tracked)
 		__sync_fetch_and_or(&hotpath.maybe_tids[slot >> 6], bit);
 }
 
+#endif /* !VCPUSTAT_NO_ATOMIC_OPS */
+
 static __always_inline void env_vcpu_new(struct vcpustat_vcpu *v)
 {
 	env_tid_tracked(v->tid, true);
@@ -575,6 +621,7 @@ static __always_inline void env_vcpu_gone(struct vcpustat_vcpu *v)
 	env_tid_tracked(v->tid, false);
 }
 
+#ifndef VCPUSTAT_NO_ATOMIC_OPS
 /* cpus[cpu].nr_waiting changed, under that CPU's run-queue lock. */
 static __always_inline void env_cpu_waiting(__u32 cpu, bool waiting)
 {
@@ -587,6 +634,7 @@ static __always_inline void env_cpu_waiting(__u32 cpu, bool waiting)
 	else
 		__sync_fetch_and_and(hot_cpu_word(cpu), ~bit);
 }
+#endif
 
 #include "vcpustat_handler.h"
 
@@ -714,15 +762,19 @@ static __always_inline void runner_of(struct task_struct *p, __u32 cpu, struct v
 	if (record_level != VCPUSTAT_LEVEL_VCPU)
 		return;
 	if (cpu == (__u32)ev->cpu) {
-		curr = bpf_get_current_task_btf();
-	} else {
-		if (!bpf_core_field_exists(p->se.cfs_rq) || !p->se.cfs_rq)
-			return;
-		rq = p->se.cfs_rq->rq;
-		if (!rq || rq->cpu != (int)cpu)
-			return;
-		curr = rq->curr;
+		__u64 id = bpf_get_current_pid_tgid(); /* not the task's BTF pointer: that needs 5.11 */
+
+		ev->tid2 = (__u32)id;
+		ev->tgid2 = id >> 32;
+		ev->arg2 = VCPUSTAT_RUNNER_KNOWN;
+		return;
 	}
+	if (!bpf_core_field_exists(p->se.cfs_rq) || !p->se.cfs_rq)
+		return;
+	rq = p->se.cfs_rq->rq;
+	if (!rq || rq->cpu != (int)cpu)
+		return;
+	curr = rq->curr;
 	if (!curr)
 		return;
 	ev->tid2 = (__u32)curr->pid;
@@ -989,31 +1041,50 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
  */
 #define TP_PASS 1
 
+/*
+ * The classic tp/ programs read their fields where this kernel's tracepoint
+ * format puts them (tp_fields, struct vcpustat_tp_fields: set by the loader
+ * from tracefs before load). That needs no BTF of the kvm module (Debian
+ * 11's 5.10 has none) and follows the fields' moves between kernels
+ * (kvm_exit's arguments changed in 5.16, kvm_page_fault's in 6.x): the
+ * format is the tracepoint's stable ABI, the one perf reads. A field's
+ * offset and size are constants to the verifier (frozen rodata).
+ */
+const volatile struct vcpustat_tp_fields tp_fields = {};
+
+static __always_inline __u64 tp_field(void *ctx, __u16 off, __u16 size)
+{
+	__u64 v = 0;
+
+	if (size && size <= sizeof(v))
+		bpf_probe_read_kernel(&v, size, (char *)ctx + off);
+	return v;
+}
+
+#define TP_FIELD(ctx, name) tp_field(ctx, tp_fields.name.off, tp_fields.name.size)
+
 SEC("tp/kvm/kvm_entry")
-int on_kvm_entry(struct trace_event_raw_kvm_entry *ctx)
+int on_kvm_entry(void *ctx)
 {
 	struct vcpustat_event ev;
 
 	event_current(&ev, VCPUSTAT_EV_KVM_ENTRY);
-	ev.arg0 = BPF_CORE_READ(ctx, vcpu_id);
+	ev.arg0 = tp_fields.entry_vcpu_id.size ? (__u32)TP_FIELD(ctx, entry_vcpu_id) : 0xffffffffu;
 	run_event(&ev);
 	return TP_PASS;
 }
 
 SEC("tp/kvm/kvm_exit")
-int on_kvm_exit(struct trace_event_raw_kvm_exit *ctx)
+int on_kvm_exit(void *ctx)
 {
 	struct vcpustat_event ev;
 
 	event_current(&ev, VCPUSTAT_EV_KVM_EXIT);
-	ev.arg0 = BPF_CORE_READ(ctx, exit_reason);
-	ev.arg1 = BPF_CORE_READ(ctx, isa);
-	if (bpf_core_field_exists(ctx->vcpu_id))
-		ev.arg2 = BPF_CORE_READ(ctx, vcpu_id);
-	else
-		ev.arg2 = 0xffffffffu;
+	ev.arg0 = (__u32)TP_FIELD(ctx, exit_reason);
+	ev.arg1 = (__u32)TP_FIELD(ctx, exit_isa);
+	ev.arg2 = tp_fields.exit_vcpu_id.size ? (__u32)TP_FIELD(ctx, exit_vcpu_id) : 0xffffffffu;
 	/* guest kernel mode, as perf-prof's %gsys tells it: a 64-bit guest RIP in the upper half */
-	if ((__s64)BPF_CORE_READ(ctx, guest_rip) < 0)
+	if (tp_fields.exit_guest_rip.size == 8 && (__s64)TP_FIELD(ctx, exit_guest_rip) < 0)
 		ev.arg2 |= VCPUSTAT_EXIT_GSYS;
 	run_event(&ev);
 	return TP_PASS;
@@ -1082,14 +1153,15 @@ int BPF_PROG(on_kvm_exit_cr3, struct kvm_vcpu *vcpu, __u32 isa)
 {
 	struct vcpustat_event ev;
 
-	if (!hot_maybe_tracked((__u32)bpf_get_current_pid_tgid()))
+	/* vcpu may be NULL to the verifier (6.12's says so of tracepoint arguments) */
+	if (!vcpu || !hot_maybe_tracked((__u32)bpf_get_current_pid_tgid()))
 		return 0;
 	event_current(&ev, VCPUSTAT_EV_GUEST_CR3);
 	ev.arg0 = guest_cr3(vcpu, isa);
 	return run_event(&ev);
 }
 
-SEC("tp_btf/kvm_userspace_exit")
+SEC("raw_tp/kvm_userspace_exit")
 int BPF_PROG(on_kvm_userspace_exit, __u32 reason, int errno)
 {
 	struct vcpustat_event ev;
@@ -1100,7 +1172,7 @@ int BPF_PROG(on_kvm_userspace_exit, __u32 reason, int errno)
 	return run_event(&ev);
 }
 
-SEC("tp_btf/kvm_fpu")
+SEC("raw_tp/kvm_fpu")
 int BPF_PROG(on_kvm_fpu, int load)
 {
 	struct vcpustat_event ev;
@@ -1111,7 +1183,7 @@ int BPF_PROG(on_kvm_fpu, int load)
 	return run_event(&ev);
 }
 
-SEC("tp_btf/kvm_hypercall")
+SEC("raw_tp/kvm_hypercall")
 int BPF_PROG(on_kvm_hypercall, unsigned long nr, unsigned long a0, unsigned long a1)
 {
 	struct vcpustat_event ev;
@@ -1150,44 +1222,42 @@ static __always_inline int vcpu_thread_event(__u64 type, __u64 arg0, __u64 arg1,
  * and KVM reflects an exit of L2 back to L1. Only the moments matter: the
  * arguments (which differ between kernels) are not read.
  */
-SEC("tp_btf/kvm_nested_vmenter")
+SEC("raw_tp/kvm_nested_vmenter")
 int BPF_PROG(on_kvm_nested_vmenter)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_NESTED_ENTER, 0, 0, 0);
 }
 
-SEC("tp_btf/kvm_nested_vmexit_inject")
+SEC("raw_tp/kvm_nested_vmexit_inject")
 int BPF_PROG(on_kvm_nested_vmexit_inject)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_NESTED_EXIT, 0, 0, 0);
 }
 
-SEC("tp_btf/kvm_pio")
+SEC("raw_tp/kvm_pio")
 int BPF_PROG(on_kvm_pio, unsigned int rw, unsigned int port, unsigned int size, unsigned int count)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_PIO, port, rw, size);
 }
 
-SEC("tp_btf/kvm_mmio")
+SEC("raw_tp/kvm_mmio")
 int BPF_PROG(on_kvm_mmio, int type, int len, __u64 gpa)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_MMIO, gpa, (__u32)type, (__u32)len);
 }
 
-SEC("tp_btf/kvm_msr")
+SEC("raw_tp/kvm_msr")
 int BPF_PROG(on_kvm_msr, unsigned int write, __u32 ecx, __u64 data, bool exception)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_MSR, ecx, write, exception);
 }
 
-/*
- * kvm_page_fault's arguments changed (a vcpu pointer came first from 6.x on),
- * its fields did not: a classic tp/ program with CO-RE reads them anywhere.
- */
+/* kvm_page_fault's arguments changed (a vcpu pointer came first from 6.x on): a classic tp/ program. */
 SEC("tp/kvm/kvm_page_fault")
-int on_kvm_page_fault(struct trace_event_raw_kvm_page_fault *ctx)
+int on_kvm_page_fault(void *ctx)
 {
-	vcpu_thread_event(VCPUSTAT_EV_PAGE_FAULT, BPF_CORE_READ(ctx, fault_address), BPF_CORE_READ(ctx, error_code), 0);
+	if (hot_maybe_tracked((__u32)bpf_get_current_pid_tgid()))
+		vcpu_thread_event(VCPUSTAT_EV_PAGE_FAULT, TP_FIELD(ctx, pf_address), TP_FIELD(ctx, pf_error_code), 0);
 	return TP_PASS;
 }
 
@@ -1198,13 +1268,13 @@ int on_kvm_page_fault(struct trace_event_raw_kvm_page_fault *ctx)
  * with CO-RE reads: the fields are stable, the arguments' types were not.
  */
 SEC("tp/kvm/kvm_apic_accept_irq")
-int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
+int on_kvm_apic_accept_irq(void *ctx)
 {
 	struct vcpustat_event ev;
 
 	event_current(&ev, VCPUSTAT_EV_APIC_ACCEPT);
-	ev.arg0 = BPF_CORE_READ(ctx, apicid);
-	ev.arg1 = BPF_CORE_READ(ctx, vec);
+	ev.arg0 = (__u32)TP_FIELD(ctx, apic_apicid);
+	ev.arg1 = (__u32)TP_FIELD(ctx, apic_vec);
 	run_event(&ev);
 	return TP_PASS;
 }
@@ -1215,7 +1285,7 @@ int on_kvm_apic_accept_irq(struct trace_event_raw_kvm_apic_accept_irq *ctx)
  * vector, an IPI's, a device's). Only the first argument is read: it is the
  * vector in every kernel (6.x added two more after it).
  */
-SEC("tp_btf/kvm_inj_virq")
+SEC("raw_tp/kvm_inj_virq")
 int BPF_PROG(on_kvm_inj_virq, unsigned int vector)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_INJ_VIRQ, vector, 0, 0);
@@ -1240,13 +1310,13 @@ int BPF_PROG(on_kvm_vcpu_halt, struct kvm_vcpu *vcpu)
 	return vcpu_thread_event(VCPUSTAT_EV_HALT, poll_ns, poll, 0);
 }
 
-SEC("tp_btf/kvm_vcpu_wakeup")
+SEC("raw_tp/kvm_vcpu_wakeup")
 int BPF_PROG(on_kvm_vcpu_wakeup, __u64 ns, bool waited, bool valid)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_HALT_END, ns, waited, valid);
 }
 
-SEC("tp_btf/kvm_halt_poll_ns")
+SEC("raw_tp/kvm_halt_poll_ns")
 int BPF_PROG(on_kvm_halt_poll_ns, bool grow, unsigned int vcpu_id, unsigned int new, unsigned int old)
 {
 	return vcpu_thread_event(VCPUSTAT_EV_HALT_POLL_NS, new, old, vcpu_id | (__u64)grow << 32);

@@ -6,16 +6,25 @@ find_program(BPF_CLANG NAMES clang clang-14 clang-15 clang-16 clang-19 REQUIRED)
 find_program(BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin REQUIRED)
 set(BPF_ARCH x86)
 
+#
+# bpf_object(NAME SRC [DEPS...] [MCPU v2|v3] [DEFINES D...]): DEPS are files
+# the object depends on; MCPU is clang's BPF instruction set (default v3);
+# DEFINES are -D flags without the -D.
 function(bpf_object name src)
+	cmake_parse_arguments(B "" "MCPU" "DEFINES" ${ARGN})
+	if(NOT B_MCPU)
+		set(B_MCPU v3)
+	endif()
+	list(TRANSFORM B_DEFINES PREPEND -D)
 	set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}.bpf.o)
 	set(skel ${CMAKE_CURRENT_BINARY_DIR}/${name}.skel.h)
 	add_custom_command(OUTPUT ${obj}
-		COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_ARCH}
+		COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=${B_MCPU} -D__TARGET_ARCH_${BPF_ARCH} ${B_DEFINES}
 			-Wall -Werror -Wno-unused-function
 			-I${PROJECT_SOURCE_DIR}/vmlinux/${BPF_ARCH} -I${PROJECT_SOURCE_DIR}/include
 			-I${PROJECT_SOURCE_DIR}/bpf ${LIBBPF_CFLAGS_OTHER}
 			-c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
-		DEPENDS ${src} ${ARGN}
+		DEPENDS ${src} ${B_UNPARSED_ARGUMENTS}
 		IMPLICIT_DEPENDS C ${CMAKE_CURRENT_SOURCE_DIR}/${src}
 		COMMENT "BPF ${src}")
 	add_custom_command(OUTPUT ${skel}

@@ -112,6 +112,30 @@ struct vcpustat_event {
 /* kvm_exit's arg2: bit 32 = the exit left guest kernel mode (64-bit guests: RIP bit 63). */
 #define VCPUSTAT_EXIT_GSYS (1ULL << 32)
 
+/*
+ * Where the classic tp/ programs find their tracepoint's fields (the rodata
+ * tp_fields, set by the loader before load from the tracepoint's format in
+ * tracefs, events/kvm/<event>/format): the offset in the raw event and the
+ * size in bytes; size 0 where this kernel's tracepoint has no such field.
+ * docs/kernels.md.
+ */
+struct vcpustat_tp_field {
+	__u16 off;
+	__u16 size;
+};
+
+struct vcpustat_tp_fields {
+	struct vcpustat_tp_field entry_vcpu_id;	 /* kvm_entry */
+	struct vcpustat_tp_field exit_reason;	 /* kvm_exit */
+	struct vcpustat_tp_field exit_isa;
+	struct vcpustat_tp_field exit_vcpu_id;
+	struct vcpustat_tp_field exit_guest_rip;
+	struct vcpustat_tp_field pf_address;	 /* kvm_page_fault */
+	struct vcpustat_tp_field pf_error_code;
+	struct vcpustat_tp_field apic_apicid;	 /* kvm_apic_accept_irq */
+	struct vcpustat_tp_field apic_vec;
+};
+
 /* Ring-buffer record types (struct vcpustat_record.type). */
 enum vcpustat_record_type {
 	VCPUSTAT_REC_NONE = 0,

@@ -63,6 +63,46 @@
  * verifier (the KVM lab's) does not know ("unbounded memory access").
  */
 #define HANDLER_OPAQUE(x) __asm__ volatile("" : "+r"(x))
+/*
+ * (Such an x is 64 bits wide: a 32-bit one is compared as a zero-extended
+ * copy, and a verifier before 5.11 does not carry the copy's bound back to
+ * the register that indexes, as 5.10's did not.)
+ */
+
+/*
+ * The atomic operations beyond a plain add: an atomic maximum (compare and
+ * swap) and an add that returns the old value. BPF has them from Linux 5.12
+ * (BPF_ATOMIC's fetch forms and cmpxchg); the compat BPF object, built with
+ * VCPUSTAT_NO_ATOMIC_OPS for older kernels (docs/kernels.md), does without:
+ * there a maximum raised by two CPUs at the same moment may keep the
+ * smaller, and two vCPUs of one VM numbered by order of discovery at the
+ * same moment may get the same number.
+ */
+HANDLER_INLINE void handler_max(__u64 *p, __u64 v)
+{
+#ifdef VCPUSTAT_NO_ATOMIC_OPS
+	if (v > *p)
+		*p = v;
+#else
+	__u64 old;
+	int i;
+
+	for (i = 0; i < 4; i++) { /* lock-free, retried a few times under contention */
+		old = *p;
+		if (v <= old || __sync_val_compare_and_swap(p, old, v) == old)
+			break;
+	}
+#endif
+}
+
+HANDLER_INLINE __u32 handler_fetch_inc(__u32 *p)
+{
+#ifdef VCPUSTAT_NO_ATOMIC_OPS
+	return (*p)++;
+#else
+	return __sync_fetch_and_add(p, 1);
+#endif
+}
 
 HANDLER_INLINE void emit_at(const struct vcpustat_event *ev, __u64 ts, __u32 tid, __u32 tgid, __u32 vcpu, __u8 type,
 			    __u8 from, __u8 to, __u32 arg0, __u32 arg1)
@@ -132,9 +172,9 @@ HANDLER_INLINE void hist_add(struct vcpustat_vcpu *v, const struct vcpu_fsm_samp
 		.reason = smp->reason,
 	};
 	struct vcpustat_hist *h = NULL;
-	__u64 ns = smp->ns, old;
-	__u32 way = hist_cache_way(smp->kind, smp->reason), row, idx;
-	int i;
+	__u64 ns = smp->ns;
+	__u64 way = hist_cache_way(smp->kind, smp->reason), idx;
+	__u32 row;
 
 	HANDLER_OPAQUE(way);
 	if (way >= VCPUSTAT_HIST_CACHE)
@@ -159,11 +199,7 @@ HANDLER_INLINE void hist_add(struct vcpustat_vcpu *v, const struct vcpu_fsm_samp
 	__sync_fetch_and_add(&h->count, 1);
 	if (smp->gsys)
 		__sync_fetch_and_add(&h->gsys, 1);
-	for (i = 0; i < 4; i++) { /* max: lock-free, retried a few times under contention */
-		old = h->max_ns;
-		if (ns <= old || __sync_val_compare_and_swap(&h->max_ns, old, ns) == old)
-			break;
-	}
+	handler_max(&h->max_ns, ns);
 }
 
 /* ---- exit details (docs/record-abi.md, "Exit details") ---- */
@@ -173,8 +209,6 @@ HANDLER_INLINE void detail_add(__u32 tgid, __u8 kind, __u8 access, __u64 addr, _
 	struct vcpustat_detail_key key = { .tgid = tgid, .kind = kind, .access = access, .pad = 0, .addr = addr };
 	struct vcpustat_detail_key other = key;
 	struct vcpustat_detail *d;
-	__u64 old;
-	int i;
 
 	other.addr = VCPUSTAT_DETAIL_OTHER;
 	d = env_detail_get(&key, false);
@@ -195,11 +229,7 @@ HANDLER_INLINE void detail_add(__u32 tgid, __u8 kind, __u8 access, __u64 addr, _
 	}
 	__sync_fetch_and_add(&d->count, 1);
 	__sync_fetch_and_add(&d->sum_ns, ns);
-	for (i = 0; i < 4; i++) {
-		old = d->max_ns;
-		if (ns <= old || __sync_val_compare_and_swap(&d->max_ns, old, ns) == old)
-			break;
-	}
+	handler_max(&d->max_ns, ns);
 }
 
 /*
@@ -592,8 +622,7 @@ HANDLER_INLINE void charge_culprits(const struct vcpustat_event *ev, struct vcpu
 HANDLER_INLINE void vmm_close(struct vcpustat_vmm_thread *t, __u64 ts)
 {
 	struct vcpustat_vm *vm;
-	__u64 ns;
-	__u32 k = t->kind;
+	__u64 ns, k = t->kind;
 
 	if (ts <= t->since || (t->state != VCPUSTAT_VMM_T_RUN && t->state != VCPUSTAT_VMM_T_WAIT))
 		return;
@@ -719,7 +748,7 @@ HANDLER_INLINE struct vcpustat_vcpu *vcpu_create(const struct vcpustat_event *ev
 		v->index = (__u32)idx;
 		v->index_src = VCPUSTAT_INDEX_COMM;
 	} else {
-		v->index = __sync_fetch_and_add(&vm->next_index, 1);
+		v->index = handler_fetch_inc(&vm->next_index);
 		v->index_src = VCPUSTAT_INDEX_ORDER;
 	}
 	if (env_vcpu_insert(tid, v)) {

@@ -56,6 +56,21 @@ const char *kvm_exit_unavailable(void)
 	return NULL;
 }
 
+const char *live_status_wrong(int status, const char *err)
+{
+	static char why[256];
+
+	if (status == 0)
+		return NULL;
+	if (status == 1 && kvm_exit_unavailable() && err && strstr(err, "is blind to part of this host") &&
+	    strstr(err, "kvm_exit fired for none"))
+		return NULL; /* this host's software KVM: said so, as it must */
+	snprintf(why, sizeof(why), "exit status %d%s", status,
+		 kvm_exit_unavailable() ? " (1 with the warning that kvm_exit fired for none of the exits is right here)" :
+					  "");
+	return why;
+}
+
 int read_schedstat(int tid, struct schedstat *s)
 {
 	char path[64];

@@ -18,6 +18,14 @@ const char *kvm_unavailable(void);
  * tests run in the KVM lab (tests/kvmlab.sh, docs/kvmlab.md).
  */
 const char *kvm_exit_unavailable(void);
+/*
+ * Did a live `vcpustat record` (or other live command) of VMs end as it
+ * must here? 0; or, where this machine's KVM never fires kvm_exit (a
+ * software KVM: kvm_exit_unavailable()), 1 with the warning that it was
+ * blind to their exits (docs/vcpustat.md, "Health"). NULL if so, else a
+ * sentence on what is wrong. err: what it printed on stderr.
+ */
+const char *live_status_wrong(int status, const char *err);
 
 /*
  * Skip the current test if the reason is non-NULL. The reason reaches the

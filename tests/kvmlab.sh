@@ -2,7 +2,14 @@
 # The KVM lab part of the test suite (docs/kvmlab.md): run the given test
 # suites inside the lab, one lab session per suite, with tests/tally.sh.
 #
-#   tests/kvmlab.sh BUILD_DIR SUITE...
+#   tests/kvmlab.sh [--kernel K] [--env VAR=VALUE]... [--label TEXT] BUILD_DIR SUITE...
+#
+# SUITE is a Criterion suite, or NAME=FILTER: the tests FILTER selects
+# (`@(kvmlab/a|e2e/b)`), in one session named NAME. --kernel: the lab's guest
+# kernel (tools/kvmlab/run --kernel: 5.10, 6.1, 6.12 or a package; default
+# its own, 6.1); --env: set in the lab (VCPUSTAT_NO_MARKS=1: the hot page's
+# programs where marks mode would be chosen); --label: how the summary names
+# this run (the kernel and mode, in tests/run.sh's matrix).
 #
 # tests/run.sh passes the suites that need a KVM whose kvm_entry/kvm_exit
 # fire, and those that need /dev/kvm at all when this machine has none. Prints
@@ -26,20 +33,34 @@
 # assertion and counted as passed; if it fails again, it failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:?usage: tests/kvmlab.sh BUILD_DIR SUITE...}
+usage="usage: tests/kvmlab.sh [--kernel K] [--env VAR=VALUE]... [--label TEXT] BUILD_DIR SUITE..."
+kernel_opt=() envs=() label=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernel_opt=(--kernel "${2:?$usage}"); shift 2 ;;
+	--env) envs+=("${2:?$usage}"); shift 2 ;;
+	--label) label=${2:?$usage}; shift 2 ;;
+	-*) echo "$usage" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+dir=${1:?$usage}
 shift
-[ $# -gt 0 ] || { echo "usage: tests/kvmlab.sh BUILD_DIR SUITE..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
 lab=tools/kvmlab/run
+# the lab on the kernel asked for, with the environment asked for (the lab passes it into the guest)
+lab_cmd=(env ${envs[@]+"${envs[@]}"} "$lab" ${kernel_opt[@]+"${kernel_opt[@]}"})
+at=${label:+ ($label)}
 timeout_s=${KVMLAB_TEST_TIMEOUT:-900}
 attempts=${KVMLAB_ATTEMPTS:-3}
 
 skip() {
-	echo "skipped 1: the KVM lab cannot run here: $*"
+	echo "skipped 1: the KVM lab${at} cannot run here: $*"
 	echo "0 passed, 0 failed, 1 skipped"
 	exit 0
 }
 
-if ! why=$("$lab" --prepare 2>&1); then
+if ! why=$("${lab_cmd[@]}" --prepare 2>&1); then
 	skip "$(echo "$why" | tail -1 | sed 's/^kvmlab: //; s/^the lab cannot run here: //')"
 fi
 scratch=$(mktemp -d /tmp/vcpustat-kvmlab-suite.XXXXXX)
@@ -53,10 +74,12 @@ rerun=${KVMLAB_RERUN_FAILED:-1}
 passed=0 failed=0 skipped=0 stalls=0 astray=0 panics=0 flaky=0
 
 # run_suite SUITE N [FILTER]: one lab session (the Nth for SUITE), of the
-# tests FILTER selects (default: all of SUITE); sets rc, out
+# tests FILTER selects (default: all of SUITE, or the filter NAME=FILTER
+# gave it: groups); sets rc, out
+declare -A groups=()
 run_suite() {
-	local suite=$1 n=$2 filter=${3:-$1/*} t0
-	[ -n "$filter" ] || filter=$suite/*
+	local suite=$1 n=$2 filter=${3:-} t0
+	[ -n "$filter" ] || filter=${groups[$suite]:-$suite/*}
 	out=$scratch/$suite.$n.out
 	t0=$(date +%s)
 	mkdir -p "$scratch/$suite.$n"
@@ -64,12 +87,12 @@ run_suite() {
 	# CPUs, but one each for the suite kvmlab, whose figures (the guest's share
 	# of a busy vCPU, exit latencies) are those of CPUs that run at once
 	local threads=${KVMLAB_TCG_THREADS:-}
-	[ -n "$threads" ] || case $suite in kvmlab) threads=multi ;; *) threads=single ;; esac
+	[ -n "$threads" ] || case $filter in kvmlab/* | *'(kvmlab/'* | *'|kvmlab/'*) threads=multi ;; *) threads=single ;; esac
 	# the suite kvmlab_numa needs a guest of two NUMA nodes
 	local topology=()
 	[ "$suite" = kvmlab_numa ] && topology=(--numa 2)
-	echo "kvmlab: booting the KVM lab for the suite $suite (session $n, TCG threads: $threads${topology:+, ${topology[*]}})" >&2
-	"$lab" "${topology[@]}" --tcg-threads "$threads" --scratch "$scratch/$suite.$n" --timeout "$timeout_s" -- \
+	echo "kvmlab: booting the KVM lab${at} for the suite $suite (session $n, TCG threads: $threads${topology:+, ${topology[*]}})" >&2
+	"${lab_cmd[@]}" ${topology[@]+"${topology[@]}"} --tcg-threads "$threads" --scratch "$scratch/$suite.$n" --timeout "$timeout_s" -- \
 		tests/tally.sh "$dir/bin/vcpustat-tests" --jobs 1 --verbose --filter "$filter" \
 		> "$out" 2> "$scratch/$suite.$n.err"
 	rc=$?
@@ -115,7 +138,9 @@ run_attempts() {
 	done
 }
 
-for suite in "$@"; do
+for arg in "$@"; do
+	suite=${arg%%=*}
+	[ "$suite" = "$arg" ] || groups[$suite]=${arg#*=}
 	n=0
 	run_attempts "$suite"
 	case $rc in
@@ -126,19 +151,20 @@ for suite in "$@"; do
 			continue
 		fi
 		read -r p f s < <(tail -1 "$out" | awk '{ print $1, $3, $5 }')
-		# the tests that failed, by name (not a run that stopped early: that is not rerun)
-		names=$(sed -nE 's/^FAILED: [a-z0-9_]+::([a-z0-9_]+) .*/\1/p' "$out")
+		# the tests that failed, as suite/name (not a run that stopped early: that is not rerun)
+		names=$(sed -nE 's/^FAILED: ([a-z0-9_]+)::([a-z0-9_]+) .*/\1\/\2/p' "$out")
 		if [ "$f" -gt 0 ] && [ "$rerun" = 1 ] && [ "$(grep -c . <<< "$names")" = "$f" ]; then
 			# timing under an emulated CPU (docs/kvmlab.md, "Known problems"): each
 			# test that failed runs once more in a fresh lab; one that passes then is
 			# said, with its first failure, and counted as flaky, not failed
 			first=$out
-			run_attempts "$suite" "$suite/@($(paste -sd'|' <<< "$names"))"
+			run_attempts "$suite" "@($(paste -sd'|' <<< "$names"))"
 			if [ "$rc" -le 1 ] && tail -1 "$out" | grep -qE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$'; then
 				read -r p2 f2 s2 < <(tail -1 "$out" | awk '{ print $1, $3, $5 }')
 				while read -r t; do
-					grep -qE "^FAILED: $suite::$t " "$out" && continue
-					echo "kvmlab: flaky: $(grep -E "^FAILED: $suite::$t " "$first" | sed 's/^FAILED: //') -- passed when run again in a fresh lab" | tee -a "$flaky_lines" >&2
+					t=${t/\//::}
+					grep -qE "^FAILED: $t " "$out" && continue
+					echo "kvmlab: flaky${at}: $(grep -E "^FAILED: $t " "$first" | sed 's/^FAILED: //') -- passed when run again in a fresh lab" | tee -a "$flaky_lines" >&2
 					flaky=$((flaky + 1))
 				done <<< "$names"
 				grep -E '^FAILED:' "$out" >> "$lines"
@@ -175,9 +201,9 @@ done
 [ "$astray" -gt 0 ] && echo "kvmlab: an emulated CPU left microvm's program in $astray session(s); those suites ran again in a fresh lab"
 [ "$panics" -gt 0 ] && echo "kvmlab: the guest kernel panicked in $panics session(s); those suites ran again in a fresh lab"
 [ "$flaky" -gt 0 ] && { echo "kvmlab: $flaky test(s) failed once, then passed in a fresh lab:"; cat "$flaky_lines"; }
-grep '^FAILED' "$lines"
-# each skip reason once, with its count over the suites
-awk '/^skipped [0-9]+: / { n = $2 + 0; sub(/^skipped [0-9]+: /, ""); if (!($0 in c)) o[k++] = $0; c[$0] += n }
-	END { for (i = 0; i < k; i++) printf "skipped %d: %s\n", c[o[i]], o[i] }' "$lines"
+# the failures, and each skip reason once with its count over the suites, the label after them
+grep '^FAILED' "$lines" | sed "s|\$|${at}|"
+awk -v at="$at" '/^skipped [0-9]+: / { n = $2 + 0; sub(/^skipped [0-9]+: /, ""); if (!($0 in c)) o[k++] = $0; c[$0] += n }
+	END { for (i = 0; i < k; i++) printf "skipped %d: %s%s\n", c[o[i]], o[i], at }' "$lines"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

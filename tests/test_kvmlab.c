@@ -28,7 +28,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <linux/kvm.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "exit_reasons.h"
@@ -133,6 +135,71 @@ static long long jint(json_t *obj, const char *key)
 static long long jint0(json_t *obj, const char *key)
 {
 	return json_integer_value(json_object_get(obj, key));
+}
+
+/*
+ * KVM's own counters of one vCPU (KVM_GET_STATS_FD, Linux 5.14+), or NULL
+ * where this kernel has none: then only the VM's are known (microvm reads
+ * them from debugfs, the sum over its vCPUs: vm_kvm_stats()), and the
+ * tests compare the VM's sums, vCPU by vCPU only what microvm counted.
+ */
+static json_t *vcpu_kvm_stats(json_t *vcpu)
+{
+	json_t *kvm = json_object_get(vcpu, "kvm_stats");
+
+	if (json_is_object(kvm))
+		return kvm;
+	cr_assert(json_is_string(json_object_get(vcpu, "kvm_stats_error")), "null kvm_stats says why");
+	return NULL;
+}
+
+/* The VM's own counters where its vCPUs have none (see vcpu_kvm_stats()). */
+static json_t *vm_kvm_stats(json_t *vm)
+{
+	json_t *kvm = json_object_get(vm, "kvm_stats");
+
+	cr_assert(json_is_object(kvm), "KVM's counters of VM %s: per vCPU %s; per VM (debugfs) %s",
+		  json_string_value(jget(vm, "name")),
+		  json_string_value(json_object_get(json_array_get(jget(vm, "vcpus"), 0), "kvm_stats_error")),
+		  json_string_value(json_object_get(vm, "kvm_stats_error")));
+	return kvm;
+}
+
+/* Why a test that compares each vCPU with KVM's own counters of it cannot run here, or NULL. */
+static const char *kvm_vcpu_stats_unavailable(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return "no /dev/kvm";
+	r = ioctl(fd, KVM_CHECK_EXTENSION, 203 /* KVM_CAP_BINARY_STATS_FD */);
+	close(fd);
+	return r > 0 ? NULL :
+		       "this kernel's KVM has no per-vCPU counters (KVM_GET_STATS_FD, Linux 5.14): the test compares "
+		       "each vCPU's with vcpustat's";
+}
+
+/* Why a test of a program that needs the kvm module's BTF cannot run here, or NULL (docs/kernels.md). */
+static const char *kvm_btf_unavailable(const char *what)
+{
+	static char why[160];
+
+	if (access("/sys/kernel/btf/kvm", R_OK) == 0)
+		return NULL;
+	snprintf(why, sizeof(why), "%s needs the kvm module's BTF, which this kernel lacks", what);
+	return why;
+}
+
+/* Why a test of KVM tracepoint event cannot run here (this kernel's KVM lacks it), or NULL. */
+static const char *kvm_tracepoint_unavailable(const char *event)
+{
+	static char why[160], path[160];
+
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/kvm/%s", event);
+	if (access(path, F_OK) == 0)
+		return NULL;
+	snprintf(why, sizeof(why), "this kernel's KVM has no tracepoint kvm:%s", event);
+	return why;
 }
 
 /* Start `vcpustat record` and wait until it is attached (it creates the file then). */
@@ -274,17 +341,16 @@ Test(kvmlab, exits_per_reason_equal_kvm_counters_per_vcpu)
 	fprintf(stderr, "kvmlab: microvm %s; per vCPU: vcpustat (recorded) = KVM (KVM_GET_STATS_FD) = microvm\n", args);
 	json_array_foreach(vms, i, vm) {
 		const char *name = json_string_value(jget(vm, "name"));
-		long long vm_io = 0, vm_hlt = 0, vm_mmio = 0, vm_exits = 0;
+		long long vm_io = 0, vm_hlt = 0, vm_irq = 0, vm_mmio = 0, vm_exits = 0, vm_rexits = 0;
+		json_t *vkvm = vcpu_kvm_stats(json_array_get(jget(vm, "vcpus"), 0)) ? NULL : vm_kvm_stats(vm);
 
 		rvm = find_by(jget(rep, "vms"), "vm", jget(vm, "name"));
 		cr_assert_not_null(rvm, "vcpustat saw VM %s", name);
 		json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
-			json_t *kvm = jget(vcpu, "kvm_stats"), *mexits = jget(vcpu, "exits"), *ops = jget(vcpu, "ops");
+			json_t *kvm = vcpu_kvm_stats(vcpu), *mexits = jget(vcpu, "exits"), *ops = jget(vcpu, "ops");
 			long long idx = jint(vcpu, "index"), npf = 0, msr = 0, seen;
 			json_t *rec;
 
-			cr_assert(json_is_object(kvm), "KVM's counters for %s vCPU %lld: %s", name, idx,
-				  json_string_value(json_object_get(vcpu, "kvm_stats_error")));
 			rec = recorded_exits(sht, name, idx);
 			rvcpu = find_by(jget(rvm, "vcpus"), "vcpu", jget(vcpu, "index"));
 			cr_assert_not_null(rvcpu, "vcpustat saw %s vCPU %lld", name, idx);
@@ -296,31 +362,34 @@ Test(kvmlab, exits_per_reason_equal_kvm_counters_per_vcpu)
 			fprintf(stderr,
 				"kvmlab:   %s vCPU %lld: exits %lld = %lld; %s %lld = %lld = %lld; %s %lld = %lld = %lld; "
 				"%s %lld = %lld; %s %lld = %lld; msr %lld = %lld; npf %lld >= mmio %lld + touch %lld; "
-				"userspace %lld = %lld, MMIO %lld = %lld\n",
-				name, idx, seen, jint(kvm, "exits"), n->io, jint0(rec, n->io), jint(kvm, "io_exits"),
-				jint0(mexits, "IO"), n->hlt, jint0(rec, n->hlt), jint(kvm, "halt_exits"),
-				jint0(mexits, "HLT"), n->irq, jint0(rec, n->irq), jint(kvm, "irq_exits"), n->cpuid,
-				jint0(rec, n->cpuid), jint(ops, "cpuid"), msr, jint(ops, "rdmsr") + jint(ops, "wrmsr"), npf,
-				jint(ops, "mmio"), jint(ops, "touch"), jint(rvcpu, "userspace_exits"),
-				jint(vcpu, "kvm_runs"), jint(kvm, "mmio_exits"), jint0(mexits, "MMIO"));
+				"userspace %lld = %lld, MMIO %lld = %lld%s\n",
+				name, idx, seen, kvm ? jint(kvm, "exits") : -1, n->io, jint0(rec, n->io),
+				kvm ? jint(kvm, "io_exits") : -1, jint0(mexits, "IO"), n->hlt, jint0(rec, n->hlt),
+				kvm ? jint(kvm, "halt_exits") : -1, jint0(mexits, "HLT"), n->irq, jint0(rec, n->irq),
+				kvm ? jint(kvm, "irq_exits") : -1, n->cpuid, jint0(rec, n->cpuid), jint(ops, "cpuid"), msr,
+				jint(ops, "rdmsr") + jint(ops, "wrmsr"), npf, jint(ops, "mmio"), jint(ops, "touch"),
+				jint(rvcpu, "userspace_exits"), jint(vcpu, "kvm_runs"), kvm ? jint(kvm, "mmio_exits") : -1,
+				jint0(mexits, "MMIO"), kvm ? "" : " (-1: no per-vCPU counters in this KVM, the VM's below)");
 
-			cr_assert_eq(seen, jint(kvm, "exits"), "%s vCPU %lld: vcpustat's exits by reason, summed = KVM's exits",
+			cr_assert_eq(jint(rvcpu, "kvm_exits"), seen, "%s vCPU %lld: report's kvm_exits = the recorded exits",
 				     name, idx);
-			cr_assert_eq(jint(rvcpu, "kvm_exits"), jint(kvm, "exits"), "%s vCPU %lld: report's kvm_exits", name,
-				     idx);
-			cr_assert_eq(jint0(rec, n->io), jint(kvm, "io_exits"), "%s vCPU %lld: %s = io_exits", name, idx,
-				     n->io);
+			if (kvm) {
+				cr_assert_eq(seen, jint(kvm, "exits"),
+					     "%s vCPU %lld: vcpustat's exits by reason, summed = KVM's exits", name, idx);
+				cr_assert_eq(jint0(rec, n->io), jint(kvm, "io_exits"), "%s vCPU %lld: %s = io_exits", name,
+					     idx, n->io);
+				cr_assert_eq(jint0(rec, n->hlt), jint(kvm, "halt_exits"), "%s vCPU %lld: %s = halt_exits",
+					     name, idx, n->hlt);
+				cr_assert_eq(jint(kvm, "mmio_exits"), jint0(mexits, "MMIO"),
+					     "%s vCPU %lld: mmio_exits = microvm's MMIO", name, idx);
+				cr_assert_eq(jint0(rec, n->irq), jint(kvm, "irq_exits"), "%s vCPU %lld: %s = irq_exits", name,
+					     idx, n->irq);
+			}
 			cr_assert_eq(jint0(rec, n->io), jint0(mexits, "IO"), "%s vCPU %lld: %s = microvm's IO", name, idx,
 				     n->io);
-			cr_assert_eq(jint0(rec, n->hlt), jint(kvm, "halt_exits"), "%s vCPU %lld: %s = halt_exits", name, idx,
-				     n->hlt);
 			cr_assert_eq(jint0(rec, n->hlt), jint0(mexits, "HLT"), "%s vCPU %lld: %s = microvm's HLT", name, idx,
 				     n->hlt);
-			cr_assert_eq(jint(kvm, "mmio_exits"), jint0(mexits, "MMIO"), "%s vCPU %lld: mmio_exits = microvm's MMIO",
-				     name, idx);
 			cr_assert_eq(jint(ops, "mmio"), jint0(mexits, "MMIO"));
-			cr_assert_eq(jint0(rec, n->irq), jint(kvm, "irq_exits"), "%s vCPU %lld: %s = irq_exits", name, idx,
-				     n->irq);
 			cr_assert_eq(jint0(rec, n->cpuid), jint(ops, "cpuid"), "%s vCPU %lld: %s = the guest's cpuid", name,
 				     idx, n->cpuid);
 			cr_assert_eq(msr, jint(ops, "rdmsr") + jint(ops, "wrmsr"), "%s vCPU %lld: msr = rdmsr + wrmsr", name,
@@ -332,9 +401,25 @@ Test(kvmlab, exits_per_reason_equal_kvm_counters_per_vcpu)
 				     "%s vCPU %lld: a userspace exit for every return from KVM_RUN", name, idx);
 			vm_io += jint0(rec, n->io);
 			vm_hlt += jint0(rec, n->hlt);
-			vm_mmio += jint(kvm, "mmio_exits");
+			vm_irq += jint0(rec, n->irq);
+			vm_mmio += jint0(mexits, "MMIO"); /* = KVM's mmio_exits, per vCPU or for the VM below */
 			vm_exits += seen;
+			vm_rexits += jint(rvcpu, "kvm_exits");
 			json_decref(rec);
+		}
+		if (vkvm) { /* a KVM without per-vCPU counters: the VM's, summed over its vCPUs */
+			fprintf(stderr,
+				"kvmlab:   %s (the VM's counters, debugfs): exits %lld = %lld; %s %lld = %lld; %s %lld = "
+				"%lld; %s %lld = %lld; MMIO %lld = %lld\n",
+				name, vm_exits, jint(vkvm, "exits"), n->io, vm_io, jint(vkvm, "io_exits"), n->hlt, vm_hlt,
+				jint(vkvm, "halt_exits"), n->irq, vm_irq, jint(vkvm, "irq_exits"), vm_mmio,
+				jint(vkvm, "mmio_exits"));
+			cr_assert_eq(vm_exits, jint(vkvm, "exits"), "%s: vcpustat's exits by reason = KVM's exits", name);
+			cr_assert_eq(vm_rexits, jint(vkvm, "exits"), "%s: the report's kvm_exits = KVM's exits", name);
+			cr_assert_eq(vm_io, jint(vkvm, "io_exits"), "%s: %s = io_exits", name, n->io);
+			cr_assert_eq(vm_hlt, jint(vkvm, "halt_exits"), "%s: %s = halt_exits", name, n->hlt);
+			cr_assert_eq(vm_irq, jint(vkvm, "irq_exits"), "%s: %s = irq_exits", name, n->irq);
+			cr_assert_eq(vm_mmio, jint(vkvm, "mmio_exits"), "%s: mmio_exits = microvm's MMIO", name);
 		}
 		cr_assert_eq(table_count(rvm, "exits", n->io), vm_io, "%s: the report's %s", name, n->io);
 		cr_assert_eq(table_count(rvm, "exits", n->hlt), vm_hlt, "%s: the report's %s", name, n->hlt);
@@ -474,23 +559,34 @@ static void vm_truth(json_t *vm, struct vm_truth *t)
 
 	memset(t, 0, sizeof(*t));
 	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
-		json_t *kvm = jget(vcpu, "kvm_stats"), *mexits = jget(vcpu, "exits"), *ops = jget(vcpu, "ops");
+		json_t *kvm = vcpu_kvm_stats(vcpu), *mexits = jget(vcpu, "exits"), *ops = jget(vcpu, "ops");
 
-		cr_assert(json_is_object(kvm), "KVM's counters for %s vCPU %zu: %s", json_string_value(jget(vm, "name")),
-			  j, json_string_value(json_object_get(vcpu, "kvm_stats_error")));
-		t->exits += jint(kvm, "exits");
-		t->io += jint(kvm, "io_exits");
-		t->hlt += jint(kvm, "halt_exits");
-		t->irq += jint(kvm, "irq_exits");
+		/* KVM's counters per vCPU, or (kernels before 5.14) the VM's, below */
+		if (kvm) {
+			t->exits += jint(kvm, "exits");
+			t->io += jint(kvm, "io_exits");
+			t->hlt += jint(kvm, "halt_exits");
+			t->irq += jint(kvm, "irq_exits");
+			t->u_mmio += jint(kvm, "mmio_exits");
+			cr_assert_eq(jint(kvm, "io_exits"), jint0(mexits, "IO"), "KVM's io_exits = microvm's IO");
+			cr_assert_eq(jint(kvm, "mmio_exits"), jint0(mexits, "MMIO"), "KVM's mmio_exits = microvm's MMIO");
+		}
 		t->cpuid += jint(ops, "cpuid");
 		t->msr += jint(ops, "rdmsr") + jint(ops, "wrmsr");
 		t->mmio_touch += jint(ops, "mmio") + jint(ops, "touch");
 		t->runs += jint(vcpu, "kvm_runs");
 		t->u_io += jint0(mexits, "IO");
-		t->u_mmio += jint(kvm, "mmio_exits");
 		t->u_hlt += jint0(mexits, "HLT");
-		cr_assert_eq(jint(kvm, "io_exits"), jint0(mexits, "IO"), "KVM's io_exits = microvm's IO");
-		cr_assert_eq(jint(kvm, "mmio_exits"), jint0(mexits, "MMIO"), "KVM's mmio_exits = microvm's MMIO");
+	}
+	if (!vcpu_kvm_stats(json_array_get(jget(vm, "vcpus"), 0))) {
+		json_t *kvm = vm_kvm_stats(vm);
+
+		t->exits = jint(kvm, "exits");
+		t->io = jint(kvm, "io_exits");
+		t->hlt = jint(kvm, "halt_exits");
+		t->irq = jint(kvm, "irq_exits");
+		t->u_mmio = jint(kvm, "mmio_exits");
+		cr_assert_eq(t->io, t->u_io, "KVM's io_exits = microvm's IO");
 	}
 }
 
@@ -721,7 +817,8 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
 		json_array_size(docs));
 	json_array_foreach(jget(report, "vms"), i, vm) {
 		const char *name = json_string_value(jget(vm, "name"));
-		json_t *ex = json_object(), *uex = json_object(), *total = json_object(), *xdoc, *xvm = NULL, *vcpu;
+		json_t *ex = json_object(), *uex = json_object(), *total = json_object(), *xdoc, *xvm = NULL, *vcpu, *kvm;
+		long long vm_exits = 0, xvm_exits = 0;
 		struct vm_truth t;
 
 		vm_truth(vm, &t);
@@ -738,11 +835,14 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
 				exits += jint(lv, "kvm_exits");
 				uexits += jint(lv, "userspace_exits");
 			}
+			kvm = vcpu_kvm_stats(vcpu);
 			fprintf(stderr, "kvmlab:   vcpustat -j %s vCPU %lld: kvm_exits %lld = KVM %lld; userspace_exits %lld = "
-					"KVM_RUN returns %lld\n", name, idx, exits, jint(jget(vcpu, "kvm_stats"), "exits"), uexits,
+					"KVM_RUN returns %lld\n", name, idx, exits, kvm ? jint(kvm, "exits") : -1, uexits,
 				jint(vcpu, "kvm_runs"));
-			cr_assert_eq(exits, jint(jget(vcpu, "kvm_stats"), "exits"), "vcpustat -j %s vCPU %lld: kvm_exits = KVM's exits",
-				     name, idx);
+			if (kvm)
+				cr_assert_eq(exits, jint(kvm, "exits"), "vcpustat -j %s vCPU %lld: kvm_exits = KVM's exits",
+					     name, idx);
+			vm_exits += exits;
 			cr_assert_eq(uexits, jint(vcpu, "kvm_runs"), "vcpustat -j %s vCPU %lld: userspace_exits = microvm's KVM_RUN returns",
 				     name, idx);
 		}
@@ -758,6 +858,7 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
 				json_object_set_new(total, json_string_value(jget(e, "reason")),
 						    json_integer(jint(e, "count_total")));
 		}
+		cr_assert_eq(vm_exits, t.exits, "vcpustat -j %s: its vCPUs' kvm_exits = KVM's exits", name);
 		check_vm_tables("vcpustat -j", name, ex, uex, &t);
 		cr_assert(json_equal(ex, total), "vcpustat -j %s: the intervals' counts add up to count_total", name);
 		check_vm_details(docs, vm, ex, &t);
@@ -771,11 +872,15 @@ Test(kvmlab, live_json_and_export_equal_kvm_counters_per_vcpu)
 			json_t *xv = find_by(jget(xvm, "vcpus"), "vcpu", jget(vcpu, "index"));
 
 			cr_assert_not_null(xv, "export: %s vCPU %zu", name, j);
-			cr_assert_eq(jint(xv, "exit_count"), jint(jget(vcpu, "kvm_stats"), "exits"),
-				     "export %s vCPU %zu: exit_count = KVM's exits", name, j);
+			kvm = vcpu_kvm_stats(vcpu);
+			if (kvm)
+				cr_assert_eq(jint(xv, "exit_count"), jint(kvm, "exits"),
+					     "export %s vCPU %zu: exit_count = KVM's exits", name, j);
+			xvm_exits += jint(xv, "exit_count");
 			cr_assert_eq(jint(xv, "userspace_exit_count"), jint(vcpu, "kvm_runs"),
 				     "export %s vCPU %zu: userspace_exit_count = microvm's KVM_RUN returns", name, j);
 		}
+		cr_assert_eq(xvm_exits, t.exits, "export %s: its vCPUs' exit_count = KVM's exits", name);
 		{
 			json_t *xex = json_object(), *xuex = json_object();
 			const char *tables[] = { "exits", "userspace_exits" };
@@ -897,6 +1002,7 @@ Test(kvmlab, guest_address_spaces_are_the_two_page_tables_microvm_switches)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
+	SKIP_UNLESS(kvm_btf_unavailable("--address-spaces (tp_btf on kvm_exit, struct kvm_vcpu)"));
 	lab_mkdir();
 	sht = in_dir("as.sht");
 	snprintf(cap, sizeof(cap), "%s", in_dir("as.vcap"));
@@ -1015,6 +1121,8 @@ Test(kvmlab, nested_guests_split_guest_time_and_their_exits_match_kvm)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
+	SKIP_UNLESS(kvm_tracepoint_unavailable("kvm_nested_vmenter"));
+	SKIP_UNLESS(kvm_vcpu_stats_unavailable());
 	f = fopen("/sys/module/kvm_amd/parameters/nested", "r");
 	if (f) {
 		char c = 0;
@@ -1122,6 +1230,8 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
+	SKIP_UNLESS(kvm_btf_unavailable("halt polling (fentry on kvm_vcpu_halt)"));
+	SKIP_UNLESS(kvm_vcpu_stats_unavailable());
 	f = fopen("/sys/module/kvm/parameters/halt_poll_ns", "r");
 	if (!f || fscanf(f, "%lld", &halt_poll_ns) != 1 || halt_poll_ns <= 0) {
 		if (f)
@@ -1135,7 +1245,7 @@ Test(kvmlab, halt_polling_is_split_out_of_host_time)
 	json_array_foreach(jget(doc, "programs"), i, p)
 		if (!strcmp(json_string_value(jget(p, "name")), "on_kvm_vcpu_halt"))
 			fentry = !strcmp(json_string_value(jget(p, "status")), "attached");
-	cr_assert(fentry, "the lab's kernel (6.1) loads the fentry program on kvm_vcpu_halt");
+	cr_assert(fentry, "a kernel with the kvm module's BTF loads the fentry program on kvm_vcpu_halt");
 	fprintf(stderr, "kvmlab: microvm %s, kvm.halt_poll_ns %lld; vcpustat -j vs KVM\n", args, halt_poll_ns);
 	vm = json_array_get(jget(report, "vms"), 0);
 	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
@@ -1239,6 +1349,7 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
+	SKIP_UNLESS(kvm_vcpu_stats_unavailable());
 	lab_mkdir();
 	sht = in_dir("wr.sht");
 	start_recorder(sht);
@@ -1368,6 +1479,7 @@ Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
+	SKIP_UNLESS(kvm_vcpu_stats_unavailable());
 	lab_mkdir();
 	live_around_microvm("--irqchip --msi-us 1000 --vcpus 2 --busy-us 200 --duration 2 -name guest=dv", NULL, NULL,
 			    args, sizeof(args), &report, &docs);

@@ -422,10 +422,10 @@ Test(record, killed_recorder_leaves_a_readable_file, .timeout = 120)
 
 Test(record, rotation_keeps_the_newest_files_each_complete, .timeout = 120)
 {
-	char dir[] = "/tmp/vcpustat-rot-XXXXXX", cmd[2048], path[512];
+	char dir[] = "/tmp/vcpustat-rot-XXXXXX", cmd[2048], path[512], *out;
 	struct vcpustat_error err = { 0 };
 	struct dirent *de;
-	int files = 0;
+	int files = 0, st;
 	DIR *d;
 	pid_t vmm;
 
@@ -438,9 +438,15 @@ Test(record, rotation_keeps_the_newest_files_each_complete, .timeout = 120)
 	 * it end before the last file began, which then had no vCPU at all).
 	 */
 	vmm = start_microvm("rec-rot", "1", 30.0);
-	snprintf(cmd, sizeof(cmd), "%s/bin/vcpustat record -q -o %s/cap.sht --rotate-every 1s --keep 2 --duration 3.5",
-		 build_dir(), dir);
-	cr_assert_eq(run(cmd), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s/bin/vcpustat record -q -o %s/cap.sht --rotate-every 1s --keep 2 --duration 3.5 2> %s/record.err",
+		 build_dir(), dir, dir);
+	st = run(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/record.err", dir);
+	out = slurp_file(cmd);
+	cr_assert_null(live_status_wrong(st, out), "%s: %s", live_status_wrong(st, out), out);
+	free(out);
+	unlink(cmd);
 	kill(vmm, SIGTERM);
 	wait_exit(vmm);
 	d = opendir(dir);

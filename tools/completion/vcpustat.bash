@@ -3,7 +3,7 @@
 # The option lists are those of `vcpustat COMMAND --help`; tests/pkg/completion.sh
 # checks that they stay equal.
 
-_vcpustat_commands="top record report export serve plot query check replay import sync"
+_vcpustat_commands="top record report export serve plot query check replay import sync probe"
 
 _vcpustat_options() # COMMAND: its options
 {
@@ -26,6 +26,7 @@ _vcpustat_options() # COMMAND: its options
 	import) echo "--host --guest -o --output --vm-name --vm --lenient --isa --cpus --meta -j --json
 		-q --quiet" ;;
 	sync) echo "-p --pairs -j --json --host --guest --vm --lenient -h --help" ;;
+	probe) echo "-d --duration -j --json -h --help" ;;
 	esac
 }
 

@@ -169,6 +169,8 @@ extern const unsigned short guest_mix_count_offset[MIX_NR_OPS];
  * object {name: value}, or NULL with why filled in. */
 #include <jansson.h>
 json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, char *why, size_t whylen);
+/* KVM's counters for the whole VM from debugfs (kernels before 5.14 have no per-vCPU ones), or NULL and why. */
+json_t *kvm_vm_debugfs_stats(pid_t pid, int vm_fd, char *why, size_t whylen);
 
 /* util.c */
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC */

@@ -129,6 +129,9 @@ struct vm {
 	uint64_t msis_sent;  /* --msi-us: KVM_SIGNAL_MSI calls KVM delivered */
 	struct vcpu_stats io_st; /* its schedstat only */
 	char io_error[160];
+	/* where KVM has no per-vCPU counters (before 5.14): the VM's, from debugfs, or NULL and why */
+	json_t *kvm_stats;
+	char kvm_stats_why[160];
 };
 
 static void err_msg(const struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1003,6 +1006,7 @@ static void vm_teardown(struct vm *vm)
 	}
 	for (unsigned int i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
 		json_decref(vm->vcpus[i].kvm_stats);
+	json_decref(vm->kvm_stats);
 	free(vm->vcpus);
 	free(vm->cpuid);
 	if (vm->mem)
@@ -1120,6 +1124,12 @@ static int send_report(struct vm *vm, uint64_t wall_ns, uint64_t running_ns, con
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
 		json_array_append_new(vcpus, vcpu_json(&vm->vcpus[i]));
 	json_object_set_new(body, "vcpus", vcpus);
+	if (vm->nr_vcpus && !vm->vcpus[0].kvm_stats) {
+		/* the VM's own counters, the sum of its vCPUs' (debugfs), where KVM gives no per-vCPU ones */
+		json_object_set_new(body, "kvm_stats", vm->kvm_stats ? json_incref(vm->kvm_stats) : json_null());
+		if (!vm->kvm_stats)
+			json_object_set_new(body, "kvm_stats_error", json_string(vm->kvm_stats_why));
+	}
 	if (vm->io_started)
 		json_object_set_new(
 			body, "io_thread",
@@ -1224,6 +1234,8 @@ static void collect_counts(struct vm *vm)
 		}
 		v->kvm_stats = kvm_vcpu_stats(vm->kvm_fd, v->fd, v->kvm_stats_why, sizeof(v->kvm_stats_why));
 	}
+	if (vm->nr_vcpus && !vm->vcpus[0].kvm_stats)
+		vm->kvm_stats = kvm_vm_debugfs_stats(getpid(), vm->vm_fd, vm->kvm_stats_why, sizeof(vm->kvm_stats_why));
 }
 
 static void stop_vcpus(struct vm *vm)

@@ -144,6 +144,19 @@ int cli_open_live(struct vcpustat **out, const struct vcpustat_options *opts, bo
 	return 0;
 }
 
+bool cli_blind(unsigned int problems, const struct health *h, const char *what)
+{
+	char msg[1024];
+
+	if (!problems)
+		return false;
+	health_message(h, NULL, NULL, msg, sizeof(msg));
+	cli_warn("%s is blind to part of this host: %s (docs/vcpustat.md, \"Health\"; `%s probe` says what this "
+		 "kernel gives)",
+		 what, msg[0] ? msg : "see the health checks", cli_prog);
+	return true;
+}
+
 volatile sig_atomic_t cli_stop;
 
 static void on_stop(int sig)

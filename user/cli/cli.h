@@ -133,6 +133,7 @@ void cli_usage(const struct cli_command *cmd, FILE *f);
 /* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
 int cmd_top(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
@@ -142,6 +143,12 @@ int cmd_export(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+
+/*
+ * A live command's health at its end (model/health.c): if problems, a
+ * warning naming what `what` misses (h's sentence) and true.
+ */
+bool cli_blind(unsigned int problems, const struct health *h, const char *what);
 
 /*
  * Check privileges, load and attach the BPF programs, seed the vCPUs of

@@ -140,7 +140,10 @@ int cmd_record(int argc, char **argv)
 		ret = cli_json_print(rec_session_json(&st, res.behind), CLI_JSON_DOC) ? CLI_FAIL : CLI_OK;
 	else if (!r.quiet)
 		rec_session_print(stderr, cli_prog, &st, res.behind);
+	if (cli_blind(res.health_problems, &res.health, "the recording"))
+		ret = CLI_FAIL; /* the file is whole, but it misses what vcpustat could not see */
 out:
+	health_free(&res.health);
 	rec_session_close(s, vcpustat_now_ns());
 	vcpustat_close(vs);
 	return ret;

@@ -266,6 +266,14 @@ void ui_draw(struct ui *ui, const struct summary *s, const struct vcpustat_prog 
 		mvprintw(y++, 0, "LOST: %llu events could not be recorded (see -j for the kinds)", (unsigned long long)lost);
 		attroff(COLOR_PAIR(2) | A_BOLD);
 	}
+	if (s->health.problems) {
+		char msg[1024];
+
+		summary_health_message(s, msg, sizeof(msg));
+		attron(COLOR_PAIR(2) | A_BOLD);
+		mvprintw(y++, 0, "BLIND: %.*s", COLS > 8 ? COLS - 8 : 0, msg);
+		attroff(COLOR_PAIR(2) | A_BOLD);
+	}
 	for (size_t i = 0; i < nr_progs; i++)
 		if (progs[i].status == VCPUSTAT_PROG_FAILED || progs[i].status == VCPUSTAT_PROG_MISSING)
 			mvprintw(y++, 0, "not attached: %s: %s", progs[i].tracepoint, progs[i].message);

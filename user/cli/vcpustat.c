@@ -27,6 +27,7 @@ static const struct command {
 	{ "replay", cmd_replay, "rebuild a state history file from a capture (.vcap), offline" },
 	{ "import", cmd_import, "build a state history file from host (and guest) traces: ftrace text, LTTng CTF" },
 	{ "sync", cmd_sync, "map a guest's clock onto the host's (convex hull synchronization)" },
+	{ "probe", cmd_probe, "what this host gives vcpustat: kernel features, program forms, whether kvm_exit fires" },
 };
 
 static void usage(FILE *out)
@@ -133,7 +134,7 @@ static int add_json_option(int argc, char **argv, const char *command)
 static bool has_json_output(const char *command)
 {
 	static const char *const with[] = { "top",   "report", "export", "query", "check",
-					    "import", "sync", "record", "replay" };
+					    "import", "sync", "record", "replay", "probe" };
 
 	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
 		if (!strcmp(command, with[i]))

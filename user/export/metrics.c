@@ -460,6 +460,16 @@ int metrics_add(struct metrics *m, const struct summary *s)
 	m->nr_adds++;
 	m->t1 = s->t1;
 	m->gsys_known |= s->has_gsys;
+	if (s->health.checked) {
+		m->health_checked = true;
+		m->health_problems = s->health.problems;
+		m->kvm_vms = s->health.kvm_vms;
+		for (unsigned int b = 0; b < HEALTH_NR_PROBLEMS; b++) {
+			m->blind_vms[b] = 0;
+			for (size_t i = 0; i < s->health.nr_vms; i++)
+				m->blind_vms[b] += !!(s->health.vms[i].problems & (1u << b));
+		}
+	}
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		m->lost[i] += s->lost_window[i];
 	for (size_t i = 0; i < m->nr_vms; i++)

@@ -131,6 +131,10 @@ struct metrics {
 	__u64 from_ns, to_ns;
 	char kernel[128];
 	bool gsys_known; /* the windows came from the BPF maps or a replay (summary.has_gsys) */
+	/* live: the last window's health check (model/health.c), counted by problem */
+	bool health_checked;
+	unsigned int health_problems, kvm_vms;
+	unsigned int blind_vms[HEALTH_NR_PROBLEMS];
 };
 
 /* Edge i of the published buckets, in seconds. */

@@ -288,6 +288,18 @@ void metrics_json_write(struct jw *w, const struct metrics *m)
 			jw_int(w, m->progs[i].tracepoint, m->progs[i].attached);
 		jw_end(w);
 	}
+	if (m->health_checked) { /* as vcpustat_health_ok and vcpustat_blind_vms */
+		jw_object(w, "health");
+		jw_bool(w, "ok", !m->health_problems);
+		jw_int(w, "kvm_vms", m->kvm_vms);
+		jw_object(w, "blind_vms");
+		for (unsigned int b = 0; b < HEALTH_NR_PROBLEMS; b++)
+			jw_int(w, health_problem_name(1u << b),
+			       1u << b == HEALTH_NO_EXIT_PROGRAM ? !!(m->health_problems & HEALTH_NO_EXIT_PROGRAM) :
+								    m->blind_vms[b]);
+		jw_end(w);
+		jw_end(w);
+	}
 	jw_end(w);
 }
 

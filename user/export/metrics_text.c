@@ -393,6 +393,17 @@ static const struct family fam_lost = {"vcpustat_lost_records", F_COUNTER, NULL,
 				       "Records the kernel side could not keep, by kind (docs/json.md)"};
 static const struct family fam_tp = {"vcpustat_tracepoint_attached", F_GAUGE, NULL,
 				     "1 if vcpustat's program on this tracepoint is attached, else 0"};
+static const struct family fam_health = {
+	"vcpustat_health_ok", F_GAUGE, NULL,
+	"1 while vcpustat sees every VM that KVM runs and counts their exits; 0 when it is blind to some "
+	"(vcpustat_blind_vms says how), alert on it as on up (live only)"};
+static const struct family fam_blind = {
+	"vcpustat_blind_vms", F_GAUGE, NULL,
+	"VMs that KVM runs and vcpustat is blind to, by problem: vm_unseen (none of its vCPUs seen), exits_unseen "
+	"(it exits, kvm_exit fired for none of them); no_exit_program: 1 if kvm_entry/kvm_exit is not attached while "
+	"KVM runs VMs"};
+static const struct family fam_kvm_vms = {"vcpustat_kvm_vms", F_GAUGE, NULL,
+					  "VMs that KVM itself says it runs (its debugfs folder, or /proc)"};
 static const struct family fam_start = {"vcpustat_start_time_seconds", F_GAUGE, "seconds",
 					"Unix time the counters count from"};
 static const struct family fam_window = {"vcpustat_window_seconds", F_GAUGE, "seconds", "Seconds the counters cover"};
@@ -780,6 +791,21 @@ static void walk(struct sink *k, const struct metrics *m)
 		struct label l[] = {{"tracepoint", m->progs[i].tracepoint}};
 
 		emit(k, "", l, 1, m->progs[i].attached ? "1" : "0");
+	}
+	if (m->health_checked) {
+		family_begin(k, &fam_health);
+		emit(k, "", NULL, 0, m->health_problems ? "0" : "1");
+		family_begin(k, &fam_blind);
+		for (unsigned int b = 0; b < HEALTH_NR_PROBLEMS; b++) {
+			struct label l[] = {{"problem", health_problem_name(1u << b)}};
+			unsigned int n = m->blind_vms[b];
+
+			if (1u << b == HEALTH_NO_EXIT_PROGRAM)
+				n = !!(m->health_problems & HEALTH_NO_EXIT_PROGRAM);
+			emit(k, "", l, 1, fmt_u64(val, sizeof(val), n));
+		}
+		family_begin(k, &fam_kvm_vms);
+		emit(k, "", NULL, 0, fmt_u64(val, sizeof(val), m->kvm_vms));
 	}
 	if (m->started && !m->no_clock) {
 		family_begin(k, &fam_start);

@@ -20,6 +20,7 @@
 #endif
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
@@ -27,6 +28,80 @@
 #include "util/util.h"
 #include "export/export.h"
 #include "model/model.h"
+
+/* ---- compat.c: what this kernel gives the BPF programs (docs/kernels.md) ---- */
+
+/* Each found by probing the kernel, never from its version number. */
+struct vcpustat_kernel {
+	char release[65];    /* uname -r */
+	char machine[65];    /* uname -m */
+	bool vmlinux_btf;    /* /sys/kernel/btf/vmlinux: CO-RE, tp_btf (required) */
+	bool kvm_loaded;     /* the kvm module (or KVM built in: /sys/module/kvm) */
+	bool kvm_btf;	     /* the kvm module's BTF: tp_btf and fentry on KVM */
+	bool dev_kvm;	     /* /dev/kvm exists */
+	bool dev_kvm_usable; /* ... and opens */
+	bool tracefs;	     /* mounted (the tp/ programs' fields and attachment) */
+	bool ringbuf;	     /* BPF ring buffers, 5.8 (required) */
+	bool atomics;	     /* BPF atomic or/and/fetch/cmpxchg, 5.12: else the compat object */
+	bool task_storage;   /* task storage maps, 5.11 (marks mode) */
+	bool pidfd_thread;   /* pidfds of threads, 6.9 (marks mode) */
+	bool task_from_pid;  /* the kfunc bpf_task_from_pid, 6.2 (marks mode) */
+};
+
+/* Probe this kernel (needs BPF privileges for the BPF probes). Returns 0. */
+int compat_probe(struct vcpustat_kernel *k);
+
+/* ---- kvmview.c: what KVM itself says of the VMs on this host (model.h, struct kvm_view) ---- */
+
+/*
+ * KVM's VMs, from KVM's debugfs folder (with their exits where debugfs can
+ * be read: of every VM, or of those want_exits() says, as each read costs a
+ * walk of the VM's vCPUs), else (or with proc_root given) from the
+ * processes under proc_root ("/proc") that hold one. 0 or -errno; free with
+ * kvm_view_free().
+ */
+int kvm_view_read(struct kvm_view *v, const char *proc_root, bool (*want_exits)(void *ctx, __u32 tgid), void *ctx);
+/* Does process pid under proc_root hold a KVM VM (a file descriptor anon_inode:kvm-vm)? */
+bool kvm_process_has_vm(const char *proc_root, const char *pid);
+/* What vcpustat counted of each VM in snap (for health_check): *out malloc'ed, *n entries. 0 or -ENOMEM. */
+int health_seen_of(const struct vcpustat_snapshot *snap, struct health_seen **out, size_t *n);
+
+/* ---- probe.c: `vcpustat probe`, what this host gives vcpustat (docs/kernels.md) ---- */
+
+enum probe_exit_verdict { PROBE_EXIT_UNKNOWN, PROBE_EXIT_FIRES, PROBE_EXIT_SILENT };
+#define PROBE_MAX_PROGS 32
+
+struct probe_report {
+	struct vcpustat_kernel kernel;
+	bool privileged;     /* BPF could be tried (else open_error says what is missing) */
+	bool opened;	     /* the programs loaded */
+	int open_err;	     /* ... else why (negative errno, open_error's sentence) */
+	char open_error[256];
+	int attach_err;	     /* a required program did not attach */
+	bool compat, marks;  /* the object and the scheduler programs' mode */
+	char rings[256];
+	struct vcpustat_prog progs[PROBE_MAX_PROGS];
+	size_t nr_progs;
+	/* kvm_exit, watched for `seconds` against KVM's count */
+	bool watched;
+	double seconds;
+	unsigned int kvm_vms;
+	bool kvm_exits_known;
+	char kvm_exits_why[160];
+	__u64 kvm_exits, seen_exits, userspace_exits;
+	enum probe_exit_verdict kvm_exit;
+	struct health health; /* the health check over the same span */
+};
+
+/* Probe the kernel, load and attach the programs, watch the VMs for seconds (probe_report_free() it). 0. */
+int vcpustat_probe(struct probe_report *r, double seconds);
+void probe_report_free(struct probe_report *r);
+/* The report as text, and as one JSON object (docs/kernels.md). */
+void probe_print(FILE *f, const struct probe_report *r);
+struct jw;
+void probe_json_write(struct jw *w, const struct probe_report *r);
+/* "marks", "hot page", or "none" (not loaded). */
+const char *probe_mode(const struct probe_report *r);
 
 /* ---- loader.c: the BPF object, its programs, maps and ring buffer ---- */
 
@@ -93,6 +168,17 @@ size_t vcpustat_progs(const struct vcpustat *vs, const struct vcpustat_prog **pr
  * threads (Linux 6.9), below level full, unless VCPUSTAT_NO_MARKS is set.
  */
 bool vcpustat_marks(const struct vcpustat *vs);
+/* The compat object (docs/kernels.md: no BPF atomics beyond add, before 5.12) is loaded. */
+bool vcpustat_compat(const struct vcpustat *vs);
+/* What vcpustat_open() found of the kernel (compat.c). */
+const struct vcpustat_kernel *vcpustat_kernel(const struct vcpustat *vs);
+/* Are kvm_entry and kvm_exit both attached (exits counted)? */
+bool vcpustat_exits_attached(const struct vcpustat *vs);
+/*
+ * Why the last vcpustat_open() failed, in a sentence for the user (the
+ * missing kernel feature, the program the verifier refused), or "".
+ */
+const char *vcpustat_open_failure(void);
 
 /* Run the injection program once with ev (bpf_prog_test_run_opts). */
 int vcpustat_inject(struct vcpustat *vs, const struct vcpustat_event *ev);
@@ -224,6 +310,13 @@ struct live_record_result {
 	__u64 end_ns; /* when it stopped (CLOCK_MONOTONIC) */
 	__u64 lost;   /* the kernel's lost-record total then */
 	bool behind;  /* the final drain ran out of time: the newest records are not in */
+	/*
+	 * Health (model/health.c), checked every LIVE_HEALTH_EVERY_NS while it
+	 * recorded: the problems of all checks together, and the last check
+	 * that found one (health_free() it).
+	 */
+	unsigned int health_problems;
+	struct health health;
 };
 
 /*
@@ -254,7 +347,14 @@ struct live_window {
 	const struct summary_filter *filter;
 	struct cpu_topology topo; /* the host's (sysfs), given to the kernel side and to the summaries */
 	bool have_topo;
+	/* health (model/health.c): checked at most every LIVE_HEALTH_EVERY_NS, the last result in each window */
+	struct health_tracker tracker;
+	struct health health;
+	__u64 health_ts;
 };
+
+/* How often a live window asks KVM about its VMs (a walk of /proc where KVM's debugfs is not there). */
+#define LIVE_HEALTH_EVERY_NS 2000000000ull
 
 int live_window_init(struct live_window *w, struct vcpustat *vs, const struct summary_filter *filter);
 int live_window_next(struct live_window *w, struct summary *s);

@@ -26,52 +26,65 @@
 #include <bpf/libbpf.h>
 
 #include "live/live.h"
+#include "live/compat.h"
 #include "vcpustat.skel.h"
+#include "vcpustat_compat.skel.h"
 
-#define TRACEFS "/sys/kernel/tracing"
 #ifndef ENOTSUPP
 #define ENOTSUPP 524 /* kernel-internal "operation not supported" */
 #endif
 
+/*
+ * The form of a program (docs/kernels.md): tp_btf needs the BTF of the
+ * tracepoint's module; raw_tp needs none (scalar arguments); a classic tp/
+ * program reads its fields at the offsets of the tracepoint's format in
+ * tracefs; fentry needs the BTF of the function's module.
+ */
+enum prog_form { FORM_TP_BTF, FORM_RAW_TP, FORM_TP, FORM_FENTRY };
+static const char *const form_names[] = { "tp_btf", "raw_tp", "tp", "fentry" };
+
 struct prog_def {
 	const char *name;
-	const char *tracepoint; /* category:event */
-	bool tp_btf;		/* tp_btf/ (else classic tp/) */
+	const char *tracepoint; /* category:event (fentry: fentry:function) */
+	enum prog_form form;
 	bool kvm;
 	bool required;
-	bool fentry;		/* fentry/ on the function named after the ':' */
-	bool asked;		/* loaded only when asked for (vcpustat_options.address_spaces) */
-	const char *marks;	/* the program loaded instead in marks mode (docs/architecture.md, "The hot path") */
+	bool asked;	    /* loaded only when asked for (vcpustat_options.address_spaces) */
+	const char *marks;  /* the program loaded instead in marks mode (docs/architecture.md, "The hot path") */
+	const char *losing; /* what is lost without it, for its message */
 };
 
+#define SCHED(n, req, ...) { "on_sched_" #n, "sched:sched_" #n, FORM_TP_BTF, false, req, __VA_ARGS__ }
+#define KVM(n, form, ...) { "on_kvm_" #n, "kvm:kvm_" #n, form, true, false, __VA_ARGS__ }
+
 static const struct prog_def prog_defs[] = {
-	{ "on_sched_switch", "sched:sched_switch", true, false, true, .marks = "on_sched_switch_marks" },
-	{ "on_sched_wakeup", "sched:sched_wakeup", true, false, true, .marks = "on_sched_wakeup_marks" },
-	{ "on_sched_wakeup_new", "sched:sched_wakeup_new", true, false, true, .marks = "on_sched_wakeup_new_marks" },
-	{ "on_sched_waking", "sched:sched_waking", true, false, false, .marks = "on_sched_waking_marks" },
-	{ "on_sched_migrate_task", "sched:sched_migrate_task", true, false, false,
-	  .marks = "on_sched_migrate_task_marks" },
-	{ "on_sched_move_numa", "sched:sched_move_numa", true, false, false },
-	{ "on_sched_swap_numa", "sched:sched_swap_numa", true, false, false },
-	{ "on_sched_process_exit", "sched:sched_process_exit", true, false, true },
-	{ "on_kvm_entry", "kvm:kvm_entry", false, true, false },
-	{ "on_kvm_exit", "kvm:kvm_exit", false, true, false },
+	SCHED(switch, true, .marks = "on_sched_switch_marks"),
+	SCHED(wakeup, true, .marks = "on_sched_wakeup_marks"),
+	SCHED(wakeup_new, true, .marks = "on_sched_wakeup_new_marks"),
+	SCHED(waking, false, .marks = "on_sched_waking_marks", .losing = "wake reasons are not told"),
+	SCHED(migrate_task, false, .marks = "on_sched_migrate_task_marks", .losing = "migrations are not counted"),
+	SCHED(move_numa, false, .losing = "NUMA balancing's moves are not told apart"),
+	SCHED(swap_numa, false, .losing = "NUMA balancing's swaps are not told apart"),
+	SCHED(process_exit, true),
+	KVM(entry, FORM_TP, .losing = "guest time is not told from host time"),
+	KVM(exit, FORM_TP, .losing = "no exit reasons"),
 	/* after on_kvm_exit, so that it is attached, and runs, after it: */
-	{ "on_kvm_exit_cr3", "kvm:kvm_exit", true, true, false, false, true },
-	{ "on_kvm_userspace_exit", "kvm:kvm_userspace_exit", true, true, false },
-	{ "on_kvm_fpu", "kvm:kvm_fpu", true, true, false },
-	{ "on_kvm_hypercall", "kvm:kvm_hypercall", true, true, false },
-	{ "on_kvm_pio", "kvm:kvm_pio", true, true, false },
-	{ "on_kvm_mmio", "kvm:kvm_mmio", true, true, false },
-	{ "on_kvm_msr", "kvm:kvm_msr", true, true, false },
-	{ "on_kvm_page_fault", "kvm:kvm_page_fault", false, true, false },
-	{ "on_kvm_vcpu_halt", "fentry:kvm_vcpu_halt", false, true, false, true },
-	{ "on_kvm_vcpu_wakeup", "kvm:kvm_vcpu_wakeup", true, true, false },
-	{ "on_kvm_halt_poll_ns", "kvm:kvm_halt_poll_ns", true, true, false },
-	{ "on_kvm_apic_accept_irq", "kvm:kvm_apic_accept_irq", false, true, false },
-	{ "on_kvm_inj_virq", "kvm:kvm_inj_virq", true, true, false },
-	{ "on_kvm_nested_vmenter", "kvm:kvm_nested_vmenter", true, true, false },
-	{ "on_kvm_nested_vmexit_inject", "kvm:kvm_nested_vmexit_inject", true, true, false },
+	{ "on_kvm_exit_cr3", "kvm:kvm_exit", FORM_TP_BTF, true, false, .asked = true,
+	  .losing = "guest address spaces are not told apart" },
+	KVM(userspace_exit, FORM_RAW_TP, .losing = "exits to the VMM have no reasons"),
+	KVM(fpu, FORM_RAW_TP, .losing = "time in the VMM's KVM_RUN is not told apart"),
+	KVM(hypercall, FORM_RAW_TP, .losing = "no clock synchronization marks"),
+	KVM(pio, FORM_RAW_TP, .losing = "no I/O ports"),
+	KVM(mmio, FORM_RAW_TP, .losing = "no MMIO addresses"),
+	KVM(msr, FORM_RAW_TP, .losing = "no MSRs"),
+	KVM(page_fault, FORM_TP, .losing = "no nested-fault pages"),
+	{ "on_kvm_vcpu_halt", "fentry:kvm_vcpu_halt", FORM_FENTRY, true, false, .losing = "halt polling stays host time" },
+	KVM(vcpu_wakeup, FORM_RAW_TP, .losing = "halt polling is not measured"),
+	KVM(halt_poll_ns, FORM_RAW_TP, .losing = "halt-poll changes are not seen"),
+	KVM(apic_accept_irq, FORM_TP, .losing = "wake-ups by IPI or device are not told"),
+	KVM(inj_virq, FORM_RAW_TP, .losing = "wake-up vectors are not told"),
+	KVM(nested_vmenter, FORM_RAW_TP, .losing = "no nested virtualization"),
+	KVM(nested_vmexit_inject, FORM_RAW_TP, .losing = "no nested virtualization"),
 };
 #define NR_PROGS (sizeof(prog_defs) / sizeof(prog_defs[0]))
 
@@ -117,6 +130,8 @@ struct vcpustat {
 	pthread_mutex_t read_lock;
 	void *read_keys, *read_vals;
 	size_t read_keys_size, read_vals_size;
+	struct vcpustat_kernel kernel; /* what the kernel gives (compat.c), probed at open */
+	bool compat;	     /* the compat object (no BPF atomics beyond add: docs/kernels.md) */
 	bool marks;	     /* marks mode: the scheduler programs test only task structs */
 	__u64 vhost_scan_ns; /* the last look for vhost-<pid> kernel threads (vcpustat_seed_vmm) */
 	struct hashmap vmm_scans; /* VM tgid -> __u64: the last look at its threads (when vmm_scans_on) */
@@ -128,6 +143,8 @@ struct vcpustat {
 
 static vcpustat_log_fn log_fn;
 static int log_max = -1;
+/* The last warning of vcpustat_open(): why it failed, when it did (vcpustat_open_failure()). */
+static char open_failure[256];
 
 static void vlog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void vlog(int level, const char *fmt, ...)
@@ -135,12 +152,15 @@ static void vlog(int level, const char *fmt, ...)
 	char buf[1024];
 	va_list ap;
 
-	if (!log_fn || level > log_max)
+	if ((!log_fn || level > log_max) && level != VCPUSTAT_LOG_WARN)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	log_fn(level, buf);
+	if (level == VCPUSTAT_LOG_WARN)
+		snprintf(open_failure, sizeof(open_failure), "%.255s", buf);
+	if (log_fn && level <= log_max)
+		log_fn(level, buf);
 }
 
 /*
@@ -159,17 +179,18 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
 	int l = level == LIBBPF_WARN && !libbpf_quiet ? VCPUSTAT_LOG_WARN :
 		level == LIBBPF_DEBUG ? VCPUSTAT_LOG_DEBUG : VCPUSTAT_LOG_INFO;
-	char *buf, name[64];
+	char *buf, *p, name[64];
 	int at = 0;
 	size_t n;
 
 	/* whole: a verifier's log runs to many kilobytes and its end says why */
 	if (vasprintf(&buf, fmt, ap) < 0)
 		return 0;
-	if (sscanf(buf, "prog '%63[^']'%n", name, &at) == 1 && at && !strncmp(buf + at, ": failed to load", 16))
+	p = strncmp(buf, "libbpf: ", 8) ? buf : buf + 8; /* libbpf's own prefix */
+	if (sscanf(p, "prog '%63[^']'%n", name, &at) == 1 && at && !strncmp(p + at, ": failed to load", 16))
 		snprintf(libbpf_refused, sizeof(libbpf_refused), "%s", name);
-	if (!log_fn) { /* as libbpf would print it */
-		if (level != LIBBPF_DEBUG)
+	if (!log_fn) { /* as libbpf would print it, but for a load that may fail (fentry) */
+		if (level != LIBBPF_DEBUG && l == VCPUSTAT_LOG_WARN)
 			fputs(buf, stderr);
 		free(buf);
 		return 0;
@@ -254,19 +275,99 @@ static bool kernel_btf_has(const struct kernel_btf *kb, const char *name, int ki
 	return kb->kvm && btf__find_by_name_kind(kb->kvm, name, kind) > 0;
 }
 
-/* Does the running kernel have this tracepoint? Decided from BTF: no tracefs needed. */
-static bool tracepoint_exists(const struct kernel_btf *kb, const struct prog_def *d)
+/*
+ * VCPUSTAT_LEAVE_OUT=NAME,NAME...: programs not to load, as on a kernel that
+ * lacks them (docs/kernels.md; tests/test_health.c makes vcpustat blind so).
+ * The required ones cannot be left out.
+ */
+static bool left_out(const char *name)
+{
+	const char *list = getenv("VCPUSTAT_LEAVE_OUT"), *p;
+	size_t n = strlen(name);
+
+	for (p = list; p && *p; p += strcspn(p, ","), p += *p == ',')
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Why a KVM tracepoint may be missing: no kvm module, or a KVM without it. */
+static const char *kvm_hint(const struct prog_def *d)
+{
+	if (!d->kvm)
+		return "";
+	return access("/sys/module/kvm", F_OK) ? " (is the kvm module loaded?)" : " (this kernel's KVM has no such tracepoint)";
+}
+
+/* Is function name in /proc/kallsyms? (a kernel without BTF of its module can still tell) */
+static bool kernel_has_symbol(const char *name)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[256], sym[128];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %*s %127s", sym) == 1 && !strcmp(sym, name);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Can program d be loaded in its form on this kernel? 0, or -ENOENT with a
+ * sentence for the user in msg: what is missing, and what is lost without it.
+ * tp_btf and fentry are decided from BTF (the tracepoint's or function's type
+ * in vmlinux or the kvm module); raw_tp from BTF or, without it, tracefs; a
+ * classic tp/ program from the tracepoint's format, whose fields it reads
+ * (into fields).
+ */
+static int prog_possible(const struct kernel_btf *kb, const struct prog_def *d, struct vcpustat_tp_fields *fields,
+			 char *msg, size_t len)
 {
 	const char *event = strchr(d->tracepoint, ':') + 1;
-	char name[128];
+	char category[32], name[128], why[160];
+	bool module_btf_missing = d->kvm && !kb->kvm && access("/sys/module/kvm", F_OK) == 0;
 
-	if (d->fentry)
-		return kernel_btf_has(kb, event, BTF_KIND_FUNC);
-	if (d->tp_btf)
+	snprintf(category, sizeof(category), "%.*s", (int)(event - 1 - d->tracepoint), d->tracepoint);
+	switch (d->form) {
+	case FORM_FENTRY:
+		if (kernel_btf_has(kb, event, BTF_KIND_FUNC))
+			return 0;
+		if (module_btf_missing && kernel_has_symbol(event))
+			snprintf(msg, len, "fentry on %s needs the kvm module's BTF, which this kernel lacks "
+					   "(CONFIG_DEBUG_INFO_BTF_MODULES): %s", event, d->losing);
+		else
+			snprintf(msg, len, "function %s not found in this kernel (KVM before 5.17, or no kvm module): %s",
+				 event, d->losing);
+		return -ENOENT;
+	case FORM_TP_BTF:
+	case FORM_RAW_TP:
 		snprintf(name, sizeof(name), "btf_trace_%s", event);
-	else
-		snprintf(name, sizeof(name), "trace_event_raw_%s", event);
-	return kernel_btf_has(kb, name, d->tp_btf ? BTF_KIND_TYPEDEF : BTF_KIND_STRUCT);
+		if (kernel_btf_has(kb, name, BTF_KIND_TYPEDEF))
+			return 0;
+		if (d->form == FORM_RAW_TP && compat_tracepoint_in_tracefs(category, event))
+			return 0;
+		if (d->form == FORM_TP_BTF && module_btf_missing && compat_tracepoint_in_tracefs(category, event))
+			snprintf(msg, len, "tp_btf on %s needs the kvm module's BTF, which this kernel lacks "
+					   "(CONFIG_DEBUG_INFO_BTF_MODULES): %s", d->tracepoint, d->losing);
+		else
+			snprintf(msg, len, "tracepoint %s not found in this kernel%s%s%s", d->tracepoint,
+				 kvm_hint(d), d->losing ? ": " : "", d->losing ? d->losing : "");
+		return -ENOENT;
+	case FORM_TP:
+		if (!compat_tracepoint_in_tracefs(category, event)) {
+			snprintf(msg, len, "tracepoint %s not found in this kernel%s: %s", d->tracepoint,
+				 compat_tracefs() ? kvm_hint(d) : " (tracefs is not mounted and could not be)", d->losing);
+			return -ENOENT;
+		}
+		if (compat_tp_fields(category, event, fields, why, sizeof(why))) {
+			if (snprintf(msg, len, "%s: %s", why, d->losing) >= (int)len)
+				snprintf(msg, len, "%s", why);
+			return -ENOENT;
+		}
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static struct bpf_program *find_prog(const struct vcpustat *vs, const char *name)
@@ -280,15 +381,6 @@ static const char *prog_name(const struct vcpustat *vs, size_t i)
 	return vs->marks && prog_defs[i].marks ? prog_defs[i].marks : prog_defs[i].name;
 }
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL /* Linux 6.9: a pidfd for any thread, not only a process */
-#endif
-
-/* A pidfd for thread tid (Linux 6.9), or -1 with errno set. */
-static int thread_pidfd(pid_t tid)
-{
-	return (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-}
 
 /*
  * Marks mode, where it can be whole: every tracked thread needs its entry in
@@ -297,18 +389,14 @@ static int thread_pidfd(pid_t tid)
  * Not at level full (every switch is recorded there anyway), and not when
  * VCPUSTAT_NO_MARKS is set (the hot page's programs, to compare them).
  */
-static bool marks_wanted(const struct vcpustat_options *opts)
+static bool marks_wanted(const struct vcpustat_options *opts, const struct vcpustat_kernel *k)
 {
 	const char *no = getenv("VCPUSTAT_NO_MARKS");
-	int fd;
 
 	if (opts->record_level >= VCPUSTAT_LEVEL_FULL || (no && *no && strcmp(no, "0")))
 		return false;
-	fd = thread_pidfd((pid_t)syscall(SYS_gettid));
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
+	/* the marks programs need task storage (5.11), bpf_task_from_pid (6.2) and the main object's atomics */
+	return k->pidfd_thread && k->task_storage && k->task_from_pid && k->atomics;
 }
 
 /*
@@ -323,7 +411,7 @@ static void mark_thread(struct vcpustat *vs, __u32 tid)
 
 	if (!vs->marks)
 		return;
-	fd = thread_pidfd((pid_t)tid);
+	fd = compat_thread_pidfd((pid_t)tid);
 	if (fd < 0) {
 		if (errno != ESRCH)
 			vlog(VCPUSTAT_LOG_WARN, "thread %u: no pidfd (%s): its scheduler events may be missed", tid,
@@ -339,6 +427,32 @@ static void mark_thread(struct vcpustat *vs, __u32 tid)
 bool vcpustat_marks(const struct vcpustat *vs)
 {
 	return vs->marks;
+}
+
+bool vcpustat_compat(const struct vcpustat *vs)
+{
+	return vs->compat;
+}
+
+const struct vcpustat_kernel *vcpustat_kernel(const struct vcpustat *vs)
+{
+	return &vs->kernel;
+}
+
+bool vcpustat_exits_attached(const struct vcpustat *vs)
+{
+	int attached = 0;
+
+	for (size_t i = 0; i < NR_PROGS; i++)
+		if ((!strcmp(prog_defs[i].name, "on_kvm_entry") || !strcmp(prog_defs[i].name, "on_kvm_exit")) &&
+		    vs->progs[i].status == VCPUSTAT_PROG_ATTACHED)
+			attached++;
+	return attached == 2;
+}
+
+const char *vcpustat_open_failure(void)
+{
+	return open_failure;
 }
 
 /* The largest power of two pages not above bytes (one page at least). */
@@ -455,6 +569,7 @@ int vcpustat_open(struct vcpustat **out, const struct vcpustat_options *opts)
 	struct open_try t = { .no_per_cpu = opts->single_ring ? "asked for" : NULL };
 
 	libbpf_set_print(libbpf_log);
+	open_failure[0] = '\0';
 	for (;;) {
 		bool marks_form = false;
 		size_t i;
@@ -519,6 +634,70 @@ static int hist_rows_init(struct vcpustat *vs)
 	return 0;
 }
 
+/*
+ * The skeleton, of the main object or of the compat one: the compat object
+ * has the same maps, programs and variables (the build checks it:
+ * bpf/skel-same.sh), so the main object's skeleton describes it; only the
+ * ELF it opens differs.
+ */
+static struct vcpustat_bpf *skel_open(bool compat)
+{
+	struct vcpustat_bpf *obj;
+	int err;
+
+	if (!compat)
+		return vcpustat_bpf__open();
+	obj = calloc(1, sizeof(*obj));
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = vcpustat_bpf__create_skeleton(obj);
+	if (!err) {
+		obj->skeleton->data = (void *)vcpustat_compat_bpf__elf_bytes(&obj->skeleton->data_sz);
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	}
+	if (err) {
+		vcpustat_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
+/* What no form of vcpustat's programs does without: said by name, -ENOTSUP (docs/kernels.md). */
+static int kernel_usable(const struct vcpustat_kernel *k)
+{
+	if (!k->vmlinux_btf) {
+		vlog(VCPUSTAT_LOG_WARN, "kernel BTF (/sys/kernel/btf/vmlinux) is missing: vcpustat needs a kernel built "
+					"with CONFIG_DEBUG_INFO_BTF=y (Debian's are, from 11 on)");
+		return -ENOENT;
+	}
+	if (!k->ringbuf) {
+		vlog(VCPUSTAT_LOG_WARN, "this kernel has no BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux 5.8): "
+					"vcpustat needs them (docs/kernels.md gives the minimum kernel)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* Mount tracefs where it is nowhere, once per process (said in the log). */
+static void tracefs_mount_once(void)
+{
+	static int tried;
+	bool mounted;
+	int err;
+
+	if (tried++)
+		return;
+	err = compat_ensure_tracefs(&mounted);
+	if (err)
+		vlog(VCPUSTAT_LOG_WARN, "cannot mount tracefs at %s: %s", COMPAT_TRACEFS, strerror(-err));
+	else if (mounted)
+		vlog(VCPUSTAT_LOG_INFO, "mounted tracefs at %s (the tp/ programs' fields and attachment)",
+		     COMPAT_TRACEFS);
+}
+
 static int open_object(struct vcpustat **out, const struct vcpustat_options *opts, struct open_try *t)
 {
 	const char *no_per_cpu = t->no_per_cpu;
@@ -545,7 +724,14 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		goto fail;
 	}
 
-	vs->skel = vcpustat_bpf__open();
+	compat_probe(&vs->kernel);
+	err = kernel_usable(&vs->kernel);
+	if (err)
+		goto fail;
+	/* kernels without BPF's atomic or/and/fetch/cmpxchg (before 5.12) load the compat object */
+	vs->compat = !vs->kernel.atomics;
+	vlog(VCPUSTAT_LOG_INFO, "BPF object: %s", vs->compat ? "compat (this kernel has no BPF atomic or/and/fetch/cmpxchg)" : "main");
+	vs->skel = skel_open(vs->compat);
 	if (!vs->skel) {
 		err = -errno;
 		vlog(VCPUSTAT_LOG_WARN, "cannot open the BPF object: %s", strerror(errno));
@@ -559,11 +745,16 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 					"vcpustat needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
 		goto fail;
 	}
-	if (access("/sys/kernel/btf/kvm", R_OK) == 0)
+	if (vs->kernel.kvm_btf)
 		kb.kvm = btf__parse_split("/sys/kernel/btf/kvm", kb.vmlinux);
+	/* the tp/ programs' fields come from tracefs: mounted before they are chosen */
+	if (!opts->no_kvm)
+		tracefs_mount_once();
 
-	vs->marks = !t->no_marks && marks_wanted(opts);
+	vs->marks = !t->no_marks && marks_wanted(opts, &vs->kernel);
 	vs->skel->rodata->marks_mode = vs->marks;
+	/* the task-storage map exists only in marks mode: older kernels have no such map type */
+	bpf_map__set_autocreate(vs->skel->maps.marks, vs->marks);
 	for (i = 0; i < NR_PROGS; i++) {
 		const struct prog_def *d = &prog_defs[i];
 		struct vcpustat_prog *p = &vs->progs[i];
@@ -577,6 +768,7 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		p->tracepoint = d->tracepoint;
 		p->required = d->required;
 		p->kvm = d->kvm;
+		snprintf(p->form, sizeof(p->form), "%s%s", form_names[d->form], vs->marks && d->marks ? " (marks)" : "");
 		if (!prog) {
 			err = -ENOENT;
 			vlog(VCPUSTAT_LOG_WARN, "BPF object lacks program %s", d->name);
@@ -585,30 +777,29 @@ static int open_object(struct vcpustat **out, const struct vcpustat_options *opt
 		if (d->kvm && opts->no_kvm) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (--no-kvm)");
+		} else if (!d->required && left_out(d->name)) {
+			p->status = VCPUSTAT_PROG_OFF;
+			snprintf(p->message, sizeof(p->message), "left out (VCPUSTAT_LEAVE_OUT): %s",
+				 d->losing ? d->losing : "");
 		} else if (d->asked && !opts->address_spaces) {
 			p->status = VCPUSTAT_PROG_OFF;
 			snprintf(p->message, sizeof(p->message), "not loaded (guest address spaces: --address-spaces)");
-		} else if (d->fentry && (t->fentry_err || t->refused[i])) {
+		} else if (d->form == FORM_FENTRY && (t->fentry_err || t->refused[i])) {
 			p->status = VCPUSTAT_PROG_FAILED;
 			p->err = t->refused[i] ? t->refused[i] : t->fentry_err;
-			snprintf(p->message, sizeof(p->message),
-				 "this kernel does not load fentry programs on %s (%s): halt polling stays host time",
-				 strchr(d->tracepoint, ':') + 1, strerror(-p->err));
+			snprintf(p->message, sizeof(p->message), "this kernel does not load fentry programs on %s (%s): %s",
+				 strchr(d->tracepoint, ':') + 1, strerror(-p->err), d->losing);
 		} else if (t->refused[i]) {
 			p->status = VCPUSTAT_PROG_FAILED;
 			p->err = t->refused[i];
-			snprintf(p->message, sizeof(p->message), "this kernel refused the program on %s (%s): left out",
-				 d->tracepoint, strerror(-p->err));
-		} else if (!tracepoint_exists(&kb, d)) {
+			snprintf(p->message, sizeof(p->message), "this kernel refused the program on %s (%s): %s",
+				 d->tracepoint, strerror(-p->err), d->losing ? d->losing : "left out");
+		} else if (prog_possible(&kb, d, &vs->skel->rodata->tp_fields, p->message, sizeof(p->message))) {
 			p->status = VCPUSTAT_PROG_MISSING;
 			p->err = -ENOENT;
-			snprintf(p->message, sizeof(p->message), "%s %s not found in this kernel%s",
-				 d->fentry ? "function" : "tracepoint", d->tracepoint,
-				 d->fentry ? " (KVM before 5.17, or no kvm module: halt polling stays host time)" :
-				 d->kvm ? " (is the kvm module loaded?)" : "");
 		} else {
 			p->status = VCPUSTAT_PROG_LOADED;
-			t->fentry_tried |= d->fentry;
+			t->fentry_tried |= d->form == FORM_FENTRY;
 			continue;
 		}
 		if (d->required) {
@@ -734,31 +925,9 @@ int vcpustat_rings(const struct vcpustat *vs, const char **how)
 	return vs->nrings;
 }
 
-static bool tracefs_mounted(void)
-{
-	struct statfs sf;
-
-	return statfs(TRACEFS, &sf) == 0 && sf.f_type == TRACEFS_MAGIC;
-}
-
-/* libbpf reads tp/ event ids from tracefs; mount it where it is missing, as perf and bpftrace do. */
-static int ensure_tracefs(void)
-{
-	if (tracefs_mounted() || access("/sys/kernel/debug/tracing/events", F_OK) == 0)
-		return 0;
-	if (mount("nodev", TRACEFS, "tracefs", 0, NULL)) {
-		int err = -errno;
-
-		vlog(VCPUSTAT_LOG_WARN, "cannot mount tracefs at %s: %s", TRACEFS, strerror(errno));
-		return err;
-	}
-	vlog(VCPUSTAT_LOG_INFO, "mounted tracefs at %s (needed to attach tp/ programs)", TRACEFS);
-	return 0;
-}
-
 int vcpustat_attach(struct vcpustat *vs)
 {
-	int attached = 0, err = 0, tracefs_err = 1;
+	int attached = 0, err = 0;
 	size_t i;
 
 	for (i = 0; i < NR_PROGS; i++) {
@@ -767,8 +936,8 @@ int vcpustat_attach(struct vcpustat *vs)
 
 		if (p->status != VCPUSTAT_PROG_LOADED)
 			continue;
-		if (!prog_defs[i].tp_btf && !prog_defs[i].fentry && tracefs_err > 0)
-			tracefs_err = ensure_tracefs();
+		if (prog_defs[i].form == FORM_TP) /* libbpf reads tp/ event ids from tracefs */
+			tracefs_mount_once();
 		prog = find_prog(vs, prog_name(vs, i));
 		vs->links[i] = bpf_program__attach(prog);
 		if (!vs->links[i]) {
@@ -776,7 +945,7 @@ int vcpustat_attach(struct vcpustat *vs)
 			p->status = VCPUSTAT_PROG_FAILED;
 			snprintf(p->message, sizeof(p->message), "cannot attach to %s: %s%s", p->tracepoint,
 				 strerror(errno),
-				 !prog_defs[i].tp_btf && tracefs_err < 0 ? " (tracefs could not be mounted)" : "");
+				 prog_defs[i].form == FORM_TP && !compat_tracefs() ? " (tracefs could not be mounted)" : "");
 			vlog(VCPUSTAT_LOG_WARN, "%s: %s", p->name, p->message);
 			if (p->required && !err)
 				err = p->err;
@@ -1589,34 +1758,6 @@ int vcpustat_ring_pos(struct vcpustat *vs, unsigned long *cons, unsigned long *p
 	return 0;
 }
 
-/* Does /proc/<pid>/fd hold a KVM VM (anon_inode:kvm-vm)? */
-static bool process_has_kvm_vm(const char *proc_root, const char *pid)
-{
-	char path[512], link[128];
-	struct dirent *de;
-	bool found = false;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/%s/fd", proc_root, pid);
-	d = opendir(path);
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		ssize_t n;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/fd/%s", proc_root, pid, de->d_name);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		found = strcmp(link, "anon_inode:kvm-vm") == 0;
-	}
-	closedir(d);
-	return found;
-}
-
 static int read_comm(const char *path, char comm[16])
 {
 	char buf[64];
@@ -1693,7 +1834,7 @@ int vcpustat_seed(struct vcpustat *vs, const char *proc_root)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		if (process_has_kvm_vm(proc_root, de->d_name))
+		if (kvm_process_has_vm(proc_root, de->d_name))
 			added += seed_process(vs, proc_root, de->d_name);
 	}
 	closedir(d);

@@ -76,16 +76,98 @@ static int final_drain(struct vcpustat *vs, struct ring_buffer *rb, unsigned int
  * that exited, and find the VMM threads of those seen so far (tracked from
  * then on; at level vcpu their records are REC_VMM).
  */
-static void tend_maps(struct vcpustat *vs, bool forget, bool seed)
+int health_seen_of(const struct vcpustat_snapshot *snap, struct health_seen **out, size_t *n)
 {
+	size_t cap = snap->nr_vcpus + snap->nr_dead, i, k;
+	struct health_seen *seen = calloc(cap ? cap : 1, sizeof(*seen));
+
+	*out = NULL;
+	*n = 0;
+	if (!seen)
+		return -ENOMEM;
+	for (i = 0; i < cap; i++) {
+		const struct vcpustat_vcpu *v = i < snap->nr_vcpus ? &snap->vcpus[i] : &snap->dead[i - snap->nr_vcpus];
+
+		for (k = 0; k < *n && seen[k].tgid != v->tgid; k++)
+			;
+		if (k == *n)
+			seen[(*n)++].tgid = v->tgid;
+		seen[k].nr_vcpus++;
+		seen[k].kvm_exits += v->fsm.kvm_exits;
+		seen[k].userspace_exits += v->fsm.userspace_exits;
+		seen[k].oncpu_ns += v->fsm.ns[VCPU_GUEST] + v->fsm.ns[VCPU_HOST] + v->fsm.ns[VCPU_POLL];
+	}
+	*out = seen;
+	return 0;
+}
+
+static bool health_no_exits(void *ctx, __u32 tgid)
+{
+	return false;
+}
+
+/* One health check (model/health.c) of snapshot cur; 0 with *h, or -errno. */
+static int health_of(struct vcpustat *vs, struct health_tracker *t, const struct vcpustat_snapshot *cur,
+		     struct health *h)
+{
+	struct health_seen *seen;
+	struct kvm_view kv;
+	size_t n;
+	int e;
+
+	e = health_seen_of(cur, &seen, &n);
+	if (e)
+		return e;
+	/*
+	 * KVM's exit counts in debugfs are not read here: the signals above
+	 * need none, and under the KVM lab's emulation each read walks the
+	 * VM's vCPUs for 150 ms (`vcpustat probe` reads them, once).
+	 */
+	e = kvm_view_read(&kv, NULL, health_no_exits, NULL);
+	if (!e) {
+		e = health_check(t, &kv, seen, n, vcpustat_exits_attached(vs), h);
+		kvm_view_free(&kv);
+	}
+	free(seen);
+	return e;
+}
+
+/* A recording's health checks: a tracker, and what they found. */
+struct record_health {
+	struct health_tracker tracker;
+	__u64 last_ns;
+	struct live_record_result *res;
+};
+
+static void record_health(struct vcpustat *vs, struct record_health *rh, const struct vcpustat_snapshot *snap)
+{
+	struct health h;
+
+	rh->last_ns = snap->ts;
+	if (health_of(vs, &rh->tracker, snap, &h))
+		return;
+	if (h.problems) {
+		rh->res->health_problems |= h.problems;
+		health_free(&rh->res->health);
+		rh->res->health = h;
+	} else {
+		health_free(&h);
+	}
+}
+
+static void tend_maps(struct vcpustat *vs, bool forget, bool seed, struct record_health *rh)
+{
+	bool health = rh && (!rh->last_ns || vcpustat_now_ns() >= rh->last_ns + LIVE_HEALTH_EVERY_NS);
 	struct vcpustat_snapshot snap;
 
-	if ((!forget && !seed) || vcpustat_snapshot(vs, &snap)) /* also empties the table of dead vCPUs */
+	if ((!forget && !seed && !health) || vcpustat_snapshot(vs, &snap)) /* also empties the table of dead vCPUs */
 		return;
 	if (forget)
 		forget_exited(vs, &snap);
 	if (seed)
 		vcpustat_seed_vmm(vs, &snap, NULL);
+	if (health)
+		record_health(vs, rh, &snap);
 	vcpustat_snapshot_free(&snap);
 }
 
@@ -114,10 +196,12 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 {
 	struct vcpustat_consumer cons = { .on_record = rec_session_record, .on_event = rec_session_event, .ctx = s };
 	__u64 start = vcpustat_now_ns(), next_tick = start + 1000000000ull, now;
+	struct record_health rh = { .res = res };
 	struct ring_buffer *rb;
 	int e = 0;
 
 	memset(res, 0, sizeof(*res));
+	tend_maps(vs, false, false, &rh); /* the health checks' first look */
 	rb = vcpustat_ring_buffer(vs, &cons);
 	if (!rb)
 		return verror(err, -errno, "cannot open the BPF ring buffer: %s", strerror(errno));
@@ -142,7 +226,7 @@ int live_record(struct vcpustat *vs, struct rec_session *s, const struct live_re
 			 * kernel's tables fill and count losses that are not (the
 			 * records of a VM that exited are all in the ring buffer).
 			 */
-			tend_maps(vs, (now - start) / 1000000000ull % LIVE_RECORD_FORGET_S == 0, o->seed_vmm);
+			tend_maps(vs, (now - start) / 1000000000ull % LIVE_RECORD_FORGET_S == 0, o->seed_vmm, &rh);
 		}
 		if (o->duration_ns && now >= start + o->duration_ns)
 			break;
@@ -163,10 +247,25 @@ out:
 	res->end_ns = vcpustat_now_ns();
 	res->lost = vcpustat_lost_total(vs);
 	ring_buffer__free(rb);
+	health_tracker_free(&rh.tracker);
 	/* the lost count at the end, as every second */
 	if (!e && rec_session_tick(s, res->end_ns, res->lost, false))
 		e = rec_session_failed(s, err);
 	return e;
+}
+
+/* The health check of the window ending at cur, at most every LIVE_HEALTH_EVERY_NS. */
+static void live_health(struct live_window *w, const struct vcpustat_snapshot *cur)
+{
+	struct health h;
+
+	if (w->health_ts && cur->ts < w->health_ts + LIVE_HEALTH_EVERY_NS)
+		return;
+	w->health_ts = cur->ts;
+	if (!health_of(w->vs, &w->tracker, cur, &h)) {
+		health_free(&w->health);
+		w->health = h;
+	}
 }
 
 int live_window_init(struct live_window *w, struct vcpustat *vs, const struct summary_filter *filter)
@@ -184,6 +283,15 @@ int live_window_init(struct live_window *w, struct vcpustat *vs, const struct su
 		if (w->have_topo)
 			vcpustat_set_topology(vs, &w->topo);
 	}
+	/* the health checks' first look, so that the first window is judged against it */
+	{
+		struct vcpustat_snapshot snap;
+
+		if (!vcpustat_snapshot(vs, &snap)) {
+			live_health(w, &snap);
+			vcpustat_snapshot_free(&snap);
+		}
+	}
 	return 0;
 }
 
@@ -195,6 +303,7 @@ int live_window_next(struct live_window *w, struct summary *s)
 	e = vcpustat_snapshot(w->vs, &cur);
 	if (e)
 		return e;
+	live_health(w, &cur);
 	/* the VMM threads that appeared: counted from their first event on */
 	vcpustat_seed_vmm(w->vs, &cur, NULL);
 	if (!w->have_prev && !s) {
@@ -210,6 +319,11 @@ int live_window_next(struct live_window *w, struct summary *s)
 			return e;
 		}
 		s->topo = w->have_topo ? &w->topo : NULL;
+		if (w->health.checked && health_copy(&s->health, &w->health)) {
+			summary_free(s);
+			vcpustat_snapshot_free(&cur);
+			return -ENOMEM;
+		}
 	}
 	/* VMs that exited: their last window is counted, the kernel may forget them */
 	forget_exited(w->vs, &cur);
@@ -227,5 +341,7 @@ void live_window_free(struct live_window *w)
 	names_free(&w->names);
 	if (w->have_topo)
 		topology_free(&w->topo);
+	health_free(&w->health);
+	health_tracker_free(&w->tracker);
 	memset(w, 0, sizeof(*w));
 }

@@ -708,6 +708,7 @@ void summary_free(struct summary *s)
 	for (size_t i = 0; i < s->nr_vms; i++)
 		summary_free_vm(&s->vms[i]);
 	free(s->vms);
+	health_free(&s->health);
 	memset(s, 0, sizeof(*s));
 }
 

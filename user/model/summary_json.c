@@ -20,6 +20,50 @@ static const char *const prog_status_names[] = {
 	[VCPUSTAT_PROG_ATTACHED] = "attached", [VCPUSTAT_PROG_FAILED] = "failed",
 };
 
+/*
+ * "health": is vcpustat blind to a VM KVM runs (docs/json.md)? ok, the
+ * problems by name, the VMs with one, what KVM was asked, and a sentence.
+ */
+static void health_write(struct jw *w, const struct summary *s)
+{
+	const struct health *h = &s->health;
+	char msg[1024];
+
+	jw_object(w, "health");
+	jw_bool(w, "ok", !h->problems);
+	jw_array(w, "problems");
+	for (unsigned int b = 1; b < 1u << HEALTH_NR_PROBLEMS; b <<= 1)
+		if (h->problems & b)
+			jw_string(w, NULL, health_problem_name(b));
+	jw_end(w);
+	jw_int(w, "kvm_vms", h->kvm_vms);
+	jw_string(w, "kvm_source", h->source);
+	if (h->exits_why[0])
+		jw_string(w, "kvm_exits_unknown", h->exits_why);
+	jw_array(w, "vms");
+	for (size_t i = 0; i < h->nr_vms; i++) {
+		const struct health_vm *v = &h->vms[i];
+
+		jw_object(w, NULL);
+		jw_int(w, "pid", v->tgid);
+		jw_array(w, "problems");
+		for (unsigned int b = 1; b < 1u << HEALTH_NR_PROBLEMS; b <<= 1)
+			if (v->problems & b)
+				jw_string(w, NULL, health_problem_name(b));
+		jw_end(w);
+		if (v->kvm_known)
+			jw_int(w, "kvm_exits", (long long)v->kvm_exits);
+		jw_int(w, "seen_exits", (long long)v->seen_exits);
+		jw_int(w, "userspace_exits", (long long)v->userspace_exits);
+		jw_end(w);
+	}
+	jw_end(w);
+	summary_health_message(s, msg, sizeof(msg));
+	if (msg[0])
+		jw_string(w, "message", msg);
+	jw_end(w);
+}
+
 static void states_write(struct jw *w, const char *key, const __u64 ns[VCPU_NR_STATES])
 {
 	jw_object(w, key);
@@ -389,12 +433,16 @@ void summary_json_write(struct jw *w, const struct summary *s, const struct vcpu
 	for (unsigned int i = 0; i < VCPUSTAT_NR_LOST; i++)
 		jw_int(w, lost_kind_name(i), (long long)s->lost_window[i]);
 	jw_end(w);
+	if (s->health.checked)
+		health_write(w, s);
 	if (progs) {
 		jw_array(w, "programs");
 		for (size_t i = 0; i < nr_progs; i++) {
 			jw_object(w, NULL);
 			jw_string(w, "name", progs[i].name);
 			jw_string(w, "tracepoint", progs[i].tracepoint);
+			if (progs[i].form[0])
+				jw_string(w, "form", progs[i].form);
 			jw_string(w, "status", prog_status_names[progs[i].status]);
 			if (progs[i].message[0])
 				jw_string(w, "message", progs[i].message);

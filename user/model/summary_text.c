@@ -320,6 +320,12 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 	for (size_t i = 0; i < nr_progs; i++)
 		if (progs[i].status == VCPUSTAT_PROG_FAILED || progs[i].status == VCPUSTAT_PROG_MISSING)
 			fprintf(f, "  NOT ATTACHED %s: %s\n", progs[i].tracepoint, progs[i].message);
+	if (s->health.problems) {
+		char msg[1024];
+
+		summary_health_message(s, msg, sizeof(msg));
+		fprintf(f, "  BLIND: %s\n", msg);
+	}
 	if (!s->nr_vms)
 		fprintf(f, "  no VMs seen yet (vCPU threads appear at their first KVM event; try --demo)\n");
 
