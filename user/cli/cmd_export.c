@@ -180,7 +180,7 @@ int cmd_export(int argc, char **argv)
 	/* refuse an input as the output, or an unwritable one, before attaching or reading anything */
 	if (x.path && x.file && outfile_refuse_input(x.path, &x.file, 1, &err))
 		return cli_usage_error("export: -o %s", err.msg);
-	if (x.path && (x.timeline ? timeline_check_output(x.tfmt, x.path, &err) : outfile_check(x.path, &err))) {
+	if (x.path && (x.timeline ? timeline_check_output(x.tfmt, x.path, &err) : outfile_check(x.path, 0, &err))) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}

@@ -141,7 +141,7 @@ int cmd_plot(int argc, char **argv)
 		return cli_usage_error("plot: -o FILE.svg is needed (- for stdout)");
 	if (p.file && outfile_refuse_input(p.path, &p.file, 1, &err))
 		return cli_usage_error("plot: -o %s", err.msg);
-	if (outfile_check(p.path, &err)) {
+	if (outfile_check(p.path, 0, &err)) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}

@@ -580,7 +580,7 @@ int timeline_format_parse(const char *name, enum timeline_format *f)
 
 int timeline_check_output(enum timeline_format fmt, const char *out, struct vcpustat_error *err)
 {
-	return fmt == TIMELINE_CTF ? timeline_ctf_check(out, err) : outfile_check(out, err);
+	return fmt == TIMELINE_CTF ? timeline_ctf_check(out, err) : outfile_check(out, 0, err);
 }
 
 /* ---- Chrome trace-event JSON ---- */
