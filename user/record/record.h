@@ -111,9 +111,9 @@ struct recorder_stats {
 void recorder_get_stats(const struct recorder *r, struct recorder_stats *st);
 
 /*
- * The end of a recording: *st as it stands (the records; the intervals and
- * bytes before the last ones close writes), then recorder_close(). *rp is
- * NULL afterwards, whatever the outcome.
+ * The end of a recording: recorder_close(), then *st (may be NULL): what was
+ * written, the intervals the close ended included (the files' own count).
+ * *rp is NULL afterwards, whatever the outcome.
  */
 int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err);
 

@@ -105,6 +105,7 @@ struct recorder {
 	bool begun; /* a record at or after mono_start_ns was applied: the file's history has begun */
 	struct recorder_stats st;
 	uint64_t intervals_closed; /* intervals of files already closed */
+	uint64_t closed_bytes;	   /* the size of the last file closed */
 };
 
 /* An interned string: one copy of each text (at most SHT_MAX_STRING - 1 bytes), kept to the end. */
@@ -388,10 +389,10 @@ static int file_close(struct recorder *r, uint64_t t, struct vcpustat_error *err
 
 	if (!r->w)
 		return r->failed;
-	sht_writer_get_stats(r->w, &ws);
-	e = sht_writer_close(r->w, t, err);
+	e = sht_writer_finish(r->w, t, &ws, err);
 	r->w = NULL;
-	r->intervals_closed += ws.intervals;
+	r->intervals_closed += ws.intervals; /* the intervals the close ended too: the file's count */
+	r->closed_bytes = ws.bytes;
 	return e;
 }
 
@@ -1202,7 +1203,7 @@ void recorder_get_stats(const struct recorder *r, struct recorder_stats *st)
 	if (r->w)
 		sht_writer_get_stats(r->w, &ws);
 	st->intervals = r->intervals_closed + ws.intervals;
-	st->bytes = ws.bytes;
+	st->bytes = r->w ? ws.bytes : r->closed_bytes;
 	snprintf(st->path, sizeof(st->path), "%s", r->path);
 }
 
@@ -1304,8 +1305,12 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	return 0;
 }
 
-/* recorder_close(); commit: an atomic recording's file replaces path (else it is removed) */
-static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, struct vcpustat_error *err)
+/*
+ * recorder_close(); commit: an atomic recording's file replaces path (else it
+ * is removed); *st (may be NULL): what was written, the close included.
+ */
+static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, struct recorder_stats *st,
+		      struct vcpustat_error *err)
 {
 	uint64_t t;
 	int e;
@@ -1328,13 +1333,15 @@ static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, str
 	/* opts.atomic: closed (renamed over path) only to commit it, else abandoned (removed) */
 	if (!e && (commit || !r->o.atomic))
 		e = file_close(r, t, err);
+	if (st)
+		recorder_get_stats(r, st);
 	recorder_free(r);
 	return e;
 }
 
 int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_error *err)
 {
-	return close_file(r, end_mono_ns, false, err);
+	return close_file(r, end_mono_ns, false, NULL, err);
 }
 
 int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err)
@@ -1342,7 +1349,5 @@ int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_
 	struct recorder *r = *rp;
 
 	*rp = NULL;
-	if (st)
-		recorder_get_stats(r, st);
-	return close_file(r, end_mono_ns, true, err);
+	return close_file(r, end_mono_ns, true, st, err);
 }

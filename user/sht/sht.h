@@ -129,6 +129,8 @@ struct sht_writer_stats {
 	uint32_t attrs, strings;
 };
 void sht_writer_get_stats(const struct sht_writer *w, struct sht_writer_stats *st);
+/* sht_writer_close(), and what it wrote in all in *st (the intervals the close ended among them). */
+int sht_writer_finish(struct sht_writer *w, uint64_t end_t, struct sht_writer_stats *st, struct vcpustat_error *err);
 /* The error of the last failed call (I/O errors are sticky). */
 const struct vcpustat_error *sht_writer_error(const struct sht_writer *w);
 

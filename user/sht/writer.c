@@ -771,6 +771,11 @@ static int write_footer(struct sht_writer *w, uint64_t end, uint32_t *nfooter)
 
 int sht_writer_close(struct sht_writer *w, uint64_t end_t, struct vcpustat_error *err)
 {
+	return sht_writer_finish(w, end_t, NULL, err);
+}
+
+int sht_writer_finish(struct sht_writer *w, uint64_t end_t, struct sht_writer_stats *st, struct vcpustat_error *err)
+{
 	uint8_t rec[SHT_CLOSE_SIZE];
 	uint32_t i, nfooter = 0, footer_index;
 	int e = w->failed, h;
@@ -813,6 +818,8 @@ int sht_writer_close(struct sht_writer *w, uint64_t end_t, struct vcpustat_error
 	w->fd = -1;
 	if (e && err)
 		*err = w->err;
+	if (st)
+		sht_writer_get_stats(w, st);
 	writer_free(w);
 	return e;
 }
