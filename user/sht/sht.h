@@ -265,7 +265,9 @@ struct sht_repair_info {
 
 /*
  * Make a cleanly readable copy of in at out (which may be in itself: it is
- * replaced atomically; out gets the new file by a rename, never half of it).
+ * replaced atomically; out gets the new file by a rename, never half of it;
+ * a device, a FIFO or a /proc/self/fd link gets it whole, written in place,
+ * once it is made and checked: util's outfile rule).
  * An unfinished file keeps every node and gets its rebuilt cores and a
  * footer; a file with damaged nodes is written again from every intact node
  * (a damaged node loses only the intervals it held). A good closed file is
@@ -278,7 +280,8 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_error *err);
 /*
  * Repair file in place, keeping the original as FILE.orig (a hard link, into
- * orig): fails if that name exists. On failure the file is as it was.
+ * orig; of the file a symlink names, which the repair replaces): fails if
+ * that name exists. On failure the file is as it was.
  */
 int sht_repair_keeping(const char *file, char *orig, size_t len, struct sht_check_report *after,
 		       struct sht_repair_info *info, struct vcpustat_error *err);
