@@ -464,43 +464,6 @@ int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat
 	return outfile_close(&of, err);
 }
 
-/* ---- the writers not yet through struct outfile: path always replaced ---- */
-
-int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err)
-{
-	struct stat st;
-	int fd, e;
-
-	if (!*path)
-		return verror(err, -EINVAL, "empty output file name");
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return verror(err, -EISDIR, "%s: is a directory (give a file name)", path);
-	e = outfile_temp_name(path, tmp, len);
-	if (e)
-		return verror(err, e, "%s: path too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return verror(err, -errno, "%s: cannot write there: %s", path, strerror(errno));
-	return fd;
-}
-
-int outfile_commit(int fd, const char *tmp, const char *path, struct vcpustat_error *err)
-{
-	int e = 0;
-
-	if (fchmod(fd, 0644) || fsync(fd))
-		e = -errno;
-	if (close(fd) && !e)
-		e = -errno;
-	if (!e && rename(tmp, path))
-		e = -errno;
-	if (e) {
-		unlink(tmp);
-		return verror(err, e, "%s: write: %s", path, strerror(-e));
-	}
-	return 0;
-}
-
 /* ---- a directory (CTF) ---- */
 
 static bool dir_empty(const char *path)

@@ -144,15 +144,6 @@ int outfile_in_place(const char *path, const char **what, struct vcpustat_error 
 int outfile_dir_target(const char *path, char *target, size_t len, struct vcpustat_error *err);
 
 /*
- * For the writers not yet through struct outfile (the SHT writer, repair,
- * chrome-json): the temporary file next to path (its name in tmp, len bytes)
- * and its fd, or a negative errno; outfile_commit() syncs, closes and renames
- * it over path (on failure it removes it). path is always replaced.
- */
-int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err);
-int outfile_commit(int fd, const char *tmp, const char *path, struct vcpustat_error *err);
-
-/*
  * The template of a temporary name next to path, "dir/.name.tmp.XXXXXX" (for
  * mkstemp() or mkdtemp(): a file or a directory renamed over path when
  * whole), in out (len bytes): 0, or -ENAMETOOLONG. Nothing is created.
