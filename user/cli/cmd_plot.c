@@ -92,7 +92,8 @@ int cmd_plot(int argc, char **argv)
 	struct vcpustat_error err = { 0 };
 	const char *vm_filter[64];
 	const struct cli_option options[] = {
-		{ "output", 'o', "FILE", "the SVG file, written atomically (- for stdout)", CLI_STRING, &p.path },
+		{ "output", 'o', "FILE", "the SVG file, written atomically (- for stdout; a device or a\n"
+					 "FIFO in place)", CLI_STRING, &p.path },
 		{ "from", OPT_FROM, "T", "the window of the recording (default: all of it). T: ns since\n"
 					 "the start, seconds (1.5s), or wall clock (14:03:07.123)", CLI_STRING, &p.from },
 		{ "to", OPT_TO, "T", "the end of that window (default: the end of the recording)", CLI_STRING, &p.to },
