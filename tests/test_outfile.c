@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -25,6 +26,7 @@
 #include "helpers.h"
 #include "record/record.h"
 #include "sht/sht.h"
+#include "util/util.h"
 
 #define CORPUS VCPUSTAT_SOURCE_DIR "/tests/fuzz/corpus"
 
@@ -369,6 +371,37 @@ Test(outfile, a_proc_fd_link_writes_into_the_file_open_there)
 		cr_assert(!lstat(in_dir("fd3"), &st) && S_ISLNK(st.st_mode), "%s: the link was replaced",
 			  writers[k].name);
 	}
+}
+
+/*
+ * A file written at offsets into a regular file behind /proc/self/fd is that
+ * file's whole content: repairing /proc/self/fd/N in place (fd N read to its
+ * end, as fuzz-sht does with a memfd) leaves a file that opens, not the
+ * repaired copy after the original.
+ */
+Test(outfile, a_repair_in_place_through_a_proc_fd_link_is_the_whole_file)
+{
+	struct sht_check_report rep;
+	struct vcpustat_error err = { 0 };
+	struct sht_reader *r;
+	char path[64], *data;
+	size_t len;
+	int fd;
+
+	fd = open(CORPUS "/sht/unfinished.sht", O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read_fd(fd, &data, &len), 0);
+	close(fd);
+	fd = memfd_create("outfile-test", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, data, len), (ssize_t)len); /* its offset is now at the end */
+	free(data);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	cr_assert_eq(sht_repair(path, &rep, &err), 0, "%s", err.msg);
+	cr_assert(rep.ok && rep.closed, "the report of the repaired file");
+	cr_assert_eq(sht_open(&r, path, &err), 0, "the repaired file opens: %s", err.msg);
+	sht_close(r);
+	close(fd);
 }
 
 /* The issue's own case: `vcpustat export x.sht -o /dev/stdout > out.prom`. */

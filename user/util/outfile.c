@@ -377,14 +377,21 @@ static int write_failed(struct outfile *of, int e, struct vcpustat_error *err)
 	return verror(err, e, "%s: write: %s", of->path, strerror(-e));
 }
 
-/* The spooled file, whole, into the target. */
+/*
+ * The spooled file, whole, into the target. A regular file behind a /proc
+ * link (/dev/stdout redirected to one) is emptied first: a file written at
+ * offsets is that file's whole content, from its start.
+ */
 static int copy_spool(struct outfile *of, struct vcpustat_error *err)
 {
 	char buf[1 << 16];
+	struct stat st;
 	off_t off = 0;
 	ssize_t n;
 	int e;
 
+	if (!fstat(of->dest, &st) && S_ISREG(st.st_mode) && (ftruncate(of->dest, 0) || lseek(of->dest, 0, SEEK_SET)))
+		return verror(err, -errno, "%s: cannot truncate: %s", of->path, strerror(errno));
 	for (;;) {
 		n = pread(of->fd, buf, sizeof(buf), off);
 		if (n < 0 && errno == EINTR)

@@ -78,7 +78,8 @@ enum {
 	 * The writer writes at offsets (pwrite, ftruncate) and may read back:
 	 * its fd is always a regular file. A target written in place gets the
 	 * file whole at outfile_close(), copied from a temporary file in $TMPDIR
-	 * (or /tmp), so a FIFO or /dev/stdout can take an SHT file.
+	 * (or /tmp), so a FIFO or /dev/stdout can take an SHT file; a regular
+	 * file behind /dev/stdout is emptied first (the output is its content).
 	 */
 	OUTFILE_SEEK = 1 << 0,
 	/*
