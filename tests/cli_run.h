@@ -41,9 +41,11 @@ static inline void slurp_into(const char *path, char *buf, size_t len)
 
 /*
  * Run vcpustat with argv; stdout to out_file (NULL: captured), stdin from
- * in_file (NULL: /dev/null); killed after limit_s seconds (status -1).
+ * in_file (NULL: /dev/null), and fd 3 open for writing on fd3_file (NULL:
+ * none; what a shell's `3> FILE` does); killed after limit_s seconds (status -1).
  */
-static inline void run_io(struct run *r, const char *const *argv, const char *out_file, const char *in_file, int limit_s)
+static inline void run_io_fd3(struct run *r, const char *const *argv, const char *out_file, const char *in_file,
+			      const char *fd3_file, int limit_s)
 {
 	char out[128], err[128];
 	pid_t pid;
@@ -62,6 +64,12 @@ static inline void run_io(struct run *r, const char *const *argv, const char *ou
 		dup2(fo, 1);
 		dup2(fe, 2);
 		dup2(fi, 0);
+		if (fd3_file) {
+			int f3 = open(fd3_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			if (f3 < 0 || (f3 != 3 && dup2(f3, 3) != 3))
+				_exit(126);
+		}
 		setenv("TZ", "UTC", 1);
 		alarm((unsigned)limit_s); /* a hang guard, not a timing assertion */
 		execv(vcpustat_bin(), (char *const *)argv);
@@ -74,6 +82,12 @@ static inline void run_io(struct run *r, const char *const *argv, const char *ou
 	unlink(out);
 	unlink(err);
 	cr_assert_neq(r->status, 127, "cannot run %s", vcpustat_bin());
+	cr_assert_neq(r->status, 126, "cannot open %s as fd 3", fd3_file);
+}
+
+static inline void run_io(struct run *r, const char *const *argv, const char *out_file, const char *in_file, int limit_s)
+{
+	run_io_fd3(r, argv, out_file, in_file, NULL, limit_s);
 }
 
 #define RUN(r, ...)                                                                                                \

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * libFuzzer harness for the command lines of the commands that work on files
- * (check, import, query, replay, report, sync): every option parser, and
- * what the options then make the command do, on small real inputs.
+ * (check, export, import, plot, query, replay, report, sync): every option
+ * parser, and what the options then make the command do, on small real
+ * inputs.
  *
  * An input is a command line: arguments separated by NUL bytes, the first
  * the command's name. Each run happens in a sandbox folder holding fresh
@@ -10,18 +11,38 @@
  * pairs file (p.csv), taken from the other harnesses' seed corpora (a crash
  * leaves the sandbox, named at the start, with libFuzzer's crash file); every
  * '/' of an argument becomes '_', so whatever a command reads or writes is
- * in the sandbox. stdin is /dev/null (`-` never waits), stdout too.
+ * in the sandbox. stdin is /dev/null (`-` never waits); stdout is a file
+ * next to the sandbox, emptied at each run.
  *
- * A finding is a crash, a sanitizer report or a leak, or an exit status out
- * of the policy (0, 1 or 2: docs/vcpustat.md, "Exit codes").
+ * The sandbox also holds an output target of every kind (util/outfile.c's
+ * rule), for -o: a regular file (o.reg), a symlink to it (o.link), a
+ * dangling symlink (o.dangling), a directory (o.dir), a FIFO that a thread
+ * of the harness reads (o.fifo), a symlink to our stdout through /proc
+ * (o.fd, as /dev/stdout is), and, as root, private null and full devices
+ * (o.null, o.full: made with mknod, never the host's /dev). o.new is a name
+ * that is never there. A command that replaced a device or the FIFO, or
+ * followed o.fd out of the sandbox, is a finding the next reset notices.
+ *
+ * The live paths of export and plot (no recording given, --live) are cut at
+ * their privilege check (vcpustat_check_privileges, wrapped by the linker):
+ * the harness never loads BPF.
+ *
+ * A finding is a crash, a sanitizer report or a leak, an exit status out of
+ * the policy (0, 1 or 2: docs/vcpustat.md, "Exit codes"), or a target that is
+ * no longer of its kind after a run.
  */
-#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include "cli/cli.h"
 
@@ -32,8 +53,8 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "check", cmd_check },	  { "import", cmd_import }, { "query", cmd_query },
-	{ "replay", cmd_replay }, { "report", cmd_report }, { "sync", cmd_sync },
+	{ "check", cmd_check },	  { "export", cmd_export }, { "import", cmd_import }, { "plot", cmd_plot },
+	{ "query", cmd_query },	  { "replay", cmd_replay }, { "report", cmd_report }, { "sync", cmd_sync },
 };
 
 static const struct {
@@ -49,12 +70,21 @@ static struct {
 	char *data;
 	size_t len;
 } fixture_data[sizeof(fixtures) / sizeof(fixtures[0])];
-static char sandbox[] = "/tmp/vcpustat-fuzz-argv.XXXXXX", home[4096];
+static char sandbox[] = "/tmp/vcpustat-fuzz-argv.XXXXXX", home[4096], out_path[64], fifo_path[64];
+static bool devices; /* root: o.null and o.full */
 
 __attribute__((noreturn)) static void die(const char *what)
 {
 	perror(what);
 	abort();
+}
+
+/* export and plot without a recording: the live layer, refused here as it is without privileges */
+int __wrap_vcpustat_check_privileges(char *msg, size_t len);
+int __wrap_vcpustat_check_privileges(char *msg, size_t len)
+{
+	snprintf(msg, len, "fuzz-argv: the live layer is not fuzzed (no BPF here)");
+	return -ENOSYS;
 }
 
 static void load_fixture(size_t i)
@@ -74,18 +104,82 @@ static void load_fixture(size_t i)
 	fclose(f);
 }
 
-/* Empty the sandbox, then fresh copies of the fixtures. */
+/* The FIFO's reader: whatever a command writes into o.fifo is read to its end, writer after writer. */
+static void *drain_fifo(void *arg)
+{
+	char buf[65536];
+	int fd;
+
+	(void)arg;
+	for (;;) {
+		fd = open(fifo_path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			usleep(1000); /* between a reset's unlink and mkfifo */
+			continue;
+		}
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+	return NULL;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag;
+	if (f->level == 0 || !strcmp(p + f->base, "o.fifo"))
+		return 0; /* the sandbox itself; the FIFO, which the reader has open (checked below) */
+	return remove(p);
+}
+
+/* A target a command must have left as it was: else the rule was broken (abort: a finding). */
+static void expect_kind(const char *name, mode_t kind, dev_t rdev)
+{
+	struct stat st;
+
+	if (lstat(name, &st) && errno == ENOENT)
+		return; /* the first reset */
+	if (lstat(name, &st) || (st.st_mode & S_IFMT) != kind || (kind == S_IFCHR && st.st_rdev != rdev)) {
+		fprintf(stderr, "fuzz-argv: %s/%s was replaced (mode %o): a target written in place was written over\n",
+			sandbox, name, (unsigned)st.st_mode);
+		abort();
+	}
+}
+
+/* The output targets of every kind (see the top), o.fifo made once. */
+static void make_targets(void)
+{
+	int fd = open("o.reg", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0 || write(fd, "old\n", 4) != 4)
+		die("o.reg");
+	close(fd);
+	if (symlink("o.reg", "o.link") || symlink("o.gone", "o.dangling") || symlink("/proc/self/fd/1", "o.fd") ||
+	    mkdir("o.dir", 0755))
+		die("the sandbox's targets");
+	if (access("o.fifo", F_OK) && mkfifo("o.fifo", 0644))
+		die("o.fifo");
+	if (devices && mknod("o.null", S_IFCHR | 0666, makedev(1, 3)))
+		die("mknod o.null");
+	if (devices && mknod("o.full", S_IFCHR | 0666, makedev(1, 7)))
+		die("mknod o.full");
+}
+
+/* Empty the sandbox (checking what the last run left of the targets), then fresh fixtures and targets. */
 static void reset_sandbox(void)
 {
-	DIR *d = opendir(".");
-	struct dirent *e;
-
-	if (!d)
+	expect_kind("o.fifo", S_IFIFO, 0);
+	expect_kind("o.fd", S_IFLNK, 0);
+	expect_kind("o.link", S_IFLNK, 0);
+	if (devices) {
+		expect_kind("o.null", S_IFCHR, makedev(1, 3));
+		expect_kind("o.full", S_IFCHR, makedev(1, 7));
+	}
+	if (nftw(".", rm_entry, 16, FTW_DEPTH | FTW_PHYS))
 		die(sandbox);
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlink(e->d_name); /* commands write files only (no folders) */
-	closedir(d);
+	/* stdout (o.fd's file) emptied */
+	if (ftruncate(STDOUT_FILENO, 0) || lseek(STDOUT_FILENO, 0, SEEK_SET))
+		die(out_path);
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
 		int fd = open(fixtures[i].name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
@@ -93,14 +187,15 @@ static void reset_sandbox(void)
 			die(fixtures[i].name);
 		close(fd);
 	}
+	make_targets();
 }
 
 static void cleanup(void)
 {
 	if (chdir("/") == 0) {
-		char cmd[128];
+		char cmd[160];
 
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sandbox);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", sandbox, out_path);
 		if (system(cmd))
 			fprintf(stderr, "fuzz-argv: could not remove %s\n", sandbox);
 	}
@@ -108,11 +203,12 @@ static void cleanup(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), out;
+	pthread_t reader;
 
 	(void)argc;
 	(void)argv;
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0)
 		die("/dev/null");
 	close(null);
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
@@ -120,6 +216,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* each run goes into the sandbox and back (libFuzzer reads its corpus from here) */
 	if (!getcwd(home, sizeof(home)) || !mkdtemp(sandbox))
 		die(sandbox);
+	/* stdout: a file of ours (o.fd names it), not the host's /dev/null */
+	snprintf(out_path, sizeof(out_path), "%s.stdout", sandbox);
+	out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0 || dup2(out, STDOUT_FILENO) < 0)
+		die(out_path);
+	close(out);
+	snprintf(fifo_path, sizeof(fifo_path), "%s/o.fifo", sandbox);
+	devices = geteuid() == 0;
+	if (!devices)
+		fprintf(stderr, "fuzz-argv: not root: no o.null, o.full (private device nodes need mknod)\n");
+	if (pthread_create(&reader, NULL, drain_fifo, NULL) || pthread_detach(reader))
+		die("the FIFO's reader");
 	fprintf(stderr, "fuzz-argv: sandbox %s (kept, with libFuzzer's crash file, if a run crashes)\n", sandbox);
 	atexit(cleanup);
 	return 0;

@@ -32,8 +32,8 @@ static int parse(int argc, char **argv, bool *repair, bool *in_place, const char
 					      "damaged nodes is written again from every intact node (a damaged node\n"
 					      "loses only the intervals it held). Says how many intervals were kept.\n"
 					      "A good closed file is not copied.", CLI_FLAG, repair },
-		{ "output", 'o', "FIXED.sht", "where --repair writes (a new file, written atomically;\n"
-					      "never FILE)", CLI_STRING, out },
+		{ "output", 'o', "FIXED.sht", "where --repair writes (a file is replaced whole; a device,\n"
+					      "a FIFO or /dev/stdout gets it in place; never FILE)", CLI_STRING, out },
 		{ "in-place", 256, NULL, "--repair replaces FILE and keeps the original as FILE.orig", CLI_FLAG,
 		  in_place },
 		{ "json", 'j' | 1024, NULL, "JSON output for scripts", CLI_FLAG, &cli_json },

@@ -116,9 +116,9 @@ int cmd_export(int argc, char **argv)
 	const struct cli_option options[] = {
 		{ "format", 'f', "FORMAT", "prometheus (text 0.0.4, default), openmetrics, json, csv;\n"
 					   "of a recording's timeline (needs -o): chrome-json (-o FILE), ctf (-o DIR)" },
-		{ "output", 'o', "FILE", "write FILE atomically (temporary file + rename); default stdout;\n"
-					 "-f ctf: a new or empty directory", CLI_STRING,
-		  &x.path },
+		{ "output", 'o', "FILE", "write FILE atomically (temporary file + rename); a device, a\n"
+					 "FIFO or /dev/stdout in place; default stdout; -f ctf: a new\n"
+					 "or empty directory", CLI_STRING, &x.path },
 		{ "interval", 'i', "SEC", "live: sample for SEC seconds before the first output (default 1)",
 		  CLI_SECONDS, &x.interval, 10000000, 86400000000000 },
 		{ "every", 'e', "SEC", "live: run until stopped, rewriting FILE (-o) every SEC seconds", CLI_SECONDS,
@@ -180,7 +180,7 @@ int cmd_export(int argc, char **argv)
 	/* refuse an input as the output, or an unwritable one, before attaching or reading anything */
 	if (x.path && x.file && outfile_refuse_input(x.path, &x.file, 1, &err))
 		return cli_usage_error("export: -o %s", err.msg);
-	if (x.path && (x.timeline ? timeline_check_output(x.tfmt, x.path, &err) : outfile_check(x.path, &err))) {
+	if (x.path && (x.timeline ? timeline_check_output(x.tfmt, x.path, &err) : outfile_check(x.path, 0, &err))) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}

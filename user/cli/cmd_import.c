@@ -24,7 +24,8 @@ int cmd_import(int argc, char **argv)
 						 "(pid<N>, a --vm-name, a --vm) or its VMM's pid.\n"
 						 "VM@L1=FILE: a nested guest that the guest L1 (given\n"
 						 "as --guest L1=...) runs; VM as L1's trace shows it" },
-		{ "output", 'o', "FILE", "the .sht file to write", CLI_STRING, &ia->o.out },
+		{ "output", 'o', "FILE", "the .sht file to write (replaced whole; a device, a FIFO or\n"
+					 "/dev/stdout gets it in place)", CLI_STRING, &ia->o.out },
 		{ "vm-name", OPT_VM_NAME, "PID=NAME", "name the VM whose VMM process is PID (host traces do not\n"
 						      "carry QEMU's -name); default pid<PID>" },
 		{ "vm", OPT_VM, "NAME=TID[,TID..]", "these threads are VM NAME's vCPUs (traces without the\n"

@@ -92,7 +92,8 @@ int cmd_plot(int argc, char **argv)
 	struct vcpustat_error err = { 0 };
 	const char *vm_filter[64];
 	const struct cli_option options[] = {
-		{ "output", 'o', "FILE", "the SVG file, written atomically (- for stdout)", CLI_STRING, &p.path },
+		{ "output", 'o', "FILE", "the SVG file, written atomically (- for stdout; a device or a\n"
+					 "FIFO in place)", CLI_STRING, &p.path },
 		{ "from", OPT_FROM, "T", "the window of the recording (default: all of it). T: ns since\n"
 					 "the start, seconds (1.5s), or wall clock (14:03:07.123)", CLI_STRING, &p.from },
 		{ "to", OPT_TO, "T", "the end of that window (default: the end of the recording)", CLI_STRING, &p.to },
@@ -141,7 +142,7 @@ int cmd_plot(int argc, char **argv)
 		return cli_usage_error("plot: -o FILE.svg is needed (- for stdout)");
 	if (p.file && outfile_refuse_input(p.path, &p.file, 1, &err))
 		return cli_usage_error("plot: -o %s", err.msg);
-	if (outfile_check(p.path, &err)) {
+	if (outfile_check(p.path, 0, &err)) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}

@@ -30,7 +30,8 @@ static int parse(int argc, char **argv, struct record_args *r)
 {
 	enum { OPT_MAX_SIZE = 256, OPT_ROTATE, OPT_KEEP, OPT_CAPTURE, OPT_RINGBUF, OPT_META, OPT_AS };
 	const struct cli_option options[] = {
-		{ "output", 'o', "FILE", "the .sht file (with rotation: the name of the series)", CLI_STRING,
+		{ "output", 'o', "FILE", "the .sht file, written as it grows (with rotation: the name of\n"
+					 "the series); a device in place; not a FIFO (it cannot seek)", CLI_STRING,
 		  &r->so.rec.path },
 		{ "level", 'l', "LEVEL", "vcpu (default): vCPU states, exit reasons, pCPUs, the\n"
 					 "VMs' other threads, who ran where they waited (culprits);\n"

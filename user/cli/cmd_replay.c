@@ -13,7 +13,8 @@ int cmd_replay(int argc, char **argv)
 	const char *out = NULL;
 	bool json = false, quiet = false;
 	const struct cli_option options[] = {
-		{ "output", 'o', "FILE", "the .sht file to write", CLI_STRING, &out },
+		{ "output", 'o', "FILE", "the .sht file to write (replaced whole; a device, a FIFO or\n"
+					 "/dev/stdout gets it in place)", CLI_STRING, &out },
 		{ "json", 'j', NULL, "the summary as a JSON document on stdout (docs/json.md)", CLI_FLAG, &json },
 		{ "quiet", 'q', NULL, "no summary", CLI_FLAG, &quiet },
 		{ NULL },

@@ -81,7 +81,10 @@ int metrics_render(const struct metrics *m, enum metrics_format f, char **buf, s
  * last rendering, say): a 20 MB text is then not copied at every doubling.
  */
 int metrics_render_sized(const struct metrics *m, enum metrics_format f, size_t expect, char **buf, size_t *len);
-/* Rendered into path (written atomically: util's outfile_write) or, path NULL, to stdout. */
+/*
+ * Rendered into path (util's outfile_write: a file replaced whole, a device
+ * or a FIFO written in place) or, path NULL, to stdout.
+ */
 int metrics_write(const struct metrics *m, enum metrics_format fmt, const char *path, struct vcpustat_error *err);
 /*
  * The metrics of the window [t1, t2] of recording r (named file in them);
@@ -139,7 +142,7 @@ struct plot_doc {
 
 /* The SVG document, malloc'ed into *buf (*len bytes, NUL-terminated). 0 or -ENOMEM. */
 int plot_svg(const struct plot_doc *d, char **buf, size_t *len);
-/* The SVG into path ("-": stdout), written atomically (util's outfile_write). */
+/* The SVG into path ("-": stdout), by util's outfile_write (a file replaced whole, a device or FIFO in place). */
 int plot_write(const struct plot_doc *d, const char *path, struct vcpustat_error *err);
 /* `vcpustat plot FILE`: the charts of the window [t1, t2] of recording r (named file), into path. */
 int plot_recording(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2, size_t buckets,
@@ -176,8 +179,9 @@ enum timeline_format {
 int timeline_format_parse(const char *name, enum timeline_format *f);
 /*
  * Can the timeline be written to out? chrome-json: outfile_check(); ctf: out
- * is a new or empty directory in a directory where one can be made. 0 or a
- * negative errno with err.
+ * (its symlinks followed) is a new or empty directory in a directory where
+ * one can be made, not a file, a device or a FIFO (outfile_dir_target()). 0
+ * or a negative errno with err.
  */
 int timeline_check_output(enum timeline_format fmt, const char *out, struct vcpustat_error *err);
 int timeline_ctf_check(const char *dir, struct vcpustat_error *err);

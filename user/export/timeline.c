@@ -580,7 +580,7 @@ int timeline_format_parse(const char *name, enum timeline_format *f)
 
 int timeline_check_output(enum timeline_format fmt, const char *out, struct vcpustat_error *err)
 {
-	return fmt == TIMELINE_CTF ? timeline_ctf_check(out, err) : outfile_check(out, err);
+	return fmt == TIMELINE_CTF ? timeline_ctf_check(out, err) : outfile_check(out, 0, err);
 }
 
 /* ---- Chrome trace-event JSON ---- */
@@ -814,13 +814,13 @@ out:
 
 static int export_chrome_json(struct timeline *tl, const char *out, struct vcpustat_error *err)
 {
-	char tmp[PATH_MAX];
+	struct outfile of;
 	FILE *f;
-	int fd = outfile_temp(out, tmp, sizeof(tmp), err), fd2, e;
+	int fd2, e = outfile_open(&of, out, 0, err);
 
-	if (fd < 0)
-		return fd;
-	fd2 = dup(fd);
+	if (e)
+		return e;
+	fd2 = dup(of.fd);
 	f = fd2 >= 0 ? fdopen(fd2, "w") : NULL;
 	if (!f) {
 		e = verror(err, -errno, "%s: %s", out, strerror(errno));
@@ -834,10 +834,9 @@ static int export_chrome_json(struct timeline *tl, const char *out, struct vcpus
 		e = verror(err, -errno, "%s: cannot write: %s", out, strerror(errno));
 	if (e)
 		goto fail;
-	return outfile_commit(fd, tmp, out, err);
+	return outfile_close(&of, err);
 fail:
-	close(fd);
-	unlink(tmp);
+	outfile_abort(&of);
 	return e;
 }
 

@@ -20,7 +20,6 @@
  * parent removes what was written. The trace is made in a temporary
  * directory next to the output and renamed to it when whole.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -451,41 +450,32 @@ static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *
 	return remove(p);
 }
 
-/* Is dir empty? */
-static bool dir_empty(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return false;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			n++;
-	closedir(d);
-	return !n;
-}
-
-int timeline_ctf_check(const char *dir, struct vcpustat_error *err)
+/*
+ * Where the trace goes: dir, its symlinks followed, a new name or an empty
+ * directory (util's outfile_dir_target), into target; and a temporary
+ * directory can be made next to it.
+ */
+static int ctf_target(const char *dir, char *target, size_t len, struct vcpustat_error *err)
 {
 	char tmp[PATH_MAX];
-	struct stat st;
-	int e;
+	int e = outfile_dir_target(dir, target, len, err);
 
-	if (!*dir)
-		return verror(err, -EINVAL, "empty output directory name");
-	if (!stat(dir, &st) && !S_ISDIR(st.st_mode))
-		return verror(err, -ENOTDIR, "%s: exists and is not a directory (CTF is a directory)", dir);
-	if (!stat(dir, &st) && !dir_empty(dir))
-		return verror(err, -EEXIST, "%s: exists and is not empty (give a new or an empty directory)", dir);
-	e = outfile_temp_name(dir, tmp, sizeof(tmp));
+	if (e)
+		return e;
+	e = outfile_temp_name(target, tmp, sizeof(tmp));
 	if (e)
 		return verror(err, e, "%s: path too long", dir);
 	if (!mkdtemp(tmp))
 		return verror(err, -errno, "%s: cannot write there: %s", dir, strerror(errno));
 	rmdir(tmp);
 	return 0;
+}
+
+int timeline_ctf_check(const char *dir, struct vcpustat_error *err)
+{
+	char target[PATH_MAX];
+
+	return ctf_target(dir, target, sizeof(target), err);
 }
 
 /* write_ctf() in a child (see the top): 0, or -errno with err. */
@@ -569,12 +559,12 @@ static int check_metadata(const char *trace, const char *out, struct vcpustat_er
 
 int timeline_ctf(struct timeline *tl, const char *out, struct vcpustat_error *err)
 {
-	char tmp[PATH_MAX], trace[PATH_MAX + 8];
-	int e = timeline_ctf_check(out, err);
+	char target[PATH_MAX], tmp[PATH_MAX], trace[PATH_MAX + 8];
+	int e = ctf_target(out, target, sizeof(target), err);
 
 	if (e)
 		return e;
-	e = outfile_temp_name(out, tmp, sizeof(tmp));
+	e = outfile_temp_name(target, tmp, sizeof(tmp));
 	if (e)
 		return verror(err, e, "%s: path too long", out);
 	if (!mkdtemp(tmp))
@@ -584,7 +574,7 @@ int timeline_ctf(struct timeline *tl, const char *out, struct vcpustat_error *er
 	e = write_in_child(tl, trace, out, err);
 	if (!e)
 		e = check_metadata(trace, out, err);
-	if (!e && (chmod(trace, 0755) || rename(trace, out)))
+	if (!e && (chmod(trace, 0755) || rename(trace, target)))
 		e = verror(err, -errno, "%s: %s", out, strerror(errno));
 	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return e;

@@ -15,7 +15,8 @@
 #define EV_SIZE sizeof(struct vcpustat_event)
 
 struct capture_writer {
-	int fd;
+	int fd; /* of.fd */
+	struct outfile of;
 	char *path;
 	unsigned char *block; /* header + events */
 	unsigned char *zblock; /* header + compressed events */
@@ -51,11 +52,11 @@ int capture_create(struct capture_writer **wp, const char *path, uint64_t mono_s
 		e = verror(err, -ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		e = verror(err, -errno, "%s: %s", path, strerror(errno));
+	/* written as it grows, a stream: a regular file under its name, a FIFO or a device in place */
+	e = outfile_open(&w->of, path, OUTFILE_GROW, err);
+	if (e)
 		goto fail;
-	}
+	w->fd = w->of.fd;
 	memcpy(h, CAPTURE_MAGIC, 8);
 	put32(h + 8, CAPTURE_VERSION);
 	put32(h + 12, (uint32_t)EV_SIZE);
@@ -70,7 +71,7 @@ int capture_create(struct capture_writer **wp, const char *path, uint64_t mono_s
 		e = write_all(w->fd, meta, meta_len);
 	if (e) {
 		verror(err, e, "%s: %s", path, strerror(-e));
-		close(w->fd);
+		outfile_abort(&w->of);
 		goto fail;
 	}
 	*wp = w;
@@ -210,8 +211,10 @@ int capture_close(struct capture_writer *w, struct vcpustat_error *err)
 	if (!w)
 		return 0;
 	e = capture_flush(w, err);
-	if (close(w->fd) && !e)
-		e = verror(err, -errno, "%s: %s", w->path, strerror(errno));
+	if (e)
+		outfile_abort(&w->of);
+	else
+		e = outfile_close(&w->of, err);
 	free(w->block);
 	free(w->zblock);
 	ZSTD_freeCCtx(w->zctx);

@@ -54,8 +54,9 @@ struct recorder_opts {
 	/*
 	 * The file appears only whole (import, replay): it is written under a
 	 * temporary name next to path and renamed over path when the recorder
-	 * closes successfully; a failure, or a recorder freed on an error path,
-	 * removes it and leaves path as it was. Not with rotation.
+	 * closes successfully (a device or a FIFO is written in place, at that
+	 * moment: util's outfile rule); a failure, or a recorder freed on an
+	 * error path, removes it and leaves path as it was. Not with rotation.
 	 */
 	bool atomic;
 };
@@ -64,7 +65,8 @@ struct recorder_opts {
  * Open the recorder and its first file. With rotation (max_bytes or
  * rotate_ns), files are named <path minus .sht>-<YYYYmmddTHHMMSS>.sht from the
  * wall-clock time of their first instant; each starts with the current value
- * of every attribute.
+ * of every attribute. Rotation refuses a path written in place (a device, a
+ * FIFO: util's outfile rule), whose name is no name for a series.
  */
 int recorder_open(struct recorder **r, const struct recorder_opts *opts, struct vcpustat_error *err);
 
@@ -109,9 +111,9 @@ struct recorder_stats {
 void recorder_get_stats(const struct recorder *r, struct recorder_stats *st);
 
 /*
- * The end of a recording: *st as it stands (the records; the intervals and
- * bytes before the last ones close writes), then recorder_close(). *rp is
- * NULL afterwards, whatever the outcome.
+ * The end of a recording: recorder_close(), then *st (may be NULL): what was
+ * written, the intervals the close ended included (the files' own count).
+ * *rp is NULL afterwards, whatever the outcome.
  */
 int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err);
 

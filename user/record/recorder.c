@@ -80,7 +80,6 @@ struct recorder {
 	struct sht_writer *w; /* NULL after a failed rotation: failed says why */
 	int failed;
 	char path[4096];
-	char tmp[4096]; /* opts.atomic: the file being written, renamed to path at the end */
 	char **files; /* files written, oldest first (rotation) */
 	size_t nfiles;
 	char stamp[32]; /* rotation: the second in the last file's name, and its counter there */
@@ -106,6 +105,7 @@ struct recorder {
 	bool begun; /* a record at or after mono_start_ns was applied: the file's history has begun */
 	struct recorder_stats st;
 	uint64_t intervals_closed; /* intervals of files already closed */
+	uint64_t closed_bytes;	   /* the size of the last file closed */
 };
 
 /* An interned string: one copy of each text (at most SHT_MAX_STRING - 1 bytes), kept to the end. */
@@ -323,6 +323,19 @@ static int free_space(void *ctx, const char *path)
 	return 0;
 }
 
+/* Rotation names its files after path (NAME-<time>.sht): not after a device's or a FIFO's. */
+static int series_check(const char *path, struct vcpustat_error *err)
+{
+	const char *what = NULL;
+	int e = outfile_in_place(path, &what, err);
+
+	if (e <= 0)
+		return e;
+	return verror(err, -EINVAL,
+		      "%s: is %s: rotation writes a series of files named after it (NAME-<time>.sht); give a file name",
+		      path, what);
+}
+
 static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 {
 	bool rotating = r->o.max_bytes || r->o.rotate_ns;
@@ -335,6 +348,7 @@ static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 		.no_sync = r->o.no_sync,
 		/* a file of the series appears with its header whole, or not at all */
 		.whole_header = rotating,
+		.atomic = r->o.atomic,
 		.no_space = rotating && r->o.keep ? free_space : NULL,
 		.ctx = r,
 	};
@@ -342,20 +356,7 @@ static int file_open(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 	int e;
 
 	file_name(r, t, r->path, sizeof(r->path));
-	if (r->o.atomic) {
-		int fd = outfile_temp(r->path, r->tmp, sizeof(r->tmp), err);
-
-		if (fd < 0)
-			return fd;
-		close(fd); /* the writer opens it again */
-		e = sht_writer_create(&r->w, r->tmp, &wo, err);
-		if (e) {
-			unlink(r->tmp);
-			r->tmp[0] = 0;
-		}
-	} else {
-		e = sht_writer_create(&r->w, r->path, &wo, err);
-	}
+	e = sht_writer_create(&r->w, r->path, &wo, err);
 	if (e)
 		return e;
 	r->file_start = t;
@@ -388,10 +389,10 @@ static int file_close(struct recorder *r, uint64_t t, struct vcpustat_error *err
 
 	if (!r->w)
 		return r->failed;
-	sht_writer_get_stats(r->w, &ws);
-	e = sht_writer_close(r->w, t, err);
+	e = sht_writer_finish(r->w, t, &ws, err);
 	r->w = NULL;
-	r->intervals_closed += ws.intervals;
+	r->intervals_closed += ws.intervals; /* the intervals the close ended too: the file's count */
+	r->closed_bytes = ws.bytes;
 	return e;
 }
 
@@ -1202,7 +1203,7 @@ void recorder_get_stats(const struct recorder *r, struct recorder_stats *st)
 	if (r->w)
 		sht_writer_get_stats(r->w, &ws);
 	st->intervals = r->intervals_closed + ws.intervals;
-	st->bytes = ws.bytes;
+	st->bytes = r->w ? ws.bytes : r->closed_bytes;
 	snprintf(st->path, sizeof(st->path), "%s", r->path);
 }
 
@@ -1214,9 +1215,7 @@ static void recorder_free(struct recorder *r)
 	if (!r)
 		return;
 	if (r->w)
-		sht_writer_abandon(r->w);
-	if (r->tmp[0])
-		unlink(r->tmp); /* opts.atomic, not committed: path is as it was */
+		sht_writer_abandon(r->w); /* opts.atomic: path is as it was */
 	for (size_t i = 0; i < r->nattrs; i++)
 		free(r->attrs[i].path);
 	free(r->attrs);
@@ -1253,6 +1252,13 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	if (r->o.atomic && (r->o.max_bytes || r->o.rotate_ns)) {
 		free(r);
 		return verror(err, -EINVAL, "%s: an atomic recording does not rotate", opts->path);
+	}
+	if (r->o.max_bytes || r->o.rotate_ns) {
+		e = series_check(opts->path, err);
+		if (e) {
+			free(r);
+			return e;
+		}
 	}
 	if (!r->o.reorder_ns)
 		r->o.reorder_ns = REORDER_DEFAULT_NS;
@@ -1299,8 +1305,12 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	return 0;
 }
 
-/* recorder_close(); commit: an atomic recording's file replaces path (else it is removed) */
-static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, struct vcpustat_error *err)
+/*
+ * recorder_close(); commit: an atomic recording's file replaces path (else it
+ * is removed); *st (may be NULL): what was written, the close included.
+ */
+static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, struct recorder_stats *st,
+		      struct vcpustat_error *err)
 {
 	uint64_t t;
 	int e;
@@ -1320,21 +1330,18 @@ static int close_file(struct recorder *r, uint64_t end_mono_ns, bool commit, str
 	t = end_mono_ns > r->o.mono_start_ns ? end_mono_ns - r->o.mono_start_ns : 0;
 	if (t <= r->last_t)
 		t = r->last_t + 1;
-	if (!e)
+	/* opts.atomic: closed (renamed over path) only to commit it, else abandoned (removed) */
+	if (!e && (commit || !r->o.atomic))
 		e = file_close(r, t, err);
-	if (!e && commit && r->tmp[0]) { /* opts.atomic: the whole file, at once */
-		if (chmod(r->tmp, 0644) || rename(r->tmp, r->path))
-			e = verror(err, -errno, "%s: %s", r->path, strerror(errno));
-		else
-			r->tmp[0] = 0;
-	}
-	recorder_free(r); /* an atomic recording's file, unless renamed above, is removed */
+	if (st)
+		recorder_get_stats(r, st);
+	recorder_free(r);
 	return e;
 }
 
 int recorder_close(struct recorder *r, uint64_t end_mono_ns, struct vcpustat_error *err)
 {
-	return close_file(r, end_mono_ns, false, err);
+	return close_file(r, end_mono_ns, false, NULL, err);
 }
 
 int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_stats *st, struct vcpustat_error *err)
@@ -1342,7 +1349,5 @@ int recorder_finish(struct recorder **rp, uint64_t end_mono_ns, struct recorder_
 	struct recorder *r = *rp;
 
 	*rp = NULL;
-	if (st)
-		recorder_get_stats(r, st);
-	return close_file(r, end_mono_ns, true, err);
+	return close_file(r, end_mono_ns, true, st, err);
 }

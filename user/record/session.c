@@ -275,8 +275,12 @@ int rec_session_finish(struct rec_session **sp, uint64_t end, struct rec_session
 			e = s->err.code ? s->err.code : -EIO;
 	}
 out:
-	if (e)
-		rec_session_failed(s, err);
+	/* a failure of the finish itself is in s->err, not (as a record's) in s->failed */
+	if (e && !rec_session_failed(s, err) && err) {
+		*err = s->err;
+		if (!err->msg[0])
+			verror(err, e, "%s", strerror(-e));
+	}
 	if (st)
 		*st = s->st;
 	rec_session_close(s, end);

@@ -338,31 +338,41 @@ out:
 	return e;
 }
 
-int sht_check(const char *path, struct sht_check_report *rep, struct vcpustat_error *err)
+/* sht_check() of the file open as fd (closed here), named name. */
+static int check_fd(const char *name, int fd, struct sht_check_report *rep, struct vcpustat_error *err)
 {
-	struct sht_reader *r = reader_alloc(path);
+	struct sht_reader *r = reader_alloc(name);
 	struct stat st;
 	int e;
 
 	memset(rep, 0, sizeof(*rep));
 	rep->bad_node = -1;
-	if (!r)
-		return verror(err, -ENOMEM, "%s: out of memory", path);
-	r->fd = open_input(path, true, err);
-	if (r->fd < 0) {
-		e = r->fd;
-		reader_free(r);
-		return e;
+	if (!r) {
+		close(fd);
+		return verror(err, -ENOMEM, "%s: out of memory", name);
 	}
+	r->fd = fd;
 	if (fstat(r->fd, &st)) {
 		e = -errno;
 		reader_free(r);
-		return verror(err, e, "%s: cannot open: %s", path, strerror(-e));
+		return verror(err, e, "%s: cannot open: %s", name, strerror(-e));
 	}
 	r->size = (uint64_t)st.st_size;
 	e = check_source(r, rep, NULL, err);
 	reader_free(r);
 	return e;
+}
+
+int sht_check(const char *path, struct sht_check_report *rep, struct vcpustat_error *err)
+{
+	int fd = open_input(path, true, err);
+
+	if (fd < 0) {
+		memset(rep, 0, sizeof(*rep));
+		rep->bad_node = -1;
+		return fd;
+	}
+	return check_fd(path, fd, rep, err);
 }
 
 int sht_check_mem(const char *name, const void *data, size_t len, struct sht_check_report *rep,
@@ -596,11 +606,11 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 	struct sht_repair_info dummy;
 	struct sht_check_report before;
 	struct sht_reader *probe = NULL, *fr = NULL;
-	char tmp[4096];
+	struct outfile of;
 	uint64_t rebuilt = 0;
 	uint32_t keep = 0;
 	struct stat st;
-	int fd, tfd = -1, e;
+	int fd, e;
 	bool closed, damaged = false;
 
 	if (!info)
@@ -609,6 +619,7 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 	info->first_damaged = -1;
 	memset(rep, 0, sizeof(*rep));
 	rep->bad_node = -1;
+	outfile_init(&of);
 	fd = open_input(in, true, err);
 	if (fd < 0)
 		return fd;
@@ -637,20 +648,19 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 		e = verror(err, -EBADMSG, "%s: cannot repair: %s", in, before.problem[0] ? before.problem : "bad file header");
 		goto out;
 	}
-	tfd = outfile_temp(out, tmp, sizeof(tmp), err);
-	if (tfd < 0) {
-		e = tfd;
+	/* a regular file: a temporary one renamed over it; else, in place, a copy at the end (outfile) */
+	e = outfile_open(&of, out, OUTFILE_SEEK, err);
+	if (e)
 		goto out;
-	}
 	if (!before.ok) {
 		e = tree_damaged(in, fd, (uint64_t)st.st_size, &damaged, err);
 		if (e)
 			goto out;
 	}
 	if (!damaged) { /* unfinished, cut or a bad footer: keep every node, append what the writer never wrote */
-		e = copy_fd(fd, tfd, tmp, err);
+		e = copy_fd(fd, of.fd, out, err);
 		if (!e)
-			e = repair_fd(in, tfd, (uint64_t)st.st_size, &before, keep, &rebuilt, err);
+			e = repair_fd(in, of.fd, (uint64_t)st.st_size, &before, keep, &rebuilt, err);
 	} else { /* damaged nodes: write the history again from the intact ones */
 		probe = reader_alloc(in);
 		if (!probe) {
@@ -676,26 +686,25 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 			}
 		}
 		if (!e)
-			e = sht_salvage(probe, fr, tmp, info, err);
+			e = sht_salvage(probe, fr, of.tmp, info, err);
 		info->salvaged = true;
 		reader_free(fr);
 		reader_free(probe);
 	}
+	/* what the repair wrote, checked before it takes its place (a device cannot be read back) */
+	if (!e) {
+		int cfd = dup(of.fd);
+
+		e = cfd < 0 ? verror(err, -errno, "%s: %s", out, strerror(errno)) : check_fd(out, cfd, rep, err);
+	}
 	if (!e)
-		e = outfile_commit(tfd, tmp, out, err);
-	else
-		unlink(tmp);
-	tfd = -1;
+		e = outfile_close(&of, err);
 	if (e)
 		goto out;
-	e = sht_check(out, rep, err);
 	rep->repaired = true;
 	rep->rebuilt = rebuilt;
 out:
-	if (tfd >= 0) {
-		close(tfd);
-		unlink(tmp);
-	}
+	outfile_abort(&of);
 	close(fd);
 	return e;
 }

@@ -5,6 +5,7 @@
  * repair in place that keeps the original.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,7 +130,8 @@ int sht_repair_keeping(const char *file, char *orig, size_t len, struct sht_chec
 
 	if (snprintf(orig, len, "%s.orig", file) >= (int)len)
 		return verror(err, -ENAMETOOLONG, "%s: path too long", file);
-	if (link(file, orig))
+	/* the file itself, also when FILE is a symlink (the repair replaces the file it names) */
+	if (linkat(AT_FDCWD, file, AT_FDCWD, orig, AT_SYMLINK_FOLLOW))
 		return verror(err, -errno, "%s: cannot keep the original as %s: %s%s", file, orig, strerror(errno),
 			      errno == EEXIST ? " (move it away first)" : "");
 	e = sht_repair_to(file, file, after, info, err);

@@ -75,6 +75,13 @@ struct sht_writer_opts {
 	 */
 	bool whole_header;
 	/*
+	 * The file appears whole, or not at all (import, replay, repair): made
+	 * under a temporary name next to path and renamed over it by a
+	 * successful sht_writer_close(); sht_writer_abandon() or a failure
+	 * removes it and leaves path as it was.
+	 */
+	bool atomic;
+	/*
 	 * A write failed for lack of space (ENOSPC): no_space() may make room
 	 * (the recorder deletes an old file of its series) and return 0, and the
 	 * same bytes are written again; non-zero, or no no_space: the write
@@ -84,7 +91,14 @@ struct sht_writer_opts {
 	void *ctx;
 };
 
-/* Create (truncate) path and write its header. */
+/*
+ * Create path and write its header; where and how by util's outfile rule: a
+ * regular file (or a new name) is written under its name as it grows
+ * (truncated), or replaced through a temporary file (whole_header, atomic);
+ * a device, a FIFO or a /proc/self/fd link is written in place: a growing
+ * file directly (the target must seek: /dev/null does, a FIFO does not), a
+ * whole_header or atomic one copied into it whole at the close.
+ */
 int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht_writer_opts *opts,
 		      struct vcpustat_error *err);
 /* The id of the attribute at path ("/vms/vm1/vcpus/0/state"), creating it and its parents. */
@@ -100,7 +114,7 @@ int sht_writer_set_null(struct sht_writer *w, uint32_t attr, uint64_t t);
 int sht_writer_flush(struct sht_writer *w);
 /* End every open interval at end_t, write the footer and close the file. Frees w. */
 int sht_writer_close(struct sht_writer *w, uint64_t end_t, struct vcpustat_error *err);
-/* Free w without finishing the file: it is left as a killed writer would leave it. */
+/* Free w without finishing the file: it is left as a killed writer would leave it (an atomic one is removed). */
 void sht_writer_abandon(struct sht_writer *w);
 
 struct sht_writer_stats {
@@ -115,6 +129,8 @@ struct sht_writer_stats {
 	uint32_t attrs, strings;
 };
 void sht_writer_get_stats(const struct sht_writer *w, struct sht_writer_stats *st);
+/* sht_writer_close(), and what it wrote in all in *st (the intervals the close ended among them). */
+int sht_writer_finish(struct sht_writer *w, uint64_t end_t, struct sht_writer_stats *st, struct vcpustat_error *err);
 /* The error of the last failed call (I/O errors are sticky). */
 const struct vcpustat_error *sht_writer_error(const struct sht_writer *w);
 
@@ -249,7 +265,9 @@ struct sht_repair_info {
 
 /*
  * Make a cleanly readable copy of in at out (which may be in itself: it is
- * replaced atomically; out gets the new file by a rename, never half of it).
+ * replaced atomically; out gets the new file by a rename, never half of it;
+ * a device, a FIFO or a /proc/self/fd link gets it whole, written in place,
+ * once it is made and checked: util's outfile rule).
  * An unfinished file keeps every node and gets its rebuilt cores and a
  * footer; a file with damaged nodes is written again from every intact node
  * (a damaged node loses only the intervals it held). A good closed file is
@@ -262,7 +280,8 @@ int sht_repair_to(const char *in, const char *out, struct sht_check_report *rep,
 int sht_repair(const char *path, struct sht_check_report *rep, struct vcpustat_error *err);
 /*
  * Repair file in place, keeping the original as FILE.orig (a hard link, into
- * orig): fails if that name exists. On failure the file is as it was.
+ * orig; of the file a symlink names, which the repair replaces): fails if
+ * that name exists. On failure the file is as it was.
  */
 int sht_repair_keeping(const char *file, char *orig, size_t len, struct sht_check_report *after,
 		       struct sht_repair_info *info, struct vcpustat_error *err);

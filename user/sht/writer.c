@@ -54,7 +54,8 @@ struct wattr {
 };
 
 struct sht_writer {
-	int fd;
+	int fd; /* of.fd */
+	struct outfile of;
 	char *path;
 	uint32_t node_size, max_children;
 	uint64_t tree_start;
@@ -449,8 +450,7 @@ static void writer_free(struct sht_writer *w)
 
 	if (!w)
 		return;
-	if (w->fd >= 0)
-		close(w->fd);
+	outfile_abort(&w->of); /* an atomic file is removed; one that grows stays as it is */
 	for (h = 0; h <= w->top && h <= SHT_MAX_HEIGHT; h++)
 		wnode_free(w->branch[h]);
 	for (i = 0; i < w->nattrs; i++)
@@ -465,12 +465,17 @@ static void writer_free(struct sht_writer *w)
 	free(w);
 }
 
+/* How the file is written (util's outfile rule): at offsets; as it grows, unless it must appear whole. */
+static unsigned int file_flags(const struct sht_writer_opts *o)
+{
+	return OUTFILE_SEEK | OUTFILE_NO_SYNC | (o->whole_header || o->atomic ? 0 : OUTFILE_GROW);
+}
+
 int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht_writer_opts *opts,
 		      struct vcpustat_error *err)
 {
 	struct sht_writer_opts def = { 0 };
 	struct sht_writer *w;
-	char tmp[PATH_MAX];
 	int e;
 
 	*wp = NULL;
@@ -480,6 +485,7 @@ int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht
 	if (!w)
 		return verror(err, -ENOMEM, "%s: out of memory", path);
 	w->fd = -1;
+	outfile_init(&w->of);
 	w->path = strdup(path);
 	w->node_size = opts->node_size ? opts->node_size : 16384;
 	w->max_children = opts->max_children ? opts->max_children : 32;
@@ -509,29 +515,17 @@ int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht
 		return verror(err, -ENOMEM, "%s: out of memory", path);
 	}
 	wnode_reset(w, w->branch[0], 0, NULL, w->tree_start);
-	if (opts->whole_header) {
-		w->fd = outfile_temp(path, tmp, sizeof(tmp), err);
-		if (w->fd < 0) {
-			e = w->fd;
-			w->fd = -1;
-			writer_free(w);
-			return e;
-		}
-		fcntl(w->fd, F_SETFD, FD_CLOEXEC);
-	} else {
-		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (w->fd < 0) {
-			e = -errno;
-			writer_free(w);
-			return verror(err, e, "%s: cannot create: %s", path, strerror(-e));
-		}
-	}
-	e = write_header(w, opts);
-	if (!e && opts->whole_header && (fchmod(w->fd, 0644) || rename(tmp, path)))
-		e = fail(w, -errno, "cannot give the file its name: %s", strerror(errno));
+	e = outfile_open(&w->of, path, file_flags(opts), err);
 	if (e) {
-		if (opts->whole_header)
-			unlink(tmp);
+		writer_free(w);
+		return e;
+	}
+	w->fd = w->of.fd;
+	w->no_sync |= !w->of.regular; /* a device: nothing to sync (fdatasync fails on /dev/null) */
+	e = write_header(w, opts);
+	if (!e && opts->whole_header)
+		e = outfile_publish(&w->of, &w->err);
+	if (e) {
 		if (err)
 			*err = w->err;
 		writer_free(w);
@@ -777,6 +771,11 @@ static int write_footer(struct sht_writer *w, uint64_t end, uint32_t *nfooter)
 
 int sht_writer_close(struct sht_writer *w, uint64_t end_t, struct vcpustat_error *err)
 {
+	return sht_writer_finish(w, end_t, NULL, err);
+}
+
+int sht_writer_finish(struct sht_writer *w, uint64_t end_t, struct sht_writer_stats *st, struct vcpustat_error *err)
+{
 	uint8_t rec[SHT_CLOSE_SIZE];
 	uint32_t i, nfooter = 0, footer_index;
 	int e = w->failed, h;
@@ -814,11 +813,13 @@ int sht_writer_close(struct sht_writer *w, uint64_t end_t, struct vcpustat_error
 	}
 	if (!e && !w->no_sync && fdatasync(w->fd))
 		e = io_fail(w, -errno, 0, "fdatasync");
-	if (!e && close(w->fd))
-		e = io_fail(w, -errno, 0, "close");
+	if (!e) /* an atomic file takes its name, a spooled one goes into its target */
+		e = outfile_close(&w->of, &w->err);
 	w->fd = -1;
 	if (e && err)
 		*err = w->err;
+	if (st)
+		sht_writer_get_stats(w, st);
 	writer_free(w);
 	return e;
 }

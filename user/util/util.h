@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * util.h - what every part of libvcpustat uses: how a failure is reported
- * (error.c), a small hash table (hashmap.c), output files readers never see
- * half of (outfile.c), and I/O, clock and text helpers (util.c).
+ * (error.c), a small hash table (hashmap.c), where an output file is written
+ * and how (outfile.c), and I/O, clock and text helpers (util.c).
  */
 #ifndef VCPUSTAT_UTIL_H
 #define VCPUSTAT_UTIL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -54,33 +55,94 @@ int hashmap_delete(struct hashmap *m, const void *key);
 bool hashmap_next(const struct hashmap *m, size_t *pos, void **key, void **value);
 
 /*
- * ---- outfile.c: writing an output file so that readers never see half of it ----
- * The content goes to a temporary file in the same directory, which is then
- * renamed over the target (node_exporter's textfile collector, scrapers and
- * browsers read either the old or the new file). A target that exists and is
- * not a regular file (/dev/stdout, a FIFO, /dev/null) is written in place,
- * never replaced.
+ * ---- outfile.c: every output file (-o), one rule ----
+ * What the path names, its symbolic links followed one by one, decides:
+ *  - a regular file, or nothing yet (a new name): the content goes to a
+ *    temporary file in the same directory as that file, renamed over it when
+ *    whole: readers (node_exporter's textfile collector, scrapers, browsers)
+ *    see the old or the new file, never half of one. A symlink stays a
+ *    symlink: the file it names is replaced (made, if the link dangles).
+ *  - anything else -- "-" (stdout), a character or block device (/dev/null),
+ *    a FIFO, a socket, a terminal, a link of /proc (/dev/stdout is
+ *    /proc/self/fd/1) -- is written in place, never replaced or removed. A
+ *    link of our own /proc/self/fd is that descriptor itself (dup), so the
+ *    bytes go where the shell's redirection sends them: `-o /dev/stdout >
+ *    out.prom` fills out.prom. Opening a FIFO waits for its reader.
+ *  - a directory is refused (CTF's output, a directory: outfile_dir_target()).
+ * Every failure, a write's (ENOSPC, EPIPE: SIGPIPE is held while a target is
+ * written in place) as an open's, is returned with a sentence naming the path.
  */
+
+enum {
+	/*
+	 * The writer writes at offsets (pwrite, ftruncate) and may read back:
+	 * its fd is always a regular file. A target written in place gets the
+	 * file whole at outfile_close(), copied from a temporary file in $TMPDIR
+	 * (or /tmp), so a FIFO or /dev/stdout can take an SHT file; a regular
+	 * file behind /dev/stdout is emptied first (the output is its content).
+	 */
+	OUTFILE_SEEK = 1 << 0,
+	/*
+	 * The file is written under its own name as it grows (a live recording,
+	 * readable while it is written and after a crash): a regular file is
+	 * truncated, not replaced. With OUTFILE_SEEK, a target in place must
+	 * seek (/dev/null does; a FIFO, a socket, a terminal is refused).
+	 */
+	OUTFILE_GROW = 1 << 1,
+	OUTFILE_NO_SYNC = 1 << 2, /* no fsync of the temporary file before its rename (the writer syncs) */
+};
+
+struct outfile {
+	int fd;		       /* where the writer writes */
+	int dest;	       /* OUTFILE_SEEK in place: the target, written at outfile_close(); else -1 */
+	unsigned int flags;
+	bool in_place;	       /* the target is written in place, not replaced */
+	bool regular;	       /* fd is a regular file */
+	bool sigpipe;	       /* this file holds SIGPIPE blocked */
+	char path[PATH_MAX];   /* as given ("stdout" for "-"), for messages */
+	char target[PATH_MAX]; /* path, its symlinks followed: what is renamed over, or opened in place */
+	char tmp[PATH_MAX];    /* the temporary file ("" once renamed, or when none) */
+};
+
+/* A closed outfile (outfile_abort() on it does nothing). */
+void outfile_init(struct outfile *of);
+/* Open path by the rule above: of->fd is where to write. 0, or a negative errno with err. */
+int outfile_open(struct outfile *of, const char *path, unsigned int flags, struct vcpustat_error *err);
+/* A temporary file takes its name now (the header of a file that grows is written); the fd stays open. */
+int outfile_publish(struct outfile *of, struct vcpustat_error *err);
+/*
+ * The end: a temporary file is synced, closed and renamed over the target; a
+ * target in place gets what was spooled, and is closed. Any failure removes
+ * the temporary file (the target is as it was, unless written in place).
+ */
+int outfile_close(struct outfile *of, struct vcpustat_error *err);
+/* The error path: closed, the temporary file removed (what a target in place got stays). */
+void outfile_abort(struct outfile *of);
 
 /*
- * Can path be written? Creates and removes a temporary file next to it (or
- * checks a non-regular target opens for writing). Fills err with a sentence
- * naming the path and the reason; returns 0 or a negative errno.
+ * Can path be written with these flags? The checks of outfile_open() without
+ * opening a target in place (a FIFO's reader would see an end): a temporary
+ * file is created and removed next to a regular or a new one. Fills err with
+ * a sentence naming the path and the reason; returns 0 or a negative errno.
  */
-int outfile_check(const char *path, struct vcpustat_error *err);
+int outfile_check(const char *path, unsigned int flags, struct vcpustat_error *err);
 
-/* Write buf to path atomically (see above); "-" is stdout. Mode 0644. */
+/* Write buf to path by the rule above; "-" is stdout. Mode 0644. */
 int outfile_write(const char *path, const void *buf, size_t len, struct vcpustat_error *err);
 
 /*
- * For writers that need a file descriptor (the SHT writer, repair): create
- * the temporary file next to path (its name in tmp, len bytes) and return
- * its fd, or a negative errno; outfile_commit() syncs, closes and renames it
- * over path (on failure it removes it). Neither follows the in-place rule
- * above: path is always replaced.
+ * Is path written in place (see above)? 1, with what it is in *what ("a
+ * FIFO (named pipe)", "stdout"); 0 for a regular file, a new name or a
+ * directory; or a negative errno with err.
  */
-int outfile_temp(const char *path, char *tmp, size_t len, struct vcpustat_error *err);
-int outfile_commit(int fd, const char *tmp, const char *path, struct vcpustat_error *err);
+int outfile_in_place(const char *path, const char **what, struct vcpustat_error *err);
+
+/*
+ * A directory output (CTF): path, its symlinks followed, must be a new name
+ * or an empty directory, into target (len bytes): the name to rename the
+ * finished directory to. Anything else is refused, saying what it is.
+ */
+int outfile_dir_target(const char *path, char *target, size_t len, struct vcpustat_error *err);
 
 /*
  * The template of a temporary name next to path, "dir/.name.tmp.XXXXXX" (for
