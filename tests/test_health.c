@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 #include "helpers.h"
 #include "model/model.h"
 
@@ -430,4 +431,67 @@ Test(health, exits_kvm_makes_and_kvm_exit_does_not_fire_for_are_said, .fini = pr
 	proc_stop(vmm);
 	free(out);
 	scratch_remove();
+}
+
+/*
+ * `vcpustat probe -j` with a VM running: the kernel as uname says it, every
+ * program with its form and status, the mode its probes imply, and the
+ * verdict on kvm_exit: fires where it does (the KVM lab), silent on a
+ * software KVM; its exit status says the same.
+ */
+Test(health, probe_says_what_the_kernel_gives_and_whether_kvm_exit_fires, .fini = proc_stop_all, .timeout = 180)
+{
+	char *out = malloc(1 << 20), cmd[512];
+	json_t *doc, *p, *k;
+	const char *verdict, *mode;
+	struct utsname u;
+	pid_t vmm;
+	size_t i;
+	int rc;
+
+	SKIP_UNLESS(bpf_unavailable());
+	SKIP_UNLESS(kvm_unavailable());
+	cr_assert_not_null(out);
+	vmm = start_vm("probe", "120");
+	cr_assert_gt(vmm, 0);
+	sleep(1);
+	snprintf(cmd, sizeof(cmd), "'%s/bin/vcpustat' probe -j -d 3 2>/dev/null", build_dir());
+	rc = run_shell(cmd, out, 1 << 20);
+	proc_stop(vmm);
+	doc = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
+	cr_assert_not_null(doc, "probe -j: %.1000s", out);
+	k = json_object_get(doc, "kernel");
+	cr_assert_eq(uname(&u), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(k, "release")), u.release);
+	cr_assert(json_is_true(json_object_get(doc, "loaded")), "%.1000s", out);
+	mode = json_string_value(json_object_get(doc, "mode"));
+	cr_assert(!strcmp(mode, "marks") || !strcmp(mode, "hot_page"), "%s", mode);
+	if (!strcmp(mode, "marks"))
+		cr_assert(json_is_true(json_object_get(k, "pidfd_thread")) && json_is_true(json_object_get(k, "task_storage")),
+			  "marks mode only where its parts are");
+	cr_assert_gt(json_array_size(json_object_get(doc, "programs")), 20);
+	json_array_foreach(json_object_get(doc, "programs"), i, p) {
+		const char *form = json_string_value(json_object_get(p, "form"));
+		const char *name = json_string_value(json_object_get(p, "name"));
+
+		cr_assert(form && (!strncmp(form, "tp_btf", 6) || !strcmp(form, "raw_tp") || !strcmp(form, "tp") ||
+				   !strcmp(form, "fentry")), "%s: form %s", name, form);
+		if (!strcmp(name, "on_kvm_exit") || !strcmp(name, "on_kvm_entry"))
+			cr_assert_str_eq(json_string_value(json_object_get(p, "status")), "attached", "%s", name);
+		if (!strcmp(name, "on_sched_switch"))
+			cr_assert_str_eq(form, !strcmp(mode, "marks") ? "tp_btf (marks)" : "tp_btf");
+	}
+	verdict = json_string_value(json_object_get(json_object_get(doc, "kvm_exit"), "verdict"));
+	cr_assert_geq(json_integer_value(json_object_get(json_object_get(doc, "kvm_exit"), "kvm_vms")), 1,
+		      "KVM runs the VM");
+	if (kvm_exit_unavailable()) {
+		cr_assert_str_eq(verdict, "silent", "this machine's software KVM: %.1000s", out);
+		cr_assert_eq(rc, 1, "blind: exit status 1");
+	} else {
+		cr_assert_str_eq(verdict, "fires", "%.1000s", out);
+		cr_assert_gt(json_integer_value(json_object_get(json_object_get(doc, "kvm_exit"), "seen_exits")), 0);
+		cr_assert_eq(rc, 0);
+	}
+	json_decref(doc);
+	free(out);
 }

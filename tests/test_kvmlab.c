@@ -1651,9 +1651,11 @@ static pid_t spawn_microvm(const char *args)
  * of sampling error; in the lab the kernel's share came out 1.1-4.2 points
  * under ours, though its guest window holds ours: its ticks fall in host
  * mode more often than their share under emulation); exity: host > 50 %
+ * on 6.1
  * (its ticks are no measure: 28 % against our 38 % in one run, 38 %
  * against 37 % in the other vCPU, with 6,000 exits a second against 250
- * ticks). A fixed bound on the
+ * ticks; on 6.12, whose kvm_entry fires earlier in the entry path, 46-52 %:
+ * so > 35 %, and over 5 times the busy vCPUs' host share, which is 3-6 %). A fixed bound on the
  * busy share (90 %) failed in CI at 86.6-89.8 %: how much host time a chunk's
  * exits take under emulation depends on the machine's load, and the kernel's
  * share moves with it. What the thread runs after that last read (its exit:
@@ -1665,8 +1667,15 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 	const char *exp, *busy_json, *exity_json;
 	char bin[512], busy_args[512], exity_args[512];
 	json_t *xdoc, *report;
+	double busy_host = 0;
 	int exp_slot;
 	pid_t busy, exity;
+	/*
+	 * The kernel matrix (tests/run.sh) does not compare with the kernel's
+	 * tick-sampled share: on 6.12 under TCG it came out 49.9-98.2 % where
+	 * ours was 90.5-94.6 % (and guest + host = schedstat within 0.5 %).
+	 */
+	bool ticks_compared = !getenv("VCPUSTAT_LAB_NO_TICKS");
 
 	SKIP_UNLESS(bpf_unavailable());
 	SKIP_UNLESS(kvm_exit_unavailable());
@@ -1734,16 +1743,23 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 			cr_assert_lt(fabs(oncpu - run), 0.01 * wall,
 				     "%s vCPU %zu: guest + host (%.4f s) = schedstat's run time (%.4f s) within 1 %% of the "
 				     "%.3f s window", name, j, oncpu, run, wall);
-			if (m == 0) {
+			if (m == 0 && ticks_compared) {
 				cr_assert_gt(ktotal, 0.5 * run, "microvm read the busy vCPU %zu's ticks (/proc stat)", j);
 				cr_assert_gt(kguest, 0.5 * ktotal, "busy vCPU %zu: the kernel saw it mostly in the guest", j);
 				cr_assert_lt(fabs(guest / oncpu - kguest / ktotal), 0.06,
 					     "busy vCPU %zu: guest share %.1f %% = the kernel's (guest_time %.3f s of "
 					     "utime + stime %.3f s) %.1f %% within 6 points",
 					     j, 100 * guest / oncpu, kguest, ktotal, 100 * kguest / ktotal);
-			} else
-				cr_assert_gt(host, 0.5 * oncpu, "exit-bound vCPU %zu: host %.4f s > 50 %% of on-CPU %.4f s",
+			}
+			if (m == 0) {
+				busy_host += host / oncpu / 2; /* the mean of the two busy vCPUs' host shares */
+			} else {
+				cr_assert_gt(host, 0.35 * oncpu, "exit-bound vCPU %zu: host %.4f s > 35 %% of on-CPU %.4f s",
 					     j, host, oncpu);
+				cr_assert_gt(host / oncpu, 5 * busy_host,
+					     "exit-bound vCPU %zu: its host share %.1f %% > 5 times the busy vCPUs' %.1f %%", j,
+					     100 * host / oncpu, 100 * busy_host);
+			}
 		}
 		json_decref(report);
 	}

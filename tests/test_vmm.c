@@ -703,7 +703,13 @@ Test(record, an_io_thread_recorded_at_level_vcpu_matches_schedstat, .fini = rec_
 	b0 = mono_ns();
 	cr_assert_eq(vmm_schedstat(vm_pid, &s1), n);
 	b1 = mono_ns();
-	cr_assert_eq(proc_wait(rec), 0, "vcpustat record: %s", slurp_file(scratch_file("vmmrec", "record.err")));
+	{
+		int st = proc_wait(rec);
+		char *err = slurp_file(scratch_file("vmmrec", "record.err"));
+
+		cr_assert_null(live_status_wrong(st, err), "vcpustat record: %s: %s", live_status_wrong(st, err), err);
+		free(err);
+	}
 	proc_stop(mvm);
 
 	cr_assert_eq(sht_open(&r, sht, &err), 0, "%s", err.msg);
