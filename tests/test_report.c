@@ -544,17 +544,15 @@ static char *import_scenario(bool svm)
 
 Test(report, json_isa_and_code_of_a_vmx_import)
 {
-	/* the scenario's last exits (vmA's MSR_READ, vmB's EPT_VIOLATION) are still open when the trace ends */
+	/* the scenario's last exits (vmA's MSR_READ, vmB's EPT_VIOLATION) are still open when the trace ends: rows too */
 	static const struct want_exit want[] = {
-		{ "MSR_WRITE", "vmx", 32 },
-		{ "HLT", "vmx", 12 },
-		{ "EXTERNAL_INTERRUPT", "vmx", 1 },
-		{ "IO_INSTRUCTION", "vmx", 30 },
+		{ "MSR_WRITE", "vmx", 32 },	 { "HLT", "vmx", 12 },		{ "EXTERNAL_INTERRUPT", "vmx", 1 },
+		{ "IO_INSTRUCTION", "vmx", 30 }, { "MSR_READ", "vmx", 31 },	{ "EPT_VIOLATION", "vmx", 48 },
 	};
 	char *sht = import_scenario(false);
 	json_t *j = report_json(sht, "");
 
-	assert_isa_code(j, want, 4, "IO", 2);
+	assert_isa_code(j, want, 6, "IO", 2);
 	json_decref(j);
 	unlink(sht);
 }
@@ -566,11 +564,12 @@ Test(report, json_isa_and_code_of_an_svm_import)
 		{ "hlt", "svm", 0x78 },
 		{ "interrupt", "svm", 0x60 },
 		{ "io", "svm", 0x7b },
+		{ "npf", "svm", 0x400 }, /* open when the trace ends (vmA's open msr is in vmA's msr row) */
 	};
 	char *sht = import_scenario(true);
 	json_t *j = report_json(sht, "");
 
-	assert_isa_code(j, want, 4, "IO", 2);
+	assert_isa_code(j, want, 5, "IO", 2);
 	json_decref(j);
 	unlink(sht);
 }
@@ -797,5 +796,147 @@ Test(report, recording_without_halts_has_no_halt_poll_ns_attribute)
 	cr_assert_neq(sht_attr_child(r, sht_attr_child(r, sht_attr_child(r, sht_attr_child(r, sht_attr_child(r,
 			SHT_NO_ATTR, "vms"), "pid1000"), "vcpus"), "0"), "state"), SHT_NO_ATTR);
 	sht_close(r);
+	unlink(sht);
+}
+
+/* ---- exits still open at the end (issue 40 item 3) ---- */
+
+/*
+ * The shape of a real VMX trace (6.x text): vCPU 1's last event is
+ * `kvm_exit: vcpu 1 reason TRIPLE_FAULT`, no kvm_entry after it. On SVM the
+ * same with `shutdown`, and the userspace exit that follows it (SHUTDOWN).
+ */
+static size_t open_at_end_trace(struct tev *e, bool svm)
+{
+	size_t n = 0;
+
+	e[n++] = sw(0, 1, 0, "R", 1002);
+	e[n++] = kvm(T_ENTRY, 5, 1, 1002, NULL);
+	e[n++] = kvm(T_KEXIT, 10, 1, 1002, svm ? "npf" : "EXTERNAL_INTERRUPT");
+	e[n++] = kvm(T_ENTRY, 12, 1, 1002, NULL); /* 2 us */
+	e[n++] = kvm(T_KEXIT, 20, 1, 1002, svm ? "msr" : "HLT");
+	e[n++] = kvm(T_ENTRY, 30, 1, 1002, NULL); /* 10 us */
+	e[n++] = kvm(T_KEXIT, 40, 1, 1002, svm ? "shutdown" : "TRIPLE_FAULT");
+	if (svm) {
+		e[n] = kvm(T_UEXIT, 50, 1, 1002, NULL);
+		e[n++].ureason = 8; /* KVM_EXIT_SHUTDOWN */
+	}
+	return n;
+}
+
+static void check_open_at_end(bool svm)
+{
+	const char *last = svm ? "shutdown" : "TRIPLE_FAULT", *first = svm ? "npf" : "EXTERNAL_INTERRUPT";
+	const struct latency_summary *l;
+	struct tev e[16];
+	struct summary s;
+	char *sht = import_tevs(e, open_at_end_trace(e, svm));
+	uint64_t end = file_end(sht);
+	const struct vcpu_summary *v;
+
+	build(sht, 0, end, &s);
+	assert_one_rule(&s, 0, end);
+	cr_assert_eq(s.nr_vms, 1);
+	v = &s.vms[0].vcpus[0];
+	cr_assert_eq(v->kvm_exits, 3, "three kvm_exit lines, kvm_exits %llu", (unsigned long long)v->kvm_exits);
+	cr_assert_eq(v->kvm_exits_open, 1);
+	cr_assert_str_eq(v->open_exit, last);
+	cr_assert_eq(v->open_exit_ns, end - 40000, "open from its kvm_exit to the end of the trace");
+	l = named(s.vms[0].exits, s.vms[0].nr_exits, last);
+	cr_assert_not_null(l, "a row for %s", last);
+	cr_assert_eq(l->count, 1);
+	cr_assert_eq(l->open, 1);
+	cr_assert_eq(l->open_ns, end - 40000);
+	cr_assert_eq(l->sum_ns + l->max_ns + l->p50_ns + l->p99_ns, 0, "no latency invented");
+	for (unsigned int b = 0; b < LAT_HIST_BUCKETS; b++)
+		cr_assert_eq(l->bucket[b], 0, "in no bucket");
+	l = named(s.vms[0].exits, s.vms[0].nr_exits, first);
+	cr_assert_not_null(l);
+	cr_assert_eq(l->count, 1);
+	cr_assert_eq(l->open, 0);
+	cr_assert_eq(l->sum_ns, 2000);
+	if (svm) {
+		cr_assert_eq(v->userspace_exits, 1);
+		cr_assert_eq(v->userspace_exits_open, 1);
+		cr_assert_str_eq(v->open_uexit, "SHUTDOWN");
+		l = named(s.vms[0].uexits, s.vms[0].nr_uexits, "SHUTDOWN");
+		cr_assert_not_null(l);
+		cr_assert_eq(l->open, 1);
+		cr_assert_eq(l->sum_ns, 0);
+	}
+	summary_free(&s);
+
+	/* --to T just after its kvm_exit: it began in the window, open at its end */
+	build(sht, 0, 40001, &s);
+	assert_one_rule(&s, 0, 40001);
+	cr_assert_eq(s.vms[0].vcpus[0].kvm_exits, 3);
+	cr_assert_eq(s.vms[0].vcpus[0].kvm_exits_open, 1);
+	l = named(s.vms[0].exits, s.vms[0].nr_exits, last);
+	cr_assert(l && l->open == 1 && l->count == 1);
+	/* the one before ends after T but in the file: closed, with its whole latency */
+	summary_free(&s);
+	build(sht, 0, 21000, &s);
+	l = named(s.vms[0].exits, s.vms[0].nr_exits, svm ? "msr" : "HLT");
+	cr_assert(l && l->count == 1 && l->open == 0 && l->sum_ns == 10000);
+	cr_assert_eq(s.vms[0].vcpus[0].kvm_exits_open, 0);
+	summary_free(&s);
+	/* --to its kvm_exit: the next window's; --from after the one before: only it */
+	build(sht, 0, 40000, &s);
+	cr_assert_eq(s.vms[0].vcpus[0].kvm_exits, 2);
+	cr_assert_null(named(s.vms[0].exits, s.vms[0].nr_exits, last));
+	summary_free(&s);
+	build(sht, 20001, end, &s);
+	assert_one_rule(&s, 20001, end);
+	cr_assert_eq(s.vms[0].vcpus[0].kvm_exits, 1);
+	cr_assert_eq(s.vms[0].vcpus[0].kvm_exits_open, 1);
+	cr_assert_eq(s.vms[0].nr_exits, 1);
+	cr_assert_str_eq(s.vms[0].exits[0].name, last);
+	summary_free(&s);
+	unlink(sht);
+}
+
+Test(report, vmx_exit_open_at_the_end_of_the_trace_is_counted_open)
+{
+	check_open_at_end(false);
+}
+
+Test(report, svm_exit_open_at_the_end_of_the_trace_is_counted_open)
+{
+	check_open_at_end(true);
+}
+
+/* What a user sees: report -j's "open" fields and the text's "1 open". */
+Test(report, json_and_text_show_the_open_exit)
+{
+	struct tev e[16];
+	char *sht = import_tevs(e, open_at_end_trace(e, false)), args[512], out[8192];
+	json_t *j = report_json(sht, ""), *vm = json_array_get(json_object_get(j, "vms"), 0), *v, *x;
+	bool found = false;
+	size_t i;
+
+	v = json_array_get(json_object_get(vm, "vcpus"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(v, "kvm_exits")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(v, "kvm_exits_open")), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(v, "open_exit")), "TRIPLE_FAULT");
+	json_array_foreach(json_object_get(vm, "exits"), i, x) {
+		long long open = json_integer_value(json_object_get(x, "open"));
+
+		cr_assert_not_null(json_object_get(x, "open"), "every exit row has open");
+		if (strcmp(json_string_value(json_object_get(x, "reason")), "TRIPLE_FAULT")) {
+			cr_assert_eq(open, 0);
+			continue;
+		}
+		found = true;
+		cr_assert_eq(json_integer_value(json_object_get(x, "count")), 1);
+		cr_assert_eq(open, 1);
+		cr_assert_eq(json_integer_value(json_object_get(x, "sum_ns")), 0);
+		cr_assert_eq(json_integer_value(json_object_get(x, "code")), 2);
+	}
+	cr_assert(found, "a TRIPLE_FAULT row");
+	json_decref(j);
+	snprintf(args, sizeof(args), "report %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "1 open"), "%s", out);
+	cr_assert(strstr(out, "TRIPLE_FAULT"), "%s", out);
 	unlink(sht);
 }

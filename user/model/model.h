@@ -271,6 +271,16 @@ struct vcpu_summary {
 	__u64 ns[VCPU_NR_STATES];	 /* in the window */
 	__u64 ns_total[VCPU_NR_STATES]; /* since it was first seen */
 	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits; /* in the window */
+	/*
+	 * Of kvm_exits and userspace_exits: the exit still being handled at the
+	 * end of the window, whose latency is not known (0 or 1 each): a
+	 * report's exit the file ends in, live the one in progress at the
+	 * refresh. Its reason and its time so far (open_exit_ns: from its start
+	 * to the end of what was seen; a lower bound of its latency).
+	 */
+	__u64 kvm_exits_open, userspace_exits_open;
+	char open_exit[32], open_uexit[32];
+	__u64 open_exit_ns, open_uexit_ns;
 	/* halt polling (vcpu_fsm.h), counted when a poll ends: in the window */
 	__u64 polls_ok;	    /* polls that saw the wake-up */
 	__u64 polls_failed; /* polls that ended in sleep */
@@ -291,6 +301,15 @@ struct latency_summary {
 	__u32 reason; /* exit reason / KVM_EXIT_* code */
 	char name[32];
 	__u64 count, sum_ns, max_ns; /* max since attach (the kernel keeps no per-window max) */
+	/*
+	 * Of count: exits still being handled at the end of the window
+	 * (censored: their latency is not known), in no bucket, not in sum_ns,
+	 * max_ns or the percentiles, which are over the count - open closed
+	 * ones; open_ns: their time so far. Reports only: live rows are the
+	 * kernel's histograms, which count an exit when it ends (open 0; the
+	 * exit in progress is the vCPU's kvm_exits_open).
+	 */
+	__u64 open, open_ns;
 	__u64 gsys;		     /* EXIT: of count, those that left guest kernel mode (summary.has_gsys) */
 	double rate;		     /* per second */
 	__u64 p50_ns, p90_ns, p99_ns;
@@ -420,6 +439,7 @@ struct vm_summary {
 	size_t nr_vcpus;
 	__u64 ns[VCPU_NR_STATES]; /* summed over its vCPUs */
 	__u64 preemptions, wakeups, migrations, kvm_exits, userspace_exits;
+	__u64 kvm_exits_open, userspace_exits_open; /* of those, open at the window's end (vcpu_summary) */
 	__u64 polls_ok, polls_failed, poll_fail_ns; /* summed over its vCPUs */
 	__u64 l2_ns;				    /* guest time in L2 (nested), summed over its vCPUs */
 	bool nested;				    /* a vCPU of it ran L2 since the start */

@@ -69,11 +69,10 @@ static void latency_init(struct latency_summary *l, unsigned int kind, const cha
 	}
 }
 
-static int latency_add(struct hashmap *m, unsigned int kind, const char *name, uint64_t ns)
+static struct latency_summary *latency_row(struct hashmap *m, unsigned int kind, const char *name)
 {
 	char key[32] = { 0 };
 	struct latency_summary *l;
-	unsigned int b;
 
 	snprintf(key, sizeof(key), "%s", name);
 	l = hashmap_lookup(m, key);
@@ -82,9 +81,33 @@ static int latency_add(struct hashmap *m, unsigned int kind, const char *name, u
 
 		latency_init(&fresh, kind, name);
 		if (hashmap_insert(m, key, &fresh))
-			return -ENOMEM;
+			return NULL;
 		l = hashmap_lookup(m, key);
 	}
+	return l;
+}
+
+/* An exit still open at the end of what was seen: counted, with its time so far, and no latency. */
+static int latency_add_open(struct hashmap *m, unsigned int kind, const char *name, uint64_t ns_so_far)
+{
+	struct latency_summary *l = latency_row(m, kind, name);
+
+	if (!l)
+		return -ENOMEM;
+	l->count++;
+	l->count_total++;
+	l->open++;
+	l->open_ns += ns_so_far;
+	return 0;
+}
+
+static int latency_add(struct hashmap *m, unsigned int kind, const char *name, uint64_t ns)
+{
+	struct latency_summary *l = latency_row(m, kind, name);
+	unsigned int b;
+
+	if (!l)
+		return -ENOMEM;
 	b = lat_hist_bucket(ns);
 	l->bucket[b]++;
 	l->count++;
@@ -95,12 +118,15 @@ static int latency_add(struct hashmap *m, unsigned int kind, const char *name, u
 	return 0;
 }
 
+/* Rate over every exit; percentiles over the closed ones (open ones have no latency). */
 static void latency_finish(struct latency_summary *l, double seconds)
 {
+	__u64 closed = l->count - l->open;
+
 	l->rate = seconds > 0 ? (double)l->count / seconds : 0;
-	l->p50_ns = lo(latency_percentile(l->bucket, l->count, 0.50), l->max_ns);
-	l->p90_ns = lo(latency_percentile(l->bucket, l->count, 0.90), l->max_ns);
-	l->p99_ns = lo(latency_percentile(l->bucket, l->count, 0.99), l->max_ns);
+	l->p50_ns = lo(latency_percentile(l->bucket, closed, 0.50), l->max_ns);
+	l->p90_ns = lo(latency_percentile(l->bucket, closed, 0.90), l->max_ns);
+	l->p99_ns = lo(latency_percentile(l->bucket, closed, 0.99), l->max_ns);
 }
 
 static int by_count(const void *a, const void *b)
@@ -378,20 +404,30 @@ static uint64_t on_ns(const struct vcpu_on *on, uint64_t a, uint64_t b)
  * The exits (exit_reason or userspace_exit intervals) of [t1, t2), counted
  * and added to the table by one rule: an exit belongs to the window of its
  * beginning (kvm_exit, kvm_userspace_exit: when the kernel counts it), with
- * its whole handling time, also if it ends after t2. The file must hold its
- * end: an exit still being handled when the file ends (cut by the end of a
- * file, which is after everything in it) has no latency, and is counted nowhere.
+ * its whole handling time, also if it ends after t2. An exit still being
+ * handled when the file ends (cut by the end of a file, which is after
+ * everything in it) is counted too, as open: its latency is not known, only
+ * its time so far (to the file's end), which is in no histogram.
+ * *open, open_name, *open_ns: the vCPU's open exit, if it began in the window.
  */
 static int exits_in_window(const struct sht_interval *iv, size_t n, uint64_t t1, uint64_t t2, uint64_t file_end,
-			   const struct vcpu_on *on, unsigned int kind, struct hashmap *table, __u64 *count)
+			   const struct vcpu_on *on, unsigned int kind, struct hashmap *table, __u64 *count,
+			   __u64 *open, char open_name[32], __u64 *open_ns)
 {
 	for (size_t i = 0; i < n; i++) {
+		uint64_t ns = iv[i].end - iv[i].start;
 		int e;
 
-		if (iv[i].value.type != SHT_STR || iv[i].start < t1 || iv[i].start >= t2 || iv[i].end >= file_end ||
-		    !on_at(on, iv[i].start))
+		if (iv[i].value.type != SHT_STR || iv[i].start < t1 || iv[i].start >= t2 || !on_at(on, iv[i].start))
 			continue;
-		e = latency_add(table, kind, iv[i].value.s, iv[i].end - iv[i].start);
+		if (iv[i].end >= file_end) {
+			e = latency_add_open(table, kind, iv[i].value.s, ns);
+			(*open)++;
+			snprintf(open_name, 32, "%s", iv[i].value.s);
+			*open_ns = ns;
+		} else {
+			e = latency_add(table, kind, iv[i].value.s, ns);
+		}
 		if (e)
 			return e;
 		(*count)++;
@@ -949,10 +985,12 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		if (h->start < t2 && h->value.type == SHT_INT)
 			out->halt_poll_ns = (uint32_t)h->value.i;
 	}
-	e = exits_in_window(ex, nex, t1, t2, info->end, on, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits);
+	e = exits_in_window(ex, nex, t1, t2, info->end, on, VCPU_SAMPLE_EXIT, exits, &out->kvm_exits,
+			    &out->kvm_exits_open, out->open_exit, &out->open_exit_ns);
 	if (!e)
 		e = exits_in_window(ux, nux, t1, t2, info->end, on, VCPU_SAMPLE_USERSPACE_EXIT, uexits,
-				    &out->userspace_exits);
+				    &out->userspace_exits, &out->userspace_exits_open, out->open_uexit,
+				    &out->open_uexit_ns);
 	for (int k = VA_ACCESS; k <= VA_FAULT && !e; k++)
 		e = details_in_window(ivs.iv[k], ivs.n[k], ex, nex, t1, t2, info->end, on, details);
 	if (!e)
@@ -1584,6 +1622,8 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			vs->migrations += v.migrations;
 			vs->kvm_exits += v.kvm_exits;
 			vs->userspace_exits += v.userspace_exits;
+			vs->kvm_exits_open += v.kvm_exits_open;
+			vs->userspace_exits_open += v.userspace_exits_open;
 			vs->l2_ns += v.l2_ns;
 			vs->nested |= v.nested;
 			summary_add_polls(vs, &v);

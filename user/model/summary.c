@@ -175,6 +175,33 @@ static __u64 l2_total(const struct vcpustat_vcpu *v, __u64 guest_ns)
 	return v->l2_guest_ns + (v->in_l2 ? sub0(guest_ns, v->l2_mark_ns) : 0);
 }
 
+/*
+ * The exits in progress at the end of the window (docs/json.md "Open
+ * exits"), if they began in it, as the report of a file counts an exit the
+ * file ends in: open in the window of its start, with its time so far. One
+ * the previous snapshot already saw (the same start) began before.
+ */
+static void vcpu_open_exits(struct vcpu_summary *vs, const struct vcpustat_vcpu *v, const struct vcpustat_vcpu *prev,
+			    __u64 now)
+{
+	const struct vcpu_fsm *f = &v->fsm, *p = prev ? &prev->fsm : NULL;
+	char buf[32];
+
+	if ((f->flags & VCPU_F_IN_EXIT) && !(p && (p->flags & VCPU_F_IN_EXIT) && p->exit_since == f->exit_since)) {
+		vs->kvm_exits_open = 1;
+		snprintf(vs->open_exit, sizeof(vs->open_exit), "%s",
+			 exit_reason_name(f->exit_isa, f->exit_reason, buf, sizeof(buf)));
+		vs->open_exit_ns = sub0(now, f->exit_since);
+	}
+	if ((f->flags & VCPU_F_IN_UEXIT) &&
+	    !(p && (p->flags & VCPU_F_IN_UEXIT) && p->uexit_since == f->uexit_since)) {
+		vs->userspace_exits_open = 1;
+		snprintf(vs->open_uexit, sizeof(vs->open_uexit), "%s",
+			 userspace_exit_name(f->uexit_reason, buf, sizeof(buf)));
+		vs->open_uexit_ns = sub0(now, f->uexit_since);
+	}
+}
+
 static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *names, struct prev_index *pi,
 		    const struct summary_filter *f, const struct vcpustat_snapshot *cur, const struct vcpustat_vcpu *v,
 		    bool dead)
@@ -226,6 +253,7 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->polls_failed = DELTA(polls_failed);
 	vs->poll_fail_ns = DELTA(poll_fail_ns);
 #undef DELTA
+	vcpu_open_exits(vs, v, same ? pv->v : NULL, cur->ts);
 	vs->cross_node = same ? sub0(v->cross_node, pv->v->cross_node) : v->cross_node;
 	vs->cross_llc = same ? sub0(v->cross_llc, pv->v->cross_llc) : v->cross_llc;
 	vm->place.cross_node += vs->cross_node;
@@ -244,6 +272,8 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vm->migrations += vs->migrations;
 	vm->kvm_exits += vs->kvm_exits;
 	vm->userspace_exits += vs->userspace_exits;
+	vm->kvm_exits_open += vs->kvm_exits_open;
+	vm->userspace_exits_open += vs->userspace_exits_open;
 	summary_add_polls(vm, vs);
 	return 0;
 }

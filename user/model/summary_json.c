@@ -107,6 +107,10 @@ static void latency_write(struct jw *w, const char *key, const struct latency_su
 	jw_int(w, "p99_ns", (long long)l->p99_ns);
 	jw_int(w, "max_ns", (long long)l->max_ns);
 	jw_int(w, "count_total", (long long)l->count_total);
+	if (l->kind == VCPU_SAMPLE_EXIT || l->kind == VCPU_SAMPLE_USERSPACE_EXIT) {
+		jw_int(w, "open", (long long)l->open); /* docs/json.md "Open exits" */
+		jw_int(w, "open_ns", (long long)l->open_ns);
+	}
 	if (l->kind == VCPU_SAMPLE_EXIT) {
 		jw_string(w, "isa", l->isa == KVM_ISA_VMX ? "vmx" : l->isa == KVM_ISA_SVM ? "svm" : "?");
 		jw_int(w, "code", l->reason);
@@ -162,6 +166,16 @@ static void vcpu_write(struct jw *w, const struct summary *s, const struct vm_su
 	jw_int(w, "migrations", (long long)v->migrations);
 	jw_int(w, "kvm_exits", (long long)v->kvm_exits);
 	jw_int(w, "userspace_exits", (long long)v->userspace_exits);
+	jw_int(w, "kvm_exits_open", (long long)v->kvm_exits_open);
+	jw_int(w, "userspace_exits_open", (long long)v->userspace_exits_open);
+	if (v->kvm_exits_open) {
+		jw_string(w, "open_exit", v->open_exit);
+		jw_int(w, "open_exit_ns", (long long)v->open_exit_ns);
+	}
+	if (v->userspace_exits_open) {
+		jw_string(w, "open_userspace_exit", v->open_uexit);
+		jw_int(w, "open_userspace_exit_ns", (long long)v->open_uexit_ns);
+	}
 	jw_real(w, "preemptions_per_s", summary_per_s(s, v->preemptions));
 	jw_real(w, "wakeups_per_s", summary_per_s(s, v->wakeups));
 	jw_real(w, "migrations_per_s", summary_per_s(s, v->migrations));

@@ -35,14 +35,37 @@ static void print_latency_table(FILE *f, const char *title, const struct latency
 	fprintf(f, "    %-24s %10s %10s %10s %10s %10s%s\n", title, "COUNT", "RATE/s", "P50", "P99", "MAX",
 		gsys ? "  %GSYS" : "");
 	for (size_t i = 0; i < n && (!top || i < top); i++) {
+		bool timed = l[i].count > l[i].open; /* some closed: a latency is known */
+
 		fprintf(f, "    %-24s %10llu %10.1f %10s %10s %10s", l[i].name, (unsigned long long)l[i].count,
-			l[i].rate, l[i].count ? format_ns(l[i].p50_ns, a, sizeof(a)) : "-",
-			l[i].count ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-", format_ns(l[i].max_ns, c, sizeof(c)));
+			l[i].rate, timed ? format_ns(l[i].p50_ns, a, sizeof(a)) : "-",
+			timed ? format_ns(l[i].p99_ns, b, sizeof(b)) : "-",
+			timed || l[i].max_ns ? format_ns(l[i].max_ns, c, sizeof(c)) : "-");
 		if (gsys && l[i].count)
 			fprintf(f, " %6.1f%%", 100.0 * (double)l[i].gsys / (double)l[i].count);
 		else if (gsys)
 			fprintf(f, " %7s", "-");
+		if (l[i].open) /* still being handled at the end: no latency yet (docs/json.md "Open exits") */
+			fprintf(f, "  %llu open (%s so far)", (unsigned long long)l[i].open,
+				format_ns(l[i].open_ns, c, sizeof(c)));
 		fputc('\n', f);
+	}
+}
+
+/* The exits still being handled at the end of the window, by vCPU (docs/json.md "Open exits"). */
+static void print_open_exits(FILE *f, const struct vm_summary *vm)
+{
+	char a[24];
+
+	for (size_t v = 0; v < vm->nr_vcpus; v++) {
+		const struct vcpu_summary *c = &vm->vcpus[v];
+
+		if (c->kvm_exits_open)
+			fprintf(f, "    open at the end: vCPU %u in exit %s (%s so far)\n", c->index, c->open_exit,
+				format_ns(c->open_exit_ns, a, sizeof(a)));
+		if (c->userspace_exits_open)
+			fprintf(f, "    open at the end: vCPU %u in userspace exit %s (%s so far)\n", c->index,
+				c->open_uexit, format_ns(c->open_uexit_ns, a, sizeof(a)));
 	}
 }
 
@@ -376,6 +399,7 @@ void summary_print(FILE *f, const struct summary *s, const struct vcpustat_prog 
 		}
 		print_latency_table(f, "EXIT REASON", vm->exits, vm->nr_exits, top, s->seconds, s->has_gsys);
 		print_latency_table(f, "USERSPACE EXIT", vm->uexits, vm->nr_uexits, top, s->seconds, false);
+		print_open_exits(f, vm);
 		print_details(f, vm, top);
 		print_address_spaces(f, s, vm, top);
 		if (vm->runq.count)
