@@ -498,3 +498,88 @@ Test(summary, halt_polls_in_the_window_json_and_text)
 	names_free(&n);
 	replay_free(rp);
 }
+
+/*
+ * Live: an exit in progress at a refresh (issue 40 item 3) is the vCPU's open
+ * exit in the window it began in (VMX TRIPLE_FAULT; SVM shutdown and the
+ * userspace exit SHUTDOWN after it), and in no later window's.
+ */
+Test(summary, exit_in_progress_at_a_refresh_is_open_in_the_window_of_its_start)
+{
+	struct vcpustat_snapshot a, b, c;
+	const struct vcpu_summary *v11 = NULL, *v12 = NULL;
+	struct summary s;
+	struct names n;
+	char *text = NULL;
+	size_t len = 0;
+	json_t *doc, *vj;
+	FILE *f;
+
+	cr_assert_eq(replay_new(&rp, NULL), 0);
+	cr_assert_eq(names_init(&n, "/nonexistent", "/nonexistent"), 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 0, 1, 12, 10, 0, 0, 1, 0);
+	cr_assert_eq(replay_snapshot(rp, &a), 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 1100000000, 0, 11, 10, 0, 0, 1, KVM_ISA_VMX); /* EXTERNAL_INTERRUPT, closed */
+	ev(VCPUSTAT_EV_KVM_ENTRY, 1100002000, 0, 11, 10, 0, 0, 0, 0);
+	ev(VCPUSTAT_EV_KVM_EXIT, 1500000000, 0, 11, 10, 0, 0, 2, KVM_ISA_VMX);	/* TRIPLE_FAULT: open */
+	ev(VCPUSTAT_EV_KVM_EXIT, 1900000000, 1, 12, 10, 0, 0, 0x07f, KVM_ISA_SVM); /* shutdown: open */
+	ev(VCPUSTAT_EV_USERSPACE_EXIT, 1950000000, 1, 12, 10, 0, 0, 8, 0);	/* SHUTDOWN: open */
+	cr_assert_eq(replay_snapshot(rp, &b), 0);
+	ev(VCPUSTAT_EV_KVM_ENTRY, 2500000000, 0, 99, 99, 0, 0, 0, 0); /* time passes, nothing of theirs */
+	cr_assert_eq(replay_snapshot(rp, &c), 0);
+	a.ts = 1000000000;
+	b.ts = 2000000000;
+	c.ts = 3000000000;
+
+	cr_assert_eq(summary_build(&s, &a, &b, &n, NULL), 0);
+	for (size_t i = 0; i < s.vms[0].nr_vcpus; i++) {
+		if (s.vms[0].vcpus[i].tid == 11)
+			v11 = &s.vms[0].vcpus[i];
+		if (s.vms[0].vcpus[i].tid == 12)
+			v12 = &s.vms[0].vcpus[i];
+	}
+	cr_assert(v11 && v12);
+	cr_assert_eq(v11->kvm_exits, 2);
+	cr_assert_eq(v11->kvm_exits_open, 1);
+	cr_assert_str_eq(v11->open_exit, "TRIPLE_FAULT");
+	cr_assert_eq(v11->open_exit_ns, 500000000);
+	cr_assert_eq(v12->kvm_exits_open, 1);
+	cr_assert_str_eq(v12->open_exit, "shutdown");
+	cr_assert_eq(v12->open_exit_ns, 100000000);
+	cr_assert_eq(v12->userspace_exits_open, 1);
+	cr_assert_str_eq(v12->open_uexit, "SHUTDOWN");
+	cr_assert_eq(s.vms[0].kvm_exits_open, 2);
+	cr_assert_eq(s.vms[0].userspace_exits_open, 1);
+	for (size_t i = 0; i < s.vms[0].nr_exits; i++)
+		cr_assert_eq(s.vms[0].exits[i].open, 0, "live rows are the kernel's histograms: closed exits");
+	doc = summary_json_checked(&s);
+	json_array_foreach(json_object_get(json_array_get(json_object_get(doc, "vms"), 0), "vcpus"), len, vj)
+		if (json_integer_value(json_object_get(vj, "tid")) == 11) {
+			cr_assert_eq(json_integer_value(json_object_get(vj, "kvm_exits_open")), 1);
+			cr_assert_str_eq(json_string_value(json_object_get(vj, "open_exit")), "TRIPLE_FAULT");
+		}
+	json_decref(doc);
+	len = 0;
+	f = open_memstream(&text, &len);
+	summary_print(f, &s, NULL, 0, 0);
+	fclose(f);
+	cr_assert(strstr(text, "open at the end: vCPU 7 in exit TRIPLE_FAULT"), "%s", text);
+	cr_assert(strstr(text, "vCPU 7 in userspace exit SHUTDOWN (50.0ms so far)"), "%s", text);
+	free(text);
+	summary_free(&s);
+
+	/* (ev() gives every vCPU id 7) the next refresh: still in the same exits, which began before: not this window's */
+	cr_assert_eq(summary_build(&s, &b, &c, &n, NULL), 0);
+	for (size_t i = 0; i < s.vms[0].nr_vcpus; i++) {
+		cr_assert_eq(s.vms[0].vcpus[i].kvm_exits, 0);
+		cr_assert_eq(s.vms[0].vcpus[i].kvm_exits_open, 0);
+		cr_assert_eq(s.vms[0].vcpus[i].userspace_exits_open, 0);
+	}
+	summary_free(&s);
+	vcpustat_snapshot_free(&a);
+	vcpustat_snapshot_free(&b);
+	vcpustat_snapshot_free(&c);
+	names_free(&n);
+	replay_free(rp);
+}
