@@ -940,3 +940,19 @@ Test(report, json_and_text_show_the_open_exit)
 	cr_assert(strstr(out, "TRIPLE_FAULT"), "%s", out);
 	unlink(sht);
 }
+
+/* export of the file: the open exit is in vcpustat_vcpu_exits_total, in no latency histogram's _count */
+Test(report, export_counts_the_open_exit_in_the_exits_not_in_the_histograms)
+{
+	struct tev e[16];
+	char *sht = import_tevs(e, open_at_end_trace(e, false)), args[512], out[65536];
+
+	snprintf(args, sizeof(args), "export %s", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "vcpustat_vcpu_exits_total{vm=\"pid1000\",vcpu=\"1\"} 3\n"), "%s", out);
+	cr_assert(strstr(out, "vcpustat_exit_duration_seconds_count{vm=\"pid1000\",reason=\"TRIPLE_FAULT\"} 0\n"),
+		  "%s", out);
+	cr_assert(strstr(out, "vcpustat_exit_duration_seconds_count{vm=\"pid1000\",reason=\"HLT\"} 1\n"), "%s",
+		  out);
+	unlink(sht);
+}
