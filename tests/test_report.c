@@ -956,3 +956,17 @@ Test(report, export_counts_the_open_exit_in_the_exits_not_in_the_histograms)
 		  out);
 	unlink(sht);
 }
+
+/* top --file plays the file's windows: the last one shows the exit the file ends in as open */
+Test(report, top_file_shows_the_open_exit)
+{
+	struct tev e[16];
+	char *sht = import_tevs(e, open_at_end_trace(e, true)), args[512], out[16384];
+
+	snprintf(args, sizeof(args), "top --file %s -b -n 1", sht);
+	cr_assert_eq(run_vcpustat(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "shutdown"), "%s", out);
+	cr_assert(strstr(out, "1 open"), "%s", out);
+	cr_assert(strstr(out, "open at the end: vCPU 1 in userspace exit SHUTDOWN"), "%s", out);
+	unlink(sht);
+}
