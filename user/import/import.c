@@ -107,6 +107,7 @@ struct import {
 	bool scanned;
 	char namebuf[64];
 	struct capture_reader *cap; /* the host trace is a vcpustat capture: its names and lost counts */
+	struct trace_opts topts;    /* the host trace's: its CPUs those of the handler's table (--cpus) */
 	/* the replay pass */
 	struct replay *rp;
 	struct recorder *rec;
@@ -126,6 +127,8 @@ static int import_init(struct import *im, const struct import_opts *o, struct im
 	memset(im, 0, sizeof(*im));
 	im->o = o;
 	im->res = res;
+	im->topts = o->trace;
+	im->topts.nr_cpus = o->nr_cpus ? o->nr_cpus : 1024; /* replay_new()'s table */
 	e = e ? e : hashmap_init(&im->explicit, sizeof(uint32_t), sizeof(uint32_t), 0);
 	e = e ? e : hashmap_init(&im->names, sizeof(uint32_t), 64, 0);
 	e = e ? e : hashmap_init(&im->inferred, sizeof(uint32_t), sizeof(uint32_t), 0);
@@ -823,7 +826,7 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 		import_free(&sub);
 		return verror(err, -ENOMEM, "out of memory");
 	}
-	e = trace_open(&tr, l1, &im->o->trace, err);
+	e = trace_open(&tr, l1, &sub.topts, err);
 	if (!e)
 		e = scan(&sub, tr, err);
 	if (!e)
@@ -1130,7 +1133,7 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		e = verror(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	e = trace_open(&tr, o->host, &o->trace, err);
+	e = trace_open(&tr, o->host, &im.topts, err);
 	if (e)
 		goto out;
 	im.cap = trace_get_capture(tr);
