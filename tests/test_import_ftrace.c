@@ -359,7 +359,7 @@ Test(import_ftrace, malformed_lines_say_what_is_wrong)
 		{ "  bash-12 [000]", "timestamp" },
 		{ "  bash-12 [000] 12.5", "timestamp" },
 		{ "  bash-12 [000] 1234567: sched_switch: prev_comm=a", "counter trace clock" },
-		{ "  bash-12 [000] 1.0000000001: sched_switch: x", "timestamp" },
+		{ "  bash-12 [000] 1.0000000001: sched_switch: x", "the timestamp has 10 decimals: at most 9" },
 		{ "  bash-12 [000] 1.000001 sched_switch: x", "timestamp" },
 		{ "  bash-12 [000] 1.000001: ", "'<event>:'" },
 		{ "  bash-12 [000] 1.000001: sched_switch: prev_comm=bash prev_pid=12 prev_prio=120 prev_state=S ==> "
@@ -385,7 +385,8 @@ Test(import_ftrace, malformed_lines_say_what_is_wrong)
 		{ "  bash-12 [000] 1.000001: kvm_page_fault: address 0x1000", "error_code" },
 		{ "  bash-99999999999 [000] 1.000001: kvm_fpu: load", "no '<comm>-<pid> [<cpu>]'" },
 		{ "  bash-12 [99999999999] 1.000001: kvm_fpu: load", "no '<comm>-<pid> [<cpu>]'" },
-		{ "  bash-12 [000] 99999999999.000001: kvm_fpu: load", "timestamp" },
+		{ "  bash-12 [000] 99999999999.000001: kvm_fpu: load", "the timestamp's seconds are out of range" },
+		{ "  bash-12 [000] d..2. 1.00000000012: kvm_fpu: load", "the timestamp has 11 decimals" },
 	};
 	struct ftrace_parser p;
 	struct trace_event ev;
