@@ -727,11 +727,22 @@ static int sync_guest(struct import *host, const char *path, struct guest_input 
 	return e;
 }
 
+/* What the sync protocol dropped, for a "no synchronization" message ("" if nothing). */
+static const char *sync_dropped(const struct vcpustat_sync_protocol_stats *ps, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (ps->duplicate_keys || ps->inconsistent_keys)
+		snprintf(buf, len, "; dropped: %zu keys seen twice in a trace (a trace given twice?), %zu reused",
+			 ps->duplicate_keys, ps->inconsistent_keys);
+	return buf;
+}
+
 static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *err)
 {
 	const struct import_guest *g = &im->o->guests[gi];
 	struct import_guest_result *gr = &im->res->guests[gi];
 	struct guest_input *in = &im->gin[gi];
+	char dropped[256];
 	int e;
 
 	e = resolve_vm(im, g->vm, "--guest", &in->tgid, err);
@@ -746,10 +757,11 @@ static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *er
 		return verror(err, -ENODATA,
 			      "%s: cannot place the guest's events on the host's timeline: no synchronization "
 			      "(guest markers: %zu a, %zu d; host events of VM %s in %s: %zu hypercalls, %zu entries; "
-			      "matched: %zu). Run vcpustat-sync-agent in the guest while both traces record "
+			      "matched: %zu%s). Run vcpustat-sync-agent in the guest while both traces record "
 			      "(docs/import.md)",
 			      g->path, gr->na, gr->nd, gr->vm, im->o->host, gr->nb, gr->nc,
-			      gr->protocol.guest_to_host + gr->protocol.host_to_guest);
+			      gr->protocol.guest_to_host + gr->protocol.host_to_guest,
+			      sync_dropped(&gr->protocol, dropped, sizeof(dropped)));
 	if (map_events(in, gr))
 		return verror(err, -ENOMEM, "out of memory");
 	gr->host_mode_known = shows_kvm_mode(im, in->tgid);
@@ -818,6 +830,7 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 				     .ctx = &col, .nr_cpus = im->o->nr_cpus };
 	struct replay *rp = NULL;
 	struct trace_reader *tr = NULL;
+	char dropped[256];
 	struct trace_event te;
 	struct import sub;
 	int e;
@@ -844,10 +857,11 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 		e = verror(err, -ENODATA,
 			   "%s: cannot place the nested guest's events on its L1's timeline: no synchronization "
 			   "(guest markers: %zu a, %zu d; events of VM %s in %s: %zu hypercalls, %zu entries; "
-			   "matched: %zu). Run vcpustat-sync-agent in the nested guest while both traces record "
+			   "matched: %zu%s). Run vcpustat-sync-agent in the nested guest while both traces record "
 			   "(docs/import.md)",
 			   g->path, gr->na, gr->nd, in->name, l1, gr->nb, gr->nc,
-			   gr->protocol.guest_to_host + gr->protocol.host_to_guest);
+			   gr->protocol.guest_to_host + gr->protocol.host_to_guest,
+			   sync_dropped(&gr->protocol, dropped, sizeof(dropped)));
 		goto out;
 	}
 	gr->to_parent = gr->sync.transform;
