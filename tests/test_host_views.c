@@ -722,6 +722,39 @@ Test(pcpu, a_vcpu_whose_pcpu_comes_at_its_first_switch_out_is_placed_by_current_
 	unlink(path);
 }
 
+/*
+ * A VM named a/b is stored as a_b (a '/' would make a path level); --vm a/b,
+ * the name the user gave, selects it (issue 40: it was refused).
+ */
+Test(pcpu, vm_named_with_a_slash_is_selected_by_that_name)
+{
+	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
+	struct set ab[sizeof(fused) / sizeof(fused[0])];
+	char names[sizeof(fused) / sizeof(fused[0])][64];
+	struct run r;
+	size_t n = 0;
+	int fd = mkstemp(path);
+
+	for (size_t i = 0; i < sizeof(fused) / sizeof(fused[0]); i++, n++) {
+		ab[n] = fused[i];
+		if (!strncmp(fused[i].path, "/vms/web1/", 10)) {
+			snprintf(names[n], sizeof(names[n]), "/vms/a_b/%s", fused[i].path + 10);
+			ab[n].path = names[n];
+		}
+	}
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, ab, n, 10 * S);
+	RUN(&r, "report", path, "--vm", "a/b");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "a_b"), "%s", r.out);
+	RUN(&r, "report", path, "--vm", "a_b");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	RUN(&r, "report", path, "--vm", "a/c");
+	cr_assert_eq(r.status, 2, "%s", r.out);
+	unlink(path);
+}
+
 Test(pcpu, without_the_host_side_idle_and_host_threads_are_not_recorded)
 {
 	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
