@@ -391,6 +391,26 @@ Test(filters, errors_name_the_filter_and_are_usage_errors)
 	cr_assert_eq(r.status, 2);
 	cr_assert(strstr(r.err, "report: --pcpu 3-1: the range 3-1 goes down"), "%s", r.err);
 
+	/* a number too large is out of range, not "not a list of numbers" (issue 40) */
+	RUN(&r, "report", path, "--pcpu", "0-4294967295");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "report: --pcpu 0-4294967295: 4294967295 is out of range (at most 4294967294)"), "%s",
+		  r.err);
+	RUN(&r, "report", path, "--tid", "123456789012345678901234567890");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, ": 1234567890123456... is out of range"), "%s", r.err);
+	{ /* a long list is not echoed whole */
+		static char many[20000];
+
+		for (size_t i = 0; i + 2 < sizeof(many); i += 2)
+			memcpy(many + i, "1,", 2);
+		many[sizeof(many) - 2] = 'x';
+		RUN(&r, "report", path, "--vcpu", many);
+		cr_assert_eq(r.status, 2);
+		cr_assert(strstr(r.err, "1,1,... (19999 bytes): at most"), "%s", r.err);
+		cr_assert_lt(strlen(r.err), 300, "%zu bytes of error", strlen(r.err));
+	}
+
 	RUN(&r, "report", path, "--tid", "999");
 	cr_assert_eq(r.status, 2);
 	cr_assert(strstr(r.err, "--tid 999: no vCPU, VMM or host thread of"), "%s", r.err);

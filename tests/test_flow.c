@@ -869,6 +869,18 @@ Test(flow, unknown_or_malformed_thread_is_a_usage_error)
 	expect_usage_error(sht, ":345", NULL, "the VM's name before ':' is missing");
 	expect_usage_error(sht, "12x", NULL, "not a thread");
 	expect_usage_error(sht, "0", NULL, "not a thread");
+	{ /* a 100 kB argument: its start and length echoed, and what is wrong with it (issue 40) */
+		static char big[100003] = "vm1:";
+		struct run *r = malloc(sizeof(*r));
+
+		cr_assert_not_null(r);
+		memset(big + 4, 'a', sizeof(big) - 5);
+		expect_usage_error(sht, big + 4, NULL, "... (99998 bytes): not a thread: give a host thread id");
+		expect_usage_error(sht, big, NULL, "... (99998 bytes)' is not a guest thread id");
+		RUN(r, "report", sht, "--flow", big);
+		cr_assert_lt(strlen(r->err), 400, "%zu bytes of error", strlen(r->err));
+		free(r);
+	}
 	expect_usage_error(sht, "vm1:345", "1.5", "--min-impact 1.5");
 	expect_usage_error(sht, "vm1:345", "x", "--min-impact x");
 	{

@@ -674,6 +674,87 @@ Test(pcpu, every_cpus_window_is_guest_hypervisor_host_or_idle)
 	unlink(path);
 }
 
+/*
+ * A vCPU switched in before the recording's first event of it gets its pcpu
+ * only at its first switch-out (here at 4 s, the hog's preemption); until then
+ * /host/cpus/0/current_tid says its thread ran there (issue 40: CPU 0 was 40 %
+ * unknown). Its guest and hypervisor time go to CPU 0 as with the pcpu known.
+ */
+Test(pcpu, a_vcpu_whose_pcpu_comes_at_its_first_switch_out_is_placed_by_current_tid)
+{
+	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
+	struct set late[sizeof(fused) / sizeof(fused[0])];
+	const struct pcpu_row *c0;
+	struct pcpu_view v;
+	struct run r;
+	size_t n = 0;
+	int placed = 0, fd = mkstemp(path);
+
+	for (size_t i = 0; i < sizeof(fused) / sizeof(fused[0]); i++) { /* in time order: the pcpu among 4 s's */
+		if (!strcmp(fused[i].path, "/vms/web1/vcpus/0/pcpu"))
+			continue;
+		if (fused[i].t == 4 * S && !placed++)
+			late[n++] = (struct set){ 4 * S, "/vms/web1/vcpus/0/pcpu", 0 };
+		late[n++] = fused[i];
+	}
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, late, n, 10 * S);
+	pcpu_of(&v, path, 0);
+	cr_assert_eq(v.nr_cpus, 2);
+	c0 = &v.cpus[0];
+	cr_assert_eq(c0->ns[PCPU_GUEST], 7 * S, "%llu", (unsigned long long)c0->ns[PCPU_GUEST]);
+	cr_assert_eq(c0->ns[PCPU_HYPERVISOR], 1 * S);
+	cr_assert_eq(c0->ns[PCPU_HOST], 2 * S);
+	cr_assert_eq(c0->ns[PCPU_UNKNOWN], 0, "%llu ns unknown", (unsigned long long)c0->ns[PCPU_UNKNOWN]);
+	cr_assert_eq(c0->nr_occ, 3);
+	cr_assert_eq(c0->occ[0].kind, PCPU_GUEST);
+	cr_assert_eq(c0->occ[0].ns, 7 * S);
+	pcpu_free(&v);
+	RUN(&r, "report", path, "--pcpu");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "    0    0.0%   70.0%   10.0%   20.0%     0.0%  web1/0 guest 70.0%, hog (500) "
+					 "20.0%, web1/0 hyperv 10.0%\n"),
+			   "%s", r.out);
+	RUN(&r, "report", path, "--pcpu", "--pcpu", "1");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "web1/0"), "--pcpu 1: CPU 0's vCPU time is not CPU 1's: %s", r.out);
+	unlink(path);
+}
+
+/*
+ * A VM named a/b is stored as a_b (a '/' would make a path level); --vm a/b,
+ * the name the user gave, selects it (issue 40: it was refused).
+ */
+Test(pcpu, vm_named_with_a_slash_is_selected_by_that_name)
+{
+	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";
+	struct set ab[sizeof(fused) / sizeof(fused[0])];
+	char names[sizeof(fused) / sizeof(fused[0])][64];
+	struct run r;
+	size_t n = 0;
+	int fd = mkstemp(path);
+
+	for (size_t i = 0; i < sizeof(fused) / sizeof(fused[0]); i++, n++) {
+		ab[n] = fused[i];
+		if (!strncmp(fused[i].path, "/vms/web1/", 10)) {
+			snprintf(names[n], sizeof(names[n]), "/vms/a_b/%s", fused[i].path + 10);
+			ab[n].path = names[n];
+		}
+	}
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_sets(path, ab, n, 10 * S);
+	RUN(&r, "report", path, "--vm", "a/b");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "a_b"), "%s", r.out);
+	RUN(&r, "report", path, "--vm", "a_b");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	RUN(&r, "report", path, "--vm", "a/c");
+	cr_assert_eq(r.status, 2, "%s", r.out);
+	unlink(path);
+}
+
 Test(pcpu, without_the_host_side_idle_and_host_threads_are_not_recorded)
 {
 	char path[] = "/tmp/vcpustat-pcpu-XXXXXX";

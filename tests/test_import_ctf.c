@@ -192,3 +192,40 @@ Test(import_ctf, not_a_ctf_trace)
 	import_result_free(&res);
 	rm_tree(dir);
 }
+
+/*
+ * A packet's cpu_id of 0xffffffff (issue 40: shown as pCPU 65535): refused,
+ * naming the trace and the event; with --lenient its events are counted as
+ * malformed and none of them is given to another CPU.
+ */
+Test(import_ctf, a_cpu_id_beyond_what_a_record_holds_is_refused_naming_the_event)
+{
+	static struct tev e[128];
+	size_t n = scenario(e, false);
+	static const unsigned char ones[4] = { 0xff, 0xff, 0xff, 0xff };
+	char *dir = ctf_dir(), chan[256];
+	struct vcpustat_error err = { 0 };
+	struct import_opts o = { .no_sync = true };
+	struct import_result res;
+	FILE *f;
+
+	ctf_write(dir, e, n, 1);
+	snprintf(chan, sizeof(chan), "%s/chan_0", dir);
+	f = fopen(chan, "r+");
+	cr_assert(f);
+	cr_assert_eq(fseek(f, 4 + 4 + 8 + 8 + 8 + 8, SEEK_SET), 0); /* the packet context's cpu_id */
+	cr_assert_eq(fwrite(ones, 1, 4, f), 4);
+	fclose(f);
+	o.host = dir;
+	o.out = imp_tmp(".sht");
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -EINVAL);
+	cr_assert(strstr(err.msg, dir) && strstr(err.msg, ": event 1 (") && strstr(err.msg, "CPU 4294967295 is out of range"),
+		  "%s", err.msg);
+	import_result_free(&res);
+	o.trace.lenient = true;
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -ENODATA, "every event is on that CPU: %s", err.msg);
+	cr_assert_eq(res.host.malformed, n - 2, "all but the two skipped irq events");
+	import_result_free(&res);
+	unlink(o.out);
+	rm_tree(dir);
+}

@@ -6,6 +6,7 @@
  * names, and what it says about lines it cannot read.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 #include "import/import.h"
 #include "helpers.h"
@@ -358,7 +359,7 @@ Test(import_ftrace, malformed_lines_say_what_is_wrong)
 		{ "  bash-12 [000]", "timestamp" },
 		{ "  bash-12 [000] 12.5", "timestamp" },
 		{ "  bash-12 [000] 1234567: sched_switch: prev_comm=a", "counter trace clock" },
-		{ "  bash-12 [000] 1.0000000001: sched_switch: x", "timestamp" },
+		{ "  bash-12 [000] 1.0000000001: sched_switch: x", "the timestamp has 10 decimals: at most 9" },
 		{ "  bash-12 [000] 1.000001 sched_switch: x", "timestamp" },
 		{ "  bash-12 [000] 1.000001: ", "'<event>:'" },
 		{ "  bash-12 [000] 1.000001: sched_switch: prev_comm=bash prev_pid=12 prev_prio=120 prev_state=S ==> "
@@ -384,7 +385,8 @@ Test(import_ftrace, malformed_lines_say_what_is_wrong)
 		{ "  bash-12 [000] 1.000001: kvm_page_fault: address 0x1000", "error_code" },
 		{ "  bash-99999999999 [000] 1.000001: kvm_fpu: load", "no '<comm>-<pid> [<cpu>]'" },
 		{ "  bash-12 [99999999999] 1.000001: kvm_fpu: load", "no '<comm>-<pid> [<cpu>]'" },
-		{ "  bash-12 [000] 99999999999.000001: kvm_fpu: load", "timestamp" },
+		{ "  bash-12 [000] 99999999999.000001: kvm_fpu: load", "the timestamp's seconds are out of range" },
+		{ "  bash-12 [000] d..2. 1.00000000012: kvm_fpu: load", "the timestamp has 11 decimals" },
 	};
 	struct ftrace_parser p;
 	struct trace_event ev;
@@ -437,4 +439,76 @@ Test(import_ftrace, perf_script_text_gives_the_intervals_of_the_same_events_as_f
 	unlink(a_sht);
 	unlink(b_sht);
 	unlink(ftr); /* imp_tmp's paths are its own (not malloc'ed) */
+}
+
+/*
+ * A CPU number never wraps to another CPU (issue 40): a line on [65541] was
+ * recorded as CPU 5 and mixed with its events, and CPU 1030 was taken with
+ * the handler's table at its default 1024 CPUs. Now the line is refused,
+ * named by file and line, or (--lenient) counted as malformed; --cpus takes
+ * CPU 1030, and it keeps its number.
+ */
+#define SW(cpu, ts, prev, next)                                                                              \
+	"  <idle>-" #prev " [" #cpu "] " ts ": sched_switch: prev_comm=x prev_pid=" #prev " prev_prio=120 "     \
+	"prev_state=R ==> next_comm=CPU 0/KVM next_pid=" #next " next_prio=120\n"
+
+static int import_text(const char *text, unsigned int nr_cpus, bool lenient, struct import_result *res,
+		       struct vcpustat_error *err, char **sht, const char **path)
+{
+	struct import_opts o = { .nr_cpus = nr_cpus, .no_sync = true };
+	int e;
+
+	*path = o.host = imp_write_text(text);
+	o.trace.lenient = lenient;
+	*sht = imp_tmp(".sht");
+	o.out = *sht;
+	e = vcpustat_import(&o, res, err);
+	return e;
+}
+
+Test(import_ftrace, a_cpu_beyond_the_table_is_refused_naming_the_line_never_wrapped)
+{
+	static const char wrap[] = SW(005, "1.000001", 0, 1001) SW(65541, "1.000002", 0, 2001);
+	static const char big[] = SW(005, "1.000001", 0, 1001) SW(1030, "1.000002", 0, 2001);
+	struct vcpustat_error err = { 0 };
+	struct import_result res;
+	struct imp_dump d;
+	const char *path;
+	char *sht, want[256];
+	bool found = false;
+
+	/* 65541: out of what a record holds, whatever --cpus says */
+	cr_assert_eq(import_text(wrap, 65536, false, &res, &err, &sht, &path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: CPU 65541 is out of range", path);
+	cr_assert(strstr(err.msg, want) && strstr(err.msg, "0 to 65535"), "%s", err.msg);
+	import_result_free(&res);
+	cr_assert_neq(access(sht, F_OK), 0, "no file is left");
+	unlink(path);
+	/* --lenient: counted and said, and CPU 5 has only its own thread */
+	cr_assert_eq(import_text(wrap, 0, true, &res, &err, &sht, &path), 0, "%s", err.msg);
+	cr_assert_eq(res.host.malformed, 1);
+	cr_assert(strstr(res.host.messages[0], "CPU 65541"), "%s", res.host.messages[0]);
+	d = imp_dump(sht, NULL);
+	for (size_t i = 0; i < d.n; i++)
+		cr_assert(!strstr(d.line[i], "2001"), "the line on CPU 65541 is in the file: %s", d.line[i]);
+	imp_dump_free(&d);
+	import_result_free(&res);
+	unlink(sht);
+	unlink(path);
+	/* 1030 with the default table of 1024: refused, saying which --cpus takes it */
+	cr_assert_eq(import_text(big, 0, false, &res, &err, &sht, &path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: CPU 1030 is beyond --cpus 1024", path);
+	cr_assert(strstr(err.msg, want) && strstr(err.msg, "--cpus 1031"), "%s", err.msg);
+	import_result_free(&res);
+	unlink(path);
+	/* --cpus 1031: CPU 1030 keeps its number */
+	cr_assert_eq(import_text(big, 1031, false, &res, &err, &sht, &path), 0, "%s", err.msg);
+	d = imp_dump(sht, NULL);
+	for (size_t i = 0; i < d.n; i++)
+		found |= !strncmp(d.line[i], "/host/cpus/1030/current_tid ", 28) && strstr(d.line[i], " 2001");
+	cr_assert(found, "CPU 1030 lost its number");
+	imp_dump_free(&d);
+	import_result_free(&res);
+	unlink(sht);
+	unlink(path);
 }

@@ -493,6 +493,75 @@ Test(import_multilevel, guest_without_sync_is_refused)
 	unlink(sc.guest);
 }
 
+/* A guest trace's CPU of 65541 (a vCPU index no record holds) is refused, naming the line (issue 40). */
+Test(import_multilevel, a_guest_cpu_beyond_what_a_record_holds_is_refused_naming_the_line)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" } };
+	struct layout l = nine;
+	struct tev g[2] = {
+		{ .type = T_SWITCH, .ts = 5000000000ull, .pid = 0, .comm = "swapper/0", .state = "R", .pid2 = 300,
+		  .comm2 = "fib" },
+		{ .type = T_SWITCH, .ts = 5000100000ull, .cpu = 65541, .pid = 300, .comm = "fib", .state = "S",
+		  .pid2 = 0, .comm2 = "swapper/0" },
+	};
+	struct scenario sc;
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .names = names, .nnames = 1, .guests = &guest, .nguests = 1, .no_sync = true };
+	struct vcpustat_error err = { 0 };
+	struct import_result res;
+	char want[256];
+
+	make_scenario(&sc, 12);
+	guest.path = imp_write_trace(g, 2, &l);
+	o.host = sc.host;
+	o.out = imp_tmp(".sht");
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -EINVAL, "%s", err.msg);
+	snprintf(want, sizeof(want), "%s:", guest.path);
+	cr_assert(strstr(err.msg, want) && strstr(err.msg, "CPU 65541 is out of range"), "%s", err.msg);
+	import_result_free(&res);
+	unlink(guest.path);
+	unlink(sc.host);
+	unlink(sc.guest);
+}
+
+/* A guest trace whose markers all appear twice: "no synchronization" says they were dropped (issue 40). */
+Test(import_multilevel, duplicate_sync_keys_are_said_to_be_dropped)
+{
+	static const struct import_vm_name names[] = { { 1000, "vmA" } };
+	struct scenario sc;
+	struct import_guest guest = { "vmA", NULL };
+	struct import_opts o = { .names = names, .nnames = 1, .guests = &guest, .nguests = 1, .no_sync = true };
+	struct vcpustat_error err = { 0 };
+	struct import_result res;
+	char *text, *twice;
+	size_t n;
+	FILE *f;
+
+	make_scenario(&sc, 12);
+	f = fopen(sc.guest, "r");
+	cr_assert(f);
+	text = calloc(1, 1 << 22);
+	n = fread(text, 1, (1 << 22) - 1, f);
+	fclose(f);
+	twice = malloc(2 * n + 1);
+	memcpy(twice, text, n);
+	memcpy(twice + n, text, n);
+	twice[2 * n] = 0;
+	guest.path = imp_write_text(twice);
+	o.host = sc.host;
+	o.out = imp_tmp(".sht");
+	cr_assert_eq(vcpustat_import(&o, &res, &err), -ENODATA, "%s", err.msg);
+	cr_assert(strstr(err.msg, "matched: 0; dropped: ") && strstr(err.msg, "keys seen twice in a trace"), "%s",
+		  err.msg);
+	cr_assert_gt(res.guests[0].protocol.duplicate_keys, 0);
+	import_result_free(&res);
+	free(text);
+	free(twice);
+	unlink(guest.path);
+	unlink(sc.host);
+	unlink(sc.guest);
+}
+
 /* ---- the rules, on the library ---- */
 
 static struct vcpustat_record rec_state(uint64_t ts, uint32_t tid, uint32_t tgid, uint16_t vcpu, uint8_t from,

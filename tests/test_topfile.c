@@ -795,3 +795,17 @@ Test(topfile, playback_labels_say_host_time_and_what_ran)
 	unlink(with);
 	unlink(without);
 }
+
+/*
+ * -b and -j without -n print every window of the file at once (issue 40:
+ * `top --file LONG.sht -b -d 0.01` wrote 2 GB in 60 s): --help says how many.
+ */
+Test(topfile, help_says_how_many_windows_batch_prints_without_n)
+{
+	struct run r;
+
+	RUN(&r, "top", "--help");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "without -n that is the file's length\n"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "/ SEC windows (an hour at -d 0.01: 360000 windows, gigabytes)"), "%s", r.out);
+}

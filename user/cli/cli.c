@@ -398,6 +398,7 @@ int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct
 	static const char *const what[] = { "vCPU indexes such as 0,2-3", "thread ids such as 4242,4250",
 					    "CPUs such as 0-3,8" };
 	struct vcpustat_error err = { 0 };
+	char echo[ERROR_ECHO_MAX + 32];
 	struct id_set *set;
 	const char *name;
 	int k;
@@ -405,7 +406,8 @@ int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct
 	if (key == CLI_OPT_CGROUP) {
 		arg = arg ? arg : a->arg;
 		if (f->nr_cgroups >= FILTER_MAX_CGROUPS)
-			return cli_usage_error("%s: --cgroup %s: at most %d patterns", a->cmd->name, arg,
+			return cli_usage_error("%s: --cgroup %s: at most %d patterns", a->cmd->name,
+					       error_echo(arg, echo, sizeof(echo)),
 					       FILTER_MAX_CGROUPS);
 		if (!arg[0])
 			return cli_usage_error("%s: --cgroup: an empty pattern", a->cmd->name);
@@ -420,7 +422,8 @@ int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct
 	}
 	arg = arg ? arg : a->arg;
 	if (id_set_add(set, arg, &err))
-		return cli_usage_error("%s: --%s %s: %s (expected %s)", a->cmd->name, name, arg, err.msg, what[k]);
+		return cli_usage_error("%s: --%s %s: %s (expected %s)", a->cmd->name, name,
+				       error_echo(arg, echo, sizeof(echo)), err.msg, what[k]);
 	return 0;
 }
 

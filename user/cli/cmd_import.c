@@ -35,7 +35,8 @@ int cmd_import(int argc, char **argv)
 						"stopping at the first one", CLI_FLAG, &ia->o.trace.lenient },
 		{ "isa", OPT_ISA, "vmx|svm", "for kvm_exit reasons printed as numbers (default: from\n"
 					     "the reason names, else vmx)" },
-		{ "cpus", OPT_CPUS, "N", "host CPUs (default 1024)" },
+		{ "cpus", OPT_CPUS, "N", "host CPUs: the host trace's are 0 to N-1, an event on\n"
+					  "another is malformed (default 1024, up to 65536)" },
 		{ "meta", OPT_META, "KEY=VALUE", "store this in the file's metadata (repeatable): host,\n"
 						 "workload (what ran), recorded (when), ..." },
 		{ "json", 'j', NULL, "the end-of-run report as JSON on stdout" },

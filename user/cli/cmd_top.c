@@ -60,7 +60,8 @@ int cmd_top(int argc, char **argv)
 		  CLI_STRING, &t.from },
 		{ "speed", OPT_SPEED, "X", "play at X times the recorded pace. Default: the terminal UI\n"
 					   "plays at 1x; -b and -j print every window (or -n of them) at\n"
-					   "once, as `atop -r` does" },
+					   "once, as `atop -r` does: without -n that is the file's length\n"
+					   "/ SEC windows (an hour at -d 0.01: 360000 windows, gigabytes)" },
 		CLI_FILTER_OPTIONS, /* --file only (docs/vcpustat.md, "Filters") */
 		{ NULL },
 	};

@@ -148,7 +148,7 @@ static bool is(const char *name, const char *a, const char *b)
 	return !strcmp(name, a) || (b && !strcmp(name, b));
 }
 
-static enum conv convert(struct ctf_reader *r, const bt_message *msg, struct trace_event *t)
+static enum conv convert_event(struct ctf_reader *r, const bt_message *msg, struct trace_event *t, const char **namep)
 {
 	const bt_event *ev = bt_message_event_borrow_event_const(msg);
 	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(ev));
@@ -166,6 +166,7 @@ static enum conv convert(struct ctf_reader *r, const bt_message *msg, struct tra
 	t->tgid = -1;
 	if (!name)
 		return CONV_SKIP;
+	*namep = name;
 	if (!is(name, "sched_switch", NULL) && !is(name, "sched_wakeup", NULL) && !is(name, "sched_wakeup_new", NULL) &&
 	    !is(name, "sched_migrate_task", NULL) && !is(name, "sched_process_exit", NULL) &&
 	    !is(name, "kvm_x86_entry", "kvm_entry") && !is(name, "kvm_x86_exit", "kvm_exit") &&
@@ -282,6 +283,18 @@ static enum conv convert(struct ctf_reader *r, const bt_message *msg, struct tra
 	e->arg0 = (uint64_t)v;
 	e->arg2 = get_int(p, "a1", &v) ? (uint64_t)v : 0;
 	return CONV_EVENT;
+}
+
+/* The message as an event, its CPUs checked: one beyond --cpus (or 65535) is malformed, never another CPU. */
+static enum conv convert(struct ctf_reader *r, const bt_message *msg, struct trace_event *t)
+{
+	const char *name = "?";
+	enum conv c = convert_event(r, msg, t, &name);
+	char why[160];
+
+	if (c == CONV_EVENT && !trace_cpus_ok(&r->o, &t->ev, why, sizeof(why)))
+		return bad(r, t, name, why);
+	return c;
 }
 
 /* ---- the graph ---- */

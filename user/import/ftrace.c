@@ -845,8 +845,11 @@ static bool cpu_column(cp *p, cp e, uint64_t *cpu)
 	return true;
 }
 
-/* "<secs>.<frac>:" at *p (1 to 9 decimals) in ns. */
-static int timestamp(cp *p, cp e, uint64_t *ns)
+/*
+ * "<secs>.<frac>:" at *p (1 to 9 decimals) in ns: 0, -1 none, -2 no decimals
+ * (a counter clock), -3 more than 9 decimals, -4 seconds out of range.
+ */
+static int timestamp(cp *p, cp e, uint64_t *ns, int *decimals)
 {
 	static const uint64_t scale[10] = { 0,	     100000000, 10000000, 1000000, 100000,
 					    10000,   1000,	100,	  10,	   1 };
@@ -858,10 +861,18 @@ static int timestamp(cp *p, cp e, uint64_t *ns)
 	if (q >= e || *q != '.')
 		return q < e && *q == ':' ? -2 : -1; /* -2: a counter clock (no decimals) */
 	f = ++q;
-	if (!num(&q, e, &frac) || q - f > 9 || q >= e || *q != ':')
+	while (q < e && is_digit(*q))
+		q++;
+	if (q == f || q >= e || *q != ':')
+		return -1;
+	*decimals = (int)(q - f);
+	if (q - f > 9)
+		return -3;
+	q = f;
+	if (!num(&q, e, &frac))
 		return -1;
 	if (secs > VCPUSTAT_SYNC_MAX_NS / 1000000000ull)
-		return -1;
+		return -4;
 	*ns = secs * 1000000000ull + frac * scale[q - f];
 	*p = q + 1;
 	return 0;
@@ -965,7 +976,7 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 	enum ev_name which;
 	uint64_t pid, cpu, ts;
 	int64_t tgid;
-	int ret;
+	int ret, decimals = 0;
 
 	if (e > p && e[-1] == '\r')
 		e--;
@@ -983,7 +994,7 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 		return bad(ps, "not an ftrace event line: no '<comm>-<pid> [<cpu>]' (or perf script's '<comm> <tid> [<cpu>]') at its start");
 	}
 	skip_spaces(&p, e);
-	ret = timestamp(&p, e, &ts);
+	ret = timestamp(&p, e, &ts, &decimals);
 	if (ret == -1 && p < e && !is_digit(*p)) { /* an irq-flags column first ("d..2.", "....."): skip it */
 		cp q = p;
 
@@ -991,11 +1002,18 @@ enum ftrace_line ftrace_parse_line(struct ftrace_parser *ps, const char *line, s
 			q++;
 		skip_spaces(&q, e);
 		p = q;
-		ret = timestamp(&p, e, &ts);
+		ret = timestamp(&p, e, &ts, &decimals);
 	}
 	if (ret == -2)
 		return bad(ps, "the timestamp has no decimals: a counter trace clock (counter, x86-tsc) is not "
 			       "supported; trace with the local, global, mono or boot clock");
+	if (ret == -3) {
+		snprintf(ps->why, sizeof(ps->why), "the timestamp has %d decimals: at most 9 (nanoseconds), as "
+			 "ftrace and trace-cmd print them", decimals);
+		return FTRACE_BAD;
+	}
+	if (ret == -4)
+		return bad(ps, "the timestamp's seconds are out of range (more than 2^62 ns, 146 years)");
 	if (ret)
 		return bad(ps, "no '<seconds>.<decimals>:' timestamp after the CPU column");
 	skip_spaces(&p, e);

@@ -107,6 +107,7 @@ struct import {
 	bool scanned;
 	char namebuf[64];
 	struct capture_reader *cap; /* the host trace is a vcpustat capture: its names and lost counts */
+	struct trace_opts topts;    /* the host trace's: its CPUs those of the handler's table (--cpus) */
 	/* the replay pass */
 	struct replay *rp;
 	struct recorder *rec;
@@ -126,6 +127,8 @@ static int import_init(struct import *im, const struct import_opts *o, struct im
 	memset(im, 0, sizeof(*im));
 	im->o = o;
 	im->res = res;
+	im->topts = o->trace;
+	im->topts.nr_cpus = o->nr_cpus ? o->nr_cpus : 1024; /* replay_new()'s table */
 	e = e ? e : hashmap_init(&im->explicit, sizeof(uint32_t), sizeof(uint32_t), 0);
 	e = e ? e : hashmap_init(&im->names, sizeof(uint32_t), 64, 0);
 	e = e ? e : hashmap_init(&im->inferred, sizeof(uint32_t), sizeof(uint32_t), 0);
@@ -724,11 +727,22 @@ static int sync_guest(struct import *host, const char *path, struct guest_input 
 	return e;
 }
 
+/* What the sync protocol dropped, for a "no synchronization" message ("" if nothing). */
+static const char *sync_dropped(const struct vcpustat_sync_protocol_stats *ps, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (ps->duplicate_keys || ps->inconsistent_keys)
+		snprintf(buf, len, "; dropped: %zu keys seen twice in a trace (a trace given twice?), %zu reused",
+			 ps->duplicate_keys, ps->inconsistent_keys);
+	return buf;
+}
+
 static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *err)
 {
 	const struct import_guest *g = &im->o->guests[gi];
 	struct import_guest_result *gr = &im->res->guests[gi];
 	struct guest_input *in = &im->gin[gi];
+	char dropped[256];
 	int e;
 
 	e = resolve_vm(im, g->vm, "--guest", &in->tgid, err);
@@ -743,10 +757,11 @@ static int prepare_guest(struct import *im, size_t gi, struct vcpustat_error *er
 		return verror(err, -ENODATA,
 			      "%s: cannot place the guest's events on the host's timeline: no synchronization "
 			      "(guest markers: %zu a, %zu d; host events of VM %s in %s: %zu hypercalls, %zu entries; "
-			      "matched: %zu). Run vcpustat-sync-agent in the guest while both traces record "
+			      "matched: %zu%s). Run vcpustat-sync-agent in the guest while both traces record "
 			      "(docs/import.md)",
 			      g->path, gr->na, gr->nd, gr->vm, im->o->host, gr->nb, gr->nc,
-			      gr->protocol.guest_to_host + gr->protocol.host_to_guest);
+			      gr->protocol.guest_to_host + gr->protocol.host_to_guest,
+			      sync_dropped(&gr->protocol, dropped, sizeof(dropped)));
 	if (map_events(in, gr))
 		return verror(err, -ENOMEM, "out of memory");
 	gr->host_mode_known = shows_kvm_mode(im, in->tgid);
@@ -815,6 +830,7 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 				     .ctx = &col, .nr_cpus = im->o->nr_cpus };
 	struct replay *rp = NULL;
 	struct trace_reader *tr = NULL;
+	char dropped[256];
 	struct trace_event te;
 	struct import sub;
 	int e;
@@ -823,7 +839,7 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 		import_free(&sub);
 		return verror(err, -ENOMEM, "out of memory");
 	}
-	e = trace_open(&tr, l1, &im->o->trace, err);
+	e = trace_open(&tr, l1, &sub.topts, err);
 	if (!e)
 		e = scan(&sub, tr, err);
 	if (!e)
@@ -841,10 +857,11 @@ static int prepare_nested(struct import *im, size_t gi, struct vcpustat_error *e
 		e = verror(err, -ENODATA,
 			   "%s: cannot place the nested guest's events on its L1's timeline: no synchronization "
 			   "(guest markers: %zu a, %zu d; events of VM %s in %s: %zu hypercalls, %zu entries; "
-			   "matched: %zu). Run vcpustat-sync-agent in the nested guest while both traces record "
+			   "matched: %zu%s). Run vcpustat-sync-agent in the nested guest while both traces record "
 			   "(docs/import.md)",
 			   g->path, gr->na, gr->nd, in->name, l1, gr->nb, gr->nc,
-			   gr->protocol.guest_to_host + gr->protocol.host_to_guest);
+			   gr->protocol.guest_to_host + gr->protocol.host_to_guest,
+			   sync_dropped(&gr->protocol, dropped, sizeof(dropped)));
 		goto out;
 	}
 	gr->to_parent = gr->sync.transform;
@@ -1130,7 +1147,7 @@ int vcpustat_import(const struct import_opts *o, struct import_result *res, stru
 		e = verror(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	e = trace_open(&tr, o->host, &o->trace, err);
+	e = trace_open(&tr, o->host, &im.topts, err);
 	if (e)
 		goto out;
 	im.cap = trace_get_capture(tr);

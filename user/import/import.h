@@ -87,7 +87,16 @@ struct trace_opts {
 			       or ambiguous names (0: guess, VMX if nothing tells) */
 	int parse_ahead;    /* ftrace text: parse in a second thread while the caller consumes:
 			       1 always, -1 never, 0 for files of 8 MiB or more */
+	unsigned int nr_cpus; /* CPUs an event may name: 0 .. nr_cpus - 1 (0: 65536, what a record
+				 holds); an event on another is malformed (import: its --cpus) */
 };
+
+/*
+ * Whether the CPUs ev names (the one it happened on, a wakeup's target, a
+ * migration's two) are below o->nr_cpus; if not, what is wrong in why[n].
+ * Every reader checks its events with it, so a CPU never wraps to another.
+ */
+bool trace_cpus_ok(const struct trace_opts *o, const struct vcpustat_event *ev, char *why, size_t n);
 
 /* What a reader saw: the end-of-run report. */
 #define TRACE_KEEP_MESSAGES 5

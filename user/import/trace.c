@@ -165,6 +165,7 @@ static bool is_capture(const char *path)
  */
 static int capture_event(struct trace_reader *r, struct trace_event *te, struct vcpustat_error *err)
 {
+	char why[160];
 	int ret;
 
 	memset(te, 0, sizeof(*te));
@@ -177,6 +178,8 @@ static int capture_event(struct trace_reader *r, struct trace_event *te, struct 
 	memcpy(te->cur_comm, te->ev.comm, sizeof(te->cur_comm));
 	te->cur_comm[sizeof(te->cur_comm) - 1] = '\0';
 	te->where = r->st.lines;
+	if (!trace_cpus_ok(&r->o, &te->ev, why, sizeof(why)))
+		return verror(err, -EINVAL, "%s: event %llu: %s", r->path, (unsigned long long)te->where, why);
 	return 1;
 }
 
@@ -240,6 +243,39 @@ int trace_open(struct trace_reader **rp, const char *path, const struct trace_op
 	return 0;
 }
 
+#define TRACE_RECORD_CPUS 65536u /* a record's cpu is 16 bits (include/vcpustat_abi.h) */
+
+bool trace_cpus_ok(const struct trace_opts *o, const struct vcpustat_event *ev, char *why, size_t n)
+{
+	unsigned int max = o->nr_cpus && o->nr_cpus < TRACE_RECORD_CPUS ? o->nr_cpus : TRACE_RECORD_CPUS;
+	uint64_t cpu[3] = { ev->cpu };
+	const char *what[3] = { "CPU" };
+	size_t k = 1;
+
+	if (ev->type == VCPUSTAT_EV_WAKEUP || ev->type == VCPUSTAT_EV_WAKEUP_NEW) {
+		cpu[k] = ev->arg0;
+		what[k++] = "target_cpu";
+	} else if (ev->type == VCPUSTAT_EV_MIGRATE) {
+		cpu[k] = ev->arg0;
+		what[k++] = "dest_cpu";
+		cpu[k] = ev->arg1;
+		what[k++] = "orig_cpu";
+	}
+	for (size_t i = 0; i < k; i++) {
+		if (cpu[i] < max)
+			continue;
+		if (cpu[i] >= TRACE_RECORD_CPUS)
+			snprintf(why, n, "%s %llu is out of range: a recording holds CPUs 0 to %u", what[i],
+				 (unsigned long long)cpu[i], TRACE_RECORD_CPUS - 1);
+		else
+			snprintf(why, n, "%s %llu is beyond --cpus %u (CPUs 0 to %u; --cpus %llu or more takes it, "
+				 "up to %u)", what[i], (unsigned long long)cpu[i], max, max - 1,
+				 (unsigned long long)cpu[i] + 1, TRACE_RECORD_CPUS);
+		return false;
+	}
+	return true;
+}
+
 static void keep_message(struct trace_stats *st, const char *msg)
 {
 	if (st->nmessages < TRACE_KEEP_MESSAGES)
@@ -272,7 +308,11 @@ static int parse_next(const struct trace_reader *r, size_t *pos, struct ftrace_p
 
 		*pos += n + (nl ? 1 : 0);
 		st->lines++;
-		switch (ftrace_parse_line(ps, s, n, ev)) {
+		enum ftrace_line kind = ftrace_parse_line(ps, s, n, ev);
+
+		if (kind == FTRACE_EVENT && !trace_cpus_ok(&r->o, &ev->ev, ps->why, sizeof(ps->why)))
+			kind = FTRACE_BAD;
+		switch (kind) {
 		case FTRACE_EVENT:
 			ev->where = st->lines;
 			account(st, ev);

@@ -343,7 +343,8 @@ static int kind_of(const struct tracedat_reader *r, int id)
 	return -1;
 }
 
-static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec, struct trace_event *t)
+static enum conv convert_event(struct tracedat_reader *r, const struct tep_record *rec, struct trace_event *t,
+			       const char **namep)
 {
 	struct vcpustat_event *e = &t->ev;
 	struct tep_format_field *const *f;
@@ -364,6 +365,7 @@ static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec
 	if (k < 0)
 		return CONV_SKIP; /* by its type, before any field is read */
 	name = kinds[k].name;
+	*namep = name;
 	f = r->ev[k].f;
 	if (!get_int(rec, r->common_pid, &pid) || pid < 0 || pid > UINT32_MAX)
 		return bad(r, rec, name, "no common_pid, or a negative one");
@@ -507,6 +509,18 @@ static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec
 	default:
 		return CONV_SKIP;
 	}
+}
+
+/* The record as an event, its CPUs checked: one beyond --cpus (or 65535) is malformed, never another CPU. */
+static enum conv convert(struct tracedat_reader *r, const struct tep_record *rec, struct trace_event *t)
+{
+	const char *name = "?";
+	enum conv c = convert_event(r, rec, t, &name);
+	char why[160];
+
+	if (c == CONV_EVENT && !trace_cpus_ok(&r->o, &t->ev, why, sizeof(why)))
+		return bad(r, rec, name, why);
+	return c;
 }
 
 /* ---- the child: reads the CPU buffers, sends the records ---- */

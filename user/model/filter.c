@@ -20,11 +20,25 @@ static int parse_u32(const char **p, uint32_t *v)
 		return -EINVAL;
 	errno = 0;
 	x = strtoull(*p, &end, 10);
-	if (errno || x > UINT32_MAX - 1)
+	if (errno == ERANGE || (!errno && x > UINT32_MAX - 1))
+		return -ERANGE;
+	if (errno)
 		return -EINVAL;
 	*v = (uint32_t)x;
 	*p = end;
 	return 0;
+}
+
+/* A number of the list that parse_u32() refused: too large, or no number at all. */
+static int out_of_range(int e, const char *at, struct vcpustat_error *err)
+{
+	char num[24];
+	size_t n = strspn(at, "0123456789");
+
+	if (e != -ERANGE)
+		return verror(err, -EINVAL, "not a list of numbers");
+	snprintf(num, sizeof(num), "%.*s%s", n > 20 ? 16 : (int)n, at, n > 20 ? "..." : "");
+	return verror(err, -ERANGE, "%s is out of range (at most %u)", num, UINT32_MAX - 1);
 }
 
 int id_set_add(struct id_set *s, const char *list, struct vcpustat_error *err)
@@ -35,15 +49,17 @@ int id_set_add(struct id_set *s, const char *list, struct vcpustat_error *err)
 	if (!*p)
 		return verror(err, -EINVAL, "an empty list");
 	for (;;) {
+		const char *at = p;
 		uint32_t lo, hi;
+		int e;
 
-		if (parse_u32(&p, &lo))
-			return verror(err, -EINVAL, "not a list of numbers");
+		if ((e = parse_u32(&p, &lo)))
+			return out_of_range(e, at, err);
 		hi = lo;
 		if (*p == '-') {
-			p++;
-			if (parse_u32(&p, &hi))
-				return verror(err, -EINVAL, "not a list of numbers");
+			at = ++p;
+			if ((e = parse_u32(&p, &hi)))
+				return out_of_range(e, at, err);
 			if (hi < lo)
 				return verror(err, -EINVAL, "the range %u-%u goes down (A-B needs A <= B)", lo, hi);
 		}

@@ -55,27 +55,28 @@ static int parse_tid(const char *s, uint32_t *tid)
 	return 0;
 }
 
-int flow_parse_target(const char *s, struct flow_target *t, struct vcpustat_error *err)
+int flow_parse_target(const char *arg, struct flow_target *t, struct vcpustat_error *err)
 {
-	const char *colon = strrchr(s, ':');
+	const char *colon = strrchr(arg, ':'), *s = arg;
+	char echo[ERROR_ECHO_MAX + 32], echo2[ERROR_ECHO_MAX + 32];
 
 	memset(t, 0, sizeof(*t));
 	if (!colon) {
 		if (parse_tid(s, &t->tid) || !t->tid)
 			return verror(err, -EINVAL,
 				      "--flow %s: not a thread: give a host thread id (1234) or VM:GUEST_TID (vm1:345)",
-				      s);
+				      error_echo(s, echo, sizeof(echo)));
 		return 0;
 	}
 	t->guest = true;
 	if (colon == s || (size_t)(colon - s) >= sizeof(t->vm))
-		return verror(err, -EINVAL, "--flow %s: the VM's name before ':' is %s", s,
+		return verror(err, -EINVAL, "--flow %s: the VM's name before ':' is %s", error_echo(s, echo, sizeof(echo)),
 			      colon == s ? "missing (VM:GUEST_TID)" : "too long");
 	memcpy(t->vm, s, (size_t)(colon - s));
 	t->vm[colon - s] = 0;
 	if (parse_tid(colon + 1, &t->tid) || !t->tid)
-		return verror(err, -EINVAL, "--flow %s: '%s' is not a guest thread id (VM:GUEST_TID, e.g. vm1:345)", s,
-			      colon + 1);
+		return verror(err, -EINVAL, "--flow %s: '%s' is not a guest thread id (VM:GUEST_TID, e.g. vm1:345)",
+			      error_echo(s, echo, sizeof(echo)), error_echo(colon + 1, echo2, sizeof(echo2)));
 	return 0;
 }
 

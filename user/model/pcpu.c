@@ -6,9 +6,10 @@
  * threads (which; a VMM's own threads named with their VM) and idle, and its
  * top occupants.
  *
- * vCPU time comes from each vCPU's state and pcpu (vcpu_on_cpu); host threads
- * and idle from /host/cpus/<n>/current_tid, which only --level full records:
- * without it they are "not recorded".
+ * vCPU time comes from each vCPU's state and pcpu (vcpu_on_cpu), and where
+ * its pcpu has no value yet, from the CPU /host/cpus/<n>/current_tid shows
+ * its thread on; host threads and idle from current_tid, which only --level
+ * full records: without it they are "not recorded".
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,6 +79,119 @@ static int vcpu_visit(void *ctx, uint64_t a, uint64_t b, uint32_t cpu, int state
 	return e;
 }
 
+/* A vCPU thread's stretch on a CPU, as /host/cpus/<n>/current_tid (level full) tells it. */
+struct on_cpu {
+	uint32_t tid, cpu;
+	uint64_t start, end;
+};
+
+static int by_tid_start(const void *a, const void *b)
+{
+	const struct on_cpu *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Every vCPU thread's stretches on a CPU in [t1, t2], by thread and time. */
+static int vcpu_threads_on_cpus(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t t2, struct on_cpu **out,
+				size_t *nout, struct vcpustat_error *err)
+{
+	uint32_t cpus = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "cpus");
+	struct on_cpu *v = NULL;
+	size_t n = 0, cap = 0;
+	int e = 0;
+
+	for (uint32_t c = report_first_child(r, cpus); c != SHT_NO_ATTR && !e; c = sht_attr_next_sibling(r, c)) {
+		uint32_t cur = sht_attr_child(r, c, "current_tid"), cpu = (uint32_t)atoi(sht_attr_name(r, c));
+		struct sht_interval *iv = NULL;
+		size_t ni = 0;
+
+		if (cur == SHT_NO_ATTR || (e = sht_query_range(r, cur, NULL, t1, t2, &iv, &ni, err)))
+			continue;
+		for (size_t i = 0; i < ni && !e; i++) {
+			uint32_t tid = iv[i].value.type == SHT_INT ? (uint32_t)iv[i].value.i : 0;
+
+			if (!tid || !hashmap_lookup(&w->vcpu_tids, &tid))
+				continue;
+			if (n == cap) {
+				struct on_cpu *a = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*a));
+
+				if (!a) {
+					e = -ENOMEM;
+					break;
+				}
+				v = a;
+			}
+			v[n++] = (struct on_cpu){ tid, cpu, iv[i].start < t1 ? t1 : iv[i].start,
+						  iv[i].end > t2 ? t2 : iv[i].end };
+		}
+		free(iv);
+	}
+	if (e) {
+		free(v);
+		return e;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), by_tid_start);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/*
+ * The vCPU's time on a CPU that its pcpu does not place: a vCPU switched in
+ * before its first event gets its pcpu only at its first switch-out, but
+ * current_tid says where its thread ran. Its pieces in guest code or the
+ * hypervisor where pcpu has no value go to that CPU (stretches: its thread's,
+ * in time order).
+ */
+static int unplaced(struct vcpu_ctx *c, struct sht_reader *r, uint32_t vc, uint64_t t1, uint64_t t2,
+		    const struct on_cpu *on, size_t non, struct vcpustat_error *err)
+{
+	uint32_t st = sht_attr_child(r, vc, "state"), pc = sht_attr_child(r, vc, "pcpu");
+	struct sht_interval *s = NULL, *p = NULL;
+	size_t ns = 0, np = 0, i = 0, j = 0;
+	int e = 0;
+
+	if (!non || st == SHT_NO_ATTR)
+		return 0;
+	if ((e = sht_query_range(r, st, NULL, t1, t2, &s, &ns, err)) ||
+	    (pc != SHT_NO_ATTR && (e = sht_query_range(r, pc, NULL, t1, t2, &p, &np, err))))
+		goto out;
+	c->at = 0; /* vcpu_visit() walks guest_tid forwards: from the start again */
+	for (size_t k = 0; k < non && !e; k++) {
+		for (; i < ns && s[i].end <= on[k].start; i++)
+			;
+		for (size_t si = i; si < ns && s[si].start < on[k].end && !e; si++) {
+			uint64_t x = s[si].start > on[k].start ? s[si].start : on[k].start;
+			uint64_t y = s[si].end < on[k].end ? s[si].end : on[k].end;
+			int state = s[si].value.type == SHT_INT ? (int)s[si].value.i : -1;
+
+			if (state != VCPU_GUEST && state != VCPU_HOST && state != VCPU_POLL)
+				continue;
+			for (; j < np && p[j].end <= x; j++)
+				;
+			/* the pieces of [x, y) where pcpu has no value (vcpu_on_cpu() gave the others) */
+			for (size_t pj = j; pj < np && p[pj].start < y && x < y && !e; pj++) {
+				if (p[pj].value.type != SHT_INT || p[pj].value.i < 0)
+					continue;
+				if (p[pj].start > x)
+					e = vcpu_visit(c, x, p[pj].start, on[k].cpu, state);
+				if (p[pj].end > x)
+					x = p[pj].end;
+			}
+			if (!e && x < y)
+				e = vcpu_visit(c, x, y, on[k].cpu, state);
+		}
+	}
+out:
+	free(s);
+	free(p);
+	return e;
+}
+
 /* Host threads and idle from current_tid (level full); vCPU threads are counted from their own states. */
 static int host_side(struct walk *w, struct sht_reader *r, uint64_t t1, uint64_t t2, struct vcpustat_error *err)
 {
@@ -116,6 +230,8 @@ int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, const struct id_se
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
 	struct walk w = { visit, ctx, .cpus = cpus };
+	struct on_cpu *on = NULL;
+	size_t non = 0, at = 0;
 	int e = 0, nvm = 0;
 
 	if (hashmap_init(&w.vcpu_tids, sizeof(uint32_t), 1, 0))
@@ -129,6 +245,8 @@ int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, const struct id_se
 			if (tid && hashmap_update(&w.vcpu_tids, &tid, NULL))
 				e = -ENOMEM;
 		}
+	if (!e)
+		e = vcpu_threads_on_cpus(&w, r, t1, t2, &on, &non, err);
 	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
 		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
 		     vc = sht_attr_next_sibling(r, vc)) {
@@ -140,12 +258,22 @@ int pcpu_walk(struct sht_reader *r, uint64_t t1, uint64_t t2, const struct id_se
 				e = sht_query_range(r, g, NULL, t1, t2, &c.gtid, &c.ngtid, err);
 			if (!e)
 				e = vcpu_on_cpu(r, vc, t1, t2, vcpu_visit, &c, err);
+			for (at = 0; at < non && on[at].tid < c.tid; at++)
+				;
+			if (!e && c.tid && at < non) {
+				size_t end = at;
+
+				while (end < non && on[end].tid == c.tid)
+					end++;
+				e = unplaced(&c, r, vc, t1, t2, on + at, end - at, err);
+			}
 			free(c.gtid);
 		}
 		nvm++;
 	}
 	if (!e)
 		e = host_side(&w, r, t1, t2, err);
+	free(on);
 	hashmap_free(&w.vcpu_tids);
 	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
 }

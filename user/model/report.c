@@ -368,6 +368,15 @@ int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n,
 	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
 }
 
+/* Whether --vm's given is the VM's name: a recording stores a '/' of it as '_' (recorder.c). */
+static bool vm_name_is(const char *given, const char *name)
+{
+	for (; *given && *name; given++, name++)
+		if (*given != *name && !(*given == '/' && *name == '_'))
+			return false;
+	return !*given && !*name;
+}
+
 bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid)
 {
 	char p[16];
@@ -376,7 +385,7 @@ bool summary_filter_wants(const struct summary_filter *f, const char *name, uint
 		return true;
 	snprintf(p, sizeof(p), "%u", pid);
 	for (size_t i = 0; i < f->nr_vms; i++)
-		if (!strcmp(f->vms[i], name) || !strcmp(f->vms[i], p))
+		if (vm_name_is(f->vms[i], name) || !strcmp(f->vms[i], p))
 			return true;
 	return false;
 }

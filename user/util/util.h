@@ -30,6 +30,14 @@ struct vcpustat_error {
 int verror(struct vcpustat_error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
+ * What a message echoes of an argument the user gave: s itself if it is
+ * short, else its start and its length ("aaaa... (102400 bytes)", in buf),
+ * so that what is wrong with it still fits in the message after it.
+ */
+#define ERROR_ECHO_MAX 64
+const char *error_echo(const char *s, char *buf, size_t len);
+
+/*
  * ---- hashmap.c: a small open-addressing hash table ----
  * Fixed-size keys and values, the user-space twin of a BPF hash map (replay,
  * reports). Values are stored inline; pointers returned stay valid until the
