@@ -84,6 +84,8 @@ int cmd_serve(int argc, char **argv)
 		cli_err("%s", err.msg);
 		return ret == -EINVAL ? CLI_USAGE : CLI_FAIL;
 	}
+	if (s.web.warning)
+		cli_warn("%s", s.web.warning);
 	if (serve_auth_in_clear(&s))
 		cli_warn("%s: basic auth without tls_server_config: passwords cross the network in clear", so.web_file);
 	ret = cli_open_live(&vs, &opts, verbose, false);

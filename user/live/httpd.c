@@ -37,6 +37,7 @@ struct httpd {
 	pthread_mutex_t lock;
 	struct metrics_live *live;
 	struct httpd_opts o;
+	struct httpauth *auth; /* basic auth (NULL: none) */
 	struct rendering cache[METRICS_CSV + 1];
 	unsigned long scrapes, errors;
 	char listen_addr[128];
@@ -324,21 +325,6 @@ static int page(struct httpd *h, char **buf, size_t *len)
 	return fclose(f) ? -ENOMEM : 0;
 }
 
-/* The request's basic auth credentials, checked against --web.config.file's users. */
-static bool authorized(struct httpd *h, struct MHD_Connection *c)
-{
-	char *password = NULL, *user = MHD_basic_auth_get_username_password(c, &password);
-	bool ok = user && password && web_config_check(h->o.web, user, password);
-
-	if (password) {
-		explicit_bzero(password, strlen(password));
-		MHD_free(password);
-	}
-	if (user)
-		MHD_free(user);
-	return ok;
-}
-
 /* 401 with WWW-Authenticate: Basic realm="vcpustat" */
 static enum MHD_Result unauthorized(struct MHD_Connection *c)
 {
@@ -355,6 +341,66 @@ static enum MHD_Result unauthorized(struct MHD_Connection *c)
 	return ret;
 }
 
+/* 429 with Retry-After: too many wrong passwords from this address, or checks of its still waiting */
+static enum MHD_Result too_many(struct MHD_Connection *c, unsigned int retry_s)
+{
+	static const char msg[] = "429 Too Many Requests: too many wrong passwords from this address; wait\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+	char retry[16];
+
+	if (!r)
+		return MHD_NO;
+	snprintf(retry, sizeof(retry), "%u", retry_s ? retry_s : 1);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+	return queue(c, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", r);
+}
+
+/* Basic auth (httpauth.c): true to go on, else false and what the handler returns in *ret. */
+static bool auth(struct httpd *h, struct MHD_Connection *c, void **con_cls, enum MHD_Result *ret)
+{
+	unsigned int retry_s;
+
+	*ret = MHD_NO;
+	switch (httpauth_request(h->auth, c, con_cls, &retry_s)) {
+	case HTTPAUTH_PASS:
+		return true;
+	case HTTPAUTH_WAIT:
+		*ret = MHD_YES;
+		break;
+	case HTTPAUTH_DENIED:
+		*ret = unauthorized(c);
+		break;
+	case HTTPAUTH_LIMITED:
+		*ret = too_many(c, retry_s);
+		break;
+	case HTTPAUTH_BUSY:
+		*ret = reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "503 Service Unavailable: too many password checks waiting, or stopping\n");
+		break;
+	}
+	return false;
+}
+
+/*
+ * *con_cls of a request whose headers came and that has no check under way.
+ * libmicrohttpd 0.9.75 closes the connection after a response queued at the
+ * first call, when only the headers are in (a pipelined request behind it
+ * was then lost): every response is queued at a later call.
+ */
+static char request_seen;
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct httpd *h = cls;
+
+	(void)c;
+	(void)toe;
+	if (*con_cls == &request_seen)
+		*con_cls = NULL;
+	else if (h->auth)
+		httpauth_completed(h->auth, con_cls);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -362,9 +408,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct httpd *h = cls;
 	enum MHD_Result ret;
 
+	if (!*con_cls) {
+		*con_cls = &request_seen; /* the headers: answered once the whole request is in */
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0; /* a body: no path takes one */
+		return MHD_YES;
+	}
 	/* every path and method, as exporter-toolkit: nothing about the host without the password */
-	if (h->o.web && h->o.web->nr_users && !authorized(h, c))
-		return unauthorized(c);
+	if (h->auth) {
+		void *job = *con_cls == &request_seen ? NULL : *con_cls;
+		bool pass = auth(h, c, &job, &ret);
+
+		if (job)
+			*con_cls = job;
+		if (!pass)
+			return ret;
+	}
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	if (!strcmp(url, "/metrics")) {
@@ -433,7 +494,7 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	bool tls = o && o->web && o->web->cert_pem;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
 	struct MHD_OptionItem options[] = {
 	    {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
 	    {MHD_OPTION_CONNECTION_LIMIT, HTTPD_CONNECTION_LIMIT, NULL},
@@ -470,9 +531,18 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 			snprintf(h->listen_addr, sizeof(h->listen_addr), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
 				 host, port);
 	}
-	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+	if (o && o->web && o->web->nr_users && httpauth_new(&h->auth, o->web)) {
+		close(fd);
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+		return verror(err, -ENOMEM, "cannot start the password checks' thread");
+	}
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				     MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 	if (!h->daemon) {
 		close(fd);
+		httpauth_stop(h->auth);
+		httpauth_free(h->auth);
 		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return verror(err, -EIO, "cannot start the HTTP%s server (libmicrohttpd)", tls ? "S" : "");
@@ -506,7 +576,9 @@ void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
+	httpauth_stop(h->auth);	    /* no request left suspended, none waits for a bcrypt */
 	MHD_stop_daemon(h->daemon); /* closes the listening socket too */
+	httpauth_free(h->auth);
 	for (unsigned int i = 0; i <= METRICS_CSV; i++)
 		body_put(h->cache[i].body);
 	pthread_mutex_destroy(&h->lock);

@@ -393,7 +393,8 @@ int metrics_live_export(struct metrics_live *l, double interval, double every, v
  * /metrics in Prometheus text or OpenMetrics (Accept header), and a small
  * HTML page at /. Every scrape reads the maps afresh (metrics_live_sample)
  * unless another one did within cache_ms; requests are served one at a time
- * by the server's own thread.
+ * by the server's own thread, which never waits for a password check
+ * (httpauth.c).
  */
 
 #define HTTPD_DEFAULT_LISTEN "127.0.0.1:9477"
@@ -470,7 +471,9 @@ struct web_config {
 	struct web_user *users;	    /* nr_users == 0: no authentication */
 	size_t nr_users;
 	unsigned char mac_key[32]; /* random, per process */
-	struct crypt_data *crypt;  /* libcrypt's work area */
+	struct crypt_data *crypt;  /* libcrypt's work area (web_config_check) */
+	char *warning;		   /* "FILE:LINE: ..." a cost so high a check takes over WEB_BCRYPT_SLOW_MS
+				      here; NULL: none */
 };
 
 /*
@@ -487,10 +490,87 @@ void web_config_free(struct web_config *c);
  * hash), so that timing does not tell which names exist. A password that
  * matched once is remembered as an HMAC under a per-process key and later
  * matches without a bcrypt (the hash cannot change while c lives). Passwords
- * over 72 bytes are refused: bcrypt would read only their first 72. One
- * caller at a time.
+ * over 72 bytes (bcrypt would read only their first 72) or with a NUL byte
+ * are refused without one. web_config_check() is the three steps below at
+ * once: one caller at a time.
  */
 bool web_config_check(struct web_config *c, const char *user, const char *password);
+
+/* A check that may need a bcrypt, in three steps: the server's thread never waits for one. */
+enum web_verdict {
+	WEB_REFUSED,
+	WEB_ALLOWED,	  /* no users, or a password remembered from a match */
+	WEB_NEEDS_BCRYPT, /* k holds what web_check_bcrypt() needs */
+};
+
+struct web_check {
+	struct web_user *user; /* NULL: an unknown user (the check fails whatever bcrypt says) */
+	char *hash, *password; /* copies: a check outlives nothing it does not own */
+	size_t len;
+	unsigned char mac[32];
+};
+
+/* user and password are user_len and len bytes (not NUL-terminated: a NUL byte is theirs). */
+enum web_verdict web_check_begin(struct web_config *c, const char *user, size_t user_len, const char *password,
+				 size_t len, struct web_check *k);
+/* The bcrypt: in any thread, with a work area of its own (it reads k alone). */
+bool web_check_bcrypt(const struct web_check *k, struct crypt_data *cd);
+/* ok: the match is remembered in k->user (the thread of web_check_begin); k is let go of either way. */
+void web_check_end(struct web_check *k, bool ok);
+
+/*
+ * The value of an Authorization header as basic credentials: the scheme
+ * "Basic" in any case (RFC 7235), spaces, the base 64 of user:password. 0
+ * and the decoded bytes (*len of them, user before *colon, the password
+ * after it, NULs and all), or -EINVAL. web_basic_free() wipes and frees them.
+ */
+int web_basic_decode(const char *value, char **decoded, size_t *len, size_t *colon);
+void web_basic_free(char *decoded, size_t len);
+
+/*
+ * ---- httpauth.c: basic auth for httpd.c without stalling it ----
+ * A bcrypt runs in a worker thread of its own, one at a time, never in the
+ * server's thread: a request waiting for one is suspended, and the other
+ * connections (a scrape whose password is remembered) are answered
+ * meanwhile. Per client address (IPv4, or IPv6's /64): at most
+ * WEB_AUTH_PENDING checks waiting at once (more: 429); after
+ * WEB_AUTH_FAILURES wrong passwords within WEB_AUTH_WINDOW_S seconds, a
+ * request that would need a bcrypt gets 429 at once, with Retry-After, for
+ * WEB_AUTH_BACKOFF_S seconds (a password remembered from a match still
+ * passes). At most WEB_AUTH_QUEUE checks wait in all (more: 503).
+ * httpauth_stop() lets every waiting request go (503) at once; a bcrypt
+ * under way is left to finish in its detached thread, so stopping never
+ * waits for one.
+ */
+#define WEB_AUTH_FAILURES 5u
+#define WEB_AUTH_WINDOW_S 60u
+#define WEB_AUTH_BACKOFF_S 60u
+#define WEB_AUTH_PENDING 2u
+#define WEB_AUTH_QUEUE 64u
+#define WEB_AUTH_ADDRESSES 1024u /* addresses remembered; the least recently seen is forgotten first */
+#define WEB_BCRYPT_SLOW_MS 500.0 /* a cost whose check takes longer is warned about at load */
+
+struct MHD_Connection;
+struct httpauth;
+
+enum httpauth_outcome {
+	HTTPAUTH_PASS,
+	HTTPAUTH_WAIT,	  /* suspended: return MHD_YES; the handler is called again */
+	HTTPAUTH_DENIED,  /* 401 */
+	HTTPAUTH_LIMITED, /* 429, Retry-After: *retry_s */
+	HTTPAUTH_BUSY,	  /* 503: the queue is full, or the server stops */
+};
+
+int httpauth_new(struct httpauth **a, struct web_config *web);
+/* From the access handler (its con_cls); the connection must allow suspension. */
+enum httpauth_outcome httpauth_request(struct httpauth *a, struct MHD_Connection *c, void **con_cls,
+				       unsigned int *retry_s);
+/* From MHD_OPTION_NOTIFY_COMPLETED. */
+void httpauth_completed(struct httpauth *a, void **con_cls);
+/* Before MHD_stop_daemon(): resume every suspended request. */
+void httpauth_stop(struct httpauth *a);
+/* After MHD_stop_daemon(). NULL is fine. */
+void httpauth_free(struct httpauth *a);
 
 /*
  * ---- privdrop.c: after the BPF programs are loaded and attached ----

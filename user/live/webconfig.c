@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -21,6 +23,9 @@
 #define WEB_FILE_MAX (1u << 20) /* a configuration, a certificate chain or a key: far less */
 #define BCRYPT_LEN 60
 #define BCRYPT_MAX_PASSWORD 72
+#define BCRYPT_MIN_COST 4
+#define BCRYPT_MAX_COST 31
+#define BCRYPT_PROBE_COST 8 /* about 17 ms on the EPYC of bench/RESULTS.md */
 
 /* What a file holds, NUL-terminated (a file with a NUL in it is refused: -EILSEQ). */
 static int read_text(const char *path, char **out, size_t *len)
@@ -285,26 +290,96 @@ static int load_tls(struct loader *l, const yaml_node_t *at, const yaml_node_t *
 	return load_tls_files(l, cert, key);
 }
 
-/* $2a$, $2b$ or $2y$, a two-digit cost from 04 to 31, '$', 53 characters of bcrypt's base 64. */
-static bool bcrypt_shaped(const char *h)
+/*
+ * Why h is not a bcrypt hash ($2a$, $2b$ or $2y$, a two-digit cost from 04 to
+ * 31, '$', 53 characters of bcrypt's base 64), in buf; NULL if it is one.
+ */
+static const char *bcrypt_fault(const char *h, char *buf, size_t len)
 {
 	static const char b64[] = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	size_t n = strlen(h);
 	int cost;
 
-	if (strlen(h) != BCRYPT_LEN || strncmp(h, "$2", 2) || !strchr("aby", h[2]) || h[3] != '$' || h[4] < '0' ||
-	    h[4] > '9' || h[5] < '0' || h[5] > '9' || h[6] != '$')
-		return false;
+	if (strncmp(h, "$2", 2) || !h[2] || !strchr("aby", h[2]) || h[3] != '$' || h[4] < '0' || h[4] > '9' ||
+	    h[5] < '0' || h[5] > '9' || h[6] != '$')
+		return "not a bcrypt hash ($2y$, $2b$ or $2a$, a cost, 60 characters; docs/export.md says how to "
+		       "make one)";
 	cost = (h[4] - '0') * 10 + (h[5] - '0');
-	if (cost < 4 || cost > 31)
-		return false;
-	return strspn(h + 7, b64) == BCRYPT_LEN - 7;
+	if (cost < BCRYPT_MIN_COST || cost > BCRYPT_MAX_COST) {
+		snprintf(buf, len, "the bcrypt cost %.2s is out of range (04 to 31)", h + 4);
+		return buf;
+	}
+	if (n != BCRYPT_LEN) {
+		snprintf(buf, len, "not a bcrypt hash: %zu characters, where bcrypt's are 60", n);
+		return buf;
+	}
+	n = 7 + strspn(h + 7, b64);
+	if (n != BCRYPT_LEN) {
+		snprintf(buf, len, "not a bcrypt hash: '%c' (character %zu) is not in bcrypt's base 64", h[n], n + 1);
+		return buf;
+	}
+	return NULL;
+}
+
+static int bcrypt_cost(const char *h)
+{
+	return (h[4] - '0') * 10 + (h[5] - '0');
+}
+
+/*
+ * Milliseconds a check of a hash of cost takes here: one bcrypt of cost
+ * BCRYPT_PROBE_COST timed, doubled for each step of cost above it. -1 if it
+ * could not be timed.
+ */
+static double bcrypt_ms(struct crypt_data *cd, int cost)
+{
+	char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+	struct timespec a, b;
+	const char *out;
+
+	if (!crypt_gensalt_rn("$2b$", BCRYPT_PROBE_COST, NULL, 0, setting, sizeof(setting)))
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	out = crypt_rn("a password no one has", setting, cd, sizeof(*cd));
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	explicit_bzero(cd, sizeof(*cd));
+	if (!out)
+		return -1;
+	return ((double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6) *
+	       (double)(1u << (cost - BCRYPT_PROBE_COST));
+}
+
+/*
+ * A warning in c->warning for the costliest hash (at line) if a check of it
+ * takes over WEB_BCRYPT_SLOW_MS here: every wrong password costs that much.
+ */
+static int warn_cost(struct loader *l, const yaml_node_t *at, const char *user, int cost)
+{
+	struct web_config *c = l->c;
+	double ms;
+
+	if (cost <= BCRYPT_PROBE_COST + 2)
+		return 0; /* cheap on any machine: not worth the time of a probe */
+	ms = bcrypt_ms(c->crypt, cost);
+	if (ms < WEB_BCRYPT_SLOW_MS)
+		return 0;
+	if (asprintf(&c->warning,
+		     "%s:%zu: basic_auth_users: user \"%s\": a bcrypt of cost %d takes about %.1f s here, and every "
+		     "request with a wrong password costs one (checked one at a time, %u per address per minute); "
+		     "a cost of 10 to 12 is usual (docs/export.md)",
+		     c->path, at->start_mark.line + 1, user, cost, ms / 1e3, WEB_AUTH_FAILURES) < 0) {
+		c->warning = NULL;
+		return verror(l->err, -ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 static int load_users(struct loader *l, const yaml_node_t *m)
 {
+	const yaml_node_t *costliest_at = NULL;
 	struct web_config *c = l->c;
-	size_t n;
-	int e;
+	size_t n, costliest = 0;
+	int e, max_cost = 0;
 
 	if (is_null(m))
 		return 0;
@@ -319,8 +394,9 @@ static int load_users(struct loader *l, const yaml_node_t *m)
 		return verror(l->err, -ENOMEM, "out of memory");
 	for (const yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
 		const yaml_node_t *k = node(l, p->key), *v = node(l, p->value);
-		const char *name = (const char *)k->data.scalar.value, *hash;
+		const char *name = (const char *)k->data.scalar.value, *hash, *fault;
 		struct web_user *u = &c->users[c->nr_users];
+		char why[160];
 		int cs;
 
 		if (!*name)
@@ -333,13 +409,17 @@ static int load_users(struct loader *l, const yaml_node_t *m)
 			return e;
 		if (!*hash)
 			return bad(l, v, "basic_auth_users: user \"%s\" has no password hash", name);
+		fault = bcrypt_fault(hash, why, sizeof(why));
 		cs = crypt_checksalt(hash);
-		if (!bcrypt_shaped(hash) || cs == CRYPT_SALT_INVALID || cs == CRYPT_SALT_METHOD_DISABLED)
-			return bad(
-			    l, v,
-			    "basic_auth_users: user \"%s\": not a bcrypt hash ($2y$, $2b$ or $2a$, 60 characters; "
-			    "docs/export.md says how to make one)",
-			    name);
+		if (!fault && (cs == CRYPT_SALT_INVALID || cs == CRYPT_SALT_METHOD_DISABLED))
+			fault = "not a bcrypt hash libcrypt accepts";
+		if (fault)
+			return bad(l, v, "basic_auth_users: user \"%s\": %s", name, fault);
+		if (bcrypt_cost(hash) > max_cost) {
+			max_cost = bcrypt_cost(hash);
+			costliest = c->nr_users;
+			costliest_at = v;
+		}
 		u->name = strdup(name);
 		u->hash = strdup(hash);
 		c->nr_users++;
@@ -350,6 +430,7 @@ static int load_users(struct loader *l, const yaml_node_t *m)
 		c->crypt = calloc(1, sizeof(*c->crypt));
 		if (!c->crypt || gnutls_rnd(GNUTLS_RND_KEY, c->mac_key, sizeof(c->mac_key)) < 0)
 			return verror(l->err, -ENOMEM, "%s: cannot set up the password checks", c->path);
+		return warn_cost(l, costliest_at, c->users[costliest].name, max_cost);
 	}
 	return 0;
 }
@@ -482,6 +563,7 @@ void web_config_free(struct web_config *c)
 	free(c->cert_file);
 	free(c->key_file);
 	free(c->path);
+	free(c->warning);
 	if (c->crypt)
 		explicit_bzero(c->crypt, sizeof(*c->crypt));
 	free(c->crypt);
@@ -499,31 +581,114 @@ static bool same(const void *a, const void *b, size_t n)
 	return d == 0;
 }
 
-bool web_config_check(struct web_config *c, const char *user, const char *password)
+int web_basic_decode(const char *value, char **decoded, size_t *len, size_t *colon)
+{
+	gnutls_datum_t in, out = {0};
+	const char *b64;
+	char *sep;
+
+	*decoded = NULL;
+	*len = *colon = 0;
+	/* RFC 7235: the scheme in any case, one or more spaces, the token68 */
+	if (!value || strncasecmp(value, "Basic", 5) || (value[5] != ' ' && value[5] != '\t'))
+		return -EINVAL;
+	for (b64 = value + 5; *b64 == ' ' || *b64 == '\t'; b64++)
+		;
+	in.data = (unsigned char *)b64;
+	in.size = (unsigned int)strcspn(b64, " \t");
+	if (!in.size || b64[in.size] || gnutls_base64_decode2(&in, &out) < 0)
+		return -EINVAL;
+	sep = memchr(out.data, ':', out.size);
+	if (!sep) {
+		web_basic_free((char *)out.data, out.size);
+		return -EINVAL;
+	}
+	*decoded = (char *)out.data;
+	*len = out.size;
+	*colon = (size_t)(sep - *decoded);
+	return 0;
+}
+
+void web_basic_free(char *decoded, size_t len)
+{
+	if (!decoded)
+		return;
+	explicit_bzero(decoded, len);
+	gnutls_free(decoded);
+}
+
+enum web_verdict web_check_begin(struct web_config *c, const char *user, size_t user_len, const char *password,
+				 size_t len, struct web_check *k)
 {
 	struct web_user *u = NULL;
-	unsigned char mac[32];
-	size_t len = strlen(password);
-	const char *out;
+
+	memset(k, 0, sizeof(*k));
+	if (!c->nr_users)
+		return WEB_ALLOWED;
+	for (size_t i = 0; i < c->nr_users; i++)
+		if (strlen(c->users[i].name) == user_len && !memcmp(c->users[i].name, user, user_len))
+			u = &c->users[i];
+	/*
+	 * bcrypt reads a C string of at most 72 bytes: a password with a NUL or
+	 * longer is one no hash can be of. Refused without a bcrypt; that tells
+	 * nothing about users or passwords.
+	 */
+	if (memchr(password, '\0', len) || len > BCRYPT_MAX_PASSWORD)
+		return WEB_REFUSED;
+	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, c->mac_key, sizeof(c->mac_key), password, len, k->mac) < 0)
+		return WEB_REFUSED;
+	if (u && u->verified && same(k->mac, u->verified_mac, sizeof(k->mac))) {
+		explicit_bzero(k->mac, sizeof(k->mac));
+		return WEB_ALLOWED;
+	}
+	/* an unknown user costs a bcrypt as well (the first user's hash): timing tells no names */
+	k->user = u;
+	k->hash = strdup(u ? u->hash : c->users[0].hash);
+	k->password = strndup(password, len);
+	k->len = len;
+	if (!k->hash || !k->password) {
+		web_check_end(k, false);
+		return WEB_REFUSED;
+	}
+	return WEB_NEEDS_BCRYPT;
+}
+
+bool web_check_bcrypt(const struct web_check *k, struct crypt_data *cd)
+{
+	const char *out = crypt_rn(k->password, k->hash, cd, sizeof(*cd));
+	bool ok = k->user && out && strlen(out) == BCRYPT_LEN && same(out, k->hash, BCRYPT_LEN);
+
+	explicit_bzero(cd, sizeof(*cd));
+	return ok;
+}
+
+void web_check_end(struct web_check *k, bool ok)
+{
+	if (ok && k->user) {
+		memcpy(k->user->verified_mac, k->mac, sizeof(k->mac));
+		k->user->verified = true;
+	}
+	if (k->password)
+		explicit_bzero(k->password, k->len);
+	free(k->password);
+	free(k->hash);
+	explicit_bzero(k, sizeof(*k));
+}
+
+bool web_config_check(struct web_config *c, const char *user, const char *password)
+{
+	struct web_check k;
 	bool ok;
 
-	if (!c->nr_users)
+	switch (web_check_begin(c, user, strlen(user), password, strlen(password), &k)) {
+	case WEB_ALLOWED:
 		return true;
-	for (size_t i = 0; i < c->nr_users; i++)
-		if (!strcmp(c->users[i].name, user))
-			u = &c->users[i];
-	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, c->mac_key, sizeof(c->mac_key), password, len, mac) < 0)
+	case WEB_REFUSED:
 		return false;
-	if (u && u->verified && same(mac, u->verified_mac, sizeof(mac)))
-		return true;
-	/* an unknown user or an over-long password costs a bcrypt as well */
-	out = crypt_rn(password, u ? u->hash : c->users[0].hash, c->crypt, sizeof(*c->crypt));
-	ok = u && len <= BCRYPT_MAX_PASSWORD && out && strlen(out) == BCRYPT_LEN && same(out, u->hash, BCRYPT_LEN);
-	explicit_bzero(c->crypt, sizeof(*c->crypt));
-	if (ok) {
-		memcpy(u->verified_mac, mac, sizeof(mac));
-		u->verified = true;
+	case WEB_NEEDS_BCRYPT:
+		break;
 	}
-	explicit_bzero(mac, sizeof(mac));
+	ok = web_check_bcrypt(&k, c->crypt);
+	web_check_end(&k, ok);
 	return ok;
 }
