@@ -2574,8 +2574,16 @@ Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 				w, node[0], 100 * util[0], node[1], 100 * util[1], move);
 			free(move);
 		}
-		/* CPU 1 ran a busy vCPU all along, CPU 0 only while mover was there */
-		cr_assert_gt(util[1], util[0] + 0.1);
+		/*
+		 * CPU 1 ran a busy vCPU all along, CPU 0 only while mover was
+		 * there (about half of mover's time): node 1's share is well
+		 * above node 0's. As a ratio, not a difference: the window is
+		 * the whole recording, which under a slow emulation is mostly
+		 * vcpustat's own start (36.5 s for 7.8 s of VM life on an AMD
+		 * EPYC host's TCG), and shrinks both shares alike.
+		 */
+		cr_assert_gt(util[1], 1.5 * util[0], "node %d %.3f, node %d %.3f: the busier node's utilization", node[1],
+			     util[1], node[0], util[0]);
 		if (!json_is_null(mv)) {
 			json_t *from = find_by(jget(pl, "vms"), "vm", jget(mv, "vm"));
 			double load;
