@@ -562,7 +562,7 @@ enum vcpustat_lost {
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */
 #define VCPUSTAT_RINGBUF_CPU_MIN_BYTES (1u << 20) /* ... but at least this per CPU */
 
-/* Guest clock synchronization hypercall (DESIGN.md section 5): "VCS1". */
+/* Guest clock synchronization hypercall (docs/sync.md, "The protocol"): "VCS1". */
 #define VCPUSTAT_SYNC_HYPERCALL_NR 0x56435331ULL
 
 #endif /* VCPUSTAT_ABI_H */

@@ -518,7 +518,7 @@ Test(robust, rows8_to_10_messages_name_what_was_wrong, .timeout = 120)
 	unlink(sht);
 }
 
-/* ---- row 11: one exit status policy (docs/cli.md, "Exit status") ---- */
+/* ---- row 11: one exit status policy (docs/vcpustat.md, "Exit codes and messages") ---- */
 
 /*
  * 2 for what the user asked wrongly (an unknown option, a bad value, a
