@@ -5,7 +5,7 @@
  * injection program: exits of 6 reasons, userspace exits of 2, preemptions by
  * another VM's vCPU, so every VM has histograms and culprits).
  *
- * The real exporter code (user/httpd.c, user/metrics.c) serves the maps on a
+ * The real exporter code (user/live/httpd.c, user/export/metrics.c) serves the maps on a
  * loopback port with the scrape cache off (every scrape reads the maps); a
  * client process scrapes it over HTTP. Measured in the same run:
  *   - baselines: reading the maps only (vcpustat_snapshot), and an HTTP

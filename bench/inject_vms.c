@@ -190,7 +190,7 @@ static int vm_round(__u32 k, int vcpus)
 {
 	static const __u32 reasons[] = { 30, 32, 48, 12, 1, 10 };
 	__u32 tgid = PID_BASE + k % NR_SLOTS * PID_STRIDE, hog = tgid + PID_STRIDE - 1;
-	char comm[16];
+	char comm[24]; /* "CPU <any int>/KVM": the event keeps 15 characters, as the kernel's comm (inject) */
 
 	for (int c = 0; c < vcpus; c++) {
 		__u32 tid = tgid + 1 + (__u32)c, cpu = (__u32)c % 64;
@@ -216,7 +216,7 @@ static int vm_round(__u32 k, int vcpus)
 static int vm_destroy(__u32 k, int vcpus)
 {
 	__u32 tgid = PID_BASE + k % NR_SLOTS * PID_STRIDE;
-	char comm[16];
+	char comm[24]; /* as vm_round's */
 
 	for (int c = 0; c < vcpus; c++) {
 		snprintf(comm, sizeof(comm), "CPU %d/KVM", c);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the clock synchronization (user/sync.c) on 1 M matches.
+# Benchmark of the clock synchronization (user/sync/sync.c) on 1 M matches.
 #
 #   bench/sync.sh [N] [REPEATS]      (defaults: 1000000 matches, best of 5)
 #

@@ -353,7 +353,7 @@ static int guest_trace(const char *path, int v, uint64_t g0, uint64_t g1, unsign
 	for (unsigned long long i = 0; i < want; i++) {
 		int cpu = (int)(rnd() % 3), prev = gcur[cpu], next = (int)(rnd() % 8);
 		const char *state = prev >= 0 && rnd() % 2 ? "S" : "R+";
-		char pc[16], nc[16];
+		char pc[24], nc[24]; /* "swapper/<int>", "worker-<int>" */
 
 		t += step / 2 + rnd() % (step + 1);
 		for (; k < n; k++) { /* the markers before t */

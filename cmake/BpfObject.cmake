@@ -1,7 +1,9 @@
 # bpf_object(NAME SRC): compile SRC into NAME.bpf.o with clang (-target bpf,
-# CO-RE, -g -O2) and generate NAME.skel.h with bpftool. Exposes the INTERFACE
-# target NAME_skel (skeleton struct NAME_bpf): link it to get the skeleton header on the include path
-# and libbpf linked in.
+# CO-RE, -g -O2; -Wall -Wextra as user space, warnings are errors; unused
+# parameters allowed: a BPF_PROG() need not use every tracepoint argument) and
+# generate NAME.skel.h with bpftool. Exposes the INTERFACE target NAME_skel
+# (skeleton struct NAME_bpf): link it to get the skeleton header on the include
+# path and libbpf linked in.
 find_program(BPF_CLANG NAMES clang clang-14 clang-15 clang-16 clang-19 REQUIRED)
 find_program(BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin REQUIRED)
 set(BPF_ARCH x86)
@@ -20,7 +22,7 @@ function(bpf_object name src)
 	set(skel ${CMAKE_CURRENT_BINARY_DIR}/${name}.skel.h)
 	add_custom_command(OUTPUT ${obj}
 		COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=${B_MCPU} -D__TARGET_ARCH_${BPF_ARCH} ${B_DEFINES}
-			-Wall -Werror -Wno-unused-function
+			-Wall -Wextra -Werror -Wno-unused-function -Wno-unused-parameter
 			-I${PROJECT_SOURCE_DIR}/vmlinux/${BPF_ARCH} -I${PROJECT_SOURCE_DIR}/include
 			-I${PROJECT_SOURCE_DIR}/bpf ${LIBBPF_CFLAGS_OTHER}
 			-c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}

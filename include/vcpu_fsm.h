@@ -6,7 +6,7 @@
  * Pure C: no libc, libbpf or kernel includes, no I/O, no allocation. Every
  * function is inline and takes the current time from its caller.
  *
- * States (DESIGN.md section 4):
+ * States:
  *
  *   UNKNOWN    not observed yet (a thread seeded from /proc, or just discovered)
  *   GUEST      executing guest code (VMX non-root / SVM guest mode)

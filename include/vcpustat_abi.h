@@ -4,7 +4,12 @@
  * space: the event that drives the state machine (also the injection
  * program's context), the ring-buffer record, and the map keys and values.
  * docs/record-abi.md documents it; keep both in sync, and bump
- * VCPUSTAT_ABI_VERSION on any layout change.
+ * VCPUSTAT_ABI_VERSION on any layout change. The sizes and offsets that
+ * something outside this header depends on (the ring buffers, the capture
+ * file, the injection program's context, the hash maps' keys, the hot page)
+ * are static assertions below each struct, compiled on both sides (the BPF
+ * objects and user space): a change that moves them fails both builds. A
+ * hash map's key has no implicit padding: every byte of it is the key.
  */
 #ifndef VCPUSTAT_ABI_H
 #define VCPUSTAT_ABI_H
@@ -105,6 +110,11 @@ struct vcpustat_event {
 	__u64 arg2;
 	char comm[16];
 };
+
+/* The raw_tp context of the injection program: 12 u64 slots (docs/record-abi.md's table). */
+_Static_assert(sizeof(struct vcpustat_event) == 96, "vcpustat_event: 12 u64 slots, 96 bytes");
+_Static_assert(__builtin_offsetof(struct vcpustat_event, arg2) == 9 * 8, "vcpustat_event: arg2 is slot 9");
+_Static_assert(__builtin_offsetof(struct vcpustat_event, comm) == 10 * 8, "vcpustat_event: comm is slots 10-11");
 
 /* sched_wakeup's and sched_migrate_task's arg2: tid2/tgid2 is the thread on the target CPU. */
 #define VCPUSTAT_RUNNER_KNOWN 1ULL
@@ -212,6 +222,11 @@ struct vcpustat_record {
 	__u32 arg1;
 };
 
+_Static_assert(sizeof(struct vcpustat_record) == 32, "vcpustat_record: 32 bytes");
+_Static_assert(__builtin_offsetof(struct vcpustat_record, type) == 16, "vcpustat_record: type at 16");
+_Static_assert(__builtin_offsetof(struct vcpustat_record, cpu) == 20, "vcpustat_record: cpu at 20");
+_Static_assert(__builtin_offsetof(struct vcpustat_record, arg0) == 24, "vcpustat_record: arg0 at 24");
+
 /*
  * With record_raw set (rodata), every event the handler runs on also goes to
  * the ring buffer as a whole struct vcpustat_event (96 bytes, with comm and
@@ -219,6 +234,8 @@ struct vcpustat_record {
  * replay turns into exactly the same records. Ring-buffer entries are told
  * apart by size: 32 bytes = struct vcpustat_record, 96 = struct vcpustat_event.
  */
+_Static_assert(sizeof(struct vcpustat_record) != sizeof(struct vcpustat_event),
+	       "ring-buffer entries are told apart by size: a record and an event must differ");
 
 /* Record levels (rodata record_level): what goes to the ring buffer. */
 enum vcpustat_record_level {
@@ -354,6 +371,7 @@ struct vcpustat_place_key {
 	__u32 tgid;
 	__u32 cpu;
 };
+_Static_assert(sizeof(struct vcpustat_place_key) == 8, "vcpustat_place_key: a hash key without padding");
 
 /* An interrupt accepted this long (or less) before a wake-up by the same thread caused it. */
 #define VCPUSTAT_WAKE_CAUSE_NS 1000000ull
@@ -363,6 +381,7 @@ struct vcpustat_culprit_key {
 	__u32 vm_tgid; /* the VM kept waiting; | VCPUSTAT_CULPRIT_VMM: its VMM threads were */
 	__u32 tid;     /* the thread that ran (0: the CPU was idle; VCPUSTAT_TID_EXITED: threads gone since) */
 };
+_Static_assert(sizeof(struct vcpustat_culprit_key) == 8, "vcpustat_culprit_key: a hash key without padding");
 
 /* culprit_key.vm_tgid of what kept a VM's VMM threads (not its vCPUs) waiting (pids are < 2^22) */
 #define VCPUSTAT_CULPRIT_VMM 0x80000000u
@@ -437,6 +456,7 @@ struct vcpustat_hist_key {
 	__u16 isa;    /* KVM_ISA_* for VCPU_SAMPLE_EXIT, else 0 */
 	__u32 reason; /* exit reason (VMX basic or SVM code), KVM_EXIT_* code, or 0 */
 };
+_Static_assert(sizeof(struct vcpustat_hist_key) == 12, "vcpustat_hist_key: a hash key without padding");
 
 struct vcpustat_hist {
 	__u64 count;
@@ -505,6 +525,7 @@ struct vcpustat_detail_key {
 	__u16 pad;
 	__u64 addr;
 };
+_Static_assert(sizeof(struct vcpustat_detail_key) == 16, "vcpustat_detail_key: a hash key without padding");
 
 struct vcpustat_detail {
 	__u64 count;
@@ -532,6 +553,7 @@ struct vcpustat_hotpath {
 	__u32 level_full;
 	__u32 pad;
 };
+_Static_assert(sizeof(struct vcpustat_hotpath) <= 4096, "vcpustat_hotpath: the scheduler handlers' one page");
 
 /* Indexes of the per-CPU "lost" counters: nothing is dropped silently. */
 enum vcpustat_lost {
@@ -562,7 +584,7 @@ enum vcpustat_lost {
 #define VCPUSTAT_RINGBUF_BYTES (8u << 20)	   /* all CPUs' rings together, by default... */
 #define VCPUSTAT_RINGBUF_CPU_MIN_BYTES (1u << 20) /* ... but at least this per CPU */
 
-/* Guest clock synchronization hypercall (DESIGN.md section 5): "VCS1". */
+/* Guest clock synchronization hypercall (docs/sync.md, "The protocol"): "VCS1". */
 #define VCPUSTAT_SYNC_HYPERCALL_NR 0x56435331ULL
 
 #endif /* VCPUSTAT_ABI_H */

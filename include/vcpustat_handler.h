@@ -4,7 +4,7 @@
  * machine step (vcpu_fsm.h), histograms, culprits, and ring-buffer records.
  *
  * Shared by the BPF programs (bpf/vcpustat.bpf.c: maps and helpers) and by
- * user-space replay (user/replay.c: hash tables), so a capture replayed
+ * user-space replay (user/record/replay.c: hash tables), so a capture replayed
  * offline produces exactly what the kernel produced live. Pure C.
  *
  * The includer defines, before including this file, these functions over

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * import_synth.h - host and guest traces of the synchronization protocol
- * (DESIGN.md section 5) with a known clock relation (sync_synth.h): on the
+ * (docs/sync.md, "The protocol") with a known clock relation (sync_synth.h): on the
  * host, kvm_exit (VMCALL), kvm_hypercall (b) and the next kvm_entry (c) of a
  * vCPU thread; in the guest, the agent's markers a and d. As struct tev
  * arrays, so tests can add their own events and print any layout.

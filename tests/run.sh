@@ -94,10 +94,12 @@ for kernel in ${KVMLAB_MATRIX-5.10 6.12}; do
 done
 
 # Shipping (docs/install.md): cmake --install, the man pages against --help,
-# bash completion, the systemd unit, and the Debian package (deb.sh builds it
+# bash completion, the systemd unit, the Debian package (deb.sh builds it
 # with `./build.sh deb`, a release build of its own, and installs it into a
-# fresh root with dpkg: 1-2 minutes on 2 cores).
-for t in install man completion deb; do
+# fresh root with dpkg: 1-2 minutes on 2 cores), and ./build.sh itself
+# (build-sh.sh: quiet steps, `run` builds what it runs; a build of vcpustat
+# and microvm of its own, 1-2 minutes).
+for t in install man completion deb build-sh; do
 	tests/pkg/$t.sh "$dir" | tee "$summary"
 	count
 done

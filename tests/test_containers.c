@@ -316,7 +316,7 @@ static struct vcpustat_event ev_at(int64_t t, __u64 type, uint32_t tid, uint32_t
 
 	if (type == VCPUSTAT_EV_SWITCH) {
 		ev.tid2 = next;
-		ev.tgid2 = next / 1000 * 1000 ? next / 1000 * 1000 : next;
+		ev.tgid2 = next >= 1000 ? next / 1000 * 1000 : next;
 		ev.arg1 = preempt;
 		if (tid < 1000)
 			ev.tgid = tid;

@@ -2709,7 +2709,7 @@ static __u64 runs_now(const pid_t tids[2], long long at[2])
 Test(kvmlab, smt_sharing_on_declared_siblings_is_bounded_by_schedstat)
 {
 	static const char *names[2] = { "left", "right" };
-	char args[3][512], ready[3][256], out[3][256];
+	char args[3][1024], ready[3][256], out[3][256]; /* args: both paths whole */
 	int node[2] = { 0, 0 }, llc[2] = { 0, 0 }, core[2] = { 0, 0 };
 	struct cpu_topology t = { .nr_cpus = 2, .node = node, .llc = llc, .core = core };
 	struct vcpustat_vm vm[3], again[2];

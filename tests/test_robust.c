@@ -518,7 +518,7 @@ Test(robust, rows8_to_10_messages_name_what_was_wrong, .timeout = 120)
 	unlink(sht);
 }
 
-/* ---- row 11: one exit status policy (docs/cli.md, "Exit status") ---- */
+/* ---- row 11: one exit status policy (docs/vcpustat.md, "Exit codes and messages") ---- */
 
 /*
  * 2 for what the user asked wrongly (an unknown option, a bad value, a
@@ -665,7 +665,7 @@ Test(robust, a_failed_import_leaves_the_existing_output_as_it_was, .timeout = 12
 	snprintf(out, sizeof(out), "%s/out.sht", dir);
 	make_trace(txt, NULL, 20000);
 	{ /* the good trace with one malformed line in its middle */
-		char cmd[1024], o[256];
+		char cmd[5 * sizeof(txt) + 128], o[256]; /* five paths whole */
 
 		snprintf(cmd, sizeof(cmd),
 			 "head -c 300000 '%s' > '%s' && echo 'sched_switch: not a trace line' >> '%s' && "

@@ -29,7 +29,7 @@ enum th_state { TH_SLEEP, TH_RUN, TH_QUEUED };
 
 struct th {
 	__u32 tid, tgid;
-	int vcpu; /* its index, -1: no vCPU */
+	short vcpu; /* its index, -1: no vCPU (a short: "CPU %hd/KVM" fits the event's comm) */
 	enum th_state st;
 	int cpu;
 };
@@ -70,7 +70,7 @@ static struct vcpustat_event *ev_new(struct sched *s, __u64 type, int cpu, const
 		e->tid = t->tid;
 		e->tgid = t->tgid;
 		if (t->vcpu >= 0)
-			snprintf(e->comm, sizeof(e->comm), "CPU %d/KVM", t->vcpu);
+			snprintf(e->comm, sizeof(e->comm), "CPU %hd/KVM", t->vcpu);
 		else
 			snprintf(e->comm, sizeof(e->comm), "worker%u", t->tid);
 	}

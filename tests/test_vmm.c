@@ -619,7 +619,7 @@ static int vmm_schedstat(pid_t pid, struct schedstat *sum)
 	cr_assert_not_null(d, "%s", path);
 	while ((de = readdir(d))) {
 		struct schedstat s;
-		char cpath[96];
+		char cpath[sizeof(path) + sizeof(de->d_name) + sizeof("/comm")];
 		FILE *f;
 
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')

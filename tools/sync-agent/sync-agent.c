@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * vcpustat-sync-agent - the guest side of vcpustat's clock synchronization
- * (DESIGN.md section 5, docs/sync.md). Runs in a guest, in user space, as a
+ * (docs/sync.md, "The protocol"). Runs in a guest, in user space, as a
  * static binary to copy in.
  *
  * Every interval, on each selected vCPU (one thread pinned per CPU), for a

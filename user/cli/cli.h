@@ -248,7 +248,7 @@ void cli_fmt_secs(uint64_t ns, char *buf, size_t len);
 
 /*
  * What `vcpustat top` (cmd_top.c) hands to its time-travel mode
- * (cmd_top_file.c): the live view's options, and the recording to play.
+ * (top_file.c): the live view's options, and the recording to play.
  */
 struct top_args {
 	double delay;	 /* -d: the window, seconds */

@@ -23,7 +23,7 @@ static const char about[] =
 	"A file whose writer was killed (no footer) is good if its nodes are: it holds\n"
 	"every interval that ended before its last sealed leaf, and `check` says so.\n";
 
-/* The options and the file: -1 to go on, or the exit code. */
+/* The options and the file (NULL unless -1 is returned): -1 to go on, or the exit code. */
 static int parse(int argc, char **argv, bool *repair, bool *in_place, const char **out, const char **file)
 {
 	const struct cli_option options[] = {
@@ -47,6 +47,7 @@ static int parse(int argc, char **argv, bool *repair, bool *in_place, const char
 	struct cli_args a;
 	int c = cli_parse(&a, &cmd, argc, argv);
 
+	*file = NULL;
 	if (c)
 		return cli_args_exit(c);
 	if (a.pos != argc - 1)

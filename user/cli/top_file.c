@@ -3,7 +3,7 @@
  * vcpustat top --file REC.sht: time travel. The live view (ncurses, -b, -j)
  * over a recording, one window of -d seconds after another, from --from on,
  * as `atop -r` plays its logs. Each window is the report's window model
- * (playback.h, report_build): the same tables and JSON as the live view,
+ * (playback.c's struct playback, report_build): the same tables and JSON as the live view,
  * equal to `vcpustat report --from --to` over the same window.
  *
  * -b and -j print every window (or -n of them) as fast as they can be

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* plot.c - SVG charts of the window model (plot.h). */
+/* plot.c - SVG charts of the window model (export.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

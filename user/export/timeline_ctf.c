@@ -541,7 +541,8 @@ static int check_metadata(const char *trace, const char *out, struct vcpustat_er
 	struct stat st;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/metadata", trace);
+	if (snprintf(path, sizeof(path), "%s/metadata", trace) >= (int)sizeof(path))
+		return verror(err, -ENAMETOOLONG, "%s: path too long", out);
 	f = fopen(path, "r");
 	if (f && !fstat(fileno(f), &st) && st.st_size >= 16 && !fseek(f, -16, SEEK_END))
 		n = fread(tail, 1, 16, f);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* multilevel.c - guest threads on the host's timeline (multilevel.h, docs/import.md). */
+/* multilevel.c - guest threads on the host's timeline (import.h, docs/import.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 /*
  * live.h - libvcpustat's live layer, the only part that talks to the kernel:
  * open, load and attach the BPF programs (loader.c), inject synthetic events,
- * read the maps into plain C structs (snapshot.h) and drain the ring buffer;
+ * read the maps into plain C structs (model/model.h) and drain the ring buffer;
  * successive windows of the maps for the exporters (sample.c), the exporter's
  * HTTP side (httpd.c) with its TLS and basic auth configuration
  * (webconfig.c), and dropping privileges once attached (privdrop.c).
@@ -227,7 +227,7 @@ int vcpustat_seed_vmm(struct vcpustat *vs, const struct vcpustat_snapshot *snap,
 
 /*
  * Read all maps. Dead vCPUs are returned once and removed from the kernel
- * map (reaped). Free with vcpustat_snapshot_free() (snapshot.h).
+ * map (reaped). Free with vcpustat_snapshot_free() (model/model.h).
  */
 int vcpustat_snapshot(struct vcpustat *vs, struct vcpustat_snapshot *snap);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* privdrop.c - become an unprivileged user that can still read BPF maps (privdrop.h). */
+/* privdrop.c - become an unprivileged user that can still read BPF maps (live.h). */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>

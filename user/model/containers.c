@@ -272,7 +272,8 @@ bool cgroup_container(const char *path, struct container_ref *c)
 				libvirt_machine(comp, c);
 			} else if (!c->runtime[0] && !strncmp(comp, "lxc.payload.", 12) && comp[12]) {
 				snprintf(c->runtime, sizeof(c->runtime), "lxc");
-				snprintf(c->id, sizeof(c->id), "%s", comp + 12);
+				/* the container's name; one longer than c->id keeps its first 71 bytes */
+				snprintf(c->id, sizeof(c->id), "%.*s", (int)sizeof(c->id) - 1, comp + 12);
 			}
 		}
 		s += n;

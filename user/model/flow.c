@@ -174,24 +174,26 @@ static void lines_free(struct lines *l)
 }
 
 /*
- * A host CPU's current_tid intervals (runner_tid at level vcpu). The table holds pointers: resolve()
+ * A host CPU's current_tid intervals (runner_tid at level vcpu) in *out: 0, or a
+ * negative errno (then *out is NULL). The table holds pointers: resolve()
  * keeps one CPU's lines while it recurses into another's, whose insert may
  * move the table's slots.
  */
-static struct lines *cpu_lines(struct ctx *c, uint32_t cpu, int *e)
+static int cpu_lines(struct ctx *c, uint32_t cpu, struct lines **out)
 {
 	struct lines **hit = hashmap_lookup(&c->cpus, &cpu), *l;
 	char name[16];
 	uint32_t a;
+	int e;
 
-	*e = 0;
-	if (hit)
-		return *hit;
-	l = calloc(1, sizeof(*l));
-	if (!l) {
-		*e = -ENOMEM;
-		return NULL;
+	*out = NULL;
+	if (hit) {
+		*out = *hit;
+		return 0;
 	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
 	snprintf(name, sizeof(name), "%u", cpu);
 	a = sht_attr_child(c->r, c->host_cpus, name);
 	if (a != SHT_NO_ATTR) {
@@ -200,15 +202,16 @@ static struct lines *cpu_lines(struct ctx *c, uint32_t cpu, int *e)
 
 		a = cur != SHT_NO_ATTR ? cur : sht_attr_child(c->r, a, "runner_tid");
 	}
-	*e = load(c, l, a);
-	if (!*e && hashmap_insert(&c->cpus, &cpu, &l))
-		*e = -ENOMEM;
-	if (*e) {
+	e = load(c, l, a);
+	if (!e && hashmap_insert(&c->cpus, &cpu, &l))
+		e = -ENOMEM;
+	if (e) {
 		free(l->iv);
 		free(l);
-		return NULL;
+		return e;
 	}
-	return l;
+	*out = l;
+	return 0;
 }
 
 /*
@@ -582,8 +585,8 @@ static int resolve_host_cpu(struct ctx *c, uint32_t cpu, uint64_t a, uint64_t b,
 
 	if (!c->f->host_cpus)
 		return unresolved(c, a, b, kind, -1, -1, false);
-	l = cpu_lines(c, cpu, &e);
-	if (!l)
+	e = cpu_lines(c, cpu, &l);
+	if (e)
 		return e;
 	for (size_t i = report_first_after(l->iv, l->n, a); i < l->n && l->iv[i].start < b; i++) {
 		const struct sht_interval *iv = &l->iv[i];
@@ -668,10 +671,9 @@ static int host_cpu_of(struct ctx *c, uint32_t tid, uint64_t s, uint64_t e, bool
 		bool before, after;
 		int err;
 
-		l = cpu_lines(c, n, &err);
-		if (!l)
-			return err;
-		err = edge(c, cur, l, s, false, tid, &before);
+		err = cpu_lines(c, n, &l);
+		if (!err)
+			err = edge(c, cur, l, s, false, tid, &before);
 		if (!err)
 			err = edge(c, cur, l, e, true, tid, &after);
 		if (err)

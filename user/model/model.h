@@ -4,9 +4,10 @@
  * window, and where it comes from. A window is built from two snapshots of
  * the maps (live, or replayed from a capture or a trace: snapshot.c,
  * summary.c) or from the intervals of a recording (report.c, playback.c),
- * and rendered as text or JSON (summary.c) or by the ncurses UI; names.c
- * turns numbers into the names people recognize. The live view, reports,
- * time travel and the exporters all show this one model.
+ * and rendered as text or JSON (summary_text.c, summary_json.c) or by the
+ * ncurses UI (user/cli/ui.c); names.c turns numbers into the names people
+ * recognize. The live view, reports, time travel and the exporters all show
+ * this one model.
  */
 #ifndef VCPUSTAT_MODEL_H
 #define VCPUSTAT_MODEL_H

@@ -196,7 +196,7 @@ int vcpustat_sync_parse_pairs(const char *buf, size_t len, const char *name, str
 			      size_t *nr, struct vcpustat_error *err);
 
 /*
- * The hypercall protocol (DESIGN.md section 5). With key k:
+ * The hypercall protocol (docs/sync.md, "The protocol"). With key k:
  *  a: guest marker "vcpustat_sync: a k=<k>", written just before the hypercall
  *  b: host kvm_hypercall, nr VCPUSTAT_SYNC_HYPERCALL_NR, a0 = k
  *  c: host, the first kvm_entry of the same thread after b
