@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ static pid_t spawn(char *const argv[], int *out_fd)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a test that fails or times out leaves no VM running */
 		if (out_fd) {
 			dup2(p[1], STDOUT_FILENO);
 			close(p[0]);
@@ -43,6 +45,17 @@ static pid_t spawn(char *const argv[], int *out_fd)
 		*out_fd = p[0];
 	}
 	return pid;
+}
+
+/*
+ * The micro-VMM is still running once vcpustat is done: its --duration is only
+ * a bound (the test stops it), so that it outlives vcpustat's start, which in
+ * the KVM lab's emulated CPUs takes tens of seconds (6.12: over 40 s with the
+ * hog beside it, and the VM was gone before the first document).
+ */
+static bool still_running(pid_t pid)
+{
+	return waitpid(pid, NULL, WNOHANG) == 0;
 }
 
 /* Wait for microvm's --ready file and return its parsed JSON. */
@@ -191,6 +204,26 @@ static json_t *vcpu_of(json_t *doc, int tid)
 	return NULL;
 }
 
+/* "VM name: tid tid ...; ..." of a document, for a message that says what vcpustat did see */
+static const char *seen_tids(json_t *doc, char *buf, size_t len)
+{
+	size_t i, j, pos = 0;
+	json_t *vm, *v;
+
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(doc, "vms"), i, vm) {
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s%s:", pos ? "; " : "",
+					json_string_value(json_object_get(vm, "name")) ?: "?");
+		json_array_foreach(json_object_get(vm, "vcpus"), j, v)
+			if (pos < len)
+				pos += (size_t)snprintf(buf + pos, len - pos, " %lld",
+							(long long)json_integer_value(json_object_get(v, "tid")));
+		if (pos >= len)
+			break;
+	}
+	return pos ? buf : "no VM";
+}
+
 static double total(json_t *v, const char *key, const char *const *states, int n)
 {
 	double t = 0;
@@ -225,7 +258,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 	unlink(ready);
 
 	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
-			     "1000", "--duration", "40", "-name", "e2e-contended", "--ready", ready, "--json",
+			     "1000", "--duration", "110", "-name", "e2e-contended", "--ready", ready, "--json",
 			     "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
 	cr_assert_gt(vmm, 0);
@@ -253,6 +286,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 	pthread_join(sampler_thread, NULL);
 	hog_stop = 1;
 	pthread_join(hog_thread, NULL);
+	cr_assert(still_running(vmm), "microvm ended before vcpustat's last document");
 	kill(vmm, SIGTERM);
 	wait_exit(vmm);
 	unlink(ready);
@@ -275,8 +309,17 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 		json_t *va = vcpu_of(a, tids[k]), *vb = vcpu_of(b, tids[k]);
 		double run0, wait0, run1, wait1, our_run, our_wait, run_err, wait_err;
 
-		cr_assert_not_null(va, "vCPU thread %d missing from vcpustat's output", tids[k]);
-		cr_assert_not_null(vb);
+		char seen[512];
+
+		if (!va || !vb)
+			for (size_t d = 0; d < ndocs; d++)
+				cr_log_info("document %zu (ts %lld): %s", d,
+					    (long long)json_integer_value(json_object_get(docs[d], "ts")),
+					    seen_tids(docs[d], seen, sizeof(seen)));
+		cr_assert_not_null(va, "vCPU thread %d missing from vcpustat's second document (it lists %s)", tids[k],
+				   seen_tids(a, seen, sizeof(seen)));
+		cr_assert_not_null(vb, "vCPU thread %d missing from vcpustat's last document (it lists %s)", tids[k],
+				   seen_tids(b, seen, sizeof(seen)));
 		cr_assert_str_eq(json_string_value(json_object_get(vb, "vm")), "e2e-contended");
 		cr_assert_eq(json_integer_value(json_object_get(vb, "vcpu")), k, "index from the thread name");
 		schedstat_at(k, ta, window, &run0, &wait0);
@@ -354,7 +397,7 @@ Test(e2e, a_level_vcpu_recording_names_who_kept_the_vcpus_waiting, .timeout = 12
 	close(fd);
 
 	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
-			     "1000", "--duration", "40", "-name", "e2e-rec", "--ready", ready, "--json", "/dev/null", NULL };
+			     "1000", "--duration", "110", "-name", "e2e-rec", "--ready", ready, "--json", "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
 	cr_assert_gt(vmm, 0);
 	r = wait_ready(ready, 30);
@@ -366,6 +409,7 @@ Test(e2e, a_level_vcpu_recording_names_who_kept_the_vcpus_waiting, .timeout = 12
 	cr_assert_null(live_status_wrong(rc, out), "%s: %s", live_status_wrong(rc, out), out);
 	hog_stop = 1;
 	pthread_join(hog_thread, NULL);
+	cr_assert(still_running(vmm), "microvm ended before the recording did");
 	kill(vmm, SIGTERM);
 	wait_exit(vmm);
 	unlink(ready);
