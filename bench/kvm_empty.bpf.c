@@ -61,3 +61,33 @@ int empty_inject(__u64 *ctx)
 {
 	return 0;
 }
+
+/*
+ * The floor of a timing tracer (issue 38 item 1): every one reads a clock per
+ * event, so the least a handler that measures anything can cost is an empty
+ * program plus one bpf_ktime_get_ns(), its value kept (stored, as a real
+ * tracer would store it). Of the same attach kinds as the empty ones.
+ */
+__u64 floor_ts;
+
+SEC("tp/kvm/kvm_entry")
+int floor_kvm_entry(void *ctx)
+{
+	floor_ts = bpf_ktime_get_ns();
+	return 1;
+}
+
+SEC("tp/kvm/kvm_exit")
+int floor_kvm_exit(void *ctx)
+{
+	floor_ts = bpf_ktime_get_ns();
+	return 1;
+}
+
+/* The injection's floor: a raw_tp program given the same event, reading the clock once. */
+SEC("raw_tp")
+int floor_inject(__u64 *ctx)
+{
+	floor_ts = bpf_ktime_get_ns();
+	return 0;
+}

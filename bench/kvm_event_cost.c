@@ -6,9 +6,12 @@
  * bpf_stats (run_time_ns / run_cnt), while tools/microvm runs its --mix
  * (every kind of exit, bench/kvm_empty.bpf.c). Needs /dev/kvm: the KVM lab.
  *
- * Phases of one run, each with a fresh microvm: the empty programs, vcpustat,
- * the empty programs again (each program alone on its tracepoints, as
- * bench/handler_cost.c does it; the empty figure is over both its phases).
+ * Phases of one run, each with a fresh microvm: the empty programs, the
+ * floor's, vcpustat, the empty programs again, the floor's again (each set
+ * alone on its tracepoints, as bench/handler_cost.c does it; the empty and
+ * floor figures are over both their phases). The floor (issue 38 item 1):
+ * an empty program plus one clock read, kept, on kvm_entry and kvm_exit --
+ * the least any timing tracer pays per event.
  * vcpustat runs with --address-spaces: its second kvm_exit program (the
  * guest's CR3) is measured too, next to an empty tp_btf/kvm_exit program.
  *
@@ -19,7 +22,8 @@
  * kvm_exit, one exit detail (pio, mmio, msr, page fault in turn) and
  * kvm_entry, injected into vcpustat's handler (the raw_tp injection program:
  * the same handler code as the tracepoint programs run) and into an empty
- * raw_tp program given the same event; bpf_stats per event type. What the
+ * raw_tp program given the same event, and into the floor's raw_tp (one
+ * clock read); bpf_stats per event type. What the
  * handler costs on a real CPU, where the lab's emulation magnifies it. Then
  * halt cycles (inject_halt_bench): the halt-polling and wake-reason events.
  */
@@ -60,6 +64,42 @@ static void empty_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
 	fd[6] = bpf_program__fd(e->progs.empty_kvm_exit_btf);
 }
 
+/* The floor's programs: kvm_entry and kvm_exit only (the rest of fd[] -1: not measured). */
+static void floor_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
+{
+	for (int i = 0; i < NR_TP; i++)
+		fd[i] = -1;
+	fd[0] = bpf_program__fd(e->progs.floor_kvm_entry);
+	fd[1] = bpf_program__fd(e->progs.floor_kvm_exit);
+}
+
+/* Attach the programs of one set (empty or floor) alone; links[] to destroy after the phase. */
+static int attach_set(struct kvm_empty_bpf *e, bool floor, struct bpf_link *links[NR_TP])
+{
+	struct bpf_program *const empty[NR_TP] = { e->progs.empty_kvm_entry, e->progs.empty_kvm_exit,
+						   e->progs.empty_kvm_pio,   e->progs.empty_kvm_mmio,
+						   e->progs.empty_kvm_msr,   e->progs.empty_kvm_page_fault,
+						   e->progs.empty_kvm_exit_btf };
+	struct bpf_program *const fl[NR_TP] = { e->progs.floor_kvm_entry, e->progs.floor_kvm_exit };
+
+	for (int i = 0; i < NR_TP; i++) {
+		struct bpf_program *p = floor ? fl[i] : empty[i];
+
+		links[i] = p ? bpf_program__attach(p) : NULL;
+		if (p && !links[i])
+			return -1;
+	}
+	return 0;
+}
+
+static void detach_set(struct bpf_link *links[NR_TP])
+{
+	for (int i = 0; i < NR_TP; i++) {
+		bpf_link__destroy(links[i]);
+		links[i] = NULL;
+	}
+}
+
 /* microvm --mix all for `seconds`: port I/O, MMIO, MSR reads and writes, cpuid, nested page faults, halts. */
 static int run_microvm(int seconds)
 {
@@ -92,9 +132,12 @@ static int phase(const int fd[NR_TP], int seconds, struct sum *s)
 	int err;
 
 	for (int i = 0; i < NR_TP; i++)
-		prog_cost(fd[i], &a[i]);
+		if (fd[i] >= 0)
+			prog_cost(fd[i], &a[i]);
 	err = run_microvm(seconds);
 	for (int i = 0; i < NR_TP; i++) {
+		if (fd[i] < 0)
+			continue;
 		prog_cost(fd[i], &b[i]);
 		s->c[i].run_cnt += b[i].run_cnt - a[i].run_cnt;
 		s->c[i].run_time_ns += b[i].run_time_ns - a[i].run_time_ns;
@@ -140,14 +183,35 @@ static double injected_ns(int fd, const struct vcpustat_event *ev, struct vcpust
 	return (double)(b.run_time_ns - a.run_time_ns);
 }
 
+/*
+ * The injected table: per event type, vcpustat's handler, the empty program
+ * and the floor (one clock read), each given the same events; vcpustat's
+ * time as a ratio to each.
+ */
+static void print_rows(const char *what, const char *const *names, int rows, double (*sum)[rows],
+		       long (*cnt)[rows])
+{
+	printf("%-33s %10s %12s %12s %12s %7s %7s\n", what, "injected", "vcpustat", "empty", "floor", "/empty",
+	       "/floor");
+	for (int s = 0; s < rows; s++) {
+		double m[3];
+
+		for (int p = 0; p < 3; p++)
+			m[p] = cnt[p][s] ? sum[p][s] / (double)cnt[p][s] : 0;
+		printf("%-33s %10ld %9.1f ns %9.1f ns %9.1f ns %6.2fx %6.2fx\n", names[s], cnt[0][s], m[0], m[1], m[2],
+		       m[1] > 0 ? m[0] / m[1] : 0, m[2] > 0 ? m[0] / m[2] : 0);
+	}
+}
+
 static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
 {
 	static const char *const names[] = { "kvm_exit",       "kvm_pio",   "kvm_mmio", "kvm_msr",
 					     "kvm_page_fault", "kvm_entry", "kvm_entry, exit without a detail" };
 	static const __u64 details[] = { VCPUSTAT_EV_PIO, VCPUSTAT_EV_MMIO, VCPUSTAT_EV_MSR, VCPUSTAT_EV_PAGE_FAULT };
-	double sum[2][7] = { { 0 } };
-	long cnt[2][7] = { { 0 } };
-	int fds[2] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject) };
+	double sum[3][7] = { { 0 } };
+	long cnt[3][7] = { { 0 } };
+	int fds[3] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject),
+		       bpf_program__fd(empty->progs.floor_inject) };
 
 	for (int i = 0; i < n; i++) {
 		struct vcpustat_event ev[3] = {
@@ -166,7 +230,7 @@ static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
 			ev[k].tid = 999999;
 			ev[k].tgid = 999998;
 			snprintf(ev[k].comm, sizeof(ev[k].comm), "CPU 0/KVM");
-			for (int p = 0; p < 2; p++) {
+			for (int p = 0; p < 3; p++) {
 				double ns = injected_ns(fds[p], &ev[k], p ? NULL : vs);
 
 				if (ns < 0)
@@ -176,12 +240,7 @@ static int inject_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, int n)
 			}
 		}
 	}
-	printf("%-33s %10s %12s %12s %7s\n", "event", "injected", "vcpustat", "empty", "ratio");
-	for (int s = 0; s < 7; s++) {
-		double v = cnt[0][s] ? sum[0][s] / (double)cnt[0][s] : 0, e = cnt[1][s] ? sum[1][s] / (double)cnt[1][s] : 0;
-
-		printf("%-33s %10ld %9.1f ns %9.1f ns %6.2fx\n", names[s], cnt[0][s], v, e, e > 0 ? v / e : 0);
-	}
+	print_rows("event", names, 7, sum, cnt);
 	return 0;
 }
 
@@ -204,9 +263,10 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 		"kvm_apic_accept_irq (ipi)", "sched_waking",		"sched_wakeup",		     "sched_switch (others, A waits)",
 		"sched_switch (in)",	     "kvm_vcpu_wakeup (waited)", "kvm_inj_virq (woken)",	     "kvm_entry (after a halt)",
 	};
-	double sum[2][NR_ROWS] = { { 0 } };
-	long cnt[2][NR_ROWS] = { { 0 } };
-	int fds[2] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject) };
+	double sum[3][NR_ROWS] = { { 0 } };
+	long cnt[3][NR_ROWS] = { { 0 } };
+	int fds[3] = { vcpustat_prog_fd(vs, "inject"), bpf_program__fd(empty->progs.empty_inject),
+		       bpf_program__fd(empty->progs.floor_inject) };
 	const __u32 A = 999997, B = 999996, VM = 999995, X = 999994, Y = 999993;
 
 	for (int i = 0; i < n; i++) {
@@ -248,7 +308,7 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 				snprintf(ev[j].comm, sizeof(ev[j].comm), "worker");
 			else if (ev[j].tid)
 				snprintf(ev[j].comm, sizeof(ev[j].comm), "CPU %d/KVM", ev[j].tid == A ? 0 : 1);
-			for (int p = 0; p < 2; p++) {
+			for (int p = 0; p < 3; p++) {
 				double ns = injected_ns(fds[p], &ev[j], p ? NULL : vs);
 
 				if (ns < 0)
@@ -258,22 +318,18 @@ static int inject_halt_bench(struct kvm_empty_bpf *empty, struct vcpustat *vs, i
 			}
 		}
 	}
-	printf("%-33s %10s %12s %12s %7s\n", "event (halts in KVM)", "injected", "vcpustat", "empty", "ratio");
-	for (int s = 0; s < NR_ROWS; s++) {
-		double v = cnt[0][s] ? sum[0][s] / (double)cnt[0][s] : 0, e = cnt[1][s] ? sum[1][s] / (double)cnt[1][s] : 0;
-
-		printf("%-33s %10ld %9.1f ns %9.1f ns %6.2fx\n", names[s], cnt[0][s], v, e, e > 0 ? v / e : 0);
-	}
+	print_rows("event (halts in KVM)", names, NR_ROWS, sum, cnt);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE, .address_spaces = true };
-	struct sum v = { 0 }, e = { 0 };
+	struct sum v = { 0 }, e = { 0 }, f = { 0 };
+	struct bpf_link *links[NR_TP] = { 0 };
 	struct kvm_empty_bpf *empty = NULL;
 	struct vcpustat *vs = NULL;
-	int c, seconds = 3, stats_fd = -1, rc = 1, efd[NR_TP], vfd[NR_TP], n_inject = 0;
+	int c, seconds = 3, stats_fd = -1, rc = 1, efd[NR_TP], ffd[NR_TP], vfd[NR_TP], n_inject = 0;
 
 	while ((c = getopt(argc, argv, "t:l:i:h")) != -1) {
 		switch (c) {
@@ -303,7 +359,7 @@ int main(int argc, char **argv)
 			struct bpf_program *p;
 
 			bpf_object__for_each_program(p, empty->obj)
-				bpf_program__set_autoload(p, p == empty->progs.empty_inject);
+				bpf_program__set_autoload(p, p == empty->progs.empty_inject || p == empty->progs.floor_inject);
 		}
 		if (!empty || kvm_empty_bpf__load(empty) || vcpustat_open(&vs, &opts) ||
 		    (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0) {
@@ -334,6 +390,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	empty_fds(empty, efd);
+	floor_fds(empty, ffd);
 	if (vcpustat_open(&vs, &opts)) {
 		fprintf(stderr, "kvm-event-cost: cannot load vcpustat (root needed)\n");
 		goto out;
@@ -345,27 +402,39 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvm-event-cost: bpf_enable_stats: %s\n", strerror(errno));
 		goto out;
 	}
-	if (kvm_empty_bpf__attach(empty) || phase(efd, seconds, &e))
-		goto failed;
-	kvm_empty_bpf__detach(empty);
-	if (vcpustat_attach(vs) <= 0 || phase(vfd, seconds, &v))
-		goto failed;
-	vcpustat_close(vs);
-	vs = NULL;
-	if (kvm_empty_bpf__attach(empty) || phase(efd, seconds, &e))
-		goto failed;
-	kvm_empty_bpf__detach(empty);
+	for (int round = 0; round < 2; round++) {
+		if (attach_set(empty, false, links) || phase(efd, seconds, &e))
+			goto failed;
+		detach_set(links);
+		if (attach_set(empty, true, links) || phase(ffd, seconds, &f))
+			goto failed;
+		detach_set(links);
+		if (round)
+			break;
+		if (vcpustat_attach(vs) <= 0 || phase(vfd, seconds, &v))
+			goto failed;
+		vcpustat_close(vs);
+		vs = NULL;
+	}
 
-	printf("%-16s %12s %12s %12s %12s %7s\n", "tracepoint", "events", "vcpustat", "events", "empty", "ratio");
-	for (int i = 0; i < NR_TP; i++)
-		printf("%-16s %12llu %9.1f ns %12llu %9.1f ns %6.2fx\n", tp_names[i],
-		       (unsigned long long)v.c[i].run_cnt, ns_per(&v.c[i]), (unsigned long long)e.c[i].run_cnt,
-		       ns_per(&e.c[i]), ns_per(&e.c[i]) > 0 ? ns_per(&v.c[i]) / ns_per(&e.c[i]) : 0);
+	printf("%-16s %12s %12s %12s %12s %12s %7s %7s\n", "tracepoint", "events", "vcpustat", "events", "empty",
+	       "floor", "/empty", "/floor");
+	for (int i = 0; i < NR_TP; i++) {
+		double nv = ns_per(&v.c[i]), ne = ns_per(&e.c[i]), nf = f.c[i].run_cnt ? ns_per(&f.c[i]) : 0;
+
+		printf("%-16s %12llu %9.1f ns %12llu %9.1f ns ", tp_names[i], (unsigned long long)v.c[i].run_cnt, nv,
+		       (unsigned long long)e.c[i].run_cnt, ne);
+		if (nf > 0)
+			printf("%9.1f ns %6.2fx %6.2fx\n", nf, ne > 0 ? nv / ne : 0, nv / nf);
+		else
+			printf("%12s %6.2fx %7s\n", "-", ne > 0 ? nv / ne : 0, "-");
+	}
 	rc = 0;
 	goto out;
 failed:
 	fprintf(stderr, "kvm-event-cost: a phase failed (attach, or microvm)\n");
 out:
+	detach_set(links);
 	if (stats_fd >= 0)
 		close(stats_fd);
 	ring_buffer__free(records);
