@@ -179,6 +179,21 @@ Test(import_tracedat, corrupted_file_is_an_error)
 	import_fails(damaged_copy("fuzz-crash-2026-11-28.dat", 253952, 0, 0, 0), "its reader");
 }
 
+/*
+ * A record's CPU beyond --cpus is malformed, never another CPU (issue 40
+ * item 4): the trace was taken on 2 CPUs, and with --cpus 1 its first
+ * record that names CPU 1 (its own CPU, or a migration's orig_cpu) is
+ * refused, naming the file, the record and its offset, and saying which
+ * option takes it; both fixtures (v6, and v7's sections and zstd).
+ */
+Test(import_tracedat, a_cpu_beyond_cpus_is_refused_naming_the_record)
+{
+	import_fails_with("--cpus 1", damaged_copy(dat_files[0], 253952, 0, 0, 0), "1 is beyond --cpus 1 (CPUs 0 to 0");
+	import_fails_with("--cpus 1", damaged_copy(dat_files[1], 99418, 0, 0, 0), "1 is beyond --cpus 1 (CPUs 0 to 0");
+	import_fails_with("--cpus 1", damaged_copy(dat_files[0], 253952, 0, 0, 0), "--cpus 2 or more takes it");
+	import_fails_with("--cpus 1", damaged_copy(dat_files[0], 253952, 0, 0, 0), ", file offset ");
+}
+
 Test(import_tracedat, on_a_pipe_it_is_refused_saying_so)
 {
 	char args[1200], out[4096];
