@@ -478,6 +478,149 @@ Test(record, rotation_keeps_the_newest_files_each_complete, .timeout = 120)
 	rmdir(dir);
 }
 
+/* A file of a rotated series as the reader sees it. */
+struct series_file {
+	char name[256];
+	uint64_t start, end;
+	long long bytes;
+};
+
+static int by_file_start(const void *a, const void *b)
+{
+	const struct series_file *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Every .sht in dir, each opened by the reader and closed cleanly, oldest first; removed. */
+static size_t read_series(const char *dir, struct series_file *files, size_t max)
+{
+	struct vcpustat_error err = { 0 };
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		struct sht_reader *r;
+		struct stat sb;
+		char path[512];
+
+		if (!strstr(de->d_name, ".sht"))
+			continue;
+		cr_assert_lt(n, max);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		cr_assert_eq(stat(path, &sb), 0);
+		cr_assert_eq(sht_open(&r, path, &err), 0, "%s: %s", path, err.msg);
+		cr_assert(sht_get_info(r)->closed, "%s: closed cleanly", path);
+		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
+		files[n].start = sht_get_info(r)->start;
+		files[n].end = sht_get_info(r)->end;
+		files[n].bytes = (long long)sb.st_size;
+		sht_close(r);
+		unlink(path);
+		n++;
+	}
+	closedir(d);
+	qsort(files, n, sizeof(*files), by_file_start);
+	return n;
+}
+
+/* The N of "... intervals in N file(s)" in record's summary. */
+static unsigned long summary_files(const char *err)
+{
+	const char *p = strstr(err, " intervals in ");
+
+	cr_assert_not_null(p, "the summary: %s", err);
+	return strtoul(p + strlen(" intervals in "), NULL, 10);
+}
+
+/*
+ * --max-size is a bound (issue 40 item 4): every file of the series, closed,
+ * is at most SIZE bytes (64K once wrote files of 112 KiB: the close adds the
+ * open nodes and the footer after the size check). Level full records every
+ * switch of the host, and a pipe ping-pong makes plenty: a few seconds rotate
+ * many times. Every file opens with the reader, and the series covers the
+ * recording: the first from 0, each ending where the next begins, the last
+ * to the end of --duration.
+ */
+Test(record, max_size_bounds_every_file_of_the_series, .timeout = 120)
+{
+	static struct series_file files[4096];
+	char dir[] = "/tmp/vcpustat-maxsize-XXXXXX", out[128];
+	long long largest = 0;
+	struct run r;
+	pid_t pingpong;
+	size_t n;
+
+	SKIP_UNLESS(bpf_unavailable());
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/rec.sht", dir);
+	pingpong = start_pingpong(-1, -1);
+	cr_assert_gt(pingpong, 0);
+	RUN(&r, "record", "--level", "full", "-o", out, "--max-size", "64K", "--duration", "3");
+	kill(pingpong, SIGKILL);
+	waitpid(pingpong, NULL, 0);
+	cr_assert_null(live_status_wrong(r.status, r.err), "%s: %s", live_status_wrong(r.status, r.err), r.err);
+	n = read_series(dir, files, 4096);
+	rmdir(dir);
+	cr_assert_geq(n, 3, "the recording rotated several times: %zu files", n);
+	cr_assert_eq(summary_files(r.err), n, "the summary counts the files written (%zu): %s", n, r.err);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_leq(files[i].bytes, 65536, "%s: %lld bytes, over --max-size 64K", files[i].name,
+			      files[i].bytes);
+		if (files[i].bytes > largest)
+			largest = files[i].bytes;
+		if (i + 1 < n)
+			cr_assert_eq(files[i].end, files[i + 1].start, "%s ends where %s begins", files[i].name,
+				     files[i + 1].name);
+	}
+	cr_assert_eq(files[0].start, 0, "the first file starts the recording");
+	cr_assert_geq(files[n - 1].end, 3000000000ull, "the last file, %s, goes on to the end of --duration 3",
+		      files[n - 1].name);
+	cr_log_info("--max-size 64K, level full, 3 s: %zu files, the largest %lld bytes", n, largest);
+}
+
+/* A --max-size under an empty file's size (header, one node, footer) is a usage error naming the option. */
+Test(record, max_size_too_small_for_a_file_is_a_usage_error)
+{
+	struct run r;
+
+	RUN(&r, "record", "-o", "/tmp/vcpustat-never.sht", "--max-size", "40K", "--duration", "1");
+	cr_assert_eq(r.status, 2, "a usage error (exit 2), not %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "--max-size") && strstr(r.err, "48K"), "names the option and the least: %s", r.err);
+	cr_assert_eq(access("/tmp/vcpustat-never.sht", F_OK), -1, "no file");
+}
+
+/*
+ * A rotated recording with no records (no VM; level vcpu records none) still
+ * rotates, on /meta/lost set every second: the summary counts every file it
+ * wrote, also those --keep deleted (issue 40 item 5: "in 1 file" after 4).
+ */
+Test(record, summary_counts_the_files_written_without_records, .timeout = 120)
+{
+	static struct series_file files[16];
+	char dir[] = "/tmp/vcpustat-rot0-XXXXXX", out[128];
+	struct run r;
+	size_t n;
+
+	SKIP_UNLESS(bpf_unavailable());
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/rec.sht", dir);
+	RUN(&r, "record", "-o", out, "--rotate-every", "1s", "--duration", "3.5");
+	cr_assert_null(live_status_wrong(r.status, r.err), "%s: %s", live_status_wrong(r.status, r.err), r.err);
+	n = read_series(dir, files, 16);
+	cr_assert_geq(n, 3, "rotated every second: %zu files", n);
+	cr_assert_eq(summary_files(r.err), n, "the summary counts the %zu files written: %s", n, r.err);
+	RUN(&r, "record", "-o", out, "--rotate-every", "1s", "--keep", "2", "--duration", "3.5");
+	cr_assert_null(live_status_wrong(r.status, r.err), "%s: %s", live_status_wrong(r.status, r.err), r.err);
+	n = read_series(dir, files, 16);
+	rmdir(dir);
+	cr_assert_eq(n, 2, "--keep 2");
+	cr_assert_geq(summary_files(r.err), 3, "the summary counts the files written, not the 2 kept: %s", r.err);
+	cr_log_info("no records, --rotate-every 1s: %s", r.err);
+}
+
 /* ---- capture files: round trip and bad input ---- */
 
 static void write_capture(const char *path, int n, bool close_it)

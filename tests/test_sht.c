@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include "sht_model.h"
 
 /* Write sc to path (closed at end_t unless abandon_at < nops); fill the model the same way. */
@@ -625,4 +626,61 @@ Test(sht, open_from_memory)
 	free(data);
 	model_free(&m);
 	unlink(path);
+}
+
+/*
+ * sht_writer_close_size() is a bound (record --max-size relies on it): the
+ * bound taken before the last set, closed right after it, is never below the
+ * file's size. Small nodes (4 KiB) and fan-out 4 make deep trees, splits and
+ * big cores; attributes and strings come along the way (their definitions).
+ */
+Test(sht, close_size_bounds_the_closed_file, .timeout = 120)
+{
+	uint64_t worst_slack = UINT64_MAX;
+
+	for (unsigned int seed = 1; seed <= 24; seed++) {
+		const char *path = tmp_path("closesize");
+		struct sht_writer_opts o = { .no_sync = true, .node_size = seed % 2 ? 4096 : 16384, .max_children = 4 };
+		struct vcpustat_error err = { 0 };
+		uint32_t ids[300], nattrs = 0, x = seed * 2654435761u;
+		unsigned int steps = 200 + (seed * 7919) % 20000;
+		uint64_t t = 0, bound = 0;
+		struct sht_writer *w;
+		struct stat sb;
+
+		cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
+		for (unsigned int s = 0; s < steps; s++) {
+			char name[64], str[32];
+			uint32_t a;
+			size_t defs = 0;
+
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			t += x % 1000;
+			if (nattrs < 300 && (nattrs < 5 || x % 50 == 0)) {
+				snprintf(name, sizeof(name), "/host/threads/%u/state", nattrs);
+				defs = strlen(name) + 12 * 4;
+			}
+			snprintf(str, sizeof(str), "s%u", x % 97);
+			bound = sht_writer_close_size(w, defs + (x % 3 == 0 ? strlen(str) + 8 : 0), false);
+			if (defs) {
+				cr_assert_eq(sht_writer_attr(w, name, &ids[nattrs]), 0);
+				nattrs++;
+			}
+			a = ids[x % nattrs];
+			if (x % 3 == 0)
+				cr_assert_eq(sht_writer_set_str(w, a, t, str), 0);
+			else if (x % 11 == 0)
+				cr_assert_eq(sht_writer_set_null(w, a, t), 0);
+			else
+				cr_assert_eq(sht_writer_set_int(w, a, t, (int64_t)(x % 100000)), 0);
+		}
+		cr_assert_eq(sht_writer_close(w, t + 1, &err), 0, "%s", err.msg);
+		cr_assert_eq(stat(path, &sb), 0);
+		cr_assert_leq((uint64_t)sb.st_size, bound, "seed %u: %lld bytes, over the bound %llu", seed,
+			      (long long)sb.st_size, (unsigned long long)bound);
+		if (bound - (uint64_t)sb.st_size < worst_slack)
+			worst_slack = bound - (uint64_t)sb.st_size;
+		unlink(path);
+	}
+	cr_log_info("close_size: never below the file; the closest, %llu bytes above", (unsigned long long)worst_slack);
 }

@@ -39,8 +39,9 @@ static int parse(int argc, char **argv, struct record_args *r)
 					 "and the states of host threads" },
 		{ "duration", 't', "D", "stop after D (1.5s, 250ms, 15m, 2h; a bare number is seconds)", CLI_DURATION,
 		  &r->lo.duration_ns, 1 },
-		{ "max-size", OPT_MAX_SIZE, "SIZE", "rotate when a file reaches SIZE (K, M, G suffixes)", CLI_SIZE,
-		  &r->max_size, 65536 },
+		{ "max-size", OPT_MAX_SIZE, "SIZE", "rotate so that no file of the series is over SIZE bytes\n"
+						    "(K, M, G suffixes; at least 48K), its close included", CLI_SIZE,
+		  &r->max_size, 1 },
 		{ "rotate-every", OPT_ROTATE, "D", "rotate every D (at least 1s; same syntax as --duration)",
 		  CLI_DURATION, &r->so.rec.rotate_ns, 1000000000 },
 		{ "keep", OPT_KEEP, "N", "with rotation, keep the newest N files (default: all)", CLI_NUMBER, &r->keep,
@@ -92,6 +93,10 @@ static int parse(int argc, char **argv, struct record_args *r)
 		return cli_usage_error("--ringbuf %lld: a power of two from 4K to 1G", r->ringbuf);
 	if (!r->so.rec.path)
 		return cli_usage_error("record: -o FILE.sht is required");
+	if (r->max_size && (uint64_t)r->max_size < recorder_min_size())
+		return cli_usage_error("--max-size %lld: a file of the series takes at least %llu bytes (%lluK: its header, one node and its footer)",
+				       r->max_size, (unsigned long long)recorder_min_size(),
+				       (unsigned long long)recorder_min_size() / 1024);
 	if (r->keep && !r->max_size && !r->so.rec.rotate_ns)
 		return cli_usage_error("--keep only makes sense with --max-size or --rotate-every");
 	r->vo.ringbuf_bytes = (unsigned int)r->ringbuf;

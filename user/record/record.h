@@ -61,6 +61,9 @@ struct recorder_opts {
 	bool atomic;
 };
 
+/* The smallest max_bytes: a file with nothing in it (its header, one node, its footer). */
+uint64_t recorder_min_size(void);
+
 /*
  * Open the recorder and its first file. With rotation (max_bytes or
  * rotate_ns), files are named <path minus .sht>-<YYYYmmddTHHMMSS>.sht from the

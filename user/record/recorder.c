@@ -180,6 +180,8 @@ static int attr_id(struct recorder *r, struct attr *a)
 /* An attribute made only when first set (a vCPU's exit_access, exit_fault, halt_poll_ns): setting it before is nothing. */
 #define ATTR_NONE ((size_t)-1)
 
+static int size_rotate(struct recorder *r, const struct attr *a, uint64_t t, const char *s);
+
 static int attr_set(struct recorder *r, size_t idx, uint64_t t, enum sht_type type, int64_t i, const char *s)
 {
 	struct attr *a;
@@ -196,6 +198,9 @@ static int attr_set(struct recorder *r, size_t idx, uint64_t t, enum sht_type ty
 		return 0;
 	if (a->type == SHT_NULL && type == SHT_NULL)
 		return 0;
+	err = size_rotate(r, a, t, type == SHT_STR ? s : NULL);
+	if (err)
+		return err;
 	a->type = type;
 	a->i = i;
 	a->s = s;
@@ -396,29 +401,54 @@ static int file_close(struct recorder *r, uint64_t t, struct vcpustat_error *err
 	return e;
 }
 
-static int maybe_rotate(struct recorder *r, uint64_t t, struct vcpustat_error *err)
+/* Close the file at t and go on in the next one. */
+static int rotate(struct recorder *r, uint64_t t, struct vcpustat_error *err)
 {
-	struct sht_writer_stats ws;
-	bool due = false;
-	int e;
+	int e = file_close(r, t, err);
 
-	if (!r->o.max_bytes && !r->o.rotate_ns)
-		return 0;
-	if (!r->w)
-		return r->failed;
-	sht_writer_get_stats(r->w, &ws);
-	if (r->o.max_bytes && ws.bytes >= r->o.max_bytes)
-		due = true;
-	if (r->o.rotate_ns && t >= r->file_start + r->o.rotate_ns)
-		due = true;
-	if (!due || t <= r->file_start)
-		return 0;
-	e = file_close(r, t, err);
 	if (!e)
 		e = file_open(r, t, err);
 	if (e && !r->w) /* no file to go on with: every later write fails with e */
 		r->failed = e;
 	return e;
+}
+
+static int maybe_rotate(struct recorder *r, uint64_t t, struct vcpustat_error *err)
+{
+	bool due = false;
+
+	if (!r->o.max_bytes && !r->o.rotate_ns)
+		return 0;
+	if (!r->w)
+		return r->failed;
+	if (r->o.rotate_ns && t >= r->file_start + r->o.rotate_ns)
+		due = true;
+	if (!due || t <= r->file_start)
+		return 0;
+	return rotate(r, t, err);
+}
+
+/*
+ * --max-size: before a set, rotate at t if the file, closed after it, could
+ * be larger than max_bytes (the writer's own bound: sht_writer_close_size()),
+ * so that every file of the series is at most max_bytes. The set then goes
+ * into the new file. A file's first instant is never cut: a file holds at
+ * least the values it starts with.
+ */
+static int size_rotate(struct recorder *r, const struct attr *a, uint64_t t, const char *s)
+{
+	size_t defs = 0;
+
+	if (!r->o.max_bytes || !r->w || !r->begun || t <= r->file_start)
+		return 0;
+	if (a->id == SHT_NO_ATTR) /* its path's components, each a definition */
+		for (const char *c = a->path; *c; c++)
+			defs += 1 + (*c == '/') * 12;
+	if (s)
+		defs += strlen(s) + 8;
+	if (sht_writer_close_size(r->w, defs, false) <= r->o.max_bytes)
+		return 0;
+	return rotate(r, t, NULL);
 }
 
 /* ---- attributes of vCPUs, threads, CPUs ---- */
@@ -1190,7 +1220,13 @@ int recorder_lost(struct recorder *r, uint64_t t, uint64_t lost, struct vcpustat
 
 int recorder_flush(struct recorder *r, struct vcpustat_error *err)
 {
-	int e = r->w ? sht_writer_flush(r->w) : r->failed;
+	int e;
+
+	/* --max-size: when sealing the leaf now could take the file over it, the close seals it instead */
+	if (r->w && r->o.max_bytes && r->begun && r->last_t > r->file_start &&
+	    sht_writer_close_size(r->w, 0, true) > r->o.max_bytes)
+		return rotate(r, r->last_t, err);
+	e = r->w ? sht_writer_flush(r->w) : r->failed;
 
 	return e ? verror(err, e, "%s: %s", r->path, strerror(-e)) : 0;
 }
@@ -1240,6 +1276,11 @@ static void recorder_free(struct recorder *r)
 	free(r);
 }
 
+uint64_t recorder_min_size(void)
+{
+	return sht_writer_min_size(NULL);
+}
+
 int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct vcpustat_error *err)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
@@ -1252,6 +1293,12 @@ int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct
 	if (r->o.atomic && (r->o.max_bytes || r->o.rotate_ns)) {
 		free(r);
 		return verror(err, -EINVAL, "%s: an atomic recording does not rotate", opts->path);
+	}
+	if (r->o.max_bytes && r->o.max_bytes < recorder_min_size()) {
+		free(r);
+		return verror(err, -EINVAL, "%s: a file of %llu bytes cannot hold a recording (at least %llu)",
+			      opts->path, (unsigned long long)opts->max_bytes,
+			      (unsigned long long)recorder_min_size());
 	}
 	if (r->o.max_bytes || r->o.rotate_ns) {
 		e = series_check(opts->path, err);

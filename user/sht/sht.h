@@ -131,6 +131,17 @@ struct sht_writer_stats {
 void sht_writer_get_stats(const struct sht_writer *w, struct sht_writer_stats *st);
 /* sht_writer_close(), and what it wrote in all in *st (the intervals the close ended among them). */
 int sht_writer_finish(struct sht_writer *w, uint64_t end_t, struct sht_writer_stats *st, struct vcpustat_error *err);
+/*
+ * An upper bound of the file's size if it were closed after one more
+ * sht_writer_set() that adds at most defs bytes of definitions (a new
+ * attribute: its path's length + 12 bytes per component; a new string: its
+ * length + 8), and with flush,
+ * a sht_writer_flush(): what a writer that must stay under a size checks
+ * before each set.
+ */
+uint64_t sht_writer_close_size(const struct sht_writer *w, size_t defs, bool flush);
+/* The smallest file a writer with these options (NULL: the defaults) closes: one with nothing in it. */
+uint64_t sht_writer_min_size(const struct sht_writer_opts *o);
 /* The error of the last failed call (I/O errors are sticky). */
 const struct vcpustat_error *sht_writer_error(const struct sht_writer *w);
 

@@ -78,6 +78,9 @@ struct sht_writer {
 	uint32_t nattrs, cap_attrs;
 	struct sht_strtab attr_index; /* (parent, name) -> attr id */
 	struct sht_strtab strings;    /* string -> id */
+	uint32_t open;		      /* attributes holding a value: the intervals a close ends */
+	uint64_t open_bytes;	      /* the most those intervals take encoded (rec_bound()) */
+	uint64_t defs_bytes;	      /* definitions so far: the footer repeats them */
 	struct vcpustat_error err;
 	int failed; /* sticky I/O error */
 };
@@ -393,6 +396,15 @@ static int insert(struct sht_writer *w, const struct sht_rec *r)
 	return 0;
 }
 
+/* The most an interval of attr's value takes encoded, whatever its times. */
+static size_t rec_bound(uint32_t attr, uint8_t type, int64_t i)
+{
+	struct sht_rec r = { .attr = attr, .type = type, .start = 0, .end = UINT64_MAX, .i = i };
+	uint8_t rec[SHT_MAX_REC];
+
+	return rec_put(rec, 0, &r);
+}
+
 /* Append a definition record to the current leaf. */
 static int add_def(struct sht_writer *w, const uint8_t *def, size_t len)
 {
@@ -405,6 +417,7 @@ static int add_def(struct sht_writer *w, const uint8_t *def, size_t len)
 	}
 	memcpy(w->branch[0]->defs + w->branch[0]->defs_len, def, len);
 	w->branch[0]->defs_len += len;
+	w->defs_bytes += len;
 	return 0;
 }
 
@@ -694,10 +707,16 @@ int sht_writer_set(struct sht_writer *w, uint32_t attr, uint64_t t, const struct
 		err = insert(w, &r);
 		if (err)
 			return err;
+		w->open--;
+		w->open_bytes -= rec_bound(attr, a->type, a->i);
 	}
 	a->type = (uint8_t)v->type;
 	a->i = v->type == SHT_STR ? (int64_t)sid : v->type == SHT_INT ? v->i : 0;
 	a->since = t;
+	if (a->type != SHT_NULL) {
+		w->open++;
+		w->open_bytes += rec_bound(attr, a->type, a->i);
+	}
 	return 0;
 }
 
@@ -732,6 +751,66 @@ int sht_writer_flush(struct sht_writer *w)
 }
 
 /* ---- close ---- */
+
+/* Blocks of n's content if it grew by more bytes. */
+static uint64_t blocks_with(const struct sht_writer *w, const struct wnode *n, uint64_t more)
+{
+	uint64_t payload = w->node_size - SHT_NODE_HDR;
+
+	return (wnode_used(n) - SHT_NODE_HDR + more + payload - 1) / payload;
+}
+
+/*
+ * An upper bound of the file's size if one more sht_writer_set() (with at
+ * most defs bytes of new definitions) and, with flush, sht_writer_flush()
+ * were done and the file then closed. Computed from what the close does:
+ * the open intervals (each at its longest encoding) are stored in the open
+ * nodes, the leaf with a journal copy of those that go higher; the open
+ * nodes are sealed; the footer repeats every definition. Where the leaf
+ * would overflow, each split it takes is counted as one that makes a new
+ * root (every open node sealed and started again, one level more).
+ */
+uint64_t sht_writer_close_size(const struct sht_writer *w, size_t defs, bool flush)
+{
+	uint64_t payload = w->node_size - SHT_NODE_HDR;
+	uint64_t k = (uint64_t)w->open + 1; /* intervals to store: the open ones, one more set's */
+	uint64_t recs = w->open_bytes + SHT_MAX_REC;
+	uint64_t skip = 20 * ((k + SHT_SKIP_EVERY - 1) / SHT_SKIP_EVERY + 1); /* two varints per 64 records */
+	uint64_t leaf = recs + k + skip + defs; /* records, or their journal copies (one byte more) */
+	uint64_t room = wnode_room(w, w->branch[0]);
+	uint64_t blocks = 1 + w->nnodes, splits = 0, footer;
+	int h;
+
+	if (flush && !wnode_empty(w->branch[0]))
+		splits = 1;
+	if (wnode_used(w->branch[0]) + leaf > room) {
+		/* a fresh leaf holds this much: its header, a branch table one entry longer, a record lost at its end */
+		uint64_t fresh = room - SHT_NODE_HDR - (uint64_t)(w->top + 3) * SHT_TABLE_ENTRY - SHT_MAX_REC;
+
+		splits += 1 + leaf / fresh;
+	}
+	blocks += 1; /* the leaf */
+	for (h = 1; h <= w->top; h++) {
+		const struct wnode *n = w->branch[h];
+		uint64_t more = recs + skip + splits * SHT_TABLE_ENTRY;
+
+		if (n->nkids >= SHT_MIN_FANOUT && wnode_used(n) + more > wnode_room(w, n))
+			splits += 1 + more / (payload / 2); /* it splits rather than grows */
+		blocks += blocks_with(w, n, more);
+	}
+	/* each split: every open node (more after each new root) sealed now and once more at the close */
+	blocks += splits * ((uint64_t)w->top + 2 + splits);
+	footer = SHT_FOOTER_FIXED_LEN + w->defs_bytes + defs;
+	blocks += (footer + payload - 1) / payload;
+	return blocks * w->node_size;
+}
+
+uint64_t sht_writer_min_size(const struct sht_writer_opts *o)
+{
+	uint64_t node_size = o && o->node_size ? o->node_size : 16384;
+
+	return 3 * node_size; /* the header, one leaf, one footer block: an empty file */
+}
 
 static int write_footer(struct sht_writer *w, uint64_t end, uint32_t *nfooter)
 {
