@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 		pthread_create(&tracked[i], NULL, tracked_thread, (void *)i);
 		while (!tracked_tid[i])
 			usleep(1000);
-		snprintf(name, sizeof(name), "CPU %ld/KVM", i);
+		snprintf(name, sizeof(name), "CPU %u/KVM", (unsigned int)(i & 0xffff)); /* a comm: 15 characters at most */
 		if (vcpustat_add_vcpu(vs, (__u32)tracked_tid[i], (__u32)getpid(), (__u32)i, name)) {
 			fprintf(stderr, "handler-cost: cannot track thread %d\n", tracked_tid[i]);
 			goto out;

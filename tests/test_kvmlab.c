@@ -2363,7 +2363,7 @@ static double node_seconds(json_t *placement, int n)
 Test(kvmlab_numa, vcpu_seconds_per_node_and_moves_across_nodes_match_the_kernel)
 {
 	static const char *names[2] = { "mover", "stay" };
-	char bin[512], args[2][512], ready[2][256], out[2][256];
+	char bin[512], args[2][1024], ready[2][256], out[2][256];
 	long long run_at[4] = { 0 }, kmig, truth_ns[2][2] = { { 0 } };
 	json_t *xdoc, *rep, *pl, *rvm[2];
 	pid_t vm[2], mover;

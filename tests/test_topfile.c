@@ -261,7 +261,7 @@ Test(topfile, text_windows_equal_report_and_say_what_was_recorded, .timeout = 30
 		  "%s", blocks[0]);
 	cr_assert(strstr(blocks[1], "window 1.500 .. 2.500 s of "), "%s", blocks[1]);
 	for (size_t i = 0; i < n; i++) {
-		char from[16], to[16];
+		char from[32], to[32];
 		const char *mine = after_first_line(blocks[i]);
 		size_t len = strlen(mine);
 
