@@ -1469,6 +1469,9 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
  * at least 90 % of KVM's halt_wakeup (and no more than the MSIs the guest
  * took), none as "ipi", at most 5 % as "timer" or "other"; by vector, 0x42
  * as many as "device" within 5 % + 2, and no vector but 0x42 (or none).
+ * How often the vCPUs sleep depends on the emulation's speed (44 to 119
+ * halt wake-ups in 2 s were seen in the lab): at least 40, for the ratios
+ * to mean something.
  */
 Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
 {
@@ -1507,7 +1510,7 @@ Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
 		"timer %lld, ipi %lld, other %lld; vector 0x42 %lld, none %lld\n",
 		args, jint(io, "msis_sent"), taken, kwoke, by[VCPU_WAKE_DEVICE], by[VCPU_WAKE_TIMER], by[VCPU_WAKE_IPI],
 		by[VCPU_WAKE_OTHER], by_vec[0x42], by_vec[0]);
-	cr_assert_gt(kwoke, 100, "the vCPUs slept and were woken");
+	cr_assert_geq(kwoke, 40, "the vCPUs slept and were woken: KVM's halt_wakeup %lld", kwoke);
 	cr_assert_leq(taken, jint(io, "msis_sent"), "the guest took no more MSIs than were sent");
 	cr_assert_geq(by[VCPU_WAKE_DEVICE] * 100, kwoke * 90, "device: %lld, KVM's halt_wakeup %lld",
 		      by[VCPU_WAKE_DEVICE], kwoke);
