@@ -53,6 +53,9 @@ struct wattr {
 	uint64_t since;
 };
 
+/* sht_writer_opts.node_size when it is 0 */
+#define SHT_DEFAULT_NODE_SIZE 16384
+
 struct sht_writer {
 	int fd; /* of.fd */
 	struct outfile of;
@@ -500,7 +503,7 @@ int sht_writer_create(struct sht_writer **wp, const char *path, const struct sht
 	w->fd = -1;
 	outfile_init(&w->of);
 	w->path = strdup(path);
-	w->node_size = opts->node_size ? opts->node_size : 16384;
+	w->node_size = opts->node_size ? opts->node_size : SHT_DEFAULT_NODE_SIZE;
 	w->max_children = opts->max_children ? opts->max_children : 32;
 	w->tree_start = w->last_t = w->horizon = opts->tree_start;
 	w->no_sync = opts->no_sync;
@@ -807,7 +810,7 @@ uint64_t sht_writer_close_size(const struct sht_writer *w, size_t defs, bool flu
 
 uint64_t sht_writer_min_size(const struct sht_writer_opts *o)
 {
-	uint64_t node_size = o && o->node_size ? o->node_size : 16384;
+	uint64_t node_size = o && o->node_size ? o->node_size : SHT_DEFAULT_NODE_SIZE;
 
 	return 3 * node_size; /* the header, one leaf, one footer block: an empty file */
 }
