@@ -441,9 +441,11 @@ static int size_rotate(struct recorder *r, const struct attr *a, uint64_t t, con
 
 	if (!r->o.max_bytes || !r->w || !r->begun || t <= r->file_start)
 		return 0;
-	if (a->id == SHT_NO_ATTR) /* its path's components, each a definition */
+	if (a->id == SHT_NO_ATTR) { /* its path's components, each a definition: its name + 12 bytes */
+		defs = 12;
 		for (const char *c = a->path; *c; c++)
 			defs += 1 + (*c == '/') * 12;
+	}
 	if (s)
 		defs += strlen(s) + 8;
 	if (sht_writer_close_size(r->w, defs, false) <= r->o.max_bytes)
