@@ -53,28 +53,11 @@ struct sum {
 	struct prog_cost c[NR_TP];
 };
 
-static void empty_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
-{
-	fd[0] = bpf_program__fd(e->progs.empty_kvm_entry);
-	fd[1] = bpf_program__fd(e->progs.empty_kvm_exit);
-	fd[2] = bpf_program__fd(e->progs.empty_kvm_pio);
-	fd[3] = bpf_program__fd(e->progs.empty_kvm_mmio);
-	fd[4] = bpf_program__fd(e->progs.empty_kvm_msr);
-	fd[5] = bpf_program__fd(e->progs.empty_kvm_page_fault);
-	fd[6] = bpf_program__fd(e->progs.empty_kvm_exit_btf);
-}
-
-/* The floor's programs: kvm_entry and kvm_exit only (the rest of fd[] -1: not measured). */
-static void floor_fds(struct kvm_empty_bpf *e, int fd[NR_TP])
-{
-	for (int i = 0; i < NR_TP; i++)
-		fd[i] = -1;
-	fd[0] = bpf_program__fd(e->progs.floor_kvm_entry);
-	fd[1] = bpf_program__fd(e->progs.floor_kvm_exit);
-}
-
-/* Attach the programs of one set (empty or floor) alone; links[] to destroy after the phase. */
-static int attach_set(struct kvm_empty_bpf *e, bool floor, struct bpf_link *links[NR_TP])
+/*
+ * The programs of one set, by tracepoint: the empty ones, or the floor's
+ * (kvm_entry and kvm_exit only: NULL elsewhere, not measured).
+ */
+static void set_progs(struct kvm_empty_bpf *e, bool floor, struct bpf_program *p[NR_TP])
 {
 	struct bpf_program *const empty[NR_TP] = { e->progs.empty_kvm_entry, e->progs.empty_kvm_exit,
 						   e->progs.empty_kvm_pio,   e->progs.empty_kvm_mmio,
@@ -82,11 +65,28 @@ static int attach_set(struct kvm_empty_bpf *e, bool floor, struct bpf_link *link
 						   e->progs.empty_kvm_exit_btf };
 	struct bpf_program *const fl[NR_TP] = { e->progs.floor_kvm_entry, e->progs.floor_kvm_exit };
 
-	for (int i = 0; i < NR_TP; i++) {
-		struct bpf_program *p = floor ? fl[i] : empty[i];
+	memcpy(p, floor ? fl : empty, sizeof(empty));
+}
 
-		links[i] = p ? bpf_program__attach(p) : NULL;
-		if (p && !links[i])
+/* The set's program fds (-1 where it has none). */
+static void set_fds(struct kvm_empty_bpf *e, bool floor, int fd[NR_TP])
+{
+	struct bpf_program *p[NR_TP];
+
+	set_progs(e, floor, p);
+	for (int i = 0; i < NR_TP; i++)
+		fd[i] = p[i] ? bpf_program__fd(p[i]) : -1;
+}
+
+/* Attach the programs of one set alone; links[] to destroy after the phase. */
+static int attach_set(struct kvm_empty_bpf *e, bool floor, struct bpf_link *links[NR_TP])
+{
+	struct bpf_program *p[NR_TP];
+
+	set_progs(e, floor, p);
+	for (int i = 0; i < NR_TP; i++) {
+		links[i] = p[i] ? bpf_program__attach(p[i]) : NULL;
+		if (p[i] && !links[i])
 			return -1;
 	}
 	return 0;
@@ -389,8 +389,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvm-event-cost: cannot load the empty KVM programs (root? the kvm module?)\n");
 		return 1;
 	}
-	empty_fds(empty, efd);
-	floor_fds(empty, ffd);
+	set_fds(empty, false, efd);
+	set_fds(empty, true, ffd);
 	if (vcpustat_open(&vs, &opts)) {
 		fprintf(stderr, "kvm-event-cost: cannot load vcpustat (root needed)\n");
 		goto out;
