@@ -3,7 +3,9 @@
 # empty programs on the same tracepoints, in the same run (bpf_stats run_time_ns /
 # run_cnt under `stress-ng --switch 2`; each program alone on its tracepoints, in
 # alternating phases: build/bin/handler-cost -h), and the cost of one injected event.
-# Target (issue 15): <= 1.5x the empty program with no VM, <= 2x with VMs.
+# Target (issue 15): <= 1.5x the empty program with no VM, <= 2x with VMs. Each run also
+# prints, per tracepoint, the floor of any tracer that times events (an empty program plus
+# one clock read, bench/sched_floor.bpf.c; issue 38 item 1) and vcpustat's ratio to it.
 #
 # usage: bench/handler-cost.sh [BUILD_DIR] [RUNS]     (as root, on a quiet machine)
 #   Each run: no VM on the host; 4 threads tracked as vCPUs (-i 4, registered

@@ -6,12 +6,15 @@
  * injected event (bpf_prog_test_run_opts).
  *
  * Each program is measured alone on its tracepoints, in phases of one run:
- * the empty programs, then vcpustat, then the empty programs again (the
- * empty figure is over both of its phases). Attached together, the program
- * that runs first on a tracepoint pays for what both touch (on some hosts
- * ~20-40 ns per event: bench/RESULTS.md, issue 15), so the ratio would
- * depend on the order of attachment; -c measures that way anyway (both
- * attached, vcpustat first: the method before issue 15).
+ * the empty programs, the floor's, then vcpustat, then the empty programs and
+ * the floor's again (the empty and floor figures are over both of their
+ * phases). The floor (issue 38 item 1, bench/sched_floor.bpf.c) is an empty
+ * program plus one clock read: what any tracer that times events pays.
+ * Attached together, the program that runs first on a tracepoint pays for
+ * what both touch (on some hosts ~20-40 ns per event: bench/RESULTS.md,
+ * issue 15), so the ratio would depend on the order of attachment; -c
+ * measures that way anyway (both attached, vcpustat first: the method before
+ * issue 15), with no floor.
  *
  * usage: handler-cost [-t SEC] [-n INJECTIONS] [-f] [-m] [-i N] [-b BUSY:SLEEP] [-c] [-- WORKLOAD ARGS...]
  * The default workload is `stress-ng --switch 2 -t SEC`, once per phase.
@@ -35,6 +38,7 @@
 #include <bpf/libbpf.h>
 #include "live/live.h"
 #include "empty.skel.h"
+#include "sched_floor.skel.h"
 #include "foreign_progs.h"
 #include "prog_cost.h"
 
@@ -163,25 +167,35 @@ static pid_t start_microvm(int seconds)
 	return pid;
 }
 
-/* Attach the empty programs, run the workload, add up their costs, detach. */
-static int empty_phase(struct empty_bpf *empty, char **workload, struct measured *sw, struct measured *wk,
-		       struct measured *wg)
-{
-	int sw_fd = bpf_program__fd(empty->progs.empty_sched_switch);
-	int wk_fd = bpf_program__fd(empty->progs.empty_sched_wakeup);
-	int wg_fd = bpf_program__fd(empty->progs.empty_sched_waking);
-	int err;
+/*
+ * A set of programs on sched_switch, sched_wakeup and sched_waking: the empty
+ * ones, or the floor's (an empty program plus one clock read).
+ */
+struct prog_set {
+	struct bpf_program *p[3];
+	struct measured m[3];
+};
 
-	if (empty_bpf__attach(empty))
-		return -errno;
-	measure_start(sw, sw_fd);
-	measure_start(wk, wk_fd);
-	measure_start(wg, wg_fd);
-	err = run_workload(workload);
-	measure_stop(sw, sw_fd);
-	measure_stop(wk, wk_fd);
-	measure_stop(wg, wg_fd);
-	empty_bpf__detach(empty);
+/* Attach a set's programs, run the workload, add up their costs, detach. */
+static int set_phase(struct prog_set *s, char **workload)
+{
+	struct bpf_link *links[3] = { NULL };
+	int err = 0;
+
+	for (int i = 0; i < 3 && !err; i++) {
+		links[i] = bpf_program__attach(s->p[i]);
+		if (!links[i])
+			err = -errno;
+	}
+	if (!err) {
+		for (int i = 0; i < 3; i++)
+			measure_start(&s->m[i], bpf_program__fd(s->p[i]));
+		err = run_workload(workload);
+		for (int i = 0; i < 3; i++)
+			measure_stop(&s->m[i], bpf_program__fd(s->p[i]));
+	}
+	for (int i = 0; i < 3; i++)
+		bpf_link__destroy(links[i]);
 	return err;
 }
 
@@ -189,7 +203,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [-t SEC] [-n INJECTIONS] [-f] [-m] [-i N] [-b BUSY_US:SLEEP_US] [-c] [-- WORKLOAD ARGS...]\n"
-		"  -t SEC   length of each phase (default 4): empty programs, vcpustat, empty programs\n"
+		"  -t SEC   length of each phase (default 4): empty programs, floor, vcpustat, empty, floor\n"
 		"  -f       record level full, with a thread draining the ring buffer\n"
 		"  -m       also run microvm (2 VMs x 2 vCPUs on CPU 0) during the run (needs /dev/kvm)\n"
 		"  -i N     also run N threads tracked as vCPUs (registered with vcpustat_add_vcpu),\n"
@@ -201,7 +215,10 @@ static void usage(const char *argv0)
 int main(int argc, char **argv)
 {
 	char secs[16], *dflt[] = { "stress-ng", "--switch", "2", "-t", secs, "-q", NULL };
-	struct measured v_sw = { 0 }, v_wk = { 0 }, v_wg = { 0 }, e_sw = { 0 }, e_wk = { 0 }, e_wg = { 0 }, all[24];
+	struct measured v_sw = { 0 }, v_wk = { 0 }, v_wg = { 0 }, all[24];
+	struct prog_set es = { 0 }, fs = { 0 };
+	struct measured *const e_sw = &es.m[0], *const e_wk = &es.m[1], *const e_wg = &es.m[2];
+	struct sched_floor_bpf *floor = NULL;
 	struct vcpustat_options opts = { 0 };
 	struct prog_cost inj0, inj1;
 	struct empty_bpf *empty = NULL;
@@ -254,6 +271,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "handler-cost: cannot load the empty programs\n");
 		goto out;
 	}
+	floor = sched_floor_bpf__open_and_load();
+	if (!floor) {
+		fprintf(stderr, "handler-cost: cannot load the floor's programs\n");
+		goto out;
+	}
+	es = (struct prog_set){ .p = { empty->progs.empty_sched_switch, empty->progs.empty_sched_wakeup,
+				       empty->progs.empty_sched_waking } };
+	fs = (struct prog_set){ .p = { floor->progs.floor_sched_switch, floor->progs.floor_sched_wakeup,
+				       floor->progs.floor_sched_waking } };
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (stats_fd < 0) {
 		fprintf(stderr, "handler-cost: bpf_enable_stats: %s\n", strerror(errno));
@@ -276,9 +302,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (with_vms)
-		vmm = start_microvm(concurrent ? seconds : 3 * seconds + 1);
+		vmm = start_microvm(concurrent ? seconds : 5 * seconds + 1); /* all five phases */
 
-	if (!concurrent && empty_phase(empty, workload, &e_sw, &e_wk, &e_wg)) {
+	if (!concurrent && (set_phase(&es, workload) || set_phase(&fs, workload))) {
 		fprintf(stderr, "handler-cost: the workload failed\n");
 		goto out;
 	}
@@ -306,9 +332,9 @@ int main(int argc, char **argv)
 	measure_start(&v_wk, wk_fd);
 	measure_start(&v_wg, wg_fd);
 	if (concurrent) {
-		measure_start(&e_sw, bpf_program__fd(empty->progs.empty_sched_switch));
-		measure_start(&e_wk, bpf_program__fd(empty->progs.empty_sched_wakeup));
-		measure_start(&e_wg, bpf_program__fd(empty->progs.empty_sched_waking));
+		measure_start(e_sw, bpf_program__fd(empty->progs.empty_sched_switch));
+		measure_start(e_wk, bpf_program__fd(empty->progs.empty_sched_wakeup));
+		measure_start(e_wg, bpf_program__fd(empty->progs.empty_sched_waking));
 	}
 	if (opts.record_level == VCPUSTAT_LEVEL_FULL) {
 		struct vcpustat_consumer cons = { .on_record = count_record };
@@ -327,9 +353,9 @@ int main(int argc, char **argv)
 	measure_stop(&v_wk, wk_fd);
 	measure_stop(&v_wg, wg_fd);
 	if (concurrent) {
-		measure_stop(&e_sw, bpf_program__fd(empty->progs.empty_sched_switch));
-		measure_stop(&e_wk, bpf_program__fd(empty->progs.empty_sched_wakeup));
-		measure_stop(&e_wg, bpf_program__fd(empty->progs.empty_sched_waking));
+		measure_stop(e_sw, bpf_program__fd(empty->progs.empty_sched_switch));
+		measure_stop(e_wk, bpf_program__fd(empty->progs.empty_sched_wakeup));
+		measure_stop(e_wg, bpf_program__fd(empty->progs.empty_sched_waking));
 		empty_bpf__detach(empty);
 	}
 	if (rb) {
@@ -371,20 +397,25 @@ int main(int argc, char **argv)
 	vcpustat_close(vs);
 	vs = NULL;
 
-	if (!concurrent && empty_phase(empty, workload, &e_sw, &e_wk, &e_wg)) {
+	if (!concurrent && (set_phase(&es, workload) || set_phase(&fs, workload))) {
 		fprintf(stderr, "handler-cost: the workload failed\n");
 		goto out;
 	}
 
-	printf("sched_switch: %llu events, vcpustat %.1f ns/event, empty %.1f ns/event (%llu events), ratio %.2fx\n",
-	       (unsigned long long)v_sw.sum.run_cnt, measured_ns(&v_sw), measured_ns(&e_sw),
-	       (unsigned long long)e_sw.sum.run_cnt, measured_ns(&v_sw) / measured_ns(&e_sw));
-	printf("sched_wakeup: %llu events, vcpustat %.1f ns/event, empty %.1f ns/event (%llu events), ratio %.2fx\n",
-	       (unsigned long long)v_wk.sum.run_cnt, measured_ns(&v_wk), measured_ns(&e_wk),
-	       (unsigned long long)e_wk.sum.run_cnt, measured_ns(&v_wk) / measured_ns(&e_wk));
-	printf("sched_waking: %llu events, vcpustat %.1f ns/event, empty %.1f ns/event (%llu events), ratio %.2fx\n",
-	       (unsigned long long)v_wg.sum.run_cnt, measured_ns(&v_wg), measured_ns(&e_wg),
-	       (unsigned long long)e_wg.sum.run_cnt, measured_ns(&v_wg) / measured_ns(&e_wg));
+	{
+		static const char *const tp[3] = { "sched_switch", "sched_wakeup", "sched_waking" };
+		const struct measured *v[3] = { &v_sw, &v_wk, &v_wg };
+
+		for (int i = 0; i < 3; i++) {
+			printf("%s: %llu events, vcpustat %.1f ns/event, empty %.1f ns/event (%llu events), ratio %.2fx\n",
+			       tp[i], (unsigned long long)v[i]->sum.run_cnt, measured_ns(v[i]), measured_ns(&es.m[i]),
+			       (unsigned long long)es.m[i].sum.run_cnt, measured_ns(v[i]) / measured_ns(&es.m[i]));
+			if (!concurrent)
+				printf("%s floor: %.1f ns/event (%llu events), vcpustat %.2fx the floor\n", tp[i],
+				       measured_ns(&fs.m[i]), (unsigned long long)fs.m[i].sum.run_cnt,
+				       measured_ns(v[i]) / measured_ns(&fs.m[i]));
+		}
+	}
 	printf("injection: %d events, %.1f ns/event in the kernel (bpf_stats), %.0f ns/event from user space "
 	       "(with the syscall)\n",
 	       n_inject, per_run(&inj0, &inj1), (double)(t1 - t0) / n_inject);
@@ -404,6 +435,7 @@ out:
 	if (stats_fd >= 0)
 		close(stats_fd);
 	empty_bpf__destroy(empty);
+	sched_floor_bpf__destroy(floor);
 	ring_buffer__free(rb);
 	vcpustat_close(vs);
 	return err;
