@@ -13,6 +13,7 @@
 #include "record/record.h"
 
 bool cli_json;
+enum cli_json_form cli_json_given;
 bool cli_pretty;
 const char *cli_prog = "vcpustat";
 

@@ -23,6 +23,20 @@ extern bool cli_json;   /* errors as {"error": "..."} on stdout */
 extern bool cli_pretty; /* -p/--pretty: every JSON document indented */
 
 /*
+ * How a command takes JSON: its field in the command table (vcpustat.c).
+ * The global -j sets cli_json_given to it, and the option layer then parses
+ * that option (--json, or -f json) before the command's argv, as if it had
+ * been given first: an option of argv still overrides it (-f csv), and the
+ * command reads its JSON choice where it always did, argv left as it was.
+ */
+enum cli_json_form {
+	CLI_JSON_NONE,	 /* no document of its own: -j only makes errors JSON */
+	CLI_JSON_FLAG,	 /* its "json" option (--json) */
+	CLI_JSON_FORMAT, /* its "format" option with the value json (-f json) */
+};
+extern enum cli_json_form cli_json_given;
+
+/*
  * The one way JSON reaches stdout: doc (its reference is taken), a newline,
  * a flush. CLI_JSON_LINE: compact, one document per line (streams: top,
  * report, errors); CLI_JSON_DOC: indented, keys in insertion order (one-shot
@@ -94,6 +108,7 @@ struct cli_args {
 	char **argv;
 	char *arg; /* the value of the option cli_next() returned */
 	int pos;   /* after the options: argv[pos..argc-1] are the operands */
+	enum cli_json_form json; /* the global -j's option, still to parse (cli_json_given) */
 	struct option longopts[CLI_MAX_OPTIONS + 2];
 	char shortopts[2 * CLI_MAX_OPTIONS + 4];
 };
