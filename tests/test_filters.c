@@ -6,6 +6,7 @@
  * timeline, not by the code under test.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,8 @@ static const struct set rec[] = {
 	{ 9 * S, "/vms/a/vcpus/1/state", 1 },
 };
 
-static void write_rec(char *path)
+/* The values of set[0..n) into a new file at path (a mkstemp template), ending at 10 s. */
+static void write_set(char *path, const struct set *set, size_t n)
 {
 	struct sht_writer_opts o = { .no_sync = true };
 	struct vcpustat_error err = { 0 };
@@ -82,18 +84,23 @@ static void write_rec(char *path)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
-	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint32_t a;
 
-		cr_assert_eq(sht_writer_attr(w, rec[i].path, &a), 0);
-		if (rec[i].s && !rec[i].s[0])
-			cr_assert_eq(sht_writer_set_null(w, a, rec[i].t), 0);
-		else if (rec[i].s)
-			cr_assert_eq(sht_writer_set_str(w, a, rec[i].t, rec[i].s), 0);
+		cr_assert_eq(sht_writer_attr(w, set[i].path, &a), 0);
+		if (set[i].s && !set[i].s[0])
+			cr_assert_eq(sht_writer_set_null(w, a, set[i].t), 0);
+		else if (set[i].s)
+			cr_assert_eq(sht_writer_set_str(w, a, set[i].t, set[i].s), 0);
 		else
-			cr_assert_eq(sht_writer_set_int(w, a, rec[i].t, rec[i].i), 0);
+			cr_assert_eq(sht_writer_set_int(w, a, set[i].t, set[i].i), 0);
 	}
 	cr_assert_eq(sht_writer_close(w, 10 * S, &err), 0, "%s", err.msg);
+}
+
+static void write_rec(char *path)
+{
+	write_set(path, rec, sizeof(rec) / sizeof(rec[0]));
 }
 
 /* `report FILE -j ARGS...`: the document. */
@@ -608,5 +615,72 @@ Test(filters, placement_counts_the_vcpus_and_cpus_kept)
 	cr_assert_eq(int_of(b, "run_ns"), 3 * S);
 	cr_assert_eq(int_of(b, "migrations"), 0);
 	json_decref(doc);
+	unlink(path);
+}
+
+/*
+ * --cgroup on a recording (summary_filter_cgroups_to_vms): three VMs, a in a
+ * libvirt scope, b in a pod's cgroup, c with no cgroup recorded.
+ */
+#define A_CG "/machine.slice/machine-qemu\\x2d1\\x2da.scope/libvirt/emulator"
+#define B_CG "/kubepods.slice/kubepods-pod1.slice/cri-containerd-0123abcd4567ef89.scope"
+
+static const struct set cgroup_rec[] = {
+	{ 0, "/vms/a/pid", 100 },	    { 0, "/vms/a/cgroup", 0, A_CG },	     { 0, "/vms/a/vcpus/0/state", 1 },
+	{ 0, "/vms/b/pid", 200 },	    { 0, "/vms/b/cgroup", 0, B_CG },	     { 0, "/vms/b/vcpus/0/state", 1 },
+	{ 0, "/vms/c/pid", 300 },	    { 0, "/vms/c/vcpus/0/state", 1 },
+};
+
+/* f's --vm list after --cgroup pats[0..n) (and --vm vm, if not NULL): the return value, the list in list. */
+static int cgroups_to_vms(const char *path, const char *const *pats, size_t n, const char *vm, char *list,
+			  size_t len, struct vcpustat_error *err)
+{
+	static struct filter_vms keep;
+	struct summary_filter f = { 0 };
+	const char *vms[1] = { vm };
+	struct sht_reader *r;
+	size_t used = 0;
+	int e;
+
+	cr_assert_eq(sht_open(&r, path, err), 0, "%s", err->msg);
+	for (size_t i = 0; i < n; i++)
+		f.cgroups[f.nr_cgroups++] = pats[i];
+	if (vm) {
+		f.vms = vms;
+		f.nr_vms = 1;
+	}
+	e = summary_filter_cgroups_to_vms(&f, r, "rec.sht", &keep, err);
+	list[0] = '\0';
+	for (size_t i = 0; i < f.nr_vms; i++)
+		used += (size_t)snprintf(list + used, len - used, "%s%s", i ? " " : "", f.vms[i]);
+	if (!e && n)
+		cr_assert_eq(f.vms, keep.vms, "the names are the caller's copies");
+	sht_close(r);
+	return e;
+}
+
+Test(filters, cgroup_patterns_become_the_vms_of_the_file_in_those_cgroups)
+{
+	char path[] = "/tmp/vcpustat-filters-cg-XXXXXX", list[256];
+	const char *libvirt[] = { "/machine.slice/*" }, *both[] = { "/machine.slice/*", "0123abcd" },
+		   *none[] = { "/system.slice/*" };
+	struct vcpustat_error err = { 0 };
+
+	write_set(path, cgroup_rec, sizeof(cgroup_rec) / sizeof(cgroup_rec[0]));
+	cr_assert_eq(cgroups_to_vms(path, NULL, 0, NULL, list, sizeof(list), &err), 0);
+	cr_assert_str_eq(list, "", "no --cgroup: f is left as it was");
+	cr_assert_eq(cgroups_to_vms(path, libvirt, 1, NULL, list, sizeof(list), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(list, "a", "a glob of the path");
+	cr_assert_eq(cgroups_to_vms(path, both, 2, NULL, list, sizeof(list), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(list, "a b", "either pattern; b by its container id's start");
+	cr_assert_eq(cgroups_to_vms(path, both, 2, "200", list, sizeof(list), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(list, "b", "and --vm (by pid)");
+
+	cr_assert_eq(cgroups_to_vms(path, none, 1, NULL, list, sizeof(list), &err), -ENOENT);
+	cr_assert_str_eq(err.msg, "--cgroup /system.slice/*: no VM of rec.sht runs in such a cgroup (their cgroups: a: "
+				  A_CG ", b: " B_CG ", c: none recorded)");
+	cr_assert_eq(cgroups_to_vms(path, libvirt, 1, "b", list, sizeof(list), &err), -ENOENT);
+	cr_assert_str_eq(err.msg, "--cgroup /machine.slice/*: no VM of rec.sht runs in such a cgroup (their cgroups: b: "
+				  B_CG ")", "only the VMs --vm keeps are named");
 	unlink(path);
 }

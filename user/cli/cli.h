@@ -219,8 +219,11 @@ enum { CLI_OPT_VCPU = 0x300, CLI_OPT_TID, CLI_OPT_PCPU, CLI_OPT_CGROUP };
  */
 int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct summary_filter *f);
 /*
- * Each filter of f selects something in file (summary_filter_check): 0, or
- * CLI_USAGE after "CMD: --vcpu 7: no such vCPU in FILE (...)"; CLI_FAIL.
+ * Each filter of f selects something in file (summary_filter_check), --cgroup
+ * first made the --vm list of the VMs of file in those cgroups
+ * (summary_filter_cgroups_to_vms: f->vms then point into this file's
+ * storage until the next call): 0, or CLI_USAGE after "CMD: --vcpu 7: no
+ * such vCPU in FILE (...)"; CLI_FAIL.
  */
 int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, struct summary_filter *f);
 /* The filters together kept nothing (nr: what the command kept): CLI_USAGE after the error; else 0. */

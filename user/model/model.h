@@ -684,7 +684,8 @@ struct summary_filter {
 	/*
 	 * --cgroup: VMs whose VMM process's cgroup matches one of these
 	 * (cgroup_matches()). Live, summary_build() asks /proc; offline,
-	 * cli_filter_check() turns them into the VM names of the file (vms).
+	 * summary_filter_cgroups_to_vms() turns them into the VM names of the
+	 * file (vms).
 	 */
 	const char *cgroups[FILTER_MAX_CGROUPS];
 	size_t nr_cgroups;
@@ -704,6 +705,25 @@ bool summary_filter_vcpus(const struct summary_filter *f);
 bool summary_filter_narrows(const struct summary_filter *f);
 /* The filters of f as options, for messages: "--vcpu 1 --pcpu 0-3" ("" if none). */
 const char *summary_filter_text(const struct summary_filter *f, char *buf, size_t len);
+
+/*
+ * --cgroup on a recording: the VMs of r that --vm keeps and whose recorded
+ * cgroup (/vms/<vm>/cgroup, its container named by this host's runtime or
+ * as the recording kept it) matches become f's --vm list, by name: copies in
+ * keep (the caller's, alive as long as f; the first FILTER_MAX_VMS VMs),
+ * since commands may open the file again. 0 (f without --cgroup: nothing to
+ * do); -ENOENT if no VM matches, with err naming the patterns and the VMs'
+ * cgroups ("--cgroup web-*: no VM of FILE runs in such a cgroup (their
+ * cgroups: a: /a.scope)"); -ENOMEM.
+ */
+#define FILTER_MAX_VMS 1024
+
+struct filter_vms {
+	char names[FILTER_MAX_VMS][128];
+	const char *vms[FILTER_MAX_VMS];
+};
+int summary_filter_cgroups_to_vms(struct summary_filter *f, struct sht_reader *r, const char *file,
+				  struct filter_vms *keep, struct vcpustat_error *err);
 
 /*
  * Does each filter of f select something in the file r (whatever the
