@@ -684,3 +684,68 @@ Test(filters, cgroup_patterns_become_the_vms_of_the_file_in_those_cgroups)
 				  B_CG ")", "only the VMs --vm keeps are named");
 	unlink(path);
 }
+
+/* Is the attribute at path selected in want? */
+static bool wanted(struct sht_reader *r, const uint8_t *want, const char *path)
+{
+	uint32_t id;
+
+	cr_assert_eq(sht_attr_lookup(r, path, &id), 0, "%s", path);
+	return want[id];
+}
+
+/* query's selection and times (model/query_view.c), on the recording above. */
+Test(filters, query_selects_the_path_times_and_filters_of_a_recording)
+{
+	char path[] = "/tmp/vcpustat-filters-q-XXXXXX";
+	struct summary_filter f = { 0 };
+	struct vcpustat_error err = { 0 };
+	const char *vms[] = { "a" };
+	struct sht_reader *r;
+	uint8_t *want;
+	uint64_t t1, t2;
+
+	write_rec(path);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(query_select_path(r, NULL, &want, &err), 0);
+	cr_assert_null(want, "no --path: every attribute");
+	cr_assert_eq(query_select_path(r, "/vms/a/**", &want, &err), 0, "%s", err.msg);
+	cr_assert(wanted(r, want, "/vms/a/vcpus/1/state") && !wanted(r, want, "/vms/b/pid"));
+	free(want);
+	cr_assert_eq(query_select_path(r, "/vms/c", &want, &err), -ENOENT);
+	cr_assert_str_eq(err.msg, "no attribute /vms/c");
+	free(want);
+
+	cr_assert_eq(query_times(r, "f", NULL, NULL, NULL, &t1, &t2, &err), 0);
+	cr_assert(t1 == 0 && t2 == 10 * S, "the whole file: %llu %llu", (unsigned long long)t1, (unsigned long long)t2);
+	cr_assert_eq(query_times(r, "f", "2s", "1s", NULL, &t1, &t2, &err), 0, "%s", err.msg);
+	cr_assert(t1 == 2 * S && t2 == 2 * S, "--at: one instant, --from aside");
+	cr_assert_eq(query_times(r, "f", NULL, "1s", "3s", &t1, &t2, &err), 0, "%s", err.msg);
+	cr_assert(t1 == 1 * S && t2 == 3 * S);
+	cr_assert_eq(query_times(r, "f", "11s", NULL, NULL, &t1, &t2, &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "--at 11s: after the end of the history of f (10000000000 ns since the start)");
+	cr_assert_eq(query_times(r, "f", "soon", NULL, NULL, &t1, &t2, &err), -EINVAL);
+	cr_assert(!strncmp(err.msg, "--at: ", 6), "%s", err.msg);
+	cr_assert_eq(query_times(r, "f", NULL, "3s", "1s", &t1, &t2, &err), -ERANGE);
+	cr_assert_str_eq(err.msg, "--from 3s is after --to 1s");
+
+	want = NULL;
+	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), 0);
+	cr_assert_null(want, "no filter: nothing to narrow");
+	cr_assert_eq(id_set_add(&f.vcpus, "1", &err), 0);
+	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), 0, "%s", err.msg);
+	cr_assert_not_null(want);
+	cr_assert(wanted(r, want, "/vms/a/vcpus/1/state") && wanted(r, want, "/vms/b/vcpus/1/state"));
+	cr_assert(!wanted(r, want, "/vms/a/vcpus/0/state"), "--vcpu 1 leaves vCPU 0 out");
+	free(want);
+	want = NULL;
+	memset(&f, 0, sizeof(f));
+	f.vms = vms;
+	f.nr_vms = 1;
+	cr_assert_eq(id_set_add(&f.tids, "201", &err), 0);
+	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), -ENOENT, "b's vCPU is not a's");
+	cr_assert_str_eq(err.msg, "--tid 201: no attribute of f matches these filters together");
+	free(want);
+	sht_close(r);
+	unlink(path);
+}

@@ -1093,6 +1093,28 @@ int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t 
 		 size_t *kept, struct vcpustat_error *err);
 
 /*
+ * The selection of query: *want (one byte per attribute, the caller frees;
+ * NULL: every attribute). query_select_path: the attributes of --path P
+ * (sht_select; path NULL: leaves *want NULL), 0, -ENOENT (no such attribute)
+ * or -ENOMEM. query_narrow: then the filters of f over [t1, t2]
+ * (query_filter; *want made first if NULL), nothing to do without --vm or
+ * a filter that narrows; 0, -ENOENT with err "--vcpu 7: no attribute of
+ * FILE matches these filters together" when none is kept, or -ENOMEM.
+ */
+int query_select_path(struct sht_reader *r, const char *path, uint8_t **want, struct vcpustat_error *err);
+int query_narrow(struct sht_reader *r, const char *file, const struct summary_filter *f, uint64_t t1, uint64_t t2,
+		 uint8_t **want, struct vcpustat_error *err);
+
+/*
+ * The times of query: --at T (at; then *t1 = *t2 = T), else the range of
+ * --path between --from and --to (NULL: the file's start, its end). 0, or
+ * -EINVAL with err naming the option (a time that does not parse, --at after
+ * the end of the history of file), -ERANGE when --from is after --to.
+ */
+int query_times(struct sht_reader *r, const char *file, const char *at, const char *from, const char *to,
+		uint64_t *t1, uint64_t *t2, struct vcpustat_error *err);
+
+/*
  * ---- flow.c: execution-flow recovery (preemption-analysis paper, Alg. 1-2) ----
  * Everything that delayed one thread (a host thread, or a guest thread of a
  * VM whose guest trace was imported) over its lifespan in a window of a
