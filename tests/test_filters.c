@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli_run.h"
+#include "export/export.h"
 #include "model/model.h"
 
 #define S 1000000000ull
@@ -746,6 +747,39 @@ Test(filters, query_selects_the_path_times_and_filters_of_a_recording)
 	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), -ENOENT, "b's vCPU is not a's");
 	cr_assert_str_eq(err.msg, "--tid 201: no attribute of f matches these filters together");
 	free(want);
+	sht_close(r);
+	unlink(path);
+}
+
+/* export's window (export/window.c): the -f names, and a filter that kept nothing writes nothing. */
+Test(filters, export_of_a_window_writes_nothing_a_filter_left_out)
+{
+	char path[] = "/tmp/vcpustat-filters-w-XXXXXX", out[64];
+	struct export_window w = { .mo.top_culprits = METRICS_TOP_CULPRITS };
+	struct summary_filter f = { 0 };
+	struct vcpustat_error err = { 0 };
+	const char *nobody[] = { "zz" };
+	struct sht_reader *r;
+	size_t nr_vms;
+
+	cr_assert_eq(export_format_parse("ctf", &w), 0);
+	cr_assert(w.timeline && w.tfmt == TIMELINE_CTF);
+	cr_assert_eq(export_format_parse("csv", &w), 0);
+	cr_assert(!w.timeline && w.fmt == METRICS_CSV, "a metrics format after a timeline one");
+	cr_assert_eq(export_format_parse("yaml", &w), -EINVAL);
+
+	write_rec(path);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	f.vms = nobody;
+	f.nr_vms = 1;
+	snprintf(out, sizeof(out), "%s.csv", path);
+	w.out = out;
+	cr_assert_eq(export_window(r, "f", 0, 10 * S, &f, &w, &nr_vms, &err), 0, "%s", err.msg);
+	cr_assert(nr_vms == 0 && access(out, F_OK) != 0, "--vm zz: nothing written");
+	f.nr_vms = 0;
+	cr_assert_eq(export_window(r, "f", 0, 10 * S, &f, &w, &nr_vms, &err), 0, "%s", err.msg);
+	cr_assert(nr_vms == 2 && access(out, F_OK) == 0, "no filter: the metrics of both VMs");
+	unlink(out);
 	sht_close(r);
 	unlink(path);
 }
