@@ -783,3 +783,54 @@ Test(filters, export_of_a_window_writes_nothing_a_filter_left_out)
 	sht_close(r);
 	unlink(path);
 }
+
+/* report_show_window() into a string: its return value; *text the text (free it), or *doc with doc. */
+static int show_window(struct sht_reader *r, const struct summary_filter *f, char **text, json_t **doc, size_t *nr_vms)
+{
+	struct vcpustat_error err = { 0 };
+	size_t len = 0;
+	FILE *out = open_memstream(text, &len);
+	int e;
+
+	cr_assert_not_null(out);
+	e = report_show_window(out, doc, r, "f", 0, 10 * S, f, 5, nr_vms, &err);
+	cr_assert_eq(fclose(out), 0);
+	return e;
+}
+
+/* report's tables of a window (model/report_show.c): text or JSON, and nothing shown when a filter kept nothing. */
+Test(filters, report_shows_the_window_as_text_or_json_and_nothing_a_filter_left_out)
+{
+	char path[] = "/tmp/vcpustat-filters-r-XXXXXX", *text;
+	struct summary_filter f = { 0 };
+	struct vcpustat_error err = { 0 };
+	const char *nobody[] = { "zz" };
+	struct sht_reader *r;
+	json_t *doc = NULL;
+	size_t nr_vms;
+
+	write_rec(path);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(show_window(r, &f, &text, NULL, &nr_vms), 0);
+	cr_assert_eq(nr_vms, 2);
+	cr_assert(!strncmp(text, "f: ", 3), "the line naming the file and window first: %s", text);
+	free(text);
+	cr_assert_eq(show_window(r, &f, &text, &doc, &nr_vms), 0);
+	cr_assert_str_eq(text, "", "JSON: no text");
+	cr_assert_str_eq(json_string_value(json_object_get(doc, "file")), "f");
+	cr_assert_eq(json_array_size(json_object_get(doc, "vms")), 2);
+	json_decref(doc);
+	free(text);
+
+	f.vms = nobody;
+	f.nr_vms = 1;
+	doc = NULL;
+	cr_assert_eq(show_window(r, &f, &text, &doc, &nr_vms), 0);
+	cr_assert(nr_vms == 0 && !doc, "--vm zz: no document");
+	free(text);
+	cr_assert_eq(show_window(r, &f, &text, NULL, &nr_vms), 0);
+	cr_assert_str_eq(text, "", "--vm zz: no text");
+	free(text);
+	sht_close(r);
+	unlink(path);
+}

@@ -1010,6 +1010,33 @@ void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uin
 			bool has_culprits);
 
 /*
+ * ---- report_show.c: what `vcpustat report` shows of a window [t1, t2] ----
+ * With doc NULL, text to f (a line naming file and window, then the view);
+ * else the JSON document in *doc (the caller prints and frees it). 0, or a
+ * negative errno with err filled.
+ *
+ * report_show_window: the live view's tables (report_build; top rows per
+ * table, 0: all); *nr_vms the VMs the filters kept. When filter has --vm or
+ * --vcpu/--tid/--pcpu and kept no VM, nothing is shown (the caller's error
+ * says why: cli_filter_none_kept, cli_vm_none_matched).
+ * report_show_placement: --placement (host_topology: this machine's, from
+ * sysfs); nothing shown when --vm kept no VM (*nr_vms 0).
+ * report_show_pcpu: --pcpu, top occupants per CPU.
+ * report_show_flow: --flow THREAD (target: flow_parse_target()'s), culprits
+ * below min_impact left out; -ENOENT when the file has no such thread.
+ */
+int report_show_window(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+		       const struct summary_filter *filter, unsigned int top, size_t *nr_vms, struct vcpustat_error *err);
+int report_show_placement(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			  const struct summary_filter *filter, bool host_topology, size_t *nr_vms,
+			  struct vcpustat_error *err);
+int report_show_pcpu(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+		     const struct summary_filter *filter, unsigned int top, struct vcpustat_error *err);
+struct flow_target;
+int report_show_flow(FILE *f, json_t **doc, struct sht_reader *r, const char *file, const struct flow_target *target,
+		     const char *thread, uint64_t t1, uint64_t t2, double min_impact, struct vcpustat_error *err);
+
+/*
  * ---- playback.c: time travel over a recording ----
  * Time travel over a recording (`vcpustat top --file`, and
  * `--demo` without /dev/kvm): the live view's windows one after another,
