@@ -33,6 +33,8 @@ pkgs=(
 	# the KVM lab's peer (kvmlab/perf_kvm_stat_...) and bench/kvmlab-overhead.sh: perf kvm stat
 	# (Debian 12's linux-perf is perf 6.1, an ELF binary, no wrapper; it runs in the lab's 6.1 guest)
 	linux-perf
+	# bench/kvmlab-overhead.sh's third peer: bpftrace counting kvm:kvm_exit by reason
+	bpftrace
 )
 
 missing=()
