@@ -6,11 +6,13 @@
  * timeline, not by the code under test.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "cli_run.h"
+#include "export/export.h"
 #include "model/model.h"
 
 #define S 1000000000ull
@@ -72,7 +74,8 @@ static const struct set rec[] = {
 	{ 9 * S, "/vms/a/vcpus/1/state", 1 },
 };
 
-static void write_rec(char *path)
+/* The values of set[0..n) into a new file at path (a mkstemp template), ending at 10 s. */
+static void write_set(char *path, const struct set *set, size_t n)
 {
 	struct sht_writer_opts o = { .no_sync = true };
 	struct vcpustat_error err = { 0 };
@@ -82,18 +85,23 @@ static void write_rec(char *path)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	cr_assert_eq(sht_writer_create(&w, path, &o, &err), 0, "%s", err.msg);
-	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint32_t a;
 
-		cr_assert_eq(sht_writer_attr(w, rec[i].path, &a), 0);
-		if (rec[i].s && !rec[i].s[0])
-			cr_assert_eq(sht_writer_set_null(w, a, rec[i].t), 0);
-		else if (rec[i].s)
-			cr_assert_eq(sht_writer_set_str(w, a, rec[i].t, rec[i].s), 0);
+		cr_assert_eq(sht_writer_attr(w, set[i].path, &a), 0);
+		if (set[i].s && !set[i].s[0])
+			cr_assert_eq(sht_writer_set_null(w, a, set[i].t), 0);
+		else if (set[i].s)
+			cr_assert_eq(sht_writer_set_str(w, a, set[i].t, set[i].s), 0);
 		else
-			cr_assert_eq(sht_writer_set_int(w, a, rec[i].t, rec[i].i), 0);
+			cr_assert_eq(sht_writer_set_int(w, a, set[i].t, set[i].i), 0);
 	}
 	cr_assert_eq(sht_writer_close(w, 10 * S, &err), 0, "%s", err.msg);
+}
+
+static void write_rec(char *path)
+{
+	write_set(path, rec, sizeof(rec) / sizeof(rec[0]));
 }
 
 /* `report FILE -j ARGS...`: the document. */
@@ -608,5 +616,221 @@ Test(filters, placement_counts_the_vcpus_and_cpus_kept)
 	cr_assert_eq(int_of(b, "run_ns"), 3 * S);
 	cr_assert_eq(int_of(b, "migrations"), 0);
 	json_decref(doc);
+	unlink(path);
+}
+
+/*
+ * --cgroup on a recording (summary_filter_cgroups_to_vms): three VMs, a in a
+ * libvirt scope, b in a pod's cgroup, c with no cgroup recorded.
+ */
+#define A_CG "/machine.slice/machine-qemu\\x2d1\\x2da.scope/libvirt/emulator"
+#define B_CG "/kubepods.slice/kubepods-pod1.slice/cri-containerd-0123abcd4567ef89.scope"
+
+static const struct set cgroup_rec[] = {
+	{ 0, "/vms/a/pid", 100 },	    { 0, "/vms/a/cgroup", 0, A_CG },	     { 0, "/vms/a/vcpus/0/state", 1 },
+	{ 0, "/vms/b/pid", 200 },	    { 0, "/vms/b/cgroup", 0, B_CG },	     { 0, "/vms/b/vcpus/0/state", 1 },
+	{ 0, "/vms/c/pid", 300 },	    { 0, "/vms/c/vcpus/0/state", 1 },
+};
+
+/* f's --vm list after --cgroup pats[0..n) (and --vm vm, if not NULL): the return value, the list in list. */
+static int cgroups_to_vms(const char *path, const char *const *pats, size_t n, const char *vm, char *list,
+			  size_t len, struct vcpustat_error *err)
+{
+	static struct filter_vms keep;
+	struct summary_filter f = { 0 };
+	const char *vms[1] = { vm };
+	struct sht_reader *r;
+	size_t used = 0;
+	int e;
+
+	cr_assert_eq(sht_open(&r, path, err), 0, "%s", err->msg);
+	for (size_t i = 0; i < n; i++)
+		f.cgroups[f.nr_cgroups++] = pats[i];
+	if (vm) {
+		f.vms = vms;
+		f.nr_vms = 1;
+	}
+	e = summary_filter_cgroups_to_vms(&f, r, "rec.sht", &keep, err);
+	list[0] = '\0';
+	for (size_t i = 0; i < f.nr_vms; i++)
+		used += (size_t)snprintf(list + used, len - used, "%s%s", i ? " " : "", f.vms[i]);
+	if (!e && n)
+		cr_assert_eq(f.vms, keep.vms, "the names are the caller's copies");
+	sht_close(r);
+	return e;
+}
+
+Test(filters, cgroup_patterns_become_the_vms_of_the_file_in_those_cgroups)
+{
+	char path[] = "/tmp/vcpustat-filters-cg-XXXXXX", list[256];
+	const char *libvirt[] = { "/machine.slice/*" }, *both[] = { "/machine.slice/*", "0123abcd" },
+		   *none[] = { "/system.slice/*" };
+	struct vcpustat_error err = { 0 };
+
+	write_set(path, cgroup_rec, sizeof(cgroup_rec) / sizeof(cgroup_rec[0]));
+	cr_assert_eq(cgroups_to_vms(path, NULL, 0, NULL, list, sizeof(list), &err), 0);
+	cr_assert_str_eq(list, "", "no --cgroup: f is left as it was");
+	cr_assert_eq(cgroups_to_vms(path, libvirt, 1, NULL, list, sizeof(list), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(list, "a", "a glob of the path");
+	cr_assert_eq(cgroups_to_vms(path, both, 2, NULL, list, sizeof(list), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(list, "a b", "either pattern; b by its container id's start");
+	cr_assert_eq(cgroups_to_vms(path, both, 2, "200", list, sizeof(list), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(list, "b", "and --vm (by pid)");
+
+	cr_assert_eq(cgroups_to_vms(path, none, 1, NULL, list, sizeof(list), &err), -ENOENT);
+	cr_assert_str_eq(err.msg, "--cgroup /system.slice/*: no VM of rec.sht runs in such a cgroup (their cgroups: a: "
+				  A_CG ", b: " B_CG ", c: none recorded)");
+	cr_assert_eq(cgroups_to_vms(path, libvirt, 1, "b", list, sizeof(list), &err), -ENOENT);
+	cr_assert_str_eq(err.msg, "--cgroup /machine.slice/*: no VM of rec.sht runs in such a cgroup (their cgroups: b: "
+				  B_CG ")", "only the VMs --vm keeps are named");
+	unlink(path);
+}
+
+/* Is the attribute at path selected in want? */
+static bool wanted(struct sht_reader *r, const uint8_t *want, const char *path)
+{
+	uint32_t id;
+
+	cr_assert_eq(sht_attr_lookup(r, path, &id), 0, "%s", path);
+	return want[id];
+}
+
+/* query's selection and times (model/query_view.c), on the recording above. */
+Test(filters, query_selects_the_path_times_and_filters_of_a_recording)
+{
+	char path[] = "/tmp/vcpustat-filters-q-XXXXXX";
+	struct summary_filter f = { 0 };
+	struct vcpustat_error err = { 0 };
+	const char *vms[] = { "a" };
+	struct sht_reader *r;
+	uint8_t *want;
+	uint64_t t1, t2;
+
+	write_rec(path);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(query_select_path(r, NULL, &want, &err), 0);
+	cr_assert_null(want, "no --path: every attribute");
+	cr_assert_eq(query_select_path(r, "/vms/a/**", &want, &err), 0, "%s", err.msg);
+	cr_assert(wanted(r, want, "/vms/a/vcpus/1/state") && !wanted(r, want, "/vms/b/pid"));
+	free(want);
+	cr_assert_eq(query_select_path(r, "/vms/c", &want, &err), -ENOENT);
+	cr_assert_str_eq(err.msg, "no attribute /vms/c");
+	free(want);
+
+	cr_assert_eq(query_times(r, "f", NULL, NULL, NULL, &t1, &t2, &err), 0);
+	cr_assert(t1 == 0 && t2 == 10 * S, "the whole file: %llu %llu", (unsigned long long)t1, (unsigned long long)t2);
+	cr_assert_eq(query_times(r, "f", "2s", "1s", NULL, &t1, &t2, &err), 0, "%s", err.msg);
+	cr_assert(t1 == 2 * S && t2 == 2 * S, "--at: one instant, --from aside");
+	cr_assert_eq(query_times(r, "f", NULL, "1s", "3s", &t1, &t2, &err), 0, "%s", err.msg);
+	cr_assert(t1 == 1 * S && t2 == 3 * S);
+	cr_assert_eq(query_times(r, "f", "11s", NULL, NULL, &t1, &t2, &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "--at 11s: after the end of the history of f (10000000000 ns since the start)");
+	cr_assert_eq(query_times(r, "f", "soon", NULL, NULL, &t1, &t2, &err), -EINVAL);
+	cr_assert(!strncmp(err.msg, "--at: ", 6), "%s", err.msg);
+	cr_assert_eq(query_times(r, "f", NULL, "3s", "1s", &t1, &t2, &err), -ERANGE);
+	cr_assert_str_eq(err.msg, "--from 3s is after --to 1s");
+
+	want = NULL;
+	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), 0);
+	cr_assert_null(want, "no filter: nothing to narrow");
+	cr_assert_eq(id_set_add(&f.vcpus, "1", &err), 0);
+	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), 0, "%s", err.msg);
+	cr_assert_not_null(want);
+	cr_assert(wanted(r, want, "/vms/a/vcpus/1/state") && wanted(r, want, "/vms/b/vcpus/1/state"));
+	cr_assert(!wanted(r, want, "/vms/a/vcpus/0/state"), "--vcpu 1 leaves vCPU 0 out");
+	free(want);
+	want = NULL;
+	memset(&f, 0, sizeof(f));
+	f.vms = vms;
+	f.nr_vms = 1;
+	cr_assert_eq(id_set_add(&f.tids, "201", &err), 0);
+	cr_assert_eq(query_narrow(r, "f", &f, 0, 10 * S, &want, &err), -ENOENT, "b's vCPU is not a's");
+	cr_assert_str_eq(err.msg, "--tid 201: no attribute of f matches these filters together");
+	free(want);
+	sht_close(r);
+	unlink(path);
+}
+
+/* export's window (export/window.c): the -f names, and a filter that kept nothing writes nothing. */
+Test(filters, export_of_a_window_writes_nothing_a_filter_left_out)
+{
+	char path[] = "/tmp/vcpustat-filters-w-XXXXXX", out[64];
+	struct export_window w = { .mo.top_culprits = METRICS_TOP_CULPRITS };
+	struct summary_filter f = { 0 };
+	struct vcpustat_error err = { 0 };
+	const char *nobody[] = { "zz" };
+	struct sht_reader *r;
+	size_t nr_vms;
+
+	cr_assert_eq(export_format_parse("ctf", &w), 0);
+	cr_assert(w.timeline && w.tfmt == TIMELINE_CTF);
+	cr_assert_eq(export_format_parse("csv", &w), 0);
+	cr_assert(!w.timeline && w.fmt == METRICS_CSV, "a metrics format after a timeline one");
+	cr_assert_eq(export_format_parse("yaml", &w), -EINVAL);
+
+	write_rec(path);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	f.vms = nobody;
+	f.nr_vms = 1;
+	snprintf(out, sizeof(out), "%s.csv", path);
+	w.out = out;
+	cr_assert_eq(export_window(r, "f", 0, 10 * S, &f, &w, &nr_vms, &err), 0, "%s", err.msg);
+	cr_assert(nr_vms == 0 && access(out, F_OK) != 0, "--vm zz: nothing written");
+	f.nr_vms = 0;
+	cr_assert_eq(export_window(r, "f", 0, 10 * S, &f, &w, &nr_vms, &err), 0, "%s", err.msg);
+	cr_assert(nr_vms == 2 && access(out, F_OK) == 0, "no filter: the metrics of both VMs");
+	unlink(out);
+	sht_close(r);
+	unlink(path);
+}
+
+/* report_show_window() into a string: its return value; *text the text (free it), or *doc with doc. */
+static int show_window(struct sht_reader *r, const struct summary_filter *f, char **text, json_t **doc, size_t *nr_vms)
+{
+	struct vcpustat_error err = { 0 };
+	size_t len = 0;
+	FILE *out = open_memstream(text, &len);
+	int e;
+
+	cr_assert_not_null(out);
+	e = report_show_window(out, doc, r, "f", 0, 10 * S, f, 5, nr_vms, &err);
+	cr_assert_eq(fclose(out), 0);
+	return e;
+}
+
+/* report's tables of a window (model/report_show.c): text or JSON, and nothing shown when a filter kept nothing. */
+Test(filters, report_shows_the_window_as_text_or_json_and_nothing_a_filter_left_out)
+{
+	char path[] = "/tmp/vcpustat-filters-r-XXXXXX", *text;
+	struct summary_filter f = { 0 };
+	struct vcpustat_error err = { 0 };
+	const char *nobody[] = { "zz" };
+	struct sht_reader *r;
+	json_t *doc = NULL;
+	size_t nr_vms;
+
+	write_rec(path);
+	cr_assert_eq(sht_open(&r, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(show_window(r, &f, &text, NULL, &nr_vms), 0);
+	cr_assert_eq(nr_vms, 2);
+	cr_assert(!strncmp(text, "f: ", 3), "the line naming the file and window first: %s", text);
+	free(text);
+	cr_assert_eq(show_window(r, &f, &text, &doc, &nr_vms), 0);
+	cr_assert_str_eq(text, "", "JSON: no text");
+	cr_assert_str_eq(json_string_value(json_object_get(doc, "file")), "f");
+	cr_assert_eq(json_array_size(json_object_get(doc, "vms")), 2);
+	json_decref(doc);
+	free(text);
+
+	f.vms = nobody;
+	f.nr_vms = 1;
+	doc = NULL;
+	cr_assert_eq(show_window(r, &f, &text, &doc, &nr_vms), 0);
+	cr_assert(nr_vms == 0 && !doc, "--vm zz: no document");
+	free(text);
+	cr_assert_eq(show_window(r, &f, &text, NULL, &nr_vms), 0);
+	cr_assert_str_eq(text, "", "--vm zz: no text");
+	free(text);
+	sht_close(r);
 	unlink(path);
 }

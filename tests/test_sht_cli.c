@@ -329,3 +329,43 @@ Test(sht_cli, check_an_unfinished_file)
 	}
 	unlink(f);
 }
+
+/*
+ * The global -j reaches each command as the command table's json field says
+ * (user/cli/vcpustat.c): its --json (query, check, report), its -f json
+ * (export, where a later -f still wins), or, for a command with no document
+ * (plot), only its errors as JSON objects; -jp indents; `--` after it.
+ */
+Test(sht_cli, the_global_json_option_reaches_each_command_as_its_table_says)
+{
+	const char *f = make_known();
+	json_t *j;
+	struct run r;
+
+	RUN(&r, "-j", "query", f, "--at", "1.7");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = parse(r.out);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "time"), "ns")), 1700000000, "--json");
+	json_decref(j);
+	RUN(&r, "-j", "export", "--file", f);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = parse(r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "source")), "file", "-f json");
+	json_decref(j);
+	RUN(&r, "-j", "export", "--file", f, "-f", "csv");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strncmp(r.out, "metric,vm,", 10), "-f csv after -j's -f json: %s", r.out);
+	RUN(&r, "-j", "plot", "--nope");
+	cr_assert_eq(r.status, 2);
+	j = parse(r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "error")), "plot: unknown option --nope (see --help)");
+	json_decref(j);
+	RUN(&r, "-jp", "report", "--", f);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strncmp(r.out, "{\n  \"", 5), "indented: %s", r.out);
+	json_decref(parse(r.out));
+	RUN(&r, "-j", "check", f);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	json_decref(parse(r.out));
+	unlink(f);
+}

@@ -13,6 +13,7 @@
 #include "record/record.h"
 
 bool cli_json;
+enum cli_json_form cli_json_given;
 bool cli_pretty;
 const char *cli_prog = "vcpustat";
 
@@ -439,65 +440,17 @@ static size_t vms_kept(struct sht_reader *r, const struct summary_filter *f)
 	return n;
 }
 
-/*
- * --cgroup on a recording: the VMs of r that --vm keeps and whose recorded
- * cgroup (/vms/<vm>/cgroup, its container named by this host's runtime or
- * as the recording kept it) matches become f's --vm list, by name (copies:
- * commands may open the file again). None: CLI_USAGE after an error naming
- * the patterns and the VMs' cgroups.
- */
-static int cgroups_to_vms(const char *cmd, const char *file, struct sht_reader *r, struct summary_filter *f)
-{
-	static char names[1024][128];
-	static const char *kept[1024];
-	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
-	char seen[512] = "", pats[256] = "";
-	size_t n = 0, len = 0, plen = 0;
-	struct vcpustat_error err = { 0 };
-
-	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm)) {
-		struct report_thread proc = { .th = vm };
-
-		if (report_thread_names(r, &proc, 1, &err)) {
-			cli_err("%s: %s", cmd, err.msg);
-			return CLI_FAIL;
-		}
-		if (!summary_filter_wants(f, sht_attr_name(r, vm), proc.pid))
-			continue;
-		if (summary_filter_wants_recorded_cgroup(f, proc.cgroup, proc.pod_name, proc.pod_namespace,
-							 proc.container_name)) {
-			if (n < sizeof(kept) / sizeof(kept[0])) {
-				snprintf(names[n], sizeof(names[n]), "%s", sht_attr_name(r, vm));
-				kept[n] = names[n];
-				n++;
-			}
-		} else if (len < sizeof(seen) - 1) {
-			len += (size_t)snprintf(seen + len, sizeof(seen) - len, "%s%s: %s", len ? ", " : "",
-						sht_attr_name(r, vm), proc.cgroup[0] ? proc.cgroup : "none recorded");
-		}
-	}
-	if (n) {
-		f->vms = kept;
-		f->nr_vms = n;
-		return 0;
-	}
-	for (size_t i = 0; i < f->nr_cgroups && plen < sizeof(pats) - 1; i++)
-		plen += (size_t)snprintf(pats + plen, sizeof(pats) - plen, "%s--cgroup %s", i ? " " : "", f->cgroups[i]);
-	cli_err("%s: %s: no VM of %s runs in such a cgroup%s%s%s", cmd, pats, file, len ? " (their cgroups: " : "",
-		seen, len ? ")" : "");
-	return CLI_USAGE;
-}
-
 int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, struct summary_filter *f)
 {
 	struct vcpustat_error err = { 0 };
 	int e;
+	static struct filter_vms kept; /* f->vms, as long as the command runs */
 
 	if (f->nr_vms && !vms_kept(r, f))
 		return cli_vm_none_matched(file, r, f, 0);
-	if (f->nr_cgroups && (e = cgroups_to_vms(cmd, file, r, f)))
-		return e;
-	e = summary_filter_check(r, file, f, &err);
+	e = summary_filter_cgroups_to_vms(f, r, file, &kept, &err);
+	if (!e)
+		e = summary_filter_check(r, file, f, &err);
 	if (!e)
 		return 0;
 	cli_err("%s: %s", cmd, err.msg);

@@ -23,6 +23,20 @@ extern bool cli_json;   /* errors as {"error": "..."} on stdout */
 extern bool cli_pretty; /* -p/--pretty: every JSON document indented */
 
 /*
+ * How a command takes JSON: its field in the command table (vcpustat.c).
+ * The global -j sets cli_json_given to it, and the option layer then parses
+ * that option (--json, or -f json) before the command's argv, as if it had
+ * been given first: an option of argv still overrides it (-f csv), and the
+ * command reads its JSON choice where it always did, argv left as it was.
+ */
+enum cli_json_form {
+	CLI_JSON_NONE,	 /* no document of its own: -j only makes errors JSON */
+	CLI_JSON_FLAG,	 /* its "json" option (--json) */
+	CLI_JSON_FORMAT, /* its "format" option with the value json (-f json) */
+};
+extern enum cli_json_form cli_json_given;
+
+/*
  * The one way JSON reaches stdout: doc (its reference is taken), a newline,
  * a flush. CLI_JSON_LINE: compact, one document per line (streams: top,
  * report, errors); CLI_JSON_DOC: indented, keys in insertion order (one-shot
@@ -94,6 +108,7 @@ struct cli_args {
 	char **argv;
 	char *arg; /* the value of the option cli_next() returned */
 	int pos;   /* after the options: argv[pos..argc-1] are the operands */
+	enum cli_json_form json; /* the global -j's option, still to parse (cli_json_given) */
 	struct option longopts[CLI_MAX_OPTIONS + 2];
 	char shortopts[2 * CLI_MAX_OPTIONS + 4];
 };
@@ -204,8 +219,11 @@ enum { CLI_OPT_VCPU = 0x300, CLI_OPT_TID, CLI_OPT_PCPU, CLI_OPT_CGROUP };
  */
 int cli_filter_option(const struct cli_args *a, int key, const char *arg, struct summary_filter *f);
 /*
- * Each filter of f selects something in file (summary_filter_check): 0, or
- * CLI_USAGE after "CMD: --vcpu 7: no such vCPU in FILE (...)"; CLI_FAIL.
+ * Each filter of f selects something in file (summary_filter_check), --cgroup
+ * first made the --vm list of the VMs of file in those cgroups
+ * (summary_filter_cgroups_to_vms: f->vms then point into this file's
+ * storage until the next call): 0, or CLI_USAGE after "CMD: --vcpu 7: no
+ * such vCPU in FILE (...)"; CLI_FAIL.
  */
 int cli_filter_check(const char *cmd, const char *file, struct sht_reader *r, struct summary_filter *f);
 /* The filters together kept nothing (nr: what the command kept): CLI_USAGE after the error; else 0. */

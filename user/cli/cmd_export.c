@@ -3,8 +3,8 @@
  * vcpustat export: the metrics of docs/metrics.md as Prometheus text,
  * OpenMetrics, JSON or CSV - once from the live maps, every SEC seconds into
  * a file (node_exporter's textfile collector; metrics_live_export, live.h),
- * or for a window of a recording (metrics_of_recording, export.h); a
- * recording's timeline for Perfetto or chrome://tracing (timeline_export).
+ * or for a window of a recording, its metrics or its timeline for Perfetto
+ * or chrome://tracing (export_window, export.h).
  */
 #include <string.h>
 #include "cli/cli.h"
@@ -35,12 +35,9 @@ static const char notes[] = "Examples:\n"
 			    "  vcpustat export day.sht -f ctf -o day-ctf              # babeltrace2 day-ctf\n";
 
 struct export_args {
-	struct metrics_opts mo;
+	struct export_window w; /* what to write, and where (w.out) */
 	struct summary_filter filter;
-	enum metrics_format fmt;
-	enum timeline_format tfmt;
-	bool timeline;
-	const char *path, *file, *from, *to;
+	const char *file, *from, *to;
 	double interval, every;
 	bool verbose;
 	bool address_spaces; /* live: load the guest-CR3 program */
@@ -50,7 +47,6 @@ static int export_file(struct export_args *x)
 {
 	struct vcpustat_error err = { 0 };
 	struct sht_reader *r;
-	struct metrics *m;
 	uint64_t t1, t2;
 	size_t nr_vms;
 	int ret = cli_open_window(x->file, x->from, x->to, &r, &t1, &t2);
@@ -59,24 +55,12 @@ static int export_file(struct export_args *x)
 		sht_close(r);
 	if (ret)
 		return ret;
-	if (x->timeline) {
-		m = NULL;
-		if (timeline_export(r, x->file, t1, t2, &x->filter, x->tfmt, x->path, &nr_vms, &err)) {
-			cli_err("%s", err.msg);
-			ret = CLI_FAIL;
-		} else if (!(ret = cli_filter_none_kept("export", x->file, &x->filter, nr_vms))) {
-			ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms);
-		}
-	} else if (metrics_of_recording(&m, r, x->file, t1, t2, &x->mo, &x->filter, &nr_vms, &err)) {
+	if (export_window(r, x->file, t1, t2, &x->filter, &x->w, &nr_vms, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
-	} else if (!(ret = cli_filter_none_kept("export", x->file, &x->filter, nr_vms)) &&
-		   !(ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms)) &&
-		   metrics_write(m, x->fmt, x->path, &err)) {
-		cli_err("%s", err.msg);
-		ret = CLI_FAIL;
+	} else if (!(ret = cli_filter_none_kept("export", x->file, &x->filter, nr_vms))) {
+		ret = cli_vm_none_matched(x->file, r, &x->filter, nr_vms);
 	}
-	metrics_free(m);
 	sht_close(r);
 	return ret;
 }
@@ -91,13 +75,13 @@ static int export_live(const struct export_args *x)
 
 	if (ret)
 		return ret;
-	if (metrics_live_init(&live, vs, &x->mo, &x->filter)) {
+	if (metrics_live_init(&live, vs, &x->w.mo, &x->filter)) {
 		cli_err("out of memory");
 		vcpustat_close(vs);
 		return CLI_FAIL;
 	}
 	cli_catch_stop(true);
-	if (metrics_live_export(&live, x->interval, x->every, &cli_stop, x->fmt, x->path, &err)) {
+	if (metrics_live_export(&live, x->interval, x->every, &cli_stop, x->w.fmt, x->w.out, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
 	}
@@ -109,7 +93,7 @@ static int export_live(const struct export_args *x)
 int cmd_export(int argc, char **argv)
 {
 	enum { OPT_FILE = 256, OPT_FROM, OPT_TO, OPT_NO_LABELS, OPT_TOP, OPT_VM, OPT_AS };
-	struct export_args x = { .mo.top_culprits = METRICS_TOP_CULPRITS, .interval = 1 };
+	struct export_args x = { .w.mo.top_culprits = METRICS_TOP_CULPRITS, .interval = 1 };
 	struct vcpustat_error err = { 0 };
 	const char *vm_filter[64];
 	long top = METRICS_TOP_CULPRITS;
@@ -118,7 +102,7 @@ int cmd_export(int argc, char **argv)
 					   "of a recording's timeline (needs -o): chrome-json (-o FILE), ctf (-o DIR)" },
 		{ "output", 'o', "FILE", "write FILE atomically (temporary file + rename); a device, a\n"
 					 "FIFO or /dev/stdout in place; default stdout; -f ctf: a new\n"
-					 "or empty directory", CLI_STRING, &x.path },
+					 "or empty directory", CLI_STRING, &x.w.out },
 		{ "interval", 'i', "SEC", "live: sample for SEC seconds before the first output (default 1)",
 		  CLI_SECONDS, &x.interval, 10000000, 86400000000000 },
 		{ "every", 'e', "SEC", "live: run until stopped, rewriting FILE (-o) every SEC seconds", CLI_SECONDS,
@@ -129,7 +113,7 @@ int cmd_export(int argc, char **argv)
 					 "the start, seconds (1.5s), or wall clock (14:03:07.123)", CLI_STRING, &x.from },
 		{ "to", OPT_TO, "T", "the end of that window (default: the end of the recording)", CLI_STRING, &x.to },
 		{ "no-vcpu-labels", OPT_NO_LABELS, NULL, "one series per VM instead of per vCPU (big hosts)", CLI_FLAG,
-		  &x.mo.no_vcpu_labels },
+		  &x.w.mo.no_vcpu_labels },
 		{ "top-culprits", OPT_TOP, "N", "culprits named per VM, the rest summed as \"other\" (default 5)",
 		  CLI_NUMBER, &top, 0, 1000, "culprits per VM" },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
@@ -147,8 +131,7 @@ int cmd_export(int argc, char **argv)
 
 	cli_args_init(&a, &cmd, argc, argv);
 	while ((c = cli_next(&a)) > 0) {
-		if (c == 'f' && !(x.timeline = !timeline_format_parse(a.arg, &x.tfmt)) &&
-		    metrics_format_parse(a.arg, &x.fmt))
+		if (c == 'f' && export_format_parse(a.arg, &x.w))
 			return cli_usage_error("--format %s: unknown format (prometheus, openmetrics, json, csv, "
 					       "chrome-json or ctf)", a.arg);
 		if (c == OPT_VM && cli_add_vm(&x.filter, vm_filter, sizeof(vm_filter) / sizeof(vm_filter[0]), a.arg))
@@ -162,25 +145,26 @@ int cmd_export(int argc, char **argv)
 		x.file = argv[a.pos++];
 	if (a.pos < argc)
 		return cli_usage_error("unexpected argument '%s' (one recording; see --help)", argv[a.pos]);
-	if (x.timeline && (!x.file || !x.path || !strcmp(x.path, "-")))
+	if (x.w.timeline && (!x.file || !x.w.out || !strcmp(x.w.out, "-")))
 		return cli_usage_error("-f %s exports the timeline of a recording: it needs FILE.sht and -o %s",
-				       x.tfmt == TIMELINE_CHROME_JSON ? "chrome-json" : "ctf",
-				       x.tfmt == TIMELINE_CHROME_JSON ? "FILE" : "DIR");
+				       x.w.tfmt == TIMELINE_CHROME_JSON ? "chrome-json" : "ctf",
+				       x.w.tfmt == TIMELINE_CHROME_JSON ? "FILE" : "DIR");
 	if (summary_filter_narrows(&x.filter) && !x.file)
 		return cli_usage_error("--vcpu, --tid and --pcpu filter a recording: they need --file");
 	if ((x.from || x.to) && !x.file)
 		return cli_usage_error("--from/--to select a window of a recording: they need --file");
 	if (x.every > 0 && x.file)
 		return cli_usage_error("--every is for the live maps; a recording is exported once");
-	if (x.every > 0 && !x.path)
+	if (x.every > 0 && !x.w.out)
 		return cli_usage_error("--every needs -o FILE: the file is rewritten each period");
-	x.mo.top_culprits = (unsigned int)top;
-	if (x.path && !strcmp(x.path, "-"))
-		x.path = NULL;
+	x.w.mo.top_culprits = (unsigned int)top;
+	if (x.w.out && !strcmp(x.w.out, "-"))
+		x.w.out = NULL;
 	/* refuse an input as the output, or an unwritable one, before attaching or reading anything */
-	if (x.path && x.file && outfile_refuse_input(x.path, &x.file, 1, &err))
+	if (x.w.out && x.file && outfile_refuse_input(x.w.out, &x.file, 1, &err))
 		return cli_usage_error("export: -o %s", err.msg);
-	if (x.path && (x.timeline ? timeline_check_output(x.tfmt, x.path, &err) : outfile_check(x.path, 0, &err))) {
+	if (x.w.out &&
+	    (x.w.timeline ? timeline_check_output(x.w.tfmt, x.w.out, &err) : outfile_check(x.w.out, 0, &err))) {
 		cli_err("%s", err.msg);
 		return CLI_FAIL;
 	}

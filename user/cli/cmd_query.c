@@ -3,11 +3,12 @@
  * vcpustat query: read an SHT file (docs/sht-format.md). Every attribute's
  * value at a time (--at), the intervals of attributes in a time range
  * (--path), or, with neither, what the file is (metadata, time range):
- * sht_select (sht/query.c) and query_show_* (model/query_view.c).
+ * the selection and the times from model/query_view.c (query_select_path,
+ * query_times, query_narrow), the output from its query_show_*.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "cli/cli.h"
 #include "sht/sht.h"
 
@@ -42,52 +43,6 @@ static const char notes[] =
 	"was one of those CPUs (at --at T, or in the range). With filters and neither\n"
 	"--at nor --path, the range is the whole file (--path '/**').\n";
 
-/* The selection of --path P (NULL without it): 0, or the exit code after the error. */
-static int select_path(struct sht_reader *r, const char *file, const char *path, uint8_t **want)
-{
-	*want = path ? calloc(sht_nattrs(r) ? sht_nattrs(r) : 1, 1) : NULL;
-	if (path && !*want) {
-		cli_err("out of memory");
-		return CLI_FAIL;
-	}
-	if (path && sht_select(r, path, *want))
-		return cli_usage_error("%s: no attribute %s (`%s query %s --path '/**'` lists them all)", file, path,
-				       cli_prog, file);
-	return 0;
-}
-
-/* The filters on the selection *want (NULL: every attribute) for [t1, t2]: 0, or the exit code after the error. */
-static int narrow(struct sht_reader *r, const char *file, const struct summary_filter *f, uint64_t t1, uint64_t t2,
-		  uint8_t **want)
-{
-	struct vcpustat_error err = { 0 };
-	size_t kept;
-
-	if (!f->nr_vms && !summary_filter_narrows(f))
-		return 0;
-	if (!*want) {
-		*want = malloc(sht_nattrs(r) + 1);
-		if (!*want) {
-			cli_err("out of memory");
-			return CLI_FAIL;
-		}
-		memset(*want, 1, sht_nattrs(r) + 1);
-	}
-	if (query_filter(r, f, t1, t2, *want, &kept, &err)) {
-		cli_err("%s", err.msg);
-		return CLI_FAIL;
-	}
-	if (!kept) {
-		char text[512];
-
-		cli_err("query: %s: no attribute of %s matches these filters together%s",
-			summary_filter_text(f, text, sizeof(text))[0] ? text : "--vm",
-			file, f->pcpus.n ? " (at that time)" : "");
-		return CLI_USAGE;
-	}
-	return 0;
-}
-
 int cmd_query(int argc, char **argv)
 {
 	enum { OPT_VM = 262 };
@@ -114,7 +69,7 @@ int cmd_query(int argc, char **argv)
 	struct sht_reader *r = NULL;
 	json_t *doc = NULL;
 	uint8_t *want = NULL;
-	uint64_t t, t1, t2;
+	uint64_t t1, t2;
 	struct cli_args a;
 	int c, ret;
 
@@ -140,44 +95,26 @@ int cmd_query(int argc, char **argv)
 	}
 	if ((filter.nr_vms || filter.nr_cgroups || summary_filter_narrows(&filter)) && !path && !at)
 		path = "/**";
-	ret = select_path(r, file, path, &want);
-	if (!ret)
-		ret = cli_filter_check("query", file, r, &filter);
+	ret = query_select_path(r, path, &want, &err);
+	if (ret == -ENOMEM)
+		cli_err("out of memory");
+	else if (ret)
+		cli_err("%s: no attribute %s (`%s query %s --path '/**'` lists them all)", file, path, cli_prog, file);
+	ret = ret == -ENOMEM ? CLI_FAIL : ret ? CLI_USAGE : cli_filter_check("query", file, r, &filter);
 	if (ret)
 		goto out;
-	ret = CLI_USAGE;
-	if (at) {
-		if (sht_parse_time(r, at, &t, &err)) {
-			cli_err("--at: %s", err.msg);
-			goto out;
-		}
-		if (t > sht_get_info(r)->end) {
-			cli_err("--at %s: after the end of the history of %s (%llu ns since the start)", at, file,
-				(unsigned long long)sht_get_info(r)->end);
-			goto out;
-		}
-		ret = narrow(r, file, &filter, t, t, &want);
-		if (ret)
-			goto out;
-		ret = query_show_at(stdout, cli_json ? &doc : NULL, r, file, t, want, utc, &err);
-	} else if (path) {
-		t1 = sht_get_info(r)->start;
-		t2 = sht_get_info(r)->end;
-		if ((from && sht_parse_time(r, from, &t1, &err)) || (to && sht_parse_time(r, to, &t2, &err))) {
-			cli_err("%s", err.msg);
-			goto out;
-		}
-		if (t1 > t2) {
-			cli_err("query: --from %s is after --to %s", from ? from : "(start)", to ? to : "(end)");
-			goto out;
-		}
-		ret = narrow(r, file, &filter, t1, t2, &want);
-		if (ret)
-			goto out;
-		ret = query_show_range(stdout, cli_json ? &doc : NULL, r, file, want, t1, t2, utc, &err);
-	} else {
-		ret = query_show_info(stdout, cli_json ? &doc : NULL, r, file, utc, &err);
+	if ((at || path) && ((ret = query_times(r, file, at, from, to, &t1, &t2, &err)) ||
+			     (ret = query_narrow(r, file, &filter, t1, t2, &want, &err)))) {
+		cli_err(ret == -ENOENT || ret == -ERANGE ? "query: %s" : "%s", err.msg);
+		ret = ret == -ENOMEM ? CLI_FAIL : CLI_USAGE;
+		goto out;
 	}
+	if (at)
+		ret = query_show_at(stdout, cli_json ? &doc : NULL, r, file, t1, want, utc, &err);
+	else if (path)
+		ret = query_show_range(stdout, cli_json ? &doc : NULL, r, file, want, t1, t2, utc, &err);
+	else
+		ret = query_show_info(stdout, cli_json ? &doc : NULL, r, file, utc, &err);
 	if (ret)
 		cli_err("%s", err.msg);
 	else if (doc)

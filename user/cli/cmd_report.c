@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "cli/cli.h"
 #include "model/model.h"
 
@@ -45,78 +44,7 @@ static bool cpu_list(const char *s)
 	return true;
 }
 
-/* A view of the window (--placement, --pcpu) as JSON: the window's fields and the view under key. */
-static void view_json(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *key, json_t *view)
-{
-	json_t *doc = json_object();
-
-	report_json_window(doc, r, file, t1, t2, false);
-	json_object_del(doc, "culprits_recorded");
-	json_object_set_new(doc, key, view);
-	cli_json_print(doc, CLI_JSON_LINE);
-}
-
-/* The line above a view's text: the file, its window and what the view is. */
-static void view_header(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *what)
-{
-	char a[64], b[64];
-
-	sht_format_time(r, t1, false, a, sizeof(a));
-	sht_format_time(r, t2, false, b, sizeof(b));
-	printf("%s: %s .. %s (%.3f s): %s\n", file, a, b, (t2 - t1) / 1e9, what);
-}
-
-static int report_placement(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2,
-			    const struct summary_filter *filter, bool host_topology, bool json)
-{
-	struct vcpustat_error err = { 0 };
-	struct cpu_topology host;
-	struct placement p;
-	int ret;
-
-	if (host_topology && topology_read_sysfs(&host, NULL, &err)) {
-		cli_err("--host-topology: %s", err.msg);
-		return CLI_FAIL;
-	}
-	ret = placement_build(&p, r, t1, t2, filter, host_topology ? &host : NULL, &err);
-	if (host_topology)
-		topology_free(&host);
-	if (ret) {
-		cli_err("%s: %s", file, err.msg);
-		return CLI_FAIL;
-	}
-	ret = cli_vm_none_matched(file, r, filter, p.nr_vms);
-	if (!ret && json) {
-		view_json(file, r, t1, t2, "placement", placement_json(&p));
-	} else if (!ret) {
-		view_header(file, r, t1, t2, "placement");
-		placement_print(stdout, &p);
-	}
-	placement_free(&p);
-	return ret;
-}
-
-static int report_pcpu(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, unsigned int top,
-		       const struct summary_filter *filter, bool json)
-{
-	struct vcpustat_error err = { 0 };
-	struct pcpu_view v;
-
-	if (pcpu_build(&v, r, t1, t2, top, filter, &err)) {
-		cli_err("%s: %s", file, err.msg);
-		return CLI_FAIL;
-	}
-	if (json) {
-		view_json(file, r, t1, t2, "pcpu", pcpu_json(&v));
-	} else {
-		view_header(file, r, t1, t2, "per physical CPU");
-		pcpu_print(stdout, &v);
-	}
-	pcpu_free(&v);
-	return CLI_OK;
-}
-
-/* report --flow: the execution flow of one thread (model/flow.c). */
+/* report --flow: the execution flow of one thread (model/flow.c), its options checked first. */
 static int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to,
 		       bool json, bool vm_filter, bool top)
 {
@@ -124,9 +52,9 @@ static int report_flow(const char *file, const char *thread, const char *min_arg
 	struct flow_target target;
 	struct sht_reader *r = NULL;
 	double min_impact = 0;
-	struct flow f;
+	json_t *doc = NULL;
 	uint64_t t1, t2;
-	int ret;
+	int ret, e;
 
 	if (!thread)
 		return cli_usage_error("report: --min-impact goes with --flow THREAD");
@@ -149,26 +77,13 @@ static int report_flow(const char *file, const char *thread, const char *min_arg
 	ret = cli_open_window(file, from, to, &r, &t1, &t2);
 	if (ret)
 		return ret;
-	if (flow_build(&f, r, &target, t1, t2, &err)) {
-		ret = err.code == -ENOENT ? CLI_USAGE : CLI_FAIL;
-		cli_err("report: %s: --flow %s: %s", file, thread, err.msg);
-		sht_close(r);
-		return ret;
-	}
-	ret = CLI_OK;
-	if (json) {
-		json_t *doc = flow_json(&f, r, file, min_impact);
-
-		if (doc)
-			cli_json_print(doc, CLI_JSON_LINE);
-		else
-			ret = CLI_FAIL, cli_err("report: out of memory");
-	} else {
-		flow_print(stdout, &f, r, file, min_impact);
-	}
-	flow_free(&f);
+	e = report_show_flow(stdout, json ? &doc : NULL, r, file, &target, thread, t1, t2, min_impact, &err);
+	if (e)
+		cli_err("report: %s", err.msg);
+	else if (doc)
+		cli_json_print(doc, CLI_JSON_LINE);
 	sht_close(r);
-	return ret;
+	return e == -ENOENT ? CLI_USAGE : e ? CLI_FAIL : CLI_OK;
 }
 
 int cmd_report(int argc, char **argv)
@@ -178,13 +93,13 @@ int cmd_report(int argc, char **argv)
 	const char *from = NULL, *to = NULL, *vm_filter[64], *flow = NULL, *min_impact = NULL, *file;
 	struct summary_filter filter = { 0 };
 	struct vcpustat_error err = { 0 };
-	const struct sht_info *info;
 	struct sht_reader *r = NULL;
-	struct summary s;
-	bool json = false, culprits, placement = false, host_topology = false, pcpu = false, top_given = false;
+	json_t *doc = NULL;
+	size_t nr_vms = 0;
+	bool json = false, placement = false, host_topology = false, pcpu = false, top_given = false;
 	long top = 5;
 	uint64_t t1, t2;
-	int ret = CLI_FAIL, c;
+	int ret, c, e;
 	const struct cli_option options[] = {
 		{ "from", OPT_FROM, "T", "the window [from, to). T: nanoseconds since the start\n"
 					 "(123456789), seconds (1.5s, 2.25, +1.5s), or wall-clock time\n"
@@ -268,55 +183,23 @@ int cmd_report(int argc, char **argv)
 		sht_close(r);
 		return ret;
 	}
-	if (pcpu) {
-		ret = report_pcpu(file, r, t1, t2, (unsigned int)top, &filter, json);
-		sht_close(r);
-		return ret;
-	}
-	if (placement) {
-		ret = report_placement(file, r, t1, t2, &filter, host_topology, json);
-		sht_close(r);
-		return ret;
-	}
-	ret = CLI_FAIL;
-	info = sht_get_info(r);
-	if (report_build(&s, r, t1, t2, &filter, &culprits, &err)) {
+	if (pcpu)
+		e = report_show_pcpu(stdout, json ? &doc : NULL, r, file, t1, t2, &filter, (unsigned int)top, &err);
+	else if (placement)
+		e = report_show_placement(stdout, json ? &doc : NULL, r, file, t1, t2, &filter, host_topology, &nr_vms,
+					  &err);
+	else
+		e = report_show_window(stdout, json ? &doc : NULL, r, file, t1, t2, &filter, (unsigned int)top, &nr_vms,
+				       &err);
+	if (e)
 		cli_err("%s", err.msg);
-		goto out;
-	}
-	ret = cli_filter_none_kept("report", file, &filter, s.nr_vms);
-	if (!ret)
-		ret = cli_vm_none_matched(file, r, &filter, s.nr_vms);
-	if (ret) {
-		summary_free(&s);
-		goto out;
-	}
-	if (json) {
-		json_t *doc = summary_json(&s, NULL, 0);
-
-		report_json_window(doc, r, file, t1, t2, culprits);
+	/* the filters kept nothing: the window's tables ask both, --placement --vm only, --pcpu neither */
+	if (!e && !pcpu && !placement)
+		ret = cli_filter_none_kept("report", file, &filter, nr_vms);
+	if (!e && !ret && !pcpu)
+		ret = cli_vm_none_matched(file, r, &filter, nr_vms);
+	if (!e && !ret && json)
 		cli_json_print(doc, CLI_JSON_LINE);
-	} else {
-		char a[64], b[64], clock[128] = "";
-
-		sht_format_time(r, t1, false, a, sizeof(a));
-		sht_format_time(r, t2, false, b, sizeof(b));
-		if (!sht_has_wall_clock(r)) {
-			char c1[32], c2[32];
-
-			sht_format_trace_clock(r, t1, c1, sizeof(c1));
-			sht_format_trace_clock(r, t2, c2, sizeof(c2));
-			snprintf(clock, sizeof(clock), "; trace clock %s .. %s s, no wall clock", c1, c2);
-		}
-		printf("%s: %s .. %s (%.3f s%s)%s\n", file, a, b, (t2 - t1) / 1e9, clock,
-		       info->recovered ? "  [unfinished recording: up to its last sealed node]" : "");
-		summary_print(stdout, &s, NULL, 0, (unsigned int)top);
-		if (!culprits)
-			printf("\n(who took the CPU: not in this recording; `vcpustat record` now keeps it at any level)\n");
-	}
-	summary_free(&s);
-	ret = CLI_OK;
-out:
 	sht_close(r);
-	return ret;
+	return e ? CLI_FAIL : ret;
 }

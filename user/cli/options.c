@@ -84,6 +84,7 @@ void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, 
 		a->shortopts[s++] = 'h';
 	}
 	a->shortopts[s] = '\0';
+	a->json = cli_json_given;
 	optind = 1;
 	opterr = 0; /* our messages, naming the command */
 }
@@ -113,11 +114,48 @@ static int store(const struct cli_args *a, const struct cli_option *o, char *arg
 	return 0;
 }
 
+/*
+ * The global -j's option, the first of the command's: the command's "json"
+ * flag, or its "format" option with the value json. A command whose table
+ * entry says so but declares no such option is a bug of the table: an error,
+ * as its own parser would give for an unknown option.
+ */
+static int implied_json(struct cli_args *a)
+{
+	static char value[] = "json"; /* a->arg is argv's type */
+	const char *name = a->json == CLI_JSON_FORMAT ? "format" : "json";
+	const struct cli_option *o;
+
+	a->json = CLI_JSON_NONE;
+	for (o = a->cmd->options; o->name; o++)
+		if (!strcmp(o->name, name))
+			break;
+	if (!o->name) {
+		cli_err("%s: -j: no --%s option to give it (the command table's json field is wrong)", a->cmd->name,
+			name);
+		return CLI_BADOPT;
+	}
+	a->arg = o->arg ? value : NULL;
+	if (o->type == CLI_CUSTOM)
+		return o->key;
+	if (o->type != CLI_FLAG) { /* a JSON option is a flag, or a format the command parses */
+		cli_err("%s: -j: --%s is not an option -j can give", a->cmd->name, name);
+		return CLI_BADOPT;
+	}
+	*(bool *)o->dest = true;
+	return 0;
+}
+
 int cli_next(struct cli_args *a)
 {
 	const struct cli_option *o;
 	int c;
 
+	if (a->json) {
+		c = implied_json(a);
+		if (c)
+			return c;
+	}
 again:
 	c = getopt_long(a->argc, a->argv, a->shortopts, a->longopts, NULL);
 	a->arg = optarg;

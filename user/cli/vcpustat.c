@@ -11,23 +11,29 @@
 #include "cli/cli.h"
 #include "util/util.h"
 
+/*
+ * One line per command: its name, its function, how the global -j reaches it
+ * (json: CLI_JSON_NONE when it prints no document of its own, then -j only
+ * makes its errors JSON objects) and its line in --help.
+ */
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	enum cli_json_form json;
 	const char *summary;
 } commands[] = {
-	{ "top", cmd_top, "live view of every VM and vCPU (the default command)" },
-	{ "record", cmd_record, "record vCPU states, exits and CPUs into a state history file (.sht)" },
-	{ "report", cmd_report, "the live view's tables for any window of a recording" },
-	{ "export", cmd_export, "capacity-planning metrics: Prometheus/OpenMetrics text, JSON, CSV (live or a recording)" },
-	{ "serve", cmd_serve, "Prometheus exporter: /metrics over HTTP" },
-	{ "plot", cmd_plot, "SVG charts: state shares over time, exit and wait latency histograms" },
-	{ "query", cmd_query, "read a state history file (.sht): values at a time, intervals in a range" },
-	{ "check", cmd_check, "verify (and --repair) a state history file (.sht)" },
-	{ "replay", cmd_replay, "rebuild a state history file from a capture (.vcap), offline" },
-	{ "import", cmd_import, "build a state history file from host (and guest) traces: ftrace text, LTTng CTF" },
-	{ "sync", cmd_sync, "map a guest's clock onto the host's (convex hull synchronization)" },
-	{ "probe", cmd_probe, "what this host gives vcpustat: kernel features, program forms, whether kvm_exit fires" },
+	{ "top", cmd_top, CLI_JSON_FLAG, "live view of every VM and vCPU (the default command)" },
+	{ "record", cmd_record, CLI_JSON_FLAG, "record vCPU states, exits and CPUs into a state history file (.sht)" },
+	{ "report", cmd_report, CLI_JSON_FLAG, "the live view's tables for any window of a recording" },
+	{ "export", cmd_export, CLI_JSON_FORMAT, "capacity-planning metrics: Prometheus/OpenMetrics text, JSON, CSV (live or a recording)" },
+	{ "serve", cmd_serve, CLI_JSON_NONE, "Prometheus exporter: /metrics over HTTP" },
+	{ "plot", cmd_plot, CLI_JSON_NONE, "SVG charts: state shares over time, exit and wait latency histograms" },
+	{ "query", cmd_query, CLI_JSON_FLAG, "read a state history file (.sht): values at a time, intervals in a range" },
+	{ "check", cmd_check, CLI_JSON_FLAG, "verify (and --repair) a state history file (.sht)" },
+	{ "replay", cmd_replay, CLI_JSON_FLAG, "rebuild a state history file from a capture (.vcap), offline" },
+	{ "import", cmd_import, CLI_JSON_FLAG, "build a state history file from host (and guest) traces: ftrace text, LTTng CTF" },
+	{ "sync", cmd_sync, CLI_JSON_FLAG, "map a guest's clock onto the host's (convex hull synchronization)" },
+	{ "probe", cmd_probe, CLI_JSON_FLAG, "what this host gives vcpustat: kernel features, program forms, whether kvm_exit fires" },
 };
 
 static void usage(FILE *out)
@@ -80,9 +86,10 @@ static int finish_stdout(int ret)
 /*
  * The global options, bpftool's: -j/--json and -p/--pretty before the
  * command (`vcpustat -j report day.sht`), --pretty anywhere after it. -j
- * becomes the command's own JSON option (--json; -f json for export) and
- * makes errors JSON objects for the commands that print no document. Takes
- * them out of argv; returns the new argc.
+ * becomes the command's own JSON option (its json field in commands[]: the
+ * option layer parses it before argv's, options.c) and makes errors JSON
+ * objects for the commands that print no document. Takes them out of argv;
+ * returns the new argc.
  */
 static int global_options(int argc, char **argv, bool *json)
 {
@@ -115,34 +122,7 @@ static int global_options(int argc, char **argv, bool *json)
 	return n;
 }
 
-/* argv with the command's JSON option after argv[0] (argv has room: see main). */
-static int add_json_option(int argc, char **argv, const char *command)
-{
-	int k = strcmp(command, "export") ? 1 : 2;
-
-	memmove(argv + 1 + k, argv + 1, (size_t)argc * sizeof(*argv)); /* with the NULL */
-	if (k == 2) {
-		argv[1] = "-f";
-		argv[2] = "json";
-	} else {
-		argv[1] = "--json";
-	}
-	return argc + k;
-}
-
-/* Commands with a JSON document of their own: -j goes to them. */
-static bool has_json_output(const char *command)
-{
-	static const char *const with[] = { "top",   "report", "export", "query", "check",
-					    "import", "sync", "record", "replay", "probe" };
-
-	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
-		if (!strcmp(command, with[i]))
-			return true;
-	return false;
-}
-
-/* args: a copy of argv with room for the JSON option and the NULL (main frees it) */
+/* args: a copy of argv with room for the NULL (main frees it): global_options() edits it */
 static int run(int argc, char **argv, char **args)
 {
 	const struct command *cmd = NULL;
@@ -178,15 +158,14 @@ static int run(int argc, char **argv, char **args)
 	}
 	if (json) {
 		cli_json = true;
-		if (has_json_output(cmd->name))
-			argc = add_json_option(argc, argv, cmd->name);
+		cli_json_given = cmd->json;
 	}
 	return cmd->fn(argc, argv);
 }
 
 int main(int argc, char **argv)
 {
-	char **args = calloc((size_t)argc + 4, sizeof(*args));
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	int ret;
 
 	if (!args) {

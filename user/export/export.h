@@ -197,4 +197,27 @@ int timeline_export(struct sht_reader *r, const char *file, uint64_t t1, uint64_
 		    const struct summary_filter *filter, enum timeline_format fmt, const char *out, size_t *nr_vms,
 		    struct vcpustat_error *err);
 
+/*
+ * ---- window.c: `vcpustat export` of a window of a recording ----
+ * What to write: the timeline (timeline: tfmt) or the metrics (fmt, mo);
+ * out: the file (NULL: stdout; a timeline needs one).
+ */
+struct export_window {
+	bool timeline;
+	enum timeline_format tfmt;
+	enum metrics_format fmt;
+	struct metrics_opts mo;
+	const char *out;
+};
+/* -f NAME: a timeline format (w->timeline set) or a metrics one (cleared); -EINVAL if neither. */
+int export_format_parse(const char *name, struct export_window *w);
+/*
+ * The window [t1, t2] of recording r (named file) as w says, of what f
+ * keeps; *nr_vms: how many VMs it kept. When f has a filter (--vm, --vcpu,
+ * --tid, --pcpu) and kept no VM, nothing is written (the caller's error says
+ * why). 0 or a negative errno with err.
+ */
+int export_window(struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2, const struct summary_filter *f,
+		  const struct export_window *w, size_t *nr_vms, struct vcpustat_error *err);
+
 #endif /* VCPUSTAT_EXPORT_H */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * filter.c - what the offline commands' filters (--vm, --vcpu, --tid,
- * --pcpu) keep of a recording: the sets they give, whether a vCPU is kept,
- * whether each filter selects something in a file, and the stretches of
+ * --pcpu, --cgroup) keep of a recording: the sets they give, whether a vCPU
+ * is kept, the VMs of a file in the cgroups of --cgroup, whether each filter
+ * selects something in a file, and the stretches of
  * time a vCPU spent on the CPUs of --pcpu (docs/vcpustat.md, "Filters").
  */
 #include <errno.h>
@@ -211,6 +212,47 @@ static const char *item_text(const struct id_set *set, size_t i, char *buf, size
 	else
 		snprintf(buf, len, "%u-%u", set->lo[i], set->hi[i]);
 	return buf;
+}
+
+int summary_filter_cgroups_to_vms(struct summary_filter *f, struct sht_reader *r, const char *file,
+				  struct filter_vms *keep, struct vcpustat_error *err)
+{
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
+	char seen[512] = "", pats[256] = "";
+	size_t n = 0, len = 0, plen = 0;
+	int e;
+
+	if (!f->nr_cgroups)
+		return 0;
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm)) {
+		struct report_thread proc = { .th = vm };
+
+		e = report_thread_names(r, &proc, 1, err);
+		if (e)
+			return e;
+		if (!summary_filter_wants(f, sht_attr_name(r, vm), proc.pid))
+			continue;
+		if (summary_filter_wants_recorded_cgroup(f, proc.cgroup, proc.pod_name, proc.pod_namespace,
+							 proc.container_name)) {
+			if (n < FILTER_MAX_VMS) {
+				snprintf(keep->names[n], sizeof(keep->names[n]), "%s", sht_attr_name(r, vm));
+				keep->vms[n] = keep->names[n];
+				n++;
+			}
+		} else if (len < sizeof(seen) - 1) {
+			len += (size_t)snprintf(seen + len, sizeof(seen) - len, "%s%s: %s", len ? ", " : "",
+						sht_attr_name(r, vm), proc.cgroup[0] ? proc.cgroup : "none recorded");
+		}
+	}
+	if (n) {
+		f->vms = keep->vms;
+		f->nr_vms = n;
+		return 0;
+	}
+	for (size_t i = 0; i < f->nr_cgroups && plen < sizeof(pats) - 1; i++)
+		plen += (size_t)snprintf(pats + plen, sizeof(pats) - plen, "%s--cgroup %s", i ? " " : "", f->cgroups[i]);
+	return verror(err, -ENOENT, "%s: no VM of %s runs in such a cgroup%s%s%s", pats, file,
+		      len ? " (their cgroups: " : "", seen, len ? ")" : "");
 }
 
 int summary_filter_check(struct sht_reader *r, const char *file, const struct summary_filter *f,

@@ -684,7 +684,8 @@ struct summary_filter {
 	/*
 	 * --cgroup: VMs whose VMM process's cgroup matches one of these
 	 * (cgroup_matches()). Live, summary_build() asks /proc; offline,
-	 * cli_filter_check() turns them into the VM names of the file (vms).
+	 * summary_filter_cgroups_to_vms() turns them into the VM names of the
+	 * file (vms).
 	 */
 	const char *cgroups[FILTER_MAX_CGROUPS];
 	size_t nr_cgroups;
@@ -704,6 +705,25 @@ bool summary_filter_vcpus(const struct summary_filter *f);
 bool summary_filter_narrows(const struct summary_filter *f);
 /* The filters of f as options, for messages: "--vcpu 1 --pcpu 0-3" ("" if none). */
 const char *summary_filter_text(const struct summary_filter *f, char *buf, size_t len);
+
+/*
+ * --cgroup on a recording: the VMs of r that --vm keeps and whose recorded
+ * cgroup (/vms/<vm>/cgroup, its container named by this host's runtime or
+ * as the recording kept it) matches become f's --vm list, by name: copies in
+ * keep (the caller's, alive as long as f; the first FILTER_MAX_VMS VMs),
+ * since commands may open the file again. 0 (f without --cgroup: nothing to
+ * do); -ENOENT if no VM matches, with err naming the patterns and the VMs'
+ * cgroups ("--cgroup web-*: no VM of FILE runs in such a cgroup (their
+ * cgroups: a: /a.scope)"); -ENOMEM.
+ */
+#define FILTER_MAX_VMS 1024
+
+struct filter_vms {
+	char names[FILTER_MAX_VMS][128];
+	const char *vms[FILTER_MAX_VMS];
+};
+int summary_filter_cgroups_to_vms(struct summary_filter *f, struct sht_reader *r, const char *file,
+				  struct filter_vms *keep, struct vcpustat_error *err);
 
 /*
  * Does each filter of f select something in the file r (whatever the
@@ -990,6 +1010,33 @@ void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uin
 			bool has_culprits);
 
 /*
+ * ---- report_show.c: what `vcpustat report` shows of a window [t1, t2] ----
+ * With doc NULL, text to f (a line naming file and window, then the view);
+ * else the JSON document in *doc (the caller prints and frees it). 0, or a
+ * negative errno with err filled.
+ *
+ * report_show_window: the live view's tables (report_build; top rows per
+ * table, 0: all); *nr_vms the VMs the filters kept. When filter has --vm or
+ * --vcpu/--tid/--pcpu and kept no VM, nothing is shown (the caller's error
+ * says why: cli_filter_none_kept, cli_vm_none_matched).
+ * report_show_placement: --placement (host_topology: this machine's, from
+ * sysfs); nothing shown when --vm kept no VM (*nr_vms 0).
+ * report_show_pcpu: --pcpu, top occupants per CPU.
+ * report_show_flow: --flow THREAD (target: flow_parse_target()'s), culprits
+ * below min_impact left out; -ENOENT when the file has no such thread.
+ */
+int report_show_window(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+		       const struct summary_filter *filter, unsigned int top, size_t *nr_vms, struct vcpustat_error *err);
+int report_show_placement(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			  const struct summary_filter *filter, bool host_topology, size_t *nr_vms,
+			  struct vcpustat_error *err);
+int report_show_pcpu(FILE *f, json_t **doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+		     const struct summary_filter *filter, unsigned int top, struct vcpustat_error *err);
+struct flow_target;
+int report_show_flow(FILE *f, json_t **doc, struct sht_reader *r, const char *file, const struct flow_target *target,
+		     const char *thread, uint64_t t1, uint64_t t2, double min_impact, struct vcpustat_error *err);
+
+/*
  * ---- playback.c: time travel over a recording ----
  * Time travel over a recording (`vcpustat top --file`, and
  * `--demo` without /dev/kvm): the live view's windows one after another,
@@ -1071,6 +1118,28 @@ int query_show_range(FILE *f, json_t **doc, struct sht_reader *r, const char *fi
  */
 int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t t1, uint64_t t2, uint8_t *want,
 		 size_t *kept, struct vcpustat_error *err);
+
+/*
+ * The selection of query: *want (one byte per attribute, the caller frees;
+ * NULL: every attribute). query_select_path: the attributes of --path P
+ * (sht_select; path NULL: leaves *want NULL), 0, -ENOENT (no such attribute)
+ * or -ENOMEM. query_narrow: then the filters of f over [t1, t2]
+ * (query_filter; *want made first if NULL), nothing to do without --vm or
+ * a filter that narrows; 0, -ENOENT with err "--vcpu 7: no attribute of
+ * FILE matches these filters together" when none is kept, or -ENOMEM.
+ */
+int query_select_path(struct sht_reader *r, const char *path, uint8_t **want, struct vcpustat_error *err);
+int query_narrow(struct sht_reader *r, const char *file, const struct summary_filter *f, uint64_t t1, uint64_t t2,
+		 uint8_t **want, struct vcpustat_error *err);
+
+/*
+ * The times of query: --at T (at; then *t1 = *t2 = T), else the range of
+ * --path between --from and --to (NULL: the file's start, its end). 0, or
+ * -EINVAL with err naming the option (a time that does not parse, --at after
+ * the end of the history of file), -ERANGE when --from is after --to.
+ */
+int query_times(struct sht_reader *r, const char *file, const char *at, const char *from, const char *to,
+		uint64_t *t1, uint64_t *t2, struct vcpustat_error *err);
 
 /*
  * ---- flow.c: execution-flow recovery (preemption-analysis paper, Alg. 1-2) ----

@@ -4,6 +4,8 @@
  * the file itself (query_show_info), every selected attribute's value at a
  * time (query_show_at), and the intervals of the selected attributes in a
  * time range (query_show_range). State attributes show vCPU state names.
+ * The selection: query_select_path (--path), query_filter and query_narrow
+ * (the filters).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -366,4 +368,64 @@ int query_filter(struct sht_reader *r, const struct summary_filter *f, uint64_t 
 	free(kc.tid);
 	free(kc.pcpu);
 	return e;
+}
+
+int query_select_path(struct sht_reader *r, const char *path, uint8_t **want, struct vcpustat_error *err)
+{
+	*want = NULL;
+	if (!path)
+		return 0;
+	*want = calloc(sht_nattrs(r) ? sht_nattrs(r) : 1, 1);
+	if (!*want)
+		return verror(err, -ENOMEM, "out of memory");
+	if (sht_select(r, path, *want))
+		return verror(err, -ENOENT, "no attribute %s", path);
+	return 0;
+}
+
+int query_narrow(struct sht_reader *r, const char *file, const struct summary_filter *f, uint64_t t1, uint64_t t2,
+		 uint8_t **want, struct vcpustat_error *err)
+{
+	char text[512];
+	size_t kept;
+	int e;
+
+	if (!f->nr_vms && !summary_filter_narrows(f))
+		return 0;
+	if (!*want) { /* every attribute, for the filters to clear */
+		*want = malloc(sht_nattrs(r) + 1);
+		if (!*want)
+			return verror(err, -ENOMEM, "out of memory");
+		memset(*want, 1, sht_nattrs(r) + 1);
+	}
+	e = query_filter(r, f, t1, t2, *want, &kept, err);
+	if (e || kept)
+		return e;
+	return verror(err, -ENOENT, "%s: no attribute of %s matches these filters together%s",
+		      summary_filter_text(f, text, sizeof(text))[0] ? text : "--vm", file,
+		      f->pcpus.n ? " (at that time)" : "");
+}
+
+int query_times(struct sht_reader *r, const char *file, const char *at, const char *from, const char *to,
+		uint64_t *t1, uint64_t *t2, struct vcpustat_error *err)
+{
+	const struct sht_info *info = sht_get_info(r);
+	struct vcpustat_error why = { 0 };
+
+	*t1 = info->start;
+	*t2 = info->end;
+	if (at && sht_parse_time(r, at, t1, &why))
+		return verror(err, -EINVAL, "--at: %s", why.msg);
+	if (at && *t1 > info->end)
+		return verror(err, -EINVAL, "--at %s: after the end of the history of %s (%llu ns since the start)", at,
+			      file, (unsigned long long)info->end);
+	if (at) {
+		*t2 = *t1;
+		return 0;
+	}
+	if ((from && sht_parse_time(r, from, t1, err)) || (to && sht_parse_time(r, to, t2, err)))
+		return -EINVAL; /* err says which */
+	if (*t1 > *t2)
+		return verror(err, -ERANGE, "--from %s is after --to %s", from ? from : "(start)", to ? to : "(end)");
+	return 0;
 }
