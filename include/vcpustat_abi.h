@@ -282,7 +282,7 @@ struct vcpustat_vcpu {
 	__u8 fault_access;
 	__u8 wake_pending;  /* woken from IDLE/BLOCKED, its next kvm_entry not yet seen */
 	__u8 wake_reason;   /* enum vcpu_wake_reason (OTHER until known) */
-	__u8 wake_hint;	    /* what its waker's context said (EV_WAKING), for the coming wakeup */
+	__u8 wake_hint;	    /* what its waker's context said (EV_WAKING), for its next sched_wakeup */
 	__u8 wake_vector;   /* the first vector injected since that wake-up (EV_INJ_VIRQ), 0: none yet */
 	__u64 wake_ts;	    /* when it was woken */
 	/* placement (cpu_topo map): */
@@ -290,7 +290,6 @@ struct vcpustat_vcpu {
 	__u64 cross_node;   /* pCPU changes to another NUMA node */
 	__u64 cross_llc;    /* ... to another last-level cache */
 	__u64 numa_moves;   /* moves the kernel's NUMA balancing made (EV_NUMA_MOVE) */
-	__u64 wake_hint_ts; /* when wake_hint was given (it holds for VCPUSTAT_WAKE_CAUSE_NS) */
 	__u64 cr3_guest_ns; /* fsm.ns[VCPU_GUEST] at its last EV_GUEST_CR3: the guest time since is the next one's */
 	__u64 cr3_last;	    /* that event's CR3 | 1 (CR3s are page-aligned), 0: none yet (REC_GUEST_CR3 on a change) */
 	/* nested virtualization: the vCPU runs an L1 hypervisor, which runs its own guest (L2) */
@@ -373,7 +372,7 @@ struct vcpustat_place_key {
 };
 _Static_assert(sizeof(struct vcpustat_place_key) == 8, "vcpustat_place_key: a hash key without padding");
 
-/* An interrupt accepted this long (or less) before a wake-up by the same thread caused it. */
+/* An interrupt accepted this long (or less) before a sched_waking by the same thread caused it. */
 #define VCPUSTAT_WAKE_CAUSE_NS 1000000ull
 
 /* culprits map: who ran while a VM's vCPUs waited for their CPU. */
