@@ -456,13 +456,23 @@ static void read_guest_time(pid_t tid, struct vcpu_stats *st)
 	st->guest_time_ok = true;
 }
 
-/* Thread tid's /proc schedstat (and guest_time) into st. */
+/*
+ * Thread tid's /proc schedstat (and guest_time) into st. Its run time is the
+ * scheduler's sum_exec_runtime, which the kernel brings up to date for a
+ * running task only at a tick or a switch: read by the running thread
+ * itself, it can miss everything since (seen: tens of ms on 6.12 under the
+ * lab's emulation). Reading the thread's CPU-time clock first updates it
+ * (task_sched_runtime() runs the scheduler's update_curr()).
+ */
 static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 {
 	char path[64];
 	unsigned long long run, wait, slices;
+	struct timespec ts;
 	FILE *f;
 
+	if (tid == gettid())
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
 	f = fopen(path, "re");
 	if (!f)
