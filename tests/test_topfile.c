@@ -808,4 +808,5 @@ Test(topfile, help_says_how_many_windows_batch_prints_without_n)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_not_null(strstr(r.out, "without -n that is the file's length\n"), "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "/ SEC windows (an hour at -d 0.01: 360000 windows, gigabytes)"), "%s", r.out);
+	run_free(&r);
 }
