@@ -237,8 +237,14 @@ static double total(json_t *v, const char *key, const char *const *states, int n
  * Two vCPUs pinned to CPU 0 with a busy thread competing: per vCPU thread,
  * guest+host must match schedstat's run time and preempted+wait its run-queue
  * wait, over the same window, within 5 % of the window.
+ *
+ * The time budget (here and in the recording's test below) is the KVM lab's:
+ * in the 6.12 lab with the hot page's programs, one TCG thread, `vcpustat
+ * probe` alone took 21.7-47.2 s (2026-12-03), with this test's busy thread
+ * beside it more, and the test once ran past 120 s in two sessions running.
+ * microvm's --duration is a bound only: the test stops it.
  */
-Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
+Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 300)
 {
 	char vcpustat[512], microvm[512], ready[] = "/tmp/vcpustat-e2e-ready-XXXXXX";
 	static const char *const run_states[] = { "guest", "host", "poll" }, *const wait_states[] = { "preempted", "wait" };
@@ -258,7 +264,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
 	unlink(ready);
 
 	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
-			     "1000", "--duration", "110", "-name", "e2e-contended", "--ready", ready, "--json",
+			     "1000", "--duration", "280", "-name", "e2e-contended", "--ready", ready, "--json",
 			     "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
 	cr_assert_gt(vmm, 0);
@@ -373,7 +379,7 @@ Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 120)
  * runners, docs/record.md "Culprits at level vcpu"), the charges add up to
  * the VM's waiting in the file, and the hog is among them.
  */
-Test(e2e, a_level_vcpu_recording_names_who_kept_the_vcpus_waiting, .timeout = 120)
+Test(e2e, a_level_vcpu_recording_names_who_kept_the_vcpus_waiting, .timeout = 300)
 {
 	char microvm[512], ready[] = "/tmp/vcpustat-e2e-ready-XXXXXX", sht[] = "/tmp/vcpustat-e2e-XXXXXX.sht",
 	     args[1024], out[4096];
@@ -397,7 +403,7 @@ Test(e2e, a_level_vcpu_recording_names_who_kept_the_vcpus_waiting, .timeout = 12
 	close(fd);
 
 	char *vmm_argv[] = { microvm, "--vms", "1", "--vcpus", "2", "--pin", "0", "--busy-us", "3000", "--idle-us",
-			     "1000", "--duration", "110", "-name", "e2e-rec", "--ready", ready, "--json", "/dev/null", NULL };
+			     "1000", "--duration", "280", "-name", "e2e-rec", "--ready", ready, "--json", "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
 	cr_assert_gt(vmm, 0);
 	r = wait_ready(ready, 30);
