@@ -241,7 +241,8 @@ static double total(json_t *v, const char *key, const char *const *states, int n
  * The time budget (here and in the recording's test below) is the KVM lab's:
  * in the 6.12 lab with the hot page's programs, one TCG thread, `vcpustat
  * probe` alone took 21.7-47.2 s (2026-12-03), with this test's busy thread
- * beside it more, and the test once ran past 120 s in two sessions running.
+ * beside it more; in CI's run there this test ran past 120 s in both of its
+ * sessions.
  * microvm's --duration is a bound only: the test stops it.
  */
 Test(e2e, vcpustat_json_matches_schedstat_for_contended_vcpus, .timeout = 300)

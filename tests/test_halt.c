@@ -277,39 +277,27 @@ Test(halt, the_kernel_counts_polls_and_wake_reasons_as_replay_does)
  */
 static void racing_sleep(struct vcpustat_event *evs, size_t *n, __u64 late, int spent)
 {
-	const struct vcpustat_event s[] = {
+	const struct vcpustat_event before[] = {
 		ENTRY(100, TID0),
 		HLT(1000, TID0),
 		HALT(1100, TID0, 0),
 		ACCEPT(2000, DEVICE, 0, 0x42),
 		waking_ev(2005, TID0, DEVICE, 1),
-		sleep_ev(2010, TID0, 0),
-		wake_ev(2020 + late, TID0, 0),
-		run_ev(2030 + late, TID0, 0),
-		INJ(2040 + late, TID0, 0x42),
-		ENTRY(2050 + late, TID0),
 	};
-	const struct vcpustat_event t[] = {
-		ENTRY(100, TID0),
-		HLT(1000, TID0),
-		HALT(1100, TID0, 0),
-		ACCEPT(2000, DEVICE, 0, 0x42),
-		waking_ev(2005, TID0, DEVICE, 1),
-		wake_ev(2008, TID0, 0), /* still running: it changes nothing */
+	const struct vcpustat_event after[] = {
 		sleep_ev(2010, TID0, 0),
-		wake_ev(2020 + late, TID0, 0), /* its sched_waking not seen */
+		wake_ev(2020 + late, TID0, 0), /* spent: its sched_waking not seen */
 		run_ev(2030 + late, TID0, 0),
 		INJ(2040 + late, TID0, 0x42),
 		ENTRY(2050 + late, TID0),
 	};
 
-	if (spent) {
-		memcpy(evs, t, sizeof(t));
-		*n = sizeof(t) / sizeof(t[0]);
-	} else {
-		memcpy(evs, s, sizeof(s));
-		*n = sizeof(s) / sizeof(s[0]);
-	}
+	memcpy(evs, before, sizeof(before));
+	*n = sizeof(before) / sizeof(before[0]);
+	if (spent)
+		evs[(*n)++] = wake_ev(2008, TID0, 0); /* the vCPU still running: it changes nothing */
+	memcpy(evs + *n, after, sizeof(after));
+	*n += sizeof(after) / sizeof(after[0]);
 }
 
 Test(halt, a_device_interrupt_racing_the_sleep_names_the_device)

@@ -460,9 +460,8 @@ static void read_guest_time(pid_t tid, struct vcpu_stats *st)
  * Thread tid's /proc schedstat (and guest_time) into st. Its run time is the
  * scheduler's sum_exec_runtime, which the kernel brings up to date for a
  * running task only at a tick or a switch: read by the running thread
- * itself, it can miss everything since (seen: tens of ms on 6.12 under the
- * lab's emulation). Reading the thread's CPU-time clock first updates it
- * (task_sched_runtime() runs the scheduler's update_curr()).
+ * itself, it misses everything since. Reading the thread's CPU-time clock
+ * first updates it (task_sched_runtime() runs the scheduler's update_curr()).
  */
 static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 {
