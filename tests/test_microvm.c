@@ -29,7 +29,7 @@
 static struct run {
 	pid_t pid;
 	char dir[64];
-	char ready[96], report[96], out[96], err[96];
+	char ready[96], report[96], out[96], err[96], held[96];
 } run;
 
 static const char *microvm_path(void)
@@ -53,6 +53,7 @@ static void run_cleanup(void)
 		unlink(run.report);
 		unlink(run.out);
 		unlink(run.err);
+		unlink(run.held);
 		rmdir(run.dir);
 		run.dir[0] = '\0';
 	}
@@ -70,6 +71,7 @@ static void start_microvm(const char *const *args, bool with_files)
 	snprintf(run.report, sizeof(run.report), "%s/report.json", run.dir);
 	snprintf(run.out, sizeof(run.out), "%s/stdout", run.dir);
 	snprintf(run.err, sizeof(run.err), "%s/stderr", run.dir);
+	snprintf(run.held, sizeof(run.held), "%s/held", run.dir);
 
 	argv[n++] = microvm_path();
 	for (; *args; args++)
@@ -367,6 +369,69 @@ Test(microvm, idle_zero_never_halts_and_fixed_chunks_are_used)
 	json_decref(report);
 }
 
+/* run_ns of /proc/<pid>/task/<tid>/schedstat */
+static long long task_run_ns(int pid, int tid)
+{
+	char path[96], *text;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	text = read_text(path);
+	cr_assert_not_null(text, "%s: %s", path, strerror(errno));
+	return atoll(text);
+}
+
+/*
+ * --hold: at the stop every vCPU thread reads its schedstat, then blocks;
+ * the file appears, the VM waits (no report yet) with its threads asleep and
+ * running nothing, and once the file is gone it reports and exits.
+ */
+Test(microvm, hold_keeps_the_vcpu_threads_blocked_until_the_file_goes)
+{
+	char cpu[16];
+	const char *args[] = { "--vcpus", "2", "--duration", "0.3", "--pin", cpu, "--hold", run.held, NULL };
+	long long before[2], tids[2];
+	json_t *ready, *report, *vm, *rvm;
+	int pid;
+
+	SKIP_UNLESS(kvm_unavailable());
+	pin_cpu(cpu, sizeof(cpu));
+	start_microvm(args, true);
+	ready = wait_ready(60);
+	vm = json_array_get(jget(ready, "vms"), 0);
+	pid = (int)jint(vm, "pid");
+	for (int i = 0; i < 2; i++)
+		tids[i] = jint(json_array_get(jget(vm, "vcpus"), (size_t)i), "tid");
+	for (int i = 0; access(run.held, F_OK) != 0; i++) {
+		cr_assert_eq(waitpid(run.pid, NULL, WNOHANG), 0, "microvm exited without --hold: %s",
+			     read_text(run.err));
+		cr_assert_lt(i, 60 * 50, "no --hold file after 60 s");
+		usleep(20 * 1000);
+	}
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(status_field(pid, (int)tids[i], "State")[0], 'S', "held vCPU %d sleeps: %s", i,
+			     status_field(pid, (int)tids[i], "State"));
+		before[i] = task_run_ns(pid, (int)tids[i]);
+	}
+	usleep(300 * 1000);
+	cr_assert_eq(waitpid(run.pid, NULL, WNOHANG), 0, "microvm waits while the file is there");
+	cr_assert_neq(access(run.report, F_OK), 0, "no report while held");
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(task_run_ns(pid, (int)tids[i]), before[i], "held vCPU %d ran nothing in 300 ms", i);
+	cr_assert_eq(unlink(run.held), 0);
+	cr_assert_eq(wait_microvm(60), 0, "stderr: %s", read_text(run.err));
+	report = load_json(run.report);
+	rvm = json_array_get(jget(report, "vms"), 0);
+	for (int i = 0; i < 2; i++) {
+		json_t *vcpu = json_array_get(jget(rvm, "vcpus"), (size_t)i);
+
+		cr_assert_eq(jint(vcpu, "tid"), tids[i]);
+		cr_assert_leq(jint(jget(vcpu, "schedstat"), "run_ns"), before[i],
+			      "vCPU %d read its schedstat before it was held", i);
+	}
+	json_decref(report);
+	json_decref(ready);
+}
+
 static long long op_of(json_t *vcpu, const char *op)
 {
 	return jint(jget(vcpu, "ops"), op);
@@ -574,7 +639,7 @@ Test(microvm, a_vm_that_dies_fails_the_run_and_stops_the_others)
 Test(microvm, bad_options_exit_2_naming_the_option)
 {
 	static const struct {
-		const char *args[4];
+		const char *args[5];
 		const char *says;
 	} cases[] = {
 		{ { "--vms", "0" }, "--vms" },
@@ -597,6 +662,8 @@ Test(microvm, bad_options_exit_2_naming_the_option)
 		{ { "--mix", "cpuid,frob" }, "frob" },
 		{ { "--mix", "" }, "--mix" },
 		{ { "--mix", "mmio," }, "--mix" },
+		{ { "--vms", "2", "--hold", "/tmp/held" }, "--hold" },
+		{ { "--hold", "/nonexistent-dir/held" }, "--hold" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -65,6 +65,7 @@ struct microvm_opts {
 	const char *duration_arg; /* as given, passed on to the VM processes */
 	const char *json_path;	  /* --json, NULL = stdout */
 	const char *ready_path;	  /* --ready, NULL = none */
+	const char *hold_path;	  /* --hold, NULL = none */
 	char name[MICROVM_NAME_MAX + 8]; /* from -name (guest=NAME or NAME) */
 	/* internal: set in VM processes only */
 	int vm_index;  /* --vm-index, -1 in the supervisor */

@@ -34,6 +34,7 @@ enum {
 	OPT_NAME,
 	OPT_JSON,
 	OPT_READY,
+	OPT_HOLD,
 	OPT_VM_INDEX,
 	OPT_REPORT_FD,
 };
@@ -57,6 +58,7 @@ static const struct option long_options[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "json", required_argument, NULL, OPT_JSON },
 	{ "ready", required_argument, NULL, OPT_READY },
+	{ "hold", required_argument, NULL, OPT_HOLD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "vm-index", required_argument, NULL, OPT_VM_INDEX },
 	{ "report-fd", required_argument, NULL, OPT_REPORT_FD },
@@ -118,6 +120,10 @@ void microvm_usage(FILE *f)
 	      "  --ready FILE      once every vCPU thread of every VM has run KVM_RUN, write\n"
 	      "                    {\"supervisor_pid\", \"vms\": [{index, pid, name, vcpus:\n"
 	      "                    [{index, tid}]}]} to FILE (atomically: tmp file + rename)\n"
+	      "  --hold FILE       at the stop, once every vCPU thread has read its schedstat\n"
+	      "                    (its last act) and blocks, write FILE; the threads stay\n"
+	      "                    blocked, and microvm does not exit, until FILE is removed\n"
+	      "                    (at most 600 s). With --vms 1 only\n"
 	      "  -h, --help        this help\n"
 	      "\n"
 	      "The guest runs a chunk of loop work, then `in eax, 0x10` (KVM_EXIT_IO): the VMM\n"
@@ -372,6 +378,11 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 				r = fail(err, errlen, "--ready: empty file name");
 			o->ready_path = optarg;
 			break;
+		case OPT_HOLD:
+			if (!*optarg)
+				r = fail(err, errlen, "--hold: empty file name");
+			o->hold_path = optarg;
+			break;
 		case OPT_VM_INDEX:
 			r = parse_u64("--vm-index", optarg, 0, MICROVM_MAX_VMS - 1, &v, err, errlen);
 			o->vm_index = (int)v;
@@ -408,6 +419,8 @@ int microvm_parse_opts(int argc, char **argv, struct microvm_opts *o, char *err,
 	if (o->irqchip && o->idle_us > 4000000)
 		return fail(err, errlen, "--idle-us %llu: with --irqchip at most 4000000 (the LAPIC timer's 32-bit count of ns)",
 			    (unsigned long long)o->idle_us);
+	if (o->hold_path && o->vms != 1)
+		return fail(err, errlen, "--hold: with --vms 1 only (one VM process writes the file)");
 	if ((o->vm_index < 0) != (o->report_fd < 0))
 		return fail(err, errlen, "--vm-index and --report-fd are internal and go together");
 	return 0;

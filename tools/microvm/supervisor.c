@@ -118,7 +118,7 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 	const struct microvm_opts *o = s->o;
 	char a_name[MICROVM_NAME_MAX + 64], a_index[16], a_fd[16], a_vcpus[16], a_busy[32], a_idle[32],
 		a_chunk_us[32], a_chunk_iters[32], a_pin[16], a_mix[64], a_io[32], a_msi[32];
-	const char *argv[32];
+	const char *argv[40];
 	pid_t parent = getpid();
 	int pipefd[2], n = 0;
 
@@ -183,6 +183,10 @@ static int spawn(struct supervisor *s, struct child *c, const char *exe, const c
 	if (o->duration_arg) {
 		argv[n++] = "--duration";
 		argv[n++] = o->duration_arg;
+	}
+	if (o->hold_path) {
+		argv[n++] = "--hold";
+		argv[n++] = o->hold_path;
 	}
 	argv[n] = NULL;
 
@@ -511,7 +515,8 @@ int microvm_supervise(const struct microvm_opts *o, const char *argv0)
 	int sig_fd, ret = MICROVM_EXIT_FAIL;
 
 	if ((o->json_path && check_output_dir("--json", o->json_path)) ||
-	    (o->ready_path && check_output_dir("--ready", o->ready_path)))
+	    (o->ready_path && check_output_dir("--ready", o->ready_path)) ||
+	    (o->hold_path && check_output_dir("--hold", o->hold_path)))
 		return MICROVM_EXIT_USAGE;
 
 	/* Our own executable, by its real path (so the VMs' comm is "microvm", not "exe"). */

@@ -124,10 +124,16 @@ struct vm {
 	/* --io-thread-us: the I/O thread */
 	pthread_t io_thread;
 	bool io_started;
+	bool io_joined;
 	pid_t io_tid;
 	uint64_t io_periods; /* busy periods done (--msi-us: rounds of MSIs sent) */
 	uint64_t msis_sent;  /* --msi-us: KVM_SIGNAL_MSI calls KVM delivered */
 	struct vcpu_stats io_st; /* its schedstat only */
+	/* --hold: vCPU threads that read their schedstat wait on hold_cond */
+	pthread_mutex_t hold_lock;
+	pthread_cond_t hold_cond;
+	unsigned int nr_held; /* under hold_lock */
+	bool hold_released;   /* under hold_lock */
 	char io_error[160];
 	/* where KVM has no per-vCPU counters (before 5.14): the VM's, from debugfs, or NULL and why */
 	json_t *kvm_stats;
@@ -550,6 +556,52 @@ static void *io_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * --hold: a vCPU thread that has read its schedstat blocks here (off CPU)
+ * until the main thread lets it go, so what it runs after that read (its
+ * exit: 40-50 ms under emulation on 6.12, the sanitizer's teardown) comes
+ * after whatever the holder of the file measured.
+ */
+static void hold_here(struct vm *vm)
+{
+	if (!vm->o->hold_path)
+		return;
+	pthread_mutex_lock(&vm->hold_lock);
+	vm->nr_held++;
+	pthread_cond_broadcast(&vm->hold_cond);
+	while (!vm->hold_released)
+		pthread_cond_wait(&vm->hold_cond, &vm->hold_lock);
+	pthread_mutex_unlock(&vm->hold_lock);
+}
+
+/* The main thread: wait until n vCPU threads are held. */
+static void hold_wait(struct vm *vm, unsigned int n)
+{
+	pthread_mutex_lock(&vm->hold_lock);
+	while (vm->nr_held < n)
+		pthread_cond_wait(&vm->hold_cond, &vm->hold_lock);
+	pthread_mutex_unlock(&vm->hold_lock);
+}
+
+/* The main thread, all held: write the file, wait until it is gone (600 s at most), let them go. */
+static void hold_release(struct vm *vm)
+{
+	const char *path = vm->o->hold_path;
+	uint64_t until = now_ns() + 600 * 1000000000ull;
+	int err = write_file_atomic(path, "held\n");
+
+	if (err)
+		err_msg(vm, "--hold %s: %s", path, strerror(-err));
+	while (!err && access(path, F_OK) == 0 && now_ns() < until)
+		usleep(10 * 1000);
+	if (!err && now_ns() >= until)
+		err_msg(vm, "--hold %s: still there after 600 s; the vCPU threads go on", path);
+	pthread_mutex_lock(&vm->hold_lock);
+	vm->hold_released = true;
+	pthread_cond_broadcast(&vm->hold_cond);
+	pthread_mutex_unlock(&vm->hold_lock);
+}
+
 static void mark_ready(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
@@ -645,6 +697,7 @@ static void *vcpu_thread(void *arg)
 		st->chunk_iters = cal.iters;
 out:
 	read_schedstat(v->tid, &v->st);
+	hold_here(vm);
 	return NULL;
 }
 
@@ -1247,24 +1300,41 @@ static void collect_counts(struct vm *vm)
 		vm->kvm_stats = kvm_vm_debugfs_stats(getpid(), vm->vm_fd, vm->kvm_stats_why, sizeof(vm->kvm_stats_why));
 }
 
+static void stop_io_thread(struct vm *vm)
+{
+	if (vm->io_started && !vm->io_joined) {
+		pthread_kill(vm->io_thread, KICK_SIGNAL);
+		pthread_join(vm->io_thread, NULL);
+		vm->io_joined = true;
+	}
+}
+
+/* With --hold, the I/O thread stops while the vCPU threads are held (it must not spin through the hold). */
 static void stop_vcpus(struct vm *vm)
 {
+	unsigned int started = 0;
+
 	__atomic_store_n(&vm->stop, 1, __ATOMIC_RELEASE);
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
-		if (vm->vcpus[i].started)
+		if (vm->vcpus[i].started) {
 			pthread_kill(vm->vcpus[i].thread, KICK_SIGNAL);
+			started++;
+		}
+	if (vm->o->hold_path) {
+		hold_wait(vm, started);
+		stop_io_thread(vm);
+		hold_release(vm);
+	}
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
 		if (vm->vcpus[i].started)
 			pthread_join(vm->vcpus[i].thread, NULL);
-	if (vm->io_started) {
-		pthread_kill(vm->io_thread, KICK_SIGNAL);
-		pthread_join(vm->io_thread, NULL);
-	}
+	stop_io_thread(vm);
 }
 
 int microvm_vm_main(const struct microvm_opts *o)
 {
-	struct vm vm = { .o = o, .kvm_fd = -1, .vm_fd = -1, .wake_fd = -1, .nr_vcpus = o->vcpus };
+	struct vm vm = { .o = o, .kvm_fd = -1, .vm_fd = -1, .wake_fd = -1, .nr_vcpus = o->vcpus,
+			 .hold_lock = PTHREAD_MUTEX_INITIALIZER, .hold_cond = PTHREAD_COND_INITIALIZER };
 	struct sigaction sa = { .sa_handler = on_kick }; /* no SA_RESTART: kicks interrupt */
 	uint64_t start, running_since = 0;
 	const char *stopped_by = NULL;
