@@ -1642,14 +1642,48 @@ static pid_t spawn_microvm(const char *args)
 }
 
 /*
+ * microvm --hold FILE: once FILE is there, every vCPU thread of the VM has
+ * read its schedstat and is blocked. The exporter's document two rewrites
+ * later (the second's sample was read after the first's rename) is what
+ * vcpustat says of the VM at that point; then FILE goes and the VM exits.
+ */
+static json_t *export_while_held(pid_t vm, const char *hold, int exp_slot, const char *exp)
+{
+	json_t *doc;
+	int status;
+
+	for (int i = 0; access(hold, F_OK) != 0; i++) {
+		pid_t r = waitpid(vm, &status, WNOHANG);
+
+		cr_assert_eq(r, 0, "microvm (pid %d) exited before it wrote --hold %s (status 0x%x)", (int)vm, hold,
+			     r == vm ? status : -1);
+		cr_assert_lt(i, 300 * 10, "microvm (pid %d) wrote no --hold %s within 300 s", (int)vm, hold);
+		usleep(100 * 1000);
+	}
+	wait_export_writes(exp_slot, exp, 2);
+	doc = load(exp);
+	cr_assert_eq(unlink(hold), 0, "unlink %s: %s", hold, strerror(errno));
+	return doc;
+}
+
+/*
  * Two VMs at once under `vcpustat export --every 1 -f json`: "busy" runs a
  * CPU-bound guest loop (no halts, 2,000,000 loop iterations between two I/O
- * exits, ~15 ms in the lab: few exits; a fixed count, because microvm's
- * calibration, run while the other VM starts, once gave chunks 20x too short), "exity" an exit-bound one (no halts, one loop iteration between two
- * I/O exits). Per vCPU: guest + host = the kernel's own on-CPU time for the
- * thread (/proc/<tid>/schedstat, which microvm reads as the thread's last
- * act) within 1 % of the window (the VM's life); busy: the guest share
- * within 6 points of the kernel's own (guest_time / (utime + stime) of
+ * exits; a fixed count, because microvm's calibration, run while the other VM
+ * starts, once gave chunks 20x too short), "exity" an exit-bound one (no
+ * halts, one loop iteration between two I/O exits). Per vCPU: guest + host =
+ * the kernel's own on-CPU time for the thread (/proc/<tid>/schedstat, which
+ * microvm reads as the thread's last act) within 0.5 % of the window (the
+ * VM's life) plus 150 us for each of the thread's runs on a CPU (schedstat's
+ * timeslices): we time a switch at the sched_switch tracepoint, the scheduler
+ * at its clock update before it picks the next task, and what runs between
+ * the two is not the same at a switch out as at a switch in. bpftrace in the
+ * 6.12 lab (2026-12-03) summed that difference per vCPU thread: +18.6 ms over
+ * 468 switches (40 us each) and +21.8 ms over 211 (103 us each), where the
+ * tracepoint-timed on-CPU time came out 17.8 and 15.3 ms over schedstat's;
+ * seven vCPUs of two test runs there were 21-56 ms over, 85-157 us per run
+ * on a CPU, and CI's 6.12 run was 1.14 % of a 4.6 s window over. busy: the guest
+ * share within 6 points of the kernel's own (guest_time / (utime + stime) of
  * /proc/<tid>/stat: PF_VCPU sampled at each tick, ~1,000 ticks, ~1 point
  * of sampling error; in the lab the kernel's share came out 1.1-4.2 points
  * under ours, though its guest window holds ours: its ticks fall in host
@@ -1658,18 +1692,23 @@ static pid_t spawn_microvm(const char *args)
  * (its ticks are no measure: 28 % against our 38 % in one run, 38 %
  * against 37 % in the other vCPU, with 6,000 exits a second against 250
  * ticks; on 6.12, whose kvm_entry fires earlier in the entry path, 46-52 %:
- * so > 35 %, and over 5 times the busy vCPUs' host share, which is 3-6 %). A fixed bound on the
+ * so > 35 %, and over 3 times the busy vCPUs' host share: the busy vCPUs made
+ * 1,094-1,455 exits in 3.8 s on 6.12 with 2,000,000 iterations a chunk or
+ * 8,000,000 alike, so most are no exit of theirs, and their host share was
+ * 9-11 % in CI, 12.8-17.6 % by hand, the exit-bound one's 50-68 %). A fixed bound on the
  * busy share (90 %) failed in CI at 86.6-89.8 %: how much host time a chunk's
  * exits take under emulation depends on the machine's load, and the kernel's
  * share moves with it. What the thread runs after that last read (its exit:
  * the sanitizer's teardown, under emulation) is host time schedstat never
- * shows: once 32 ms on a loaded machine, over 1 % of a 2 s window; hence 4 s.
+ * shows (32 ms once on a loaded machine): so each VM runs with --hold, and our
+ * side of the comparison is the exporter's document taken while the threads,
+ * their schedstat read, are blocked (export_while_held), before they exit.
  */
 Test(kvmlab, guest_host_split_matches_schedstat)
 {
-	const char *exp, *busy_json, *exity_json;
-	char bin[512], busy_args[512], exity_args[512];
-	json_t *xdoc, *report;
+	const char *exp, *busy_json, *exity_json, *hold;
+	char bin[512], busy_args[640], exity_args[640];
+	json_t *xdocs[2], *report;
 	double busy_host = 0;
 	int exp_slot;
 	pid_t busy, exity;
@@ -1686,6 +1725,7 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 	exp = in_dir("export.json");
 	busy_json = in_dir("busy.json");
 	exity_json = in_dir("exity.json");
+	hold = in_dir("held");
 	snprintf(bin, sizeof(bin), "%s/bin/vcpustat", build_dir());
 	{
 		char *arge[] = { bin, "export", "--every", "1", "-f", "json", "-o", (char *)exp, NULL };
@@ -1694,22 +1734,24 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 	}
 	wait_export_writes(exp_slot, exp, 1);
 	snprintf(busy_args, sizeof(busy_args),
-		 "--vcpus 2 --idle-us 0 --chunk-iters 2000000 --duration 4 -name guest=busy --json '%s'", busy_json);
+		 "--vcpus 2 --idle-us 0 --chunk-iters 2000000 --duration 4 -name guest=busy --json '%s' --hold '%s'",
+		 busy_json, hold);
 	snprintf(exity_args, sizeof(exity_args),
-		 "--vcpus 2 --idle-us 0 --chunk-iters 1 --duration 4 -name guest=exity --json '%s'", exity_json);
+		 "--vcpus 2 --idle-us 0 --chunk-iters 1 --duration 4 -name guest=exity --json '%s' --hold '%s'",
+		 exity_json, hold);
 	/*
 	 * One VM after the other: run together, the exit-bound vCPUs preempt the
 	 * busy ones, and each preemption is an exit and host time of the busy
 	 * vCPU (its guest share fell to 87.9 % on a loaded machine).
 	 */
 	busy = spawn_microvm(busy_args);
+	xdocs[0] = export_while_held(busy, hold, exp_slot, exp);
 	cr_assert_eq(wait_exit(busy), 0, "microvm %s", busy_args);
 	exity = spawn_microvm(exity_args);
+	xdocs[1] = export_while_held(exity, hold, exp_slot, exp);
 	cr_assert_eq(wait_exit(exity), 0, "microvm %s", exity_args);
-	wait_export_writes(exp_slot, exp, 2);
 	stop_tool(exp_slot, "vcpustat export --every");
 
-	xdoc = load(exp);
 	for (int m = 0; m < 2; m++) {
 		const char *name = m ? "exity" : "busy";
 		json_t *vm, *xvm, *vcpu;
@@ -1719,11 +1761,12 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 		report = load(m ? exity_json : busy_json);
 		vm = json_array_get(jget(report, "vms"), 0);
 		wall = (double)jint(vm, "wall_ns") / 1e9;
-		xvm = find_by(jget(xdoc, "vms"), "vm", jget(vm, "name"));
-		cr_assert_not_null(xvm, "the exporter publishes VM %s", name);
+		xvm = find_by(jget(xdocs[m], "vms"), "vm", jget(vm, "name"));
+		cr_assert_not_null(xvm, "the exporter publishes VM %s while it is held", name);
 		json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
 			json_t *xv = find_by(jget(xvm, "vcpus"), "vcpu", jget(vcpu, "index")), *sec;
 			double guest, host, run, oncpu, kguest = -1, ktotal = 0;
+			long long slices;
 			json_t *ticks = jget(jget(vcpu, "schedstat"), "ticks");
 
 			cr_assert_not_null(xv, "export: %s vCPU %zu", name, j);
@@ -1731,6 +1774,7 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 			guest = json_real_value(jget(sec, "guest"));
 			host = json_real_value(jget(sec, "host"));
 			run = (double)jint(jget(vcpu, "schedstat"), "run_ns") / 1e9;
+			slices = jint(jget(vcpu, "schedstat"), "timeslices");
 			oncpu = guest + host;
 			if (json_is_object(ticks)) {
 				kguest = (double)jint(ticks, "guest_ns") / 1e9;
@@ -1738,14 +1782,15 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 			}
 			fprintf(stderr,
 				"kvmlab:   %s vCPU %zu: guest %.4f s + host %.4f s = %.4f s vs schedstat run %.4f s "
-				"(diff %.4f s = %.2f %% of the %.3f s window); guest share %.1f %%, the kernel's "
+				"(diff %.4f s = %.2f %% of the %.3f s window, %lld runs on a CPU); guest share %.1f %%, the kernel's "
 				"%.1f %% (guest_time %.2f s of utime + stime %.2f s); exits %lld\n",
-				name, j, guest, host, oncpu, run, oncpu - run, 100 * (oncpu - run) / wall, wall,
+				name, j, guest, host, oncpu, run, oncpu - run, 100 * (oncpu - run) / wall, wall, slices,
 				100 * guest / oncpu, ktotal > 0 ? 100 * kguest / ktotal : -1.0, kguest, ktotal,
 				jint(xv, "exit_count"));
-			cr_assert_lt(fabs(oncpu - run), 0.01 * wall,
-				     "%s vCPU %zu: guest + host (%.4f s) = schedstat's run time (%.4f s) within 1 %% of the "
-				     "%.3f s window", name, j, oncpu, run, wall);
+			cr_assert_lt(fabs(oncpu - run), 0.005 * wall + 150e-6 * (double)slices,
+				     "%s vCPU %zu: guest + host (%.4f s) = schedstat's run time (%.4f s) within 0.5 %% of the "
+				     "%.3f s window + 150 us for each of its %lld runs on a CPU",
+				     name, j, oncpu, run, wall, slices);
 			if (m == 0 && ticks_compared) {
 				cr_assert_gt(ktotal, 0.5 * run, "microvm read the busy vCPU %zu's ticks (/proc stat)", j);
 				cr_assert_gt(kguest, 0.5 * ktotal, "busy vCPU %zu: the kernel saw it mostly in the guest", j);
@@ -1759,14 +1804,14 @@ Test(kvmlab, guest_host_split_matches_schedstat)
 			} else {
 				cr_assert_gt(host, 0.35 * oncpu, "exit-bound vCPU %zu: host %.4f s > 35 %% of on-CPU %.4f s",
 					     j, host, oncpu);
-				cr_assert_gt(host / oncpu, 5 * busy_host,
-					     "exit-bound vCPU %zu: its host share %.1f %% > 5 times the busy vCPUs' %.1f %%", j,
+				cr_assert_gt(host / oncpu, 3 * busy_host,
+					     "exit-bound vCPU %zu: its host share %.1f %% > 3 times the busy vCPUs' %.1f %%", j,
 					     100 * host / oncpu, 100 * busy_host);
 			}
 		}
 		json_decref(report);
+		json_decref(xdocs[m]);
 	}
-	json_decref(xdoc);
 }
 
 /* ---- exit reasons named as the running kernel names them ---- */
