@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
+#include "import/binary_internal.h"
 #include "import/import.h"
 #include "helpers.h"
 #include "import_helpers.h"
@@ -133,6 +134,40 @@ Test(import_ftrace, prev_state_letters)
 		int pre;
 
 		cr_assert_eq(ftrace_prev_state(bad[i], strlen(bad[i]), &st, &pre), -1, "'%s' accepted", bad[i]);
+	}
+}
+
+/*
+ * trace.dat and LTTng give prev_state as the number the kernel prints as a
+ * letter: both conversions must agree on every value of the report (Linux
+ * >= 4.14), and the numeric one rejects what is outside it.
+ */
+Test(import_ftrace, numeric_prev_state_is_what_its_letter_says)
+{
+	static const struct {
+		int64_t v;
+		const char *letter;
+	} report[] = {
+		{ 0, "R" },    { 0x100, "R+" }, { 0x1, "S" },	{ 0x2, "D" },  { 0x4, "T" },
+		{ 0x8, "t" },  { 0x10, "X" },	{ 0x20, "Z" }, { 0x40, "P" }, { 0x80, "I" },
+	};
+	static const int64_t bad[] = { -1, 0x200, 0x1000, INT64_MIN };
+
+	for (size_t i = 0; i < sizeof(report) / sizeof(report[0]); i++) {
+		__u64 st = 99, pre = 99;
+		uint64_t lst = 98;
+		int lpre = 98;
+
+		cr_assert(binary_prev_state(report[i].v, &st, &pre), "%#llx", (long long)report[i].v);
+		cr_assert_eq(ftrace_prev_state(report[i].letter, strlen(report[i].letter), &lst, &lpre), 0);
+		cr_assert_eq(st, lst, "%#llx = %s: state %#llx, the letter's %#llx", (long long)report[i].v,
+			     report[i].letter, (unsigned long long)st, (unsigned long long)lst);
+		cr_assert_eq(pre, (__u64)lpre, "%#llx = %s: preempt", (long long)report[i].v, report[i].letter);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		__u64 st, pre;
+
+		cr_assert_not(binary_prev_state(bad[i], &st, &pre), "%lld accepted", (long long)bad[i]);
 	}
 }
 

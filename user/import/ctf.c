@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <babeltrace2/babeltrace.h>
+#include "import/binary_internal.h"
 #include "import/ctf_internal.h"
 #include "sync/sync.h"
 
@@ -119,22 +120,7 @@ static bool get_str(const bt_field *s, const char *name, char *buf, size_t len)
 	return false;
 }
 
-/*
- * LTTng's prev_state: the kernel's task-state report (0 running, 1 S, 2 D,
- * 4 T, 8 t, 0x10 X, 0x20 Z, 0x40 P, 0x80 I), with TASK_REPORT_MAX (0x100)
- * when the task was preempted. To the handler's TASK_* bits (ftrace.c's).
- */
-static void prev_state(int64_t v, __u64 *state, __u64 *preempt)
-{
-	uint64_t s = (uint64_t)v & 0xff;
-
-	*preempt = (uint64_t)v >= 0x100 && !s;
-	*state = s & 0x80 ? (s & ~0x80ull) | 0x402 : s; /* I: TASK_IDLE, a sleep, not an exit */
-}
-
 /* ---- events ---- */
-
-enum conv { CONV_EVENT = 1, CONV_SKIP, CONV_BAD };
 
 static enum conv bad(struct ctf_reader *r, struct trace_event *t, const char *name, const char *what)
 {
@@ -194,7 +180,8 @@ static enum conv convert_event(struct ctf_reader *r, const bt_message *msg, stru
 		e->type = VCPUSTAT_EV_SWITCH;
 		e->tid = prev;
 		e->tid2 = next;
-		prev_state(v, &e->arg0, &e->arg1);
+		if (!binary_prev_state(v, &e->arg0, &e->arg1))
+			return bad(r, t, name, "prev_state is not the task-state report of Linux 4.14 or later");
 		get_str(p, "prev_comm", e->comm, sizeof(e->comm));
 		get_str(p, "next_comm", t->next_comm, sizeof(t->next_comm));
 		if (!have_tid || t->pid != prev) { /* the current thread is prev; its process: unknown */

@@ -57,6 +57,7 @@
 #define SANITIZED 1
 #endif
 #endif
+#include "import/binary_internal.h"
 #include "import/tracedat_internal.h"
 #include "model/model.h"
 #include "sync/sync.h"
@@ -307,25 +308,7 @@ static bool get_str(const struct tep_record *rec, const struct tep_format_field 
 	return true;
 }
 
-/*
- * prev_state as Linux >= 4.14 reports it: 1 S, 2 D, 4 T, 8 t, 0x10 X, 0x20 Z,
- * 0x40 P, 0x80 I, | 0x100 (TASK_REPORT_MAX) when preempted; to the kernel's
- * TASK_* bits as ftrace.c reads the same letters ("S+" = S, preempted).
- */
-static bool prev_state(int64_t v, __u64 *state, __u64 *preempt)
-{
-	uint64_t s = (uint64_t)v & 0xff;
-
-	if (v < 0 || v > 0x1ff)
-		return false;
-	*preempt = !!(v & 0x100);
-	*state = s & 0x80 ? (s & ~0x80ull) | 0x402 : s; /* I: TASK_IDLE, a sleep, not an exit */
-	return true;
-}
-
 /* ---- events ---- */
-
-enum conv { CONV_EVENT = 1, CONV_SKIP, CONV_BAD };
 
 static enum conv bad(struct tracedat_reader *r, const struct tep_record *rec, const char *name, const char *what)
 {
@@ -381,7 +364,7 @@ static enum conv convert_event(struct tracedat_reader *r, const struct tep_recor
 
 		if (!get_u32(rec, f[1], &prev) || !get_u32(rec, f[4], &next) || !get_int(rec, f[2], &v))
 			return bad(r, rec, name, "no prev_pid, next_pid or prev_state");
-		if (!prev_state(v, &e->arg0, &e->arg1))
+		if (!binary_prev_state(v, &e->arg0, &e->arg1))
 			return bad(r, rec, name, "prev_state is not the task-state report of Linux 4.14 or later");
 		e->type = VCPUSTAT_EV_SWITCH;
 		e->tid = prev;
