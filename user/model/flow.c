@@ -80,26 +80,6 @@ int flow_parse_target(const char *arg, struct flow_target *t, struct vcpustat_er
 	return 0;
 }
 
-static uint64_t lo(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-static uint64_t hi(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
-/* The interval with a value covering t, or NULL. */
-static const struct sht_interval *covering(const struct sht_interval *iv, size_t n, uint64_t t)
-{
-	size_t i = report_first_after(iv, n, t);
-
-	if (i >= n || iv[i].start > t || iv[i].value.type == SHT_NULL)
-		return NULL;
-	return &iv[i];
-}
-
 /* The intervals of one attribute over the flow's range, fetched once. */
 struct lines {
 	struct sht_interval *iv;
@@ -485,7 +465,7 @@ static int guest_code(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum flow
 		return e;
 	for (size_t i = report_first_after(vc->gtid.iv, vc->gtid.n, a); i < vc->gtid.n && vc->gtid.iv[i].start < b; i++) {
 		const struct sht_interval *iv = &vc->gtid.iv[i];
-		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
+		uint64_t s = max_u64(iv->start, a), t = min_u64(iv->end, b);
 		uint32_t g;
 
 		if (t <= s)
@@ -531,7 +511,7 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 	for (size_t i = report_first_after(vc->state.iv, vc->state.n, a); !e && i < vc->state.n && vc->state.iv[i].start < b;
 	     i++) {
 		const struct sht_interval *iv = &vc->state.iv[i], *p;
-		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
+		uint64_t s = max_u64(iv->start, a), t = min_u64(iv->end, b);
 
 		if (t <= s)
 			continue;
@@ -554,7 +534,7 @@ static int resolve_vcpu(struct ctx *c, size_t v, uint64_t a, uint64_t b, enum fl
 			break;
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
-			p = covering(vc->pcpu.iv, vc->pcpu.n, s);
+			p = report_covering(vc->pcpu.iv, vc->pcpu.n, s);
 			if (p && p->value.type == SHT_INT)
 				e = resolve_host_cpu(c, (uint32_t)p->value.i, s, t, kind);
 			else
@@ -590,7 +570,7 @@ static int resolve_host_cpu(struct ctx *c, uint32_t cpu, uint64_t a, uint64_t b,
 		return e;
 	for (size_t i = report_first_after(l->iv, l->n, a); i < l->n && l->iv[i].start < b; i++) {
 		const struct sht_interval *iv = &l->iv[i];
-		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
+		uint64_t s = max_u64(iv->start, a), t = min_u64(iv->end, b);
 		const size_t *v;
 		uint32_t tid;
 
@@ -645,7 +625,7 @@ static int edge(struct ctx *c, uint32_t attr, struct lines *l, uint64_t t, bool 
 			return e;
 	}
 	{
-		const struct sht_interval *hit = covering(iv, n, probe);
+		const struct sht_interval *hit = report_covering(iv, n, probe);
 
 		*yes = hit && hit->value.type == SHT_INT && hit->value.i == val &&
 		       (at_start ? hit->start : hit->end) == t;
@@ -736,7 +716,7 @@ static int guest_cpu_at(struct ctx *c, uint64_t t, size_t *out)
 		err = load(c, &vc->gtid, vc->a_gtid);
 		if (err)
 			return err;
-		iv = covering(vc->gtid.iv, vc->gtid.n, t);
+		iv = report_covering(vc->gtid.iv, vc->gtid.n, t);
 		if (iv && iv->value.type == SHT_INT && (uint32_t)iv->value.i == c->t_gtid) {
 			*out = v;
 			return 0;
@@ -761,7 +741,7 @@ static int virt_preempted(struct ctx *c, size_t v, uint64_t a, uint64_t b)
 	for (size_t i = report_first_after(vc->state.iv, vc->state.n, a); !e && i < vc->state.n && vc->state.iv[i].start < b;
 	     i++) {
 		const struct sht_interval *iv = &vc->state.iv[i], *p;
-		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
+		uint64_t s = max_u64(iv->start, a), t = min_u64(iv->end, b);
 
 		if (t <= s)
 			continue;
@@ -771,7 +751,7 @@ static int virt_preempted(struct ctx *c, size_t v, uint64_t a, uint64_t b)
 		switch (iv->value.type == SHT_INT ? iv->value.i : -1) {
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
-			p = covering(vc->pcpu.iv, vc->pcpu.n, s);
+			p = report_covering(vc->pcpu.iv, vc->pcpu.n, s);
 			if (p && p->value.type == SHT_INT)
 				e = resolve_host_cpu(c, (uint32_t)p->value.i, s, t, FLOW_HOST_RUNQ);
 			else
@@ -799,7 +779,7 @@ static int flow_guest(struct ctx *c, const struct sht_interval *st, size_t n)
 	int e = 0;
 
 	for (size_t i = 0; !e && i < n; i++) {
-		uint64_t s = hi(st[i].start, c->f->start), t = lo(st[i].end, c->f->end);
+		uint64_t s = max_u64(st[i].start, c->f->start), t = min_u64(st[i].end, c->f->end);
 		const char *v = st[i].value.type == SHT_STR ? st[i].value.s : "";
 		size_t vc;
 
@@ -837,7 +817,7 @@ static int flow_vcpu(struct ctx *c, size_t v, const struct sht_interval *st, siz
 		e = vm_modes(c, vc->vm, &modes);
 	c->stack[c->depth++] = v;
 	for (size_t i = 0; !e && i < n; i++) {
-		uint64_t s = hi(st[i].start, c->f->start), t = lo(st[i].end, c->f->end);
+		uint64_t s = max_u64(st[i].start, c->f->start), t = min_u64(st[i].end, c->f->end);
 		const struct sht_interval *p;
 
 		if (t <= s || st[i].value.type != SHT_INT)
@@ -857,7 +837,7 @@ static int flow_vcpu(struct ctx *c, size_t v, const struct sht_interval *st, siz
 			break;
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
-			p = covering(vc->pcpu.iv, vc->pcpu.n, s);
+			p = report_covering(vc->pcpu.iv, vc->pcpu.n, s);
 			if (p && p->value.type == SHT_INT)
 				e = resolve_host_cpu(c, (uint32_t)p->value.i, s, t, FLOW_HOST_RUNQ);
 			else
@@ -878,7 +858,7 @@ static int flow_host(struct ctx *c, const struct sht_interval *st, size_t n)
 	int e = 0;
 
 	for (size_t i = 0; !e && i < n; i++) {
-		uint64_t s = hi(st[i].start, c->f->start), t = lo(st[i].end, c->f->end);
+		uint64_t s = max_u64(st[i].start, c->f->start), t = min_u64(st[i].end, c->f->end);
 		const char *v = st[i].value.type == SHT_STR ? st[i].value.s : "";
 		uint32_t cpu;
 
@@ -1124,8 +1104,8 @@ int flow_build(struct flow *f, struct sht_reader *r, const struct flow_target *t
 		if (st[i].value.type == SHT_NULL || st[i].end <= from || st[i].start >= to || st[i].end <= st[i].start)
 			continue;
 		if (!alive)
-			f->start = hi(st[i].start, from);
-		f->end = lo(st[i].end, to);
+			f->start = max_u64(st[i].start, from);
+		f->end = min_u64(st[i].end, to);
 		alive = true;
 	}
 	c.lo = f->start; /* the range of the lines read: the lifespan in the window (edge() looks beyond) */

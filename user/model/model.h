@@ -839,6 +839,8 @@ bool report_host_recorded(struct sht_reader *r);
 
 /* The first of iv[0..n) (one attribute's intervals: sorted, not overlapping) that ends after t; n if none. */
 size_t report_first_after(const struct sht_interval *iv, size_t n, uint64_t t);
+/* The interval of iv[0..n) (sorted, not overlapping) that covers t and has a value; NULL if none. */
+const struct sht_interval *report_covering(const struct sht_interval *iv, size_t n, uint64_t t);
 
 /* The first non-null integer of attr (a VM's pid, a vCPU's tid), def if none. */
 int64_t report_first_int(struct sht_reader *r, uint32_t attr, int64_t def);

@@ -6,16 +6,6 @@
 #include "util/util.h"
 #include "model/model.h"
 
-static uint64_t lo(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-static uint64_t hi(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
 /* Intervals of attr meeting [t1, t2] (empty if attr is absent). */
 static int range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out, size_t *n,
 		 struct vcpustat_error *err)
@@ -25,24 +15,6 @@ static int range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, 
 	if (attr == SHT_NO_ATTR)
 		return 0;
 	return sht_query_range(r, attr, NULL, t1, t2, out, n, err);
-}
-
-/* The value of the interval covering t, in intervals sorted by start. */
-static const struct sht_interval *covering(const struct sht_interval *iv, size_t n, uint64_t t)
-{
-	size_t a = 0, b = n;
-
-	while (a < b) { /* last interval with start <= t */
-		size_t m = (a + b) / 2;
-
-		if (iv[m].start <= t)
-			a = m + 1;
-		else
-			b = m;
-	}
-	if (!a || iv[a - 1].end <= t || iv[a - 1].value.type == SHT_NULL)
-		return NULL;
-	return &iv[a - 1];
 }
 
 /* A fresh summary for the samples of name: the files store names; isa and code come back from them. */
@@ -124,9 +96,9 @@ static void latency_finish(struct latency_summary *l, double seconds)
 	__u64 closed = l->count - l->open;
 
 	l->rate = seconds > 0 ? (double)l->count / seconds : 0;
-	l->p50_ns = lo(latency_percentile(l->bucket, closed, 0.50), l->max_ns);
-	l->p90_ns = lo(latency_percentile(l->bucket, closed, 0.90), l->max_ns);
-	l->p99_ns = lo(latency_percentile(l->bucket, closed, 0.99), l->max_ns);
+	l->p50_ns = min_u64(latency_percentile(l->bucket, closed, 0.50), l->max_ns);
+	l->p90_ns = min_u64(latency_percentile(l->bucket, closed, 0.90), l->max_ns);
+	l->p99_ns = min_u64(latency_percentile(l->bucket, closed, 0.99), l->max_ns);
 }
 
 static int by_count(const void *a, const void *b)
@@ -211,6 +183,15 @@ size_t report_first_after(const struct sht_interval *iv, size_t n, uint64_t t)
 	return a;
 }
 
+const struct sht_interval *report_covering(const struct sht_interval *iv, size_t n, uint64_t t)
+{
+	size_t i = report_first_after(iv, n, t);
+
+	if (i >= n || iv[i].start > t || iv[i].value.type == SHT_NULL)
+		return NULL;
+	return &iv[i];
+}
+
 struct culprit_acc {
 	struct hashmap by_tid; /* tid -> ns */
 };
@@ -228,7 +209,7 @@ static int charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc
 	/* from the first run that ends after a (the runs are sorted and do not overlap), not from the start */
 	for (size_t i = report_first_after(runs->iv, runs->n, a); i < runs->n && runs->iv[i].start < b; i++) {
 		const struct sht_interval *iv = &runs->iv[i];
-		uint64_t s = hi(iv->start, a), t = lo(iv->end, b);
+		uint64_t s = max_u64(iv->start, a), t = min_u64(iv->end, b);
 		uint32_t tid;
 		uint64_t *ns;
 
@@ -257,7 +238,7 @@ static int64_t int_at(struct sht_reader *r, uint32_t attr, uint64_t t, int64_t d
 
 	if (attr == SHT_NO_ATTR || sht_query_range(r, attr, NULL, t, t, &iv, &n, NULL))
 		return def;
-	c = covering(iv, n, t);
+	c = report_covering(iv, n, t);
 	if (c && c->value.type == SHT_INT)
 		v = c->value.i;
 	free(iv);
@@ -585,7 +566,7 @@ static int details_in_window(const struct sht_interval *iv, size_t n, const stru
 
 		if (iv[i].value.type != SHT_STR)
 			continue;
-		x = covering(ex, nex, iv[i].start);
+		x = report_covering(ex, nex, iv[i].start);
 		if (!x || x->value.type != SHT_STR || x->start < t1 || x->start >= t2 || x->end >= file_end ||
 		    !on_at(on, x->start))
 			continue;
@@ -687,13 +668,13 @@ static int spaces_in_window(const struct sht_interval *cr, size_t ncr, const str
 		if (st[i].value.type != SHT_INT || st[i].value.i != VCPU_GUEST || end < t1 || end >= t2 ||
 		    st[i + 1].start != end || st[i + 1].value.type != SHT_INT || !on_at(on, end))
 			continue;
-		x = covering(cr, ncr, end);
+		x = report_covering(cr, ncr, end);
 		if (!x || x->value.type != SHT_STR)
 			continue;
 		snprintf(key, sizeof(key), "cr3 %s read", x->value.s);
 		if (detail_charge(table, key, ns))
 			return -ENOMEM;
-		g = covering(gt, ngt, end);
+		g = report_covering(gt, ngt, end);
 		if (g && g->value.type == SHT_INT && g->value.i > 0) {
 			struct cr3_vote k = { .tid = (uint32_t)g->value.i };
 			uint64_t *n, one = 1;
@@ -774,20 +755,20 @@ static int nested_in_window(const struct sht_interval *lv, size_t nlv, const str
 		return 0;
 	out->nested = true;
 	for (size_t i = 0; i < nst; i++) {
-		uint64_t a = st[i].start, b = lo(st[i].end, t2);
+		uint64_t a = st[i].start, b = min_u64(st[i].end, t2);
 
 		if (st[i].value.type != SHT_INT || st[i].value.i != VCPU_GUEST || b <= a)
 			continue;
 		while (j < nlv && lv[j].end <= a) /* both come by start */
 			j++;
 		for (size_t k = j; k < nlv && lv[k].start < b; k++) {
-			uint64_t x = hi(a, lv[k].start), y = lo(b, lv[k].end);
+			uint64_t x = max_u64(a, lv[k].start), y = min_u64(b, lv[k].end);
 
 			if (y <= x || lv[k].value.type != SHT_INT || lv[k].value.i != 2)
 				continue;
 			out->l2_ns_total += on_ns(on, x, y);
-			if (lo(y, t2) > hi(x, t1))
-				out->l2_ns += on_ns(on, hi(x, t1), lo(y, t2));
+			if (min_u64(y, t2) > max_u64(x, t1))
+				out->l2_ns += on_ns(on, max_u64(x, t1), min_u64(y, t2));
 		}
 	}
 	for (size_t i = nlv; i-- > 0;)
@@ -796,7 +777,7 @@ static int nested_in_window(const struct sht_interval *lv, size_t nlv, const str
 			break;
 		}
 	for (size_t i = 0; i < nex; i++) {
-		const struct sht_interval *at = covering(lv, nlv, ex[i].start), *end;
+		const struct sht_interval *at = report_covering(lv, nlv, ex[i].start), *end;
 		unsigned int isa, code;
 		char key[64];
 
@@ -804,7 +785,7 @@ static int nested_in_window(const struct sht_interval *lv, size_t nlv, const str
 		    !on_at(on, ex[i].start) || !at || at->value.type != SHT_INT || at->value.i != 2 ||
 		    exit_reason_from_name(ex[i].value.s, &isa, &code))
 			continue;
-		end = covering(lv, nlv, ex[i].end > ex[i].start ? ex[i].end - 1 : ex[i].start);
+		end = report_covering(lv, nlv, ex[i].end > ex[i].start ? ex[i].end - 1 : ex[i].start);
 		snprintf(key, sizeof(key), "nested 0x%llx %s", (unsigned long long)((uint64_t)isa << 32 | code),
 			 end && end->value.type == SHT_INT && end->value.i == 1 ? "l1" : "l0");
 		if (detail_charge(table, key, ex[i].end - ex[i].start))
@@ -930,7 +911,7 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 	*has_details |= ivs.has_access;
 	for (size_t i = 0; i < nst; i++) {
 		const struct sht_interval *iv = &st[i];
-		uint64_t s = hi(iv->start, t1), t = lo(iv->end, t2);
+		uint64_t s = max_u64(iv->start, t1), t = min_u64(iv->end, t2);
 		int64_t v = iv->value.i;
 		/* the state before; -1 for a first value (the file's start, the vCPU's first state): no transition */
 		int64_t prev = i && st[i - 1].end == iv->start && st[i - 1].value.type == SHT_INT ? st[i - 1].value.i : -1;
@@ -938,7 +919,7 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 		if (iv->value.type != SHT_INT || v < 0 || v >= VCPU_NR_STATES)
 			continue;
 		if (iv->start < t2)
-			out->ns_total[v] += on_ns(on, iv->start, lo(iv->end, t2));
+			out->ns_total[v] += on_ns(on, iv->start, min_u64(iv->end, t2));
 		if (iv->start < t2 && iv->end > iv->start)
 			last = iv;
 		if (t > s)
@@ -965,7 +946,7 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 			 * view charges it; --pcpu: the stretches on a CPU of the set.
 			 */
 			for (size_t k = report_first_after(pc, npc, s); k < npc && pc[k].start < t && !e; k++) {
-				uint64_t a = hi(pc[k].start, s), b = lo(pc[k].end, t);
+				uint64_t a = max_u64(pc[k].start, s), b = min_u64(pc[k].end, t);
 
 				if (b > a && pc[k].value.type == SHT_INT && pc[k].value.i >= 0 &&
 				    (!on || id_set_has(cpus, (uint32_t)pc[k].value.i)))
@@ -1112,7 +1093,7 @@ static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint6
 
 		if (!runs)
 			return -1;
-		iv = covering(runs->iv, runs->n, t);
+		iv = report_covering(runs->iv, runs->n, t);
 		if (iv && iv->value.type == SHT_INT && (uint32_t)iv->value.i == tid)
 			return (int)cpu;
 	}
@@ -1128,7 +1109,7 @@ static int charge_on(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *
 	int e = range(r, cpu_attr, a, b, &iv, &n, err);
 
 	for (size_t i = 0; i < n && !e; i++) {
-		uint64_t s = hi(iv[i].start, a), t = lo(iv[i].end, b);
+		uint64_t s = max_u64(iv[i].start, a), t = min_u64(iv[i].end, b);
 
 		if (t > s && iv[i].value.type == SHT_INT && iv[i].value.i >= 0)
 			e = charge(r, cr, acc, (uint32_t)iv[i].value.i, s, t, err);
@@ -1153,7 +1134,7 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 	int e = range(r, sht_attr_child(r, th, "state"), cr->t1, cr->t2, &iv, &n, err);
 
 	for (size_t i = 0; i < n && !e; i++) {
-		uint64_t a = hi(iv[i].start, cr->t1), b = lo(iv[i].end, cr->t2);
+		uint64_t a = max_u64(iv[i].start, cr->t1), b = min_u64(iv[i].end, cr->t2);
 		int cpu;
 
 		if (a >= b || iv[i].value.type != SHT_STR)
@@ -1313,7 +1294,7 @@ static int lost_on_vcpu(struct sht_reader *r, const struct vcpu_lines *v, uint64
 {
 	for (size_t i = report_first_after(v->state, v->nstate, s); i < v->nstate && v->state[i].start < e; i++) {
 		const struct sht_interval *iv = &v->state[i];
-		uint64_t a = hi(iv->start, s), b = lo(iv->end, e);
+		uint64_t a = max_u64(iv->start, s), b = min_u64(iv->end, e);
 		const struct sht_interval *p;
 		int err2;
 
@@ -1328,7 +1309,7 @@ static int lost_on_vcpu(struct sht_reader *r, const struct vcpu_lines *v, uint64
 		case VCPU_PREEMPTED:
 		case VCPU_WAIT:
 			g->lost_runq_ns += b - a;
-			p = covering(v->pcpu, v->npcpu, iv->start);
+			p = report_covering(v->pcpu, v->npcpu, iv->start);
 			if (cr && p && p->value.type == SHT_INT) {
 				err2 = charge(r, cr, acc, (uint32_t)p->value.i, a, b, err);
 				if (err2)
@@ -1380,7 +1361,7 @@ static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lin
 		if (nm[i].value.type == SHT_STR)
 			snprintf(g->comm, sizeof(g->comm), "%s", nm[i].value.s);
 	for (size_t i = 0; !e && i < nst; i++) {
-		uint64_t s = hi(st[i].start, t1), t = lo(st[i].end, t2);
+		uint64_t s = max_u64(st[i].start, t1), t = min_u64(st[i].end, t2);
 		int state = st[i].value.type == SHT_STR ? guest_state_of(st[i].value.s) : -1;
 
 		if (state < 0 || t <= s)
@@ -1398,7 +1379,7 @@ static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lin
 					continue;
 				g->vcpu = (int)vl[v].index;
 				if (state == GUEST_VIRT_PREEMPTED)
-					e = lost_on_vcpu(r, &vl[v], hi(gi->start, s), lo(gi->end, t), g, cr, &acc, err);
+					e = lost_on_vcpu(r, &vl[v], max_u64(gi->start, s), min_u64(gi->end, t), g, cr, &acc, err);
 			}
 	}
 	if (!e)

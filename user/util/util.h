@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/types.h>
@@ -199,6 +200,17 @@ int read_bounded(int fd, const char *name, size_t limit, char **out, size_t *len
  * vcpustat_event bytes as they are.
  */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "vcpustat's files are read and written on little-endian hosts only");
+
+/* The smaller and the larger of two times or counts. */
+static inline uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
 
 static inline __u16 get16(const void *p)
 {
