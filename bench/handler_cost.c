@@ -179,14 +179,9 @@ struct prog_set {
 /* Attach a set's programs, run the workload, add up their costs, detach. */
 static int set_phase(struct prog_set *s, char **workload)
 {
-	struct bpf_link *links[3] = { NULL };
-	int err = 0;
+	struct bpf_link *links[3];
+	int err = prog_attach(s->p, links, 3);
 
-	for (int i = 0; i < 3 && !err; i++) {
-		links[i] = bpf_program__attach(s->p[i]);
-		if (!links[i])
-			err = -errno;
-	}
 	if (!err) {
 		for (int i = 0; i < 3; i++)
 			measure_start(&s->m[i], bpf_program__fd(s->p[i]));
@@ -194,8 +189,7 @@ static int set_phase(struct prog_set *s, char **workload)
 		for (int i = 0; i < 3; i++)
 			measure_stop(&s->m[i], bpf_program__fd(s->p[i]));
 	}
-	for (int i = 0; i < 3; i++)
-		bpf_link__destroy(links[i]);
+	prog_detach(links, 3);
 	return err;
 }
 

@@ -84,20 +84,7 @@ static int attach_set(struct kvm_empty_bpf *e, bool floor, struct bpf_link *link
 	struct bpf_program *p[NR_TP];
 
 	set_progs(e, floor, p);
-	for (int i = 0; i < NR_TP; i++) {
-		links[i] = p[i] ? bpf_program__attach(p[i]) : NULL;
-		if (p[i] && !links[i])
-			return -1;
-	}
-	return 0;
-}
-
-static void detach_set(struct bpf_link *links[NR_TP])
-{
-	for (int i = 0; i < NR_TP; i++) {
-		bpf_link__destroy(links[i]);
-		links[i] = NULL;
-	}
+	return prog_attach(p, links, NR_TP);
 }
 
 /* microvm --mix all for `seconds`: port I/O, MMIO, MSR reads and writes, cpuid, nested page faults, halts. */
@@ -405,10 +392,10 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 2; round++) {
 		if (attach_set(empty, false, links) || phase(efd, seconds, &e))
 			goto failed;
-		detach_set(links);
+		prog_detach(links, NR_TP);
 		if (attach_set(empty, true, links) || phase(ffd, seconds, &f))
 			goto failed;
-		detach_set(links);
+		prog_detach(links, NR_TP);
 		if (round)
 			break;
 		if (vcpustat_attach(vs) <= 0 || phase(vfd, seconds, &v))
@@ -434,7 +421,7 @@ int main(int argc, char **argv)
 failed:
 	fprintf(stderr, "kvm-event-cost: a phase failed (attach, or microvm)\n");
 out:
-	detach_set(links);
+	prog_detach(links, NR_TP);
 	if (stats_fd >= 0)
 		close(stats_fd);
 	ring_buffer__free(records);

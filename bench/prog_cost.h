@@ -3,7 +3,8 @@
  * prog_cost.h - what the benchmarks that compare vcpustat's handlers with
  * empty programs share (handler_cost.c, kvm_event_cost.c): a BPF program's
  * bpf_stats (BPF_STATS_RUN_TIME on), how many times it ran and for how long
- * in all; and where the binaries they start are.
+ * in all; a set of programs attached alone for a phase; and where the
+ * binaries they start are.
  */
 #ifndef VCPUSTAT_BENCH_PROG_COST_H
 #define VCPUSTAT_BENCH_PROG_COST_H
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 struct prog_cost {
 	__u64 run_cnt, run_time_ns;
@@ -39,6 +41,32 @@ static inline double per_run(const struct prog_cost *a, const struct prog_cost *
 	__u64 n = b->run_cnt - a->run_cnt;
 
 	return n ? (double)(b->run_time_ns - a->run_time_ns) / (double)n : 0;
+}
+
+/*
+ * Attach p[0..n) (a NULL one is skipped), each alone, for a phase: links[]
+ * to prog_detach after it, also when this fails. 0 or -errno.
+ */
+static inline int prog_attach(struct bpf_program *const p[], struct bpf_link *links[], int n)
+{
+	for (int i = 0; i < n; i++)
+		links[i] = NULL;
+	for (int i = 0; i < n; i++) {
+		if (!p[i])
+			continue;
+		links[i] = bpf_program__attach(p[i]);
+		if (!links[i])
+			return errno ? -errno : -EINVAL;
+	}
+	return 0;
+}
+
+static inline void prog_detach(struct bpf_link *links[], int n)
+{
+	for (int i = 0; i < n; i++) {
+		bpf_link__destroy(links[i]);
+		links[i] = NULL;
+	}
 }
 
 /* The path of name beside this program's own binary (build/bin/microvm for build/bin/handler-cost). */
