@@ -8,7 +8,7 @@ _microvm()
 	_init_completion || return
 
 	case $prev in
-	--json | --ready)
+	--json | --ready | --hold)
 		_filedir
 		return
 		;;
@@ -18,7 +18,7 @@ _microvm()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "--vms --vcpus --busy-us --idle-us --chunk-us --chunk-iters --pin --io-thread-us --msi-us
-			--duration -name --json --ready -h --help --mix --irqchip --ipi --address-spaces --nested" -- "$cur"))
+			--duration -name --json --ready --hold -h --help --mix --irqchip --ipi --address-spaces --nested" -- "$cur"))
 	fi
 } &&
 	complete -F _microvm microvm
