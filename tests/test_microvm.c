@@ -143,20 +143,25 @@ static json_t *load_json(const char *path)
 	return j;
 }
 
-/* Wait until the --ready file exists (the supervisor must not exit first). */
-static json_t *wait_ready(double timeout_s)
+/* Wait until microvm's file opt (--ready, --hold) exists at path (the supervisor must not exit first). */
+static void wait_file(const char *opt, const char *path, double timeout_s)
 {
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
 
 	for (int i = 0; i < timeout_s * 50; i++) {
-		if (access(run.ready, F_OK) == 0)
-			return load_json(run.ready);
-		cr_assert_eq(waitpid(run.pid, NULL, WNOHANG), 0, "microvm exited before it was ready: %s",
+		if (access(path, F_OK) == 0)
+			return;
+		cr_assert_eq(waitpid(run.pid, NULL, WNOHANG), 0, "microvm exited before it wrote %s: %s", opt,
 			     read_text(run.err));
 		nanosleep(&pause, NULL);
 	}
-	cr_assert_fail("no --ready file after %.0f s", timeout_s);
-	return NULL;
+	cr_assert_fail("no %s file after %.0f s", opt, timeout_s);
+}
+
+static json_t *wait_ready(double timeout_s)
+{
+	wait_file("--ready", run.ready, timeout_s);
+	return load_json(run.ready);
 }
 
 static long long jint(json_t *obj, const char *key)
@@ -369,17 +374,6 @@ Test(microvm, idle_zero_never_halts_and_fixed_chunks_are_used)
 	json_decref(report);
 }
 
-/* run_ns of /proc/<pid>/task/<tid>/schedstat */
-static long long task_run_ns(int pid, int tid)
-{
-	char path[96], *text;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
-	text = read_text(path);
-	cr_assert_not_null(text, "%s: %s", path, strerror(errno));
-	return atoll(text);
-}
-
 /*
  * --hold: at the stop every vCPU thread reads its schedstat, then blocks;
  * the file appears, the VM waits (no report yet) with its threads asleep and
@@ -389,7 +383,8 @@ Test(microvm, hold_keeps_the_vcpu_threads_blocked_until_the_file_goes)
 {
 	char cpu[16];
 	const char *args[] = { "--vcpus", "2", "--duration", "0.3", "--pin", cpu, "--hold", run.held, NULL };
-	long long before[2], tids[2];
+	struct schedstat before[2];
+	long long tids[2];
 	json_t *ready, *report, *vm, *rvm;
 	int pid;
 
@@ -401,22 +396,21 @@ Test(microvm, hold_keeps_the_vcpu_threads_blocked_until_the_file_goes)
 	pid = (int)jint(vm, "pid");
 	for (int i = 0; i < 2; i++)
 		tids[i] = jint(json_array_get(jget(vm, "vcpus"), (size_t)i), "tid");
-	for (int i = 0; access(run.held, F_OK) != 0; i++) {
-		cr_assert_eq(waitpid(run.pid, NULL, WNOHANG), 0, "microvm exited without --hold: %s",
-			     read_text(run.err));
-		cr_assert_lt(i, 60 * 50, "no --hold file after 60 s");
-		usleep(20 * 1000);
-	}
+	wait_file("--hold", run.held, 60);
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(status_field(pid, (int)tids[i], "State")[0], 'S', "held vCPU %d sleeps: %s", i,
 			     status_field(pid, (int)tids[i], "State"));
-		before[i] = task_run_ns(pid, (int)tids[i]);
+		cr_assert_eq(read_schedstat((int)tids[i], &before[i]), 0, "schedstat of vCPU %d", i);
 	}
 	usleep(300 * 1000);
 	cr_assert_eq(waitpid(run.pid, NULL, WNOHANG), 0, "microvm waits while the file is there");
 	cr_assert_neq(access(run.report, F_OK), 0, "no report while held");
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(task_run_ns(pid, (int)tids[i]), before[i], "held vCPU %d ran nothing in 300 ms", i);
+	for (int i = 0; i < 2; i++) {
+		struct schedstat after;
+
+		cr_assert_eq(read_schedstat((int)tids[i], &after), 0, "schedstat of vCPU %d", i);
+		cr_assert_eq(after.run_ns, before[i].run_ns, "held vCPU %d ran nothing in 300 ms", i);
+	}
 	cr_assert_eq(unlink(run.held), 0);
 	cr_assert_eq(wait_microvm(60), 0, "stderr: %s", read_text(run.err));
 	report = load_json(run.report);
@@ -425,7 +419,7 @@ Test(microvm, hold_keeps_the_vcpu_threads_blocked_until_the_file_goes)
 		json_t *vcpu = json_array_get(jget(rvm, "vcpus"), (size_t)i);
 
 		cr_assert_eq(jint(vcpu, "tid"), tids[i]);
-		cr_assert_leq(jint(jget(vcpu, "schedstat"), "run_ns"), before[i],
+		cr_assert_leq(jint(jget(vcpu, "schedstat"), "run_ns"), (long long)before[i].run_ns,
 			      "vCPU %d read its schedstat before it was held", i);
 	}
 	json_decref(report);

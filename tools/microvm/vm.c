@@ -124,7 +124,6 @@ struct vm {
 	/* --io-thread-us: the I/O thread */
 	pthread_t io_thread;
 	bool io_started;
-	bool io_joined;
 	pid_t io_tid;
 	uint64_t io_periods; /* busy periods done (--msi-us: rounds of MSIs sent) */
 	uint64_t msis_sent;  /* --msi-us: KVM_SIGNAL_MSI calls KVM delivered */
@@ -559,8 +558,8 @@ static void *io_thread(void *arg)
 /*
  * --hold: a vCPU thread that has read its schedstat blocks here (off CPU)
  * until the main thread lets it go, so what it runs after that read (its
- * exit: 40-50 ms under emulation on 6.12, the sanitizer's teardown) comes
- * after whatever the holder of the file measured.
+ * exit, the sanitizer's teardown) comes after whatever the holder of the
+ * file measured.
  */
 static void hold_here(struct vm *vm)
 {
@@ -1302,14 +1301,24 @@ static void collect_counts(struct vm *vm)
 
 static void stop_io_thread(struct vm *vm)
 {
-	if (vm->io_started && !vm->io_joined) {
+	if (vm->io_started) {
 		pthread_kill(vm->io_thread, KICK_SIGNAL);
 		pthread_join(vm->io_thread, NULL);
-		vm->io_joined = true;
 	}
 }
 
-/* With --hold, the I/O thread stops while the vCPU threads are held (it must not spin through the hold). */
+static void join_vcpus(struct vm *vm)
+{
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].started)
+			pthread_join(vm->vcpus[i].thread, NULL);
+}
+
+/*
+ * The vCPU threads stop first, then the I/O thread; with --hold the I/O
+ * thread stops while the vCPU threads are held (it must not spin through
+ * the hold), and they are joined once let go.
+ */
 static void stop_vcpus(struct vm *vm)
 {
 	unsigned int started = 0;
@@ -1324,11 +1333,11 @@ static void stop_vcpus(struct vm *vm)
 		hold_wait(vm, started);
 		stop_io_thread(vm);
 		hold_release(vm);
+		join_vcpus(vm);
+	} else {
+		join_vcpus(vm);
+		stop_io_thread(vm);
 	}
-	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
-		if (vm->vcpus[i].started)
-			pthread_join(vm->vcpus[i].thread, NULL);
-	stop_io_thread(vm);
 }
 
 int microvm_vm_main(const struct microvm_opts *o)
