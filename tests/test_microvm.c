@@ -265,6 +265,14 @@ static void check_vcpu_accounting(json_t *vm, json_t *vcpu, long long idle_us)
 	cr_assert_gt(jint(ss, "run_ns"), 0);
 	cr_assert_gt(jint(ss, "timeslices"), 0);
 	jint(ss, "wait_ns");
+	/* each completed halt slept (ppoll) at least once while it ran; each run on a CPU but the last began with a switch */
+	if (idle_us > 0)
+		cr_assert_geq(jint(vcpu, "run_sleeps"), halts - cut, "%lld completed halts, %lld sleeps while it ran",
+			      halts - cut, jint(vcpu, "run_sleeps"));
+	cr_assert_leq(jint(vcpu, "run_sleeps"), jint(ss, "voluntary_switches"), "sleeps while it ran, in its life");
+	cr_assert_geq(jint(ss, "voluntary_switches") + jint(ss, "involuntary_switches") + 1, jint(ss, "timeslices"),
+		      "switches out %lld + %lld, runs on a CPU %lld", jint(ss, "voluntary_switches"),
+		      jint(ss, "involuntary_switches"), jint(ss, "timeslices"));
 }
 
 TestSuite(microvm, .fini = run_cleanup, .timeout = 120);

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -87,6 +88,10 @@ struct vcpu_stats {
 	uint64_t mmio;		       /* KVM_EXIT_MMIO writes to GUEST_MMIO_ADDR */
 	bool schedstat_ok;
 	uint64_t sched_run_ns, sched_wait_ns, sched_timeslices;
+	bool switches_ok;
+	uint64_t voluntary_switches, involuntary_switches; /* at its end: times it slept, was preempted */
+	bool run_sleeps_ok;
+	uint64_t run_sleeps; /* voluntary switches from just before its first KVM_RUN to the stop */
 	bool guest_time_ok;
 	uint64_t utime_ns, stime_ns, guest_time_ns; /* /proc stat's, in ticks: the kernel's own sampling */
 };
@@ -127,7 +132,7 @@ struct vm {
 	pid_t io_tid;
 	uint64_t io_periods; /* busy periods done (--msi-us: rounds of MSIs sent) */
 	uint64_t msis_sent;  /* --msi-us: KVM_SIGNAL_MSI calls KVM delivered */
-	struct vcpu_stats io_st; /* its schedstat only */
+	struct vcpu_stats io_st; /* its schedstat and context switches only */
 	/* --hold: vCPU threads that read their schedstat wait on hold_cond */
 	pthread_mutex_t hold_lock;
 	pthread_cond_t hold_cond;
@@ -461,6 +466,18 @@ static void read_guest_time(pid_t tid, struct vcpu_stats *st)
 	st->guest_time_ok = true;
 }
 
+/* The calling thread's context switches: voluntary (it slept) and not (it was preempted). */
+static bool thread_switches(uint64_t *voluntary, uint64_t *involuntary)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return false;
+	*voluntary = (uint64_t)ru.ru_nvcsw;
+	*involuntary = (uint64_t)ru.ru_nivcsw;
+	return true;
+}
+
 /*
  * Thread tid's /proc schedstat (and guest_time) into st. Its run time is the
  * scheduler's sum_exec_runtime, which the kernel brings up to date for a
@@ -489,6 +506,8 @@ static void read_schedstat(pid_t tid, struct vcpu_stats *st)
 	}
 	fclose(f);
 	read_guest_time(tid, st);
+	if (tid == gettid())
+		st->switches_ok = thread_switches(&st->voluntary_switches, &st->involuntary_switches);
 }
 
 /*
@@ -616,7 +635,7 @@ static void *vcpu_thread(void *arg)
 	struct vcpu_stats *st = &v->st;
 	struct calibration cal = { .active = !vm->o->chunk_iters, .iters = 1 };
 	struct busy_state busy = { 0 };
-	uint64_t halt_start = 0, t0, t1;
+	uint64_t halt_start = 0, t0, t1, sleeps0 = 0, sleeps1, unused;
 	bool halted = false, first = true;
 	char comm[16];
 	int err;
@@ -643,6 +662,7 @@ static void *vcpu_thread(void *arg)
 
 	busy.start = now_ns();
 	st->busy_periods = 1;
+	st->run_sleeps_ok = thread_switches(&sleeps0, &unused);
 	while (!__atomic_load_n(&vm->stop, __ATOMIC_ACQUIRE)) {
 		t0 = now_ns();
 		if (halted) { /* the halt is over: a new busy period begins */
@@ -686,6 +706,10 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 	}
+	if (st->run_sleeps_ok && thread_switches(&sleeps1, &unused))
+		st->run_sleeps = sleeps1 - sleeps0;
+	else
+		st->run_sleeps_ok = false;
 	if (halted || busy.halt_start) { /* stopped while halted: close the halt at the stop */
 		uint64_t t = now_ns(), from = halted ? halt_start : busy.halt_start;
 
@@ -1089,6 +1113,32 @@ static json_t *vm_json_head(const struct vm *vm)
 	return json_pack("{s:i, s:i, s:s}", "index", vm->o->vm_index, "pid", (int)getpid(), "name", vm->o->name);
 }
 
+/*
+ * A thread's scheduler account for the report: schedstat's three fields,
+ * its context switches (null if getrusage failed) and, for a
+ * vCPU (ticks), /proc stat's tick-sampled times (null if unreadable).
+ */
+static json_t *schedstat_json(const struct vcpu_stats *st, bool ticks)
+{
+	json_t *o;
+
+	if (!st->schedstat_ok)
+		return json_null();
+	o = json_pack("{s:I, s:I, s:I}", "run_ns", (json_int_t)st->sched_run_ns, "wait_ns",
+		      (json_int_t)st->sched_wait_ns, "timeslices", (json_int_t)st->sched_timeslices);
+	json_object_set_new(o, "voluntary_switches",
+			    st->switches_ok ? json_integer((json_int_t)st->voluntary_switches) : json_null());
+	json_object_set_new(o, "involuntary_switches",
+			    st->switches_ok ? json_integer((json_int_t)st->involuntary_switches) : json_null());
+	if (ticks)
+		json_object_set_new(o, "ticks",
+				    st->guest_time_ok ? json_pack("{s:I, s:I, s:I}", "utime_ns", (json_int_t)st->utime_ns,
+								  "stime_ns", (json_int_t)st->stime_ns, "guest_ns",
+								  (json_int_t)st->guest_time_ns) :
+							json_null());
+	return o;
+}
+
 static json_t *vcpu_json(const struct vcpu *v)
 {
 	const struct vcpu_stats *st = &v->st;
@@ -1120,6 +1170,8 @@ static json_t *vcpu_json(const struct vcpu *v)
 		json_object_set_new(o, "ipis", json_integer((json_int_t)st->ipis));
 		json_object_set_new(o, "ipis_sent", json_integer((json_int_t)st->ipis_sent));
 		json_object_set_new(o, "msis", json_integer((json_int_t)st->msis));
+		json_object_set_new(o, "run_sleeps",
+				    st->run_sleeps_ok ? json_integer((json_int_t)st->run_sleeps) : json_null());
 		json_object_set_new(o, "last_exit",
 				    st->last_exit < 0 ? json_null() :
 							json_string(exit_name((unsigned int)st->last_exit, nb, sizeof(nb))));
@@ -1128,18 +1180,7 @@ static json_t *vcpu_json(const struct vcpu *v)
 			json_object_set_new(o, "kvm_stats_error", json_string(v->kvm_stats_why));
 	}
 	if (o)
-		json_object_set_new(o, "schedstat",
-				    st->schedstat_ok ?
-					    json_pack("{s:I, s:I, s:I, s:o}", "run_ns", (json_int_t)st->sched_run_ns,
-						      "wait_ns", (json_int_t)st->sched_wait_ns, "timeslices",
-						      (json_int_t)st->sched_timeslices, "ticks",
-						      st->guest_time_ok ?
-							      json_pack("{s:I, s:I, s:I}", "utime_ns",
-									(json_int_t)st->utime_ns, "stime_ns",
-									(json_int_t)st->stime_ns, "guest_ns",
-									(json_int_t)st->guest_time_ns) :
-							      json_null()) :
-					    json_null());
+		json_object_set_new(o, "schedstat", schedstat_json(st, true));
 	return o;
 }
 
@@ -1196,11 +1237,7 @@ static int send_report(struct vm *vm, uint64_t wall_ns, uint64_t running_ns, con
 			body, "io_thread",
 			json_pack("{s:i, s:I, s:I, s:o}", "tid", (int)vm->io_tid, "busy_periods",
 				  (json_int_t)vm->io_periods, "msis_sent", (json_int_t)vm->msis_sent, "schedstat",
-				  vm->io_st.schedstat_ok ?
-					  json_pack("{s:I, s:I, s:I}", "run_ns", (json_int_t)vm->io_st.sched_run_ns,
-						    "wait_ns", (json_int_t)vm->io_st.sched_wait_ns, "timeslices",
-						    (json_int_t)vm->io_st.sched_timeslices) :
-					  json_null()));
+				  schedstat_json(&vm->io_st, false)));
 	return send_line(vm, "report", body);
 }
 
