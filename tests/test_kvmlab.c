@@ -1345,7 +1345,7 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 {
 	char args[512], out[256];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r, *rep, *rvm;
-	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, kwoke[3] = { 0 }, total = 0;
+	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, sleeps[3] = { 0 }, total = 0;
 	long long rec[VCPU_NR_WAKE_REASONS] = { 0 }, by_vec[256], rec_vec[256] = { 0 }, vtotal;
 	const char *sht;
 	size_t i, j, k;
@@ -1378,34 +1378,52 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 			woke[idx] += jint(vcpu, "wakeups");
 		}
 	}
-	fprintf(stderr, "kvmlab: microvm %s; vcpustat -j vs KVM\n", args);
+	fprintf(stderr, "kvmlab: microvm %s; vcpustat -j vs the kernel\n", args);
 	json_array_foreach(jget(vm, "vcpus"), k, vcpu) {
 		long long idx = jint(vcpu, "index"), kw = jint(jget(vcpu, "kvm_stats"), "halt_wakeup");
+		long long slept = jint(vcpu, "run_sleeps"), life = jint(jget(vcpu, "schedstat"), "voluntary_switches");
 
-		fprintf(stderr, "kvmlab:   vCPU %lld: woken %lld times, KVM's halt_wakeup %lld; timer interrupts %lld, "
-				"IPIs %lld (vCPU 0 sent %lld)\n",
-			idx, woke[idx], kw, jint(vcpu, "timer_irqs"), jint(vcpu, "ipis"), jint(vcpu, "ipis_sent"));
-		/*
-		 * KVM also counts a kick of a vCPU that was about to sleep and never
-		 * did; vcpustat also counts wake-ups from the thread's other sleeps
-		 * (blocked on the host side: a lock, a fault), and the stop's
-		 */
-		cr_assert_leq(woke[idx], kw + kw / 20 + 3, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx,
-			      woke[idx], kw);
-		cr_assert_geq(woke[idx] * 100, kw * 97, "vCPU %lld: wake-ups %lld, KVM's halt_wakeup %lld", idx,
-			      woke[idx], kw);
-		kwoke[idx] = kw;
-		cr_assert_gt(kw, 0, "vCPU %lld slept and was woken", idx);
+		cr_assert(idx >= 0 && idx < 3);
+		fprintf(stderr, "kvmlab:   vCPU %lld: woken %lld times; its thread slept %lld times while it ran, %lld in its life, "
+				"KVM's halt_wakeup %lld; timer interrupts %lld, IPIs %lld (vCPU 0 sent %lld)\n",
+			idx, woke[idx], slept, life, kw, jint(vcpu, "timer_irqs"), jint(vcpu, "ipis"), jint(vcpu, "ipis_sent"));
 	}
 	fprintf(stderr, "kvmlab:   wake reasons: timer %lld, ipi %lld, device %lld, other %lld\n", by[VCPU_WAKE_TIMER],
 		by[VCPU_WAKE_IPI], by[VCPU_WAKE_DEVICE], by[VCPU_WAKE_OTHER]);
-	cr_assert_geq(by[VCPU_WAKE_TIMER] * 100, kwoke[0] * 95, "timer: %lld of vCPU 0's %lld (KVM's halt_wakeup)",
-		      by[VCPU_WAKE_TIMER], kwoke[0]);
+	json_array_foreach(jget(vm, "vcpus"), k, vcpu) {
+		long long idx = jint(vcpu, "index"), slept = jint(vcpu, "run_sleeps");
+		long long life = jint(jget(vcpu, "schedstat"), "voluntary_switches");
+
+		/*
+		 * The kernel's count of the thread's sleeps is the ground truth, as
+		 * in the device test below; KVM's halt_wakeup is not (it also counts
+		 * a kick of a vCPU on its way to sleep that then never slept). Each
+		 * sleep of the run ends in a wake-up, but the stop's kick ends a last
+		 * halt for good: at least run_sleeps - 1. vcpustat also counts the
+		 * thread's other sleeps (its start before the first KVM_RUN, its
+		 * exit after microvm read its count, which can sleep on the mm's
+		 * lock): at most its sleeps over its life, read just before it
+		 * exits, plus 5 % + 3. On 6.12 the lab counted none over the life;
+		 * on 6.1 up to 7 (219 wake-ups, 212 sleeps), which is not explained
+		 * (docs/kvmlab.md, "Known problems").
+		 */
+		cr_assert_geq(woke[idx], slept - 1, "vCPU %lld: wake-ups %lld, its thread's sleeps in the run %lld less one",
+			      idx, woke[idx], slept);
+		cr_assert_leq(woke[idx], life + life / 20 + 3,
+			      "vCPU %lld: wake-ups %lld, its thread's sleeps in its life %lld + 5 %% + 3", idx, woke[idx], life);
+		sleeps[idx] = slept;
+		cr_assert_geq(slept, 5, "vCPU %lld slept and was woken: %lld sleeps", idx, slept);
+	}
+	cr_assert_geq(by[VCPU_WAKE_TIMER] * 100, sleeps[0] * 95, "timer: %lld of vCPU 0's %lld sleeps",
+		      by[VCPU_WAKE_TIMER], sleeps[0]);
 	cr_assert_leq(by[VCPU_WAKE_TIMER], woke[0], "only vCPU 0 has a timer");
-	cr_assert_geq(by[VCPU_WAKE_IPI] * 100, (kwoke[1] + kwoke[2]) * 90,
-		      "ipi: %lld of vCPUs 1 and 2's %lld (KVM's halt_wakeup)", by[VCPU_WAKE_IPI], kwoke[1] + kwoke[2]);
+	cr_assert_geq(by[VCPU_WAKE_IPI] * 100, (sleeps[1] + sleeps[2]) * 90,
+		      "ipi: %lld of vCPUs 1 and 2's %lld sleeps", by[VCPU_WAKE_IPI], sleeps[1] + sleeps[2]);
 	cr_assert_leq(by[VCPU_WAKE_IPI], woke[1] + woke[2], "only vCPUs 1 and 2 get IPIs");
 	cr_assert_eq(by[VCPU_WAKE_DEVICE], 0, "microvm has no devices");
+	/* a reason is given at the guest entry a wake-up ends in: a sleep of the run's, or the start's last, once a vCPU */
+	cr_assert_leq(total, sleeps[0] + sleeps[1] + sleeps[2] + 3, "wake-ups with a reason %lld, the sleeps in the run %lld",
+		      total, sleeps[0] + sleeps[1] + sleeps[2]);
 	cr_assert_leq(by[VCPU_WAKE_OTHER] * 100, total * 5, "other: %lld of %lld", by[VCPU_WAKE_OTHER], total);
 	vtotal = live_wake_vectors(docs, vm, by_vec);
 	fprintf(stderr, "kvmlab:   wake vectors: 0x40 %lld, 0x41 %lld, none %lld, in all %lld\n", by_vec[0x40],
