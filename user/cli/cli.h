@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include "live/live.h"
 #include "model/model.h"
+#include "export/export.h"
 
 extern bool cli_json;   /* errors as {"error": "..."} on stdout */
 extern bool cli_pretty; /* -p/--pretty: every JSON document indented */
@@ -140,6 +141,8 @@ int cli_parse(struct cli_args *a, const struct cli_command *cmd, int argc, char 
  * (then consumed), else NULL. Call right after cli_next() returned it.
  */
 const char *cli_optional_value(struct cli_args *a, bool (*accept)(const char *));
+/* An accept() for a CPU list (0-3,8): report's --pcpu LIST, where --pcpu alone is a view of its own. */
+bool cli_cpu_list(const char *s);
 /* Operands where the command takes none: the error, CLI_USAGE; else 0. */
 int cli_no_more_args(const struct cli_args *a);
 /* The command's --help. */
@@ -285,6 +288,30 @@ struct top_args {
 int top_file(const struct top_args *a);
 /* `vcpustat top` (top_live.c): the live view of this host, with the demo's VMs if asked. */
 int top_live(const struct top_args *a, bool demo, bool verbose);
+
+/* What `vcpustat export` (cmd_export.c) hands to its runs (export_run.c): its options, checked. */
+struct export_args {
+	struct export_window w; /* what to write, and where (w.out) */
+	struct summary_filter filter;
+	const char *file, *from, *to;
+	double interval, every;
+	bool verbose;
+	bool address_spaces; /* live: load the guest-CR3 program */
+};
+
+/* `vcpustat export --file`: the window of the recording x->file (export_window). Returns the exit code. */
+int export_file(struct export_args *x);
+/* `vcpustat export`: the live maps, once or --every SEC (metrics_live_export). Returns the exit code. */
+int export_live(const struct export_args *x);
+
+/*
+ * `vcpustat report --flow THREAD` (report_flow.c): the execution flow of one
+ * thread (model/flow.c), its options checked first: filter must not narrow,
+ * other_view (--placement or --pcpu) and top (--top) must not be given.
+ * Returns the exit code.
+ */
+int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to, bool json,
+		const struct summary_filter *filter, bool other_view, bool top);
 
 /* ---- demo.c: `vcpustat --demo` ---- */
 struct demo {

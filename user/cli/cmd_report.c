@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* vcpustat report: the live view's tables for any window of a recording. */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include "cli/cli.h"
 #include "model/model.h"
 
@@ -32,59 +30,6 @@ static const char notes[] =
 	"time only while its pcpu is one of those CPUs (off CPU: the CPU it last ran on or\n"
 	"waits on), and its events when they happen there. `--pcpu` alone is the\n"
 	"per-CPU view; there --pcpu LIST keeps those CPUs and --tid those occupants.\n";
-
-/* --pcpu LIST or --pcpu (the view): is the next argument a CPU list? */
-static bool cpu_list(const char *s)
-{
-	if (*s < '0' || *s > '9')
-		return false;
-	for (; *s; s++)
-		if ((*s < '0' || *s > '9') && *s != ',' && *s != '-')
-			return false;
-	return true;
-}
-
-/* report --flow: the execution flow of one thread (model/flow.c), its options checked first. */
-static int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to,
-		       bool json, bool vm_filter, bool top)
-{
-	struct vcpustat_error err = { 0 };
-	struct flow_target target;
-	struct sht_reader *r = NULL;
-	double min_impact = 0;
-	json_t *doc = NULL;
-	uint64_t t1, t2;
-	int ret, e;
-
-	if (!thread)
-		return cli_usage_error("report: --min-impact goes with --flow THREAD");
-	if (vm_filter)
-		return cli_usage_error("report: --vm and --cgroup do not go with --flow (the thread says which VM)");
-	if (top)
-		return cli_usage_error("report: --top does not go with --flow (the flow shows every interval and culprit; "
-				       "--min-impact hides the small ones)");
-	if (min_arg) {
-		char *end;
-
-		errno = 0;
-		min_impact = strtod(min_arg, &end);
-		if (errno || end == min_arg || *end || !(min_impact >= 0 && min_impact <= 1))
-			return cli_usage_error(
-			    "report: --min-impact %s: a fraction of the lifespan from 0 to 1 (0.05: 5%%)", min_arg);
-	}
-	if (flow_parse_target(thread, &target, &err))
-		return cli_usage_error("report: %s", err.msg);
-	ret = cli_open_window(file, from, to, &r, &t1, &t2);
-	if (ret)
-		return ret;
-	e = report_show_flow(stdout, json ? &doc : NULL, r, file, &target, thread, t1, t2, min_impact, &err);
-	if (e)
-		cli_err("report: %s", err.msg);
-	else if (doc)
-		cli_json_print(doc, CLI_JSON_LINE);
-	sht_close(r);
-	return e == -ENOENT ? CLI_USAGE : e ? CLI_FAIL : CLI_OK;
-}
 
 int cmd_report(int argc, char **argv)
 {
@@ -147,7 +92,7 @@ int cmd_report(int argc, char **argv)
 				return CLI_USAGE;
 			top_given = true;
 		}
-		if (c == OPT_PCPU_VIEW && !cli_optional_value(&a, cpu_list))
+		if (c == OPT_PCPU_VIEW && !cli_optional_value(&a, cli_cpu_list))
 			pcpu = true;
 		else if (c == OPT_PCPU_VIEW && cli_filter_option(&a, CLI_OPT_PCPU, NULL, &filter))
 			return CLI_USAGE;
@@ -163,14 +108,8 @@ int cmd_report(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	file = argv[a.pos];
-	if ((flow || min_impact) && (placement || pcpu))
-		return cli_usage_error("--flow is a view of its own: not with --placement or --pcpu");
-	if ((flow || min_impact) && summary_filter_narrows(&filter))
-		return cli_usage_error("report: --vcpu, --tid and --pcpu LIST do not go with --flow (the flow follows "
-				       "one thread wherever it runs)");
 	if (flow || min_impact)
-		return report_flow(file, flow, min_impact, from, to, json, filter.nr_vms > 0 || filter.nr_cgroups > 0,
-				   top_given);
+		return report_flow(file, flow, min_impact, from, to, json, &filter, placement || pcpu, top_given);
 	if (host_topology && !placement)
 		return cli_usage_error("--host-topology goes with --placement");
 	if (pcpu && (placement || filter.nr_vms || filter.nr_cgroups || filter.vcpus.n))

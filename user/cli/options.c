@@ -218,3 +218,13 @@ const char *cli_optional_value(struct cli_args *a, bool (*accept)(const char *))
 		a->arg = a->argv[optind++];
 	return a->arg;
 }
+
+bool cli_cpu_list(const char *s)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	for (; *s; s++)
+		if ((*s < '0' || *s > '9') && *s != ',' && *s != '-')
+			return false;
+	return true;
+}
