@@ -41,8 +41,12 @@ static inline struct http_reply http_get(int port, const char *path, const char 
 		close(s);
 		return r;
 	}
-	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n%s%s%sConnection: close\r\n\r\n", path,
-		 accept ? "Accept: " : "", accept ? accept : "", accept ? "\r\n" : "");
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n%s%s%sConnection: close\r\n\r\n",
+		     path, accept ? "Accept: " : "", accept ? accept : "", accept ? "\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(req)) { /* too long a path: no reply, rather than a cut request */
+		close(s);
+		return r;
+	}
 	if (write(s, req, strlen(req)) != (ssize_t)strlen(req)) {
 		close(s);
 		return r;

@@ -394,7 +394,7 @@ static int load_users(struct loader *l, const yaml_node_t *m)
 		return verror(l->err, -ENOMEM, "out of memory");
 	for (const yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
 		const yaml_node_t *k = node(l, p->key), *v = node(l, p->value);
-		const char *name = (const char *)k->data.scalar.value, *hash, *fault;
+		const char *name = (const char *)k->data.scalar.value, *hash = NULL, *fault;
 		struct web_user *u = &c->users[c->nr_users];
 		char why[160];
 		int cs;
