@@ -105,7 +105,9 @@ static void wait_first_line(int fd)
 	size_t n = 0;
 
 	while (c != '\n') {
-		cr_assert_eq(read(fd, &c, 1), 1, "vcpustat ended before its first report");
+		ssize_t got = read(fd, &c, 1);
+
+		cr_assert_eq(got, 1, "vcpustat ended before its first report");
 		n++;
 	}
 	cr_assert_gt(n, 1, "an empty first line");
