@@ -82,7 +82,7 @@ static inline void run_io_fd3(struct run *r, const char *const *argv, const char
 	unlink(out);
 	unlink(err);
 	cr_assert_neq(r->status, 127, "cannot run %s", vcpustat_bin());
-	cr_assert_neq(r->status, 126, "cannot open %s as fd 3", fd3_file);
+	cr_assert_neq(r->status, 126, "cannot open %s as fd 3", fd3_file ? fd3_file : "(no file)");
 }
 
 static inline void run_io(struct run *r, const char *const *argv, const char *out_file, const char *in_file, int limit_s)
