@@ -688,8 +688,8 @@ static long long export_detail(json_t *xvm, const char *kind, const char *target
  * `in eax, 0x10`, every MSR access reads or writes EFER, every MMIO exit is
  * a 1-byte write to 0x10000, against KVM's and the guest's own counts. On
  * SVM each nested page fault traces kvm_page_fault once: the faulting pages
- * add up to the npf exits, and page 0x10000's writes are the MMIO writes and
- * the few faults KVM retried.
+ * add up to the npf exits, page 0x10000's writes are the MMIO writes (and
+ * faults KVM retried), the other pages' at least the touches.
  */
 static void check_vm_details(json_t *docs, json_t *vm, json_t *ex, const struct vm_truth *t)
 {
@@ -752,18 +752,22 @@ static void check_vm_details(json_t *docs, json_t *vm, json_t *ex, const struct 
 		cr_assert_gt(seen, 0);
 	}
 	if (svm) {
+		long long touches = t->mmio_touch - t->u_mmio;
+
 		cr_assert_eq(pf, j, "%s: the faulting pages add up to the npf exits", n);
 		/*
-		 * Each MMIO write is one fault on its page; a fault KVM retries (an
-		 * invalidation raced it: RET_PF_RETRY, no emulation) traces
-		 * kvm_page_fault again without an MMIO exit: 1,754 faults for 1,753
-		 * writes once on 6.12 (the faults still = the npf exits).
+		 * Each MMIO write is one fault on its page, each touch one on its
+		 * page; a fault KVM retries (RET_PF_RETRY: an invalidation raced it,
+		 * such as microvm's MADV_DONTNEED of another vCPU's touched pages;
+		 * on 5.10 any of the VM's memory, its check is not by range) traces
+		 * kvm_page_fault again: 1,754 faults for 1,753 writes once on 6.12,
+		 * 1,134 for 1,061 on 5.10. The faults (= the npf exits) are the
+		 * writes, the touches and those retries.
 		 */
 		cr_assert_geq(pfm, t->u_mmio, "%s: page 0x10000's write faults %lld >= the MMIO writes %lld", n, pfm,
 			      t->u_mmio);
-		cr_assert_leq(pfm, t->u_mmio + t->u_mmio / 100 + 2,
-			      "%s: page 0x10000's write faults %lld, the MMIO writes %lld (+ 1 %% + 2 retried)", n, pfm,
-			      t->u_mmio);
+		cr_assert_geq(pf - pfm, touches, "%s: the faults on other pages %lld >= the touches %lld", n, pf - pfm,
+			      touches);
 	}
 }
 
