@@ -297,6 +297,14 @@ int run_shell(const char *cmd, char *out, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+void tmux_end(const char *name)
+{
+	char cmd[256], out[256];
+
+	snprintf(cmd, sizeof(cmd), "tmux kill-session -t '%s'", name);
+	run_shell(cmd, out, sizeof(out)); /* "can't find session": nothing to end */
+}
+
 int run_vcpustat(const char *args, char *out, size_t len)
 {
 	char cmd[2048];

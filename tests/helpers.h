@@ -101,6 +101,8 @@ char *slurp_file(const char *path);
 
 /* Run a shell command with stderr merged; its output in out; its exit status (-1: killed). */
 int run_shell(const char *cmd, char *out, size_t len);
+/* End tmux session NAME if there is one (a test's UI from before, or its own at the end); no error if none. */
+void tmux_end(const char *name);
 /* Run `vcpustat ARGS` (a shell string) with stderr merged; its output in out; its exit status. */
 int run_vcpustat(const char *args, char *out, size_t len);
 /* `vcpustat report SHT -j WINDOW` (WINDOW: more options, "" for none), asserted to succeed: its JSON document. */

@@ -548,7 +548,7 @@ Test(e2e, interactive_ui_in_a_terminal_shows_the_vms, .timeout = 60)
 	char *vmm_argv[] = { microvm, "--vms", "2", "--vcpus", "1", "--duration", "60", "-name", "uitest", "--json",
 			     "/dev/null", NULL };
 	vmm = spawn(vmm_argv, NULL);
-	system("tmux kill-session -t vcpustat-ui-test 2>/dev/null");
+	tmux_end("vcpustat-ui-test");
 	snprintf(cmd, sizeof(cmd),
 		 "tmux new-session -d -s vcpustat-ui-test -x 160 -y 45 '%s/bin/vcpustat -d 0.5; sleep 30'", build_dir());
 	cr_assert_eq(system(cmd), 0);
@@ -564,21 +564,21 @@ Test(e2e, interactive_ui_in_a_terminal_shows_the_vms, .timeout = 60)
 	cr_assert(seen, "the UI never showed both VMs; screen:\n%s", screen);
 	cr_assert(strstr(screen, "PREEMPT"), "column headers");
 	/* help, then quit */
-	system("tmux send-keys -t vcpustat-ui-test h");
+	cr_assert_eq(system("tmux send-keys -t vcpustat-ui-test h"), 0, "tmux send-keys h");
 	usleep(600000);
 	p = popen("tmux capture-pane -p -t vcpustat-ui-test", "r");
 	n = fread(screen, 1, sizeof(screen) - 1, p);
 	pclose(p);
 	screen[n] = '\0';
 	cr_assert(strstr(screen, "vcpustat - keys"), "help screen:\n%s", screen);
-	system("tmux send-keys -t vcpustat-ui-test x q");
+	cr_assert_eq(system("tmux send-keys -t vcpustat-ui-test x q"), 0, "tmux send-keys x q");
 	usleep(800000);
 	p = popen("tmux capture-pane -p -t vcpustat-ui-test", "r");
 	n = fread(screen, 1, sizeof(screen) - 1, p);
 	pclose(p);
 	screen[n] = '\0';
 	cr_assert_null(strstr(screen, "WAKE/s"), "q quits the UI:\n%s", screen);
-	system("tmux kill-session -t vcpustat-ui-test");
+	tmux_end("vcpustat-ui-test");
 	kill(vmm, SIGTERM);
 	wait_exit(vmm);
 }

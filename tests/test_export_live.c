@@ -854,7 +854,7 @@ Test(export_live, plot_renders_a_recording_as_svg, .timeout = 120, .fini = clean
 		mkdir(artifacts, 0755);
 	}
 	snprintf(cmd, sizeof(cmd), "cp %s %s/export-plot.svg", svg, artifacts);
-	system(cmd);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
 	if (have("chromium")) {
 		char png[600];
 		unsigned char magic[8] = { 0 };

@@ -331,7 +331,7 @@ static void start_ui(const char *cmdline)
 
 	if (system("command -v tmux > /dev/null 2>&1"))
 		cr_skip_test("tmux is not installed (tools/deps.sh installs it)");
-	system("tmux kill-session -t " SESSION " 2>/dev/null");
+	tmux_end(SESSION);
 	snprintf(cmd, sizeof(cmd), "tmux new-session -d -s " SESSION " -x 160 -y 45 'TZ=UTC %s; sleep 60'", cmdline);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
@@ -409,7 +409,7 @@ Test(topfile, ui_steps_jumps_pauses_and_plays, .timeout = 300)
 		usleep(100000);
 	}
 	cr_assert_null(strstr(buf, "WAKE/s"), "q quits:\n%s", buf);
-	system("tmux kill-session -t " SESSION " 2>/dev/null");
+	tmux_end(SESSION);
 	unlink(rec);
 }
 
@@ -423,7 +423,7 @@ Test(topfile, demo_without_kvm_plays_the_bundled_recording_in_the_ui, .timeout =
 	WAIT_SCREEN(buf, "DEMO: recording of", "demo-0", "demo-1", "vCPU 0", "vCPU 1", "EXIT REASON", "WHO TOOK",
 		    "VCPUSTAT_DEMO_NO_KVM=1");
 	keys("q");
-	system("tmux kill-session -t " SESSION " 2>/dev/null");
+	tmux_end(SESSION);
 }
 
 /* ---- damaged and empty recordings ---- */
