@@ -5,7 +5,7 @@
  * injection program: exits of 6 reasons, userspace exits of 2, preemptions by
  * another VM's vCPU, so every VM has histograms and culprits).
  *
- * The real exporter code (user/live/httpd.c, user/export/metrics.c) serves the maps on a
+ * The real exporter code (user/serve/httpd.c, user/export/metrics.c) serves the maps on a
  * loopback port with the scrape cache off (every scrape reads the maps); a
  * client process scrapes it over HTTP. Measured in the same run:
  *   - baselines: reading the maps only (vcpustat_snapshot), and an HTTP
@@ -179,6 +179,7 @@ int main(int argc, char **argv)
 	int vms = 50, vcpus = 20, n = 100, c, fd, port, up[2], down[2];
 	bool keep_heap = true;
 	struct metrics_live live;
+	struct httpd_source src;
 	struct httpd *httpd;
 	struct vcpustat *vs;
 	__u64 ts = 1000000;
@@ -257,7 +258,8 @@ int main(int argc, char **argv)
 		getsockname(fd, (struct sockaddr *)&a, &len);
 		port = ntohs(a.sin_port);
 	}
-	if (httpd_start(&httpd, fd, &live, &ho, &err)) {
+	src = metrics_live_source(&live);
+	if (httpd_start(&httpd, fd, &src, &ho, &err)) {
 		fprintf(stderr, "exporter-bench: %s\n", err.msg);
 		return 1;
 	}

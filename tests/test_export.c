@@ -1076,12 +1076,14 @@ Test(export, map_reads_total_counts_one_read_per_cache_interval)
 		struct httpd_opts ho = { .cache_ms = cache_ms[c] };
 		struct vcpustat_error err = { 0 };
 		struct metrics_live live;
+		struct httpd_source src;
 		struct httpd *h;
 		int fd;
 
 		cr_assert_eq(metrics_live_init(&live, vs, &mo, NULL), 0);
 		cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
-		cr_assert_eq(httpd_start(&h, fd, &live, &ho, &err), 0, "%s", err.msg);
+		src = metrics_live_source(&live);
+		cr_assert_eq(httpd_start(&h, fd, &src, &ho, &err), 0, "%s", err.msg);
 		for (int i = 1; i <= 5; i++)
 			cr_assert_eq(scrape_map_reads(h), cache_ms[c] ? 1 : i, "cache %u ms, scrape %d", cache_ms[c], i);
 		cr_assert_eq(httpd_refresh(h), 0);

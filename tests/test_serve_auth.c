@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * serve's basic auth under load and abuse (user/live/httpauth.c, the
+ * serve's basic auth under load and abuse (user/serve/httpauth.c, the
  * credentials' parsing in webconfig.c): the bytes of the password with their
  * length, the scheme in any case, pipelined requests, a request answered
  * while another one's bcrypt runs, wrong passwords limited per address, a
  * cost too high for a scrape warned about, and SIGTERM obeyed with checks
  * queued.
  *
- * Most of it in-process and without root: the server (httpd_start) over no
- * BPF maps at all, asked for /nope, whose 404 needs no maps but comes only
- * after the password passed (every path needs it). Slow checks use a hash
+ * Most of it in-process and without root: the server (httpd_start) over a
+ * source that has nothing to sample, asked for /nope, whose 404 needs no
+ * sample but comes only after the password passed (every path needs it). Slow checks use a hash
  * of a high cost made by changing the cost digits of a cost-4 hash: bcrypt
  * then runs at that cost for any password, and no test waits to make one.
  * The last test runs the real `vcpustat serve` (root and BPF).
@@ -84,10 +84,19 @@ static const char *write_users(int slow_cost)
 
 struct server {
 	struct web_config web;
-	struct metrics_live live; /* never read: only /nope is asked for */
 	struct httpd *h;
 	int port;
 };
+
+/* Only /nope is asked for: a scrape of /metrics would get the 500 of a failed sample. */
+static int no_sample(void *ctx, unsigned long long *ts)
+{
+	(void)ctx;
+	(void)ts;
+	return -ENODATA;
+}
+
+static const struct httpd_source nothing_to_sample = { .sample = no_sample };
 
 static void serve_users(struct server *s, int slow_cost)
 {
@@ -104,7 +113,7 @@ static void serve_users(struct server *s, int slow_cost)
 	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
 	s->port = ntohs(a.sin_port);
-	cr_assert_eq(httpd_start(&s->h, fd, &s->live, &ho, &err), 0, "%s", err.msg);
+	cr_assert_eq(httpd_start(&s->h, fd, &nothing_to_sample, &ho, &err), 0, "%s", err.msg);
 }
 
 static void stop_serving(struct server *s)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The exporter's cached renderings (user/live/httpd.c): a response is sent
+ * The exporter's cached renderings (user/serve/httpd.c): a response is sent
  * from the rendering itself, not from a copy, so a rendering that a newer
  * sample replaces must live until the last response sending it is done. A
  * slow client starts receiving a 1,000-vCPU body, other clients scrape (each
@@ -144,7 +144,11 @@ static int serve_injected(struct vcpustat **vs, struct metrics_live *live, struc
 	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
 	if (sndbuf) /* accepted sockets inherit it */
 		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	cr_assert_eq(httpd_start(h, fd, live, &ho, &err), 0, "%s", err.msg);
+	{
+		struct httpd_source src = metrics_live_source(live);
+
+		cr_assert_eq(httpd_start(h, fd, &src, &ho, &err), 0, "%s", err.msg);
+	}
 	return ntohs(a.sin_port);
 }
 

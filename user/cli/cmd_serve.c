@@ -2,7 +2,7 @@
 /*
  * vcpustat serve: a Prometheus exporter. Attaches, then serves /metrics
  * (Prometheus text or OpenMetrics) and an HTML page at / over HTTP (or
- * HTTPS with basic auth: --web.config.file, live/webconfig.c), each
+ * HTTPS with basic auth: --web.config.file, serve/webconfig.c), each
  * scrape computed from a fresh read of the maps; optionally as an
  * unprivileged user that keeps only CAP_BPF (live/serve.c).
  */

@@ -45,6 +45,21 @@ int metrics_live_sample(struct metrics_live *l)
 	return err;
 }
 
+static int live_source_sample(void *ctx, unsigned long long *ts)
+{
+	struct metrics_live *l = ctx;
+	int err = metrics_live_sample(l);
+
+	if (!err)
+		*ts = l->last_sample;
+	return err;
+}
+
+struct httpd_source metrics_live_source(struct metrics_live *l)
+{
+	return (struct httpd_source){ .m = l->m, .sample = live_source_sample, .ctx = l, .last_sample = l->last_sample };
+}
+
 void metrics_live_free(struct metrics_live *l)
 {
 	live_window_free(&l->w);

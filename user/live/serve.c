@@ -54,7 +54,11 @@ int serve_start(struct serve *s, struct vcpustat *vs, struct vcpustat_error *err
 	if (s->o.user && privdrop_to_user(s->o.user, err))
 		return -EPERM;
 	s->ho.user = s->o.user;
-	e = httpd_start(&s->httpd, s->fd, &s->live, &s->ho, err);
+	{
+		struct httpd_source src = metrics_live_source(&s->live);
+
+		e = httpd_start(&s->httpd, s->fd, &src, &s->ho, err);
+	}
 	s->fd = -1; /* the server's now, or closed by its failure */
 	if (e)
 		return e;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * webconfig.c - serve --web.config.file (live.h): exporter-toolkit's web
+ * webconfig.c - serve --web.config.file (serve/serve.h): exporter-toolkit's web
  * configuration, parsed with libyaml, its certificate and key checked with
  * GnuTLS, its passwords checked with libcrypt's bcrypt.
  */
@@ -18,7 +18,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <yaml.h>
-#include "live/live.h"
+#include "serve/serve.h"
 
 #define WEB_FILE_MAX (1u << 20) /* a configuration, a certificate chain or a key: far less */
 #define BCRYPT_LEN 60

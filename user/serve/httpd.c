@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* httpd.c - /metrics and / over libmicrohttpd (httpd.h). */
+/* httpd.c - /metrics and / over libmicrohttpd (serve/serve.h). */
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <microhttpd.h>
-#include "live/live.h"
+#include "serve/serve.h"
 
 /*
  * A rendering's text, shared by the cache and by every response that sends
@@ -35,7 +35,8 @@ struct rendering {
 struct httpd {
 	struct MHD_Daemon *daemon;
 	pthread_mutex_t lock;
-	struct metrics_live *live;
+	struct httpd_source src;
+	unsigned long long last_sample; /* CLOCK_MONOTONIC ns of the last sample (0: none) */
 	struct httpd_opts o;
 	struct httpauth *auth; /* basic auth (NULL: none) */
 	struct rendering cache[METRICS_CSV + 1];
@@ -206,27 +207,33 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status,
 	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
 }
 
+/* Under h->lock: a sample of the source, unless the last one is younger than cache_ms. */
+static int sample_if_old(struct httpd *h)
+{
+	unsigned long long now = vcpustat_now_ns();
+
+	if (h->last_sample && now - h->last_sample < (unsigned long long)h->o.cache_ms * 1000000ull)
+		return 0;
+	return h->src.sample(h->src.ctx, &h->last_sample);
+}
+
 /* Under h->lock: a fresh enough sample, and its rendering in format f. */
 static int current(struct httpd *h, enum metrics_format f, struct rendering **out)
 {
-	struct metrics_live *l = h->live;
 	struct rendering *r = &h->cache[f];
-	unsigned long long now = vcpustat_now_ns();
 	int err;
 
-	if (!l->last_sample || now - l->last_sample >= (unsigned long long)h->o.cache_ms * 1000000ull) {
-		err = metrics_live_sample(l);
-		if (err) {
-			h->errors++;
-			return err;
-		}
+	err = sample_if_old(h);
+	if (err) {
+		h->errors++;
+		return err;
 	}
-	if (r->sample != l->last_sample || !r->body) {
+	if (r->sample != h->last_sample || !r->body) {
 		struct body *b = calloc(1, sizeof(*b));
 
 		if (!b)
 			return -ENOMEM;
-		err = metrics_render_sized(l->m, f, r->body ? r->body->len : 0, &b->text, &b->len);
+		err = metrics_render_sized(h->src.m, f, r->body ? r->body->len : 0, &b->text, &b->len);
 		if (err) {
 			free(b->text);
 			free(b);
@@ -235,7 +242,7 @@ static int current(struct httpd *h, enum metrics_format f, struct rendering **ou
 		atomic_init(&b->refs, 1);
 		body_put(r->body); /* responses still sending it keep it */
 		r->body = b;
-		r->sample = l->last_sample;
+		r->sample = h->last_sample;
 	}
 	*out = r;
 	return 0;
@@ -249,21 +256,20 @@ static double num(json_t *o, const char *key)
 /* The page at /: links, what is attached, the VMs, lost records. */
 static int page(struct httpd *h, char **buf, size_t *len)
 {
-	struct metrics_live *l = h->live;
 	json_t *doc, *vms, *vm, *tps, *lost, *v;
 	const char *key;
 	FILE *f;
 	size_t i;
 	int err = 0;
 
-	if (!l->last_sample)
-		err = metrics_live_sample(l);
+	if (!h->last_sample)
+		err = h->src.sample(h->src.ctx, &h->last_sample);
 	if (err)
 		return err;
 	f = open_memstream(buf, len);
 	if (!f)
 		return -ENOMEM;
-	doc = metrics_json(l->m);
+	doc = metrics_json(h->src.m);
 	fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vcpustat exporter</title>"
 	      "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
 	      "td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}"
@@ -487,7 +493,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 /* TLS 1.2 and 1.3 only: exporter-toolkit's default min_version is TLS 1.2 too */
 #define HTTPD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
-int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct httpd_opts *o,
+int httpd_start(struct httpd **out, int fd, const struct httpd_source *src, const struct httpd_opts *o,
 		struct vcpustat_error *err)
 {
 	struct httpd *h = calloc(1, sizeof(*h));
@@ -519,7 +525,8 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 	}
 	if (tls)
 		flags |= MHD_USE_TLS;
-	h->live = l;
+	h->src = *src;
+	h->last_sample = src->last_sample;
 	if (o)
 		h->o = *o;
 	pthread_mutex_init(&h->lock, NULL);
@@ -553,16 +560,12 @@ int httpd_start(struct httpd **out, int fd, struct metrics_live *l, const struct
 
 int httpd_refresh(struct httpd *h)
 {
-	struct metrics_live *l = h->live;
-	unsigned long long now = vcpustat_now_ns();
-	int err = 0;
+	int err;
 
 	pthread_mutex_lock(&h->lock);
-	if (!l->last_sample || now - l->last_sample >= (unsigned long long)h->o.cache_ms * 1000000ull) {
-		err = metrics_live_sample(l);
-		if (err)
-			h->errors++;
-	}
+	err = sample_if_old(h);
+	if (err)
+		h->errors++;
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * httpauth.c - basic auth for the exporter's HTTP server (live.h): the
+ * httpauth.c - basic auth for the exporter's HTTP server (serve/serve.h): the
  * bcrypts in a worker thread, the requests waiting for them suspended, the
  * wrong passwords counted per client address.
  *
@@ -21,7 +21,7 @@
 #include <netinet/in.h>
 #include <crypt.h>
 #include <microhttpd.h>
-#include "live/live.h"
+#include "serve/serve.h"
 
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 

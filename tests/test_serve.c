@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The exporter's HTTP server (user/serve/httpd.c) on its own, without BPF:
+ * it serves a metrics model that a source of ours brings up to date, so what
+ * it sends, when it samples and what a failed sample gives are checked on
+ * every machine (the live tests do it again over the real maps, test_export.c
+ * and test_serve_cache.c, where BPF is there). This file includes no live
+ * header: the server is the offline library's.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "export/export.h"
+#include "serve/serve.h"
+#include "helpers.h"
+
+/* A source of windows of one VM with one vCPU, each second's a little busier; counts its samples. */
+struct counting_source {
+	struct metrics *m;
+	unsigned int samples;
+	int fail; /* what sample() returns instead (0: a sample) */
+};
+
+static int count_sample(void *ctx, unsigned long long *ts)
+{
+	struct counting_source *c = ctx;
+	struct summary s = { .t0 = c->samples * 1000000000ull, .t1 = (c->samples + 1) * 1000000000ull };
+	struct vm_summary *vm;
+	int err;
+
+	if (c->fail)
+		return c->fail;
+	vm = s.vms = calloc(1, sizeof(*s.vms));
+	if (!vm)
+		return -ENOMEM;
+	s.nr_vms = 1;
+	snprintf(vm->name, sizeof(vm->name), "web1");
+	vm->tgid = 100;
+	vm->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
+	vm->vcpus = calloc(1, sizeof(*vm->vcpus));
+	if (!vm->vcpus) {
+		summary_free(&s);
+		return -ENOMEM;
+	}
+	vm->nr_vcpus = 1;
+	vm->vcpus[0].tid = 101;
+	vm->vcpus[0].ns[VCPU_GUEST] = 1000000ull * (c->samples + 1);
+	vm->vcpus[0].preemptions = c->samples + 1;
+	err = metrics_add(c->m, &s);
+	summary_free(&s);
+	if (err)
+		return err;
+	c->samples++;
+	*ts = vcpustat_now_ns();
+	return 0;
+}
+
+static struct httpd *serve(struct counting_source *c, unsigned int cache_ms)
+{
+	struct metrics_opts mo = { .top_culprits = 5 };
+	struct httpd_opts ho = { .cache_ms = cache_ms };
+	struct vcpustat_error err = { 0 };
+	struct httpd_source src;
+	struct httpd *h;
+	int fd;
+
+	memset(c, 0, sizeof(*c));
+	c->m = metrics_new(&mo);
+	cr_assert_not_null(c->m);
+	src = (struct httpd_source){ .m = c->m, .sample = count_sample, .ctx = c };
+	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
+	cr_assert_eq(httpd_start(&h, fd, &src, &ho, &err), 0, "%s", err.msg);
+	return h;
+}
+
+/* GET path of h with curl (extra: more of its options); the body in out, the HTTP status returned. */
+static int get(struct httpd *h, const char *path, const char *extra, char *out, size_t len)
+{
+	static char resp[1 << 16];
+	char cmd[512];
+	char *nl;
+	int code;
+
+	snprintf(cmd, sizeof(cmd), "curl -s %s -w '\\n%%{http_code}' 'http://%s%s'", extra, httpd_address(h), path);
+	cr_assert_eq(run_shell(cmd, resp, sizeof(resp)), 0, "%s: %s", cmd, resp);
+	nl = strrchr(resp, '\n');
+	cr_assert_not_null(nl, "%s: no status line: %s", cmd, resp);
+	code = atoi(nl + 1);
+	*nl = '\0';
+	snprintf(out, len, "%s", resp);
+	return code;
+}
+
+/* The model's rendering in format f, as the server would send it now. */
+static char *rendered(const struct metrics *m, enum metrics_format f)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(metrics_render(m, f, &text, &len), 0);
+	return text;
+}
+
+/*
+ * With a cache longer than the test, the first scrape samples and every
+ * later one (and a refresh) is answered from that sample: byte for byte the
+ * model's rendering, Prometheus text or OpenMetrics as the Accept header
+ * asks. The page at / names the VM of the sample.
+ */
+Test(serve, scrapes_within_cache_ms_are_the_one_samples_rendering)
+{
+	static char body[1 << 16];
+	struct counting_source c;
+	struct httpd *h = serve(&c, 600000);
+	char *want;
+
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 200);
+		cr_assert_eq(c.samples, 1, "scrape %d: %u samples", i + 1, c.samples);
+		want = rendered(c.m, METRICS_PROMETHEUS);
+		cr_assert_str_eq(body, want, "scrape %d: not the model's Prometheus text", i + 1);
+		free(want);
+	}
+	cr_assert(strstr(body, "vm=\"web1\""), "the sample's VM is served:\n%s", body);
+	cr_assert_eq(get(h, "/metrics", "-H 'Accept: application/openmetrics-text'", body, sizeof(body)), 200);
+	want = rendered(c.m, METRICS_OPENMETRICS);
+	cr_assert_str_eq(body, want, "not the model's OpenMetrics text");
+	free(want);
+	cr_assert_eq(httpd_refresh(h), 0);
+	cr_assert_eq(c.samples, 1, "a refresh within cache_ms samples nothing: %u samples", c.samples);
+	cr_assert_eq(get(h, "/", "", body, sizeof(body)), 200);
+	cr_assert(strstr(body, "<h1>vcpustat exporter</h1>") && strstr(body, "web1"), "the page at /:\n%s", body);
+	cr_assert_eq(c.samples, 1);
+	httpd_stop(h);
+	metrics_free(c.m);
+}
+
+/* With the cache off, every scrape and every refresh samples anew, and serves what it sampled. */
+Test(serve, without_a_cache_each_scrape_and_refresh_samples)
+{
+	static char body[1 << 16];
+	struct counting_source c;
+	struct httpd *h = serve(&c, 0);
+	char *want;
+
+	for (unsigned int i = 1; i <= 3; i++) {
+		cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 200);
+		cr_assert_eq(c.samples, i, "scrape %u: %u samples", i, c.samples);
+		want = rendered(c.m, METRICS_PROMETHEUS);
+		cr_assert_str_eq(body, want, "scrape %u: not the latest sample's rendering", i);
+		free(want);
+	}
+	cr_assert_eq(httpd_refresh(h), 0);
+	cr_assert_eq(c.samples, 4, "a refresh samples: %u samples", c.samples);
+	httpd_stop(h);
+	metrics_free(c.m);
+}
+
+/*
+ * A sample that fails is a 500 for that scrape and the refresh's error, and
+ * leaves no sample behind: the next scrape samples again and is served.
+ */
+Test(serve, a_failed_sample_is_a_500_and_the_next_scrape_samples_again)
+{
+	static char body[1 << 16];
+	struct counting_source c;
+	struct httpd *h = serve(&c, 600000);
+
+	c.fail = -EIO;
+	cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 500, "a failed sample: %s", body);
+	cr_assert_eq(httpd_refresh(h), -EIO);
+	cr_assert_eq(c.samples, 0);
+	c.fail = 0;
+	cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 200, "%s", body);
+	cr_assert_eq(c.samples, 1);
+	cr_assert(strstr(body, "vm=\"web1\""), "%s", body);
+	httpd_stop(h);
+	metrics_free(c.m);
+}
