@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Containers (user/model/containers.c, issue 13 item 3): what a cgroup path
+ * Containers (user/base/containers.c, issue 13 item 3): what a cgroup path
  * says (pods, runtimes, libvirt machines), which cgroup /proc/<tid>/cgroup
  * places a thread in on v2, hybrid and v1 hosts, and the whole way through a
  * recording: record's /proc reads, the capture's c lines, replay, the

@@ -919,3 +919,18 @@ double summary_per_s(const struct summary *s, __u64 n)
 {
 	return s->seconds > 0 ? (double)n / s->seconds : 0;
 }
+
+bool vm_container(const struct vm_summary *vm, struct container_ref *c)
+{
+	return recorded_container(vm->cgroup, vm->pod_name, vm->pod_namespace, vm->container_name, c);
+}
+
+bool culprit_container(const struct culprit_summary *cu, struct container_ref *c)
+{
+	return recorded_container(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, c);
+}
+
+const char *culprit_cgroup_label(const struct culprit_summary *cu, char *buf, size_t len)
+{
+	return recorded_container_label(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, buf, len);
+}

@@ -18,7 +18,7 @@
 #include "vcpustat_abi.h"
 #include "util/util.h"
 #include "sht/sht.h"
-#include "model/model.h"
+#include "base/base.h"
 
 /*
  * ---- recorder.c: records into State History Tree files ----

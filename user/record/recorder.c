@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "util/util.h"
-#include "model/model.h"
 #include "record/record.h"
 
 #define REORDER_DEFAULT_NS 20000000ull

@@ -2,7 +2,7 @@
 /* snapshot.c - what every snapshot owner needs, live or replayed. */
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "base/base.h"
 
 void vcpustat_snapshot_free(struct vcpustat_snapshot *snap)
 {

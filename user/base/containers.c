@@ -13,7 +13,8 @@
 #include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
-#include "model/model.h"
+#include <jansson.h>
+#include "base/base.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -426,19 +427,8 @@ bool recorded_container(const char *cgroup, const char *pod_name, const char *po
 	return true;
 }
 
-bool vm_container(const struct vm_summary *vm, struct container_ref *c)
-{
-	return recorded_container(vm->cgroup, vm->pod_name, vm->pod_namespace, vm->container_name, c);
-}
-
-bool culprit_container(const struct culprit_summary *cu, struct container_ref *c)
-{
-	return recorded_container(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, c);
-}
-
-/* The label of recorded_container(), or the cgroup path itself if it names none. */
-static const char *recorded_label(const char *cgroup, const char *pod_name, const char *pod_namespace,
-				  const char *name, char *buf, size_t len)
+const char *recorded_container_label(const char *cgroup, const char *pod_name, const char *pod_namespace,
+				     const char *name, char *buf, size_t len)
 {
 	struct container_ref c;
 
@@ -446,11 +436,6 @@ static const char *recorded_label(const char *cgroup, const char *pod_name, cons
 		return container_label(&c, buf, len);
 	snprintf(buf, len, "%s", cgroup ? cgroup : "");
 	return buf;
-}
-
-const char *culprit_cgroup_label(const struct culprit_summary *cu, char *buf, size_t len)
-{
-	return recorded_label(cu->cgroup, cu->pod_name, cu->pod_namespace, cu->container_name, buf, len);
 }
 
 bool recorded_cgroup_matches(const char *pattern, const char *cgroup, const char *pod_name, const char *pod_namespace,

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "model/model.h"
+#include "base/base.h"
 #include "vcpu_fsm.h"
 
 #define NAME_LEN 64
