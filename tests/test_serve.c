@@ -104,6 +104,23 @@ static char *rendered(const struct metrics *m, enum metrics_format f)
 }
 
 /*
+ * One scrape of /metrics that must be a 200 after which c has taken samples
+ * samples in all, its body byte for byte the model's Prometheus text (what:
+ * the scrape, for the messages). The body stays in body.
+ */
+static void expect_scrape(struct httpd *h, const struct counting_source *c, unsigned int samples,
+			  const char *what, char *body, size_t len)
+{
+	char *want;
+
+	cr_assert_eq(get(h, "/metrics", "", body, len), 200, "%s: %s", what, body);
+	cr_assert_eq(c->samples, samples, "%s: %u samples, not %u", what, c->samples, samples);
+	want = rendered(c->m, METRICS_PROMETHEUS);
+	cr_assert_str_eq(body, want, "%s: not the latest sample's Prometheus text", what);
+	free(want);
+}
+
+/*
  * With a cache longer than the test, the first scrape samples and every
  * later one (and a refresh) is answered from that sample: byte for byte the
  * model's rendering, Prometheus text or OpenMetrics as the Accept header
@@ -116,12 +133,11 @@ Test(serve, scrapes_within_cache_ms_are_the_one_samples_rendering)
 	struct httpd *h = serve(&c, 600000);
 	char *want;
 
-	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 200);
-		cr_assert_eq(c.samples, 1, "scrape %d: %u samples", i + 1, c.samples);
-		want = rendered(c.m, METRICS_PROMETHEUS);
-		cr_assert_str_eq(body, want, "scrape %d: not the model's Prometheus text", i + 1);
-		free(want);
+	for (int i = 1; i <= 4; i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "scrape %d", i);
+		expect_scrape(h, &c, 1, what, body, sizeof(body));
 	}
 	cr_assert(strstr(body, "vm=\"web1\""), "the sample's VM is served:\n%s", body);
 	cr_assert_eq(get(h, "/metrics", "-H 'Accept: application/openmetrics-text'", body, sizeof(body)), 200);
@@ -143,14 +159,12 @@ Test(serve, without_a_cache_each_scrape_and_refresh_samples)
 	static char body[1 << 16];
 	struct counting_source c;
 	struct httpd *h = serve(&c, 0);
-	char *want;
 
 	for (unsigned int i = 1; i <= 3; i++) {
-		cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 200);
-		cr_assert_eq(c.samples, i, "scrape %u: %u samples", i, c.samples);
-		want = rendered(c.m, METRICS_PROMETHEUS);
-		cr_assert_str_eq(body, want, "scrape %u: not the latest sample's rendering", i);
-		free(want);
+		char what[32];
+
+		snprintf(what, sizeof(what), "scrape %u", i);
+		expect_scrape(h, &c, i, what, body, sizeof(body));
 	}
 	cr_assert_eq(httpd_refresh(h), 0);
 	cr_assert_eq(c.samples, 4, "a refresh samples: %u samples", c.samples);

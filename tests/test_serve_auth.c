@@ -9,9 +9,10 @@
  *
  * Most of it in-process and without root: the server (httpd_start) over a
  * source that has nothing to sample, asked for /nope, whose 404 needs no
- * sample but comes only after the password passed (every path needs it). Slow checks use a hash
- * of a high cost made by changing the cost digits of a cost-4 hash: bcrypt
- * then runs at that cost for any password, and no test waits to make one.
+ * sample but comes only after the password passed (every path needs it).
+ * Slow checks use a hash of a high cost made by changing the cost digits of
+ * a cost-4 hash: bcrypt then runs at that cost for any password, and no test
+ * waits to make one.
  * The last test runs the real `vcpustat serve` (root and BPF).
  */
 #include <criterion/criterion.h>

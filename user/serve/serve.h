@@ -44,7 +44,8 @@ struct httpd;
 /*
  * What the server renders: a metrics model and how to bring it up to date.
  * sample() adds a sample to m now (0, or a negative errno, which a scrape
- * answers with 500) and sets *ts to its CLOCK_MONOTONIC time in ns; it is
+ * answers with 500) and, only when it returns 0, sets *ts to the sample's
+ * CLOCK_MONOTONIC time in ns (a failed sample leaves *ts as it was); it is
  * called under the server's lock, one call at a time. last_sample: the time
  * of the sample m holds at the start (0: none yet).
  */
