@@ -99,8 +99,10 @@ done
 # fresh root with dpkg: 1-2 minutes on 2 cores), and ./build.sh itself
 # (build-sh.sh: quiet steps, `run` builds what it runs; a build of vcpustat
 # and microvm of its own, 1-2 minutes), and the whole tree warning-free with
-# gcc as well (gcc.sh: -O3, Debian's hardening flags, -Werror; 1.5 minutes).
-for t in install man completion deb build-sh gcc; do
+# gcc as well (gcc.sh: -O3, Debian's hardening flags, -Werror; 1.5 minutes);
+# the tree's layers (layers.sh: no include points up, every header compiles on
+# its own; seconds).
+for t in layers install man completion deb build-sh gcc; do
 	tests/pkg/$t.sh "$dir" | tee "$summary"
 	count
 done

@@ -7,7 +7,7 @@
 #ifndef VCPUSTAT_UI_H
 #define VCPUSTAT_UI_H
 
-#include "model/model.h"
+#include "model/summary.h"
 
 struct ui;
 

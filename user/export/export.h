@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include "util/util.h"
 #include "sht/sht.h"
-#include "model/model.h"
+#include "model/summary.h"
 
 /*
  * ---- metrics.c: the exporters' model ----

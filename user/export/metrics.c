@@ -12,6 +12,7 @@
 #include "util/util.h"
 #include "export/export.h"
 #include "export/metrics_internal.h"
+#include "model/report.h"
 
 /* 1-2-5 from 500 ns to 10 s, each the nearest edge of a kernel bucket (docs/metrics.md) */
 const unsigned long long metrics_le_ns[METRICS_NR_LE] = {

@@ -10,6 +10,7 @@
 #include "export/export.h"
 #include "export/plot_internal.h"
 #include "util/util.h"
+#include "model/report.h"
 
 /* ---- timelines from a recording ---- */
 

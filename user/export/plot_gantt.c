@@ -13,6 +13,8 @@
 #include "export/export.h"
 #include "export/plot_internal.h"
 #include "util/util.h"
+#include "model/pcpu.h"
+#include "model/recording.h"
 
 #define GANTT_LEFT 170
 #define GANTT_W 1000

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "export/timeline_internal.h"
 #include "vcpu_fsm.h"
+#include "model/recording.h"
 
 #define TL_CHUNK_INTERVALS 100000 /* intervals read per slice of time, about */
 

@@ -59,7 +59,7 @@
 #endif
 #include "import/binary_internal.h"
 #include "import/tracedat_internal.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "sync/sync.h"
 
 #define TRACEDAT_MAGIC "\027\010\104tracing"

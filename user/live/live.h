@@ -27,7 +27,7 @@
 #include "vcpustat_abi.h"
 #include "util/util.h"
 #include "export/export.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "serve/serve.h"
 
 /* ---- compat.c: what this kernel gives the BPF programs (docs/kernels.md) ---- */

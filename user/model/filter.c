@@ -8,9 +8,12 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "base/base.h"
+#include "model/filter.h"
+#include "model/recording.h"
 
 static int parse_u32(const char **p, uint32_t *v)
 {
@@ -86,6 +89,28 @@ bool id_set_has(const struct id_set *s, uint32_t id)
 		return true;
 	for (size_t i = 0; i < s->n; i++)
 		if (id >= s->lo[i] && id <= s->hi[i])
+			return true;
+	return false;
+}
+
+/* Whether --vm's given is the VM's name: a recording stores a '/' of it as '_' (recorder.c). */
+static bool vm_name_is(const char *given, const char *name)
+{
+	for (; *given && *name; given++, name++)
+		if (*given != *name && !(*given == '/' && *name == '_'))
+			return false;
+	return !*given && !*name;
+}
+
+bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid)
+{
+	char p[16];
+
+	if (!f || !f->nr_vms)
+		return true;
+	snprintf(p, sizeof(p), "%u", pid);
+	for (size_t i = 0; i < f->nr_vms; i++)
+		if (vm_name_is(f->vms[i], name) || !strcmp(f->vms[i], p))
 			return true;
 	return false;
 }

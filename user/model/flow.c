@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/util.h"
-#include "model/model.h"
+#include "model/flow.h"
+#include "model/recording.h"
 
 #define FLOW_MAX_DEPTH 32 /* vCPUs being resolved at once, at most */
 

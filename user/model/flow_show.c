@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "model/flow.h"
 
 /* The tree system -> process -> thread of the culprits at or above min_impact. */
 struct tprocess {

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "model/health.h"
+#include "model/summary.h"
 
 const char *health_problem_name(unsigned int bit)
 {

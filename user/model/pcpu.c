@@ -14,7 +14,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "model/pcpu.h"
+#include "model/recording.h"
 
 struct occ_key {
 	uint32_t cpu;

@@ -13,7 +13,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "model/placement.h"
+#include "model/recording.h"
 
 struct seg {
 	uint64_t start, end;

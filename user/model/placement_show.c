@@ -2,7 +2,7 @@
 /* placement_show.c - `vcpustat report --placement` as text and JSON (docs/json.md). */
 #include <stdlib.h>
 #include <string.h>
-#include "model/model.h"
+#include "model/placement.h"
 
 static double secs(uint64_t ns)
 {

@@ -3,7 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "model/model.h"
+#include "model/playback.h"
+#include "model/report.h"
 
 int playback_open(struct playback *pb, const char *path, uint64_t step_ns, struct vcpustat_error *err)
 {

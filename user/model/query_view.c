@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "model/model.h"
+#include "model/query_view.h"
+#include "model/recording.h"
 
 static const char *value_name(const struct sht_reader *r, uint32_t attr, const struct sht_value *v)
 {

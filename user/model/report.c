@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/util.h"
-#include "model/model.h"
+#include "model/report.h"
 
 /* Intervals of attr meeting [t1, t2] (empty if attr is absent). */
 static int range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out, size_t *n,
@@ -347,28 +347,6 @@ int report_thread_names(struct sht_reader *r, struct report_thread *t, size_t n,
 	free(want);
 	hashmap_free(&of_attr);
 	return e == -ENOMEM ? verror(err, e, "out of memory") : e;
-}
-
-/* Whether --vm's given is the VM's name: a recording stores a '/' of it as '_' (recorder.c). */
-static bool vm_name_is(const char *given, const char *name)
-{
-	for (; *given && *name; given++, name++)
-		if (*given != *name && !(*given == '/' && *name == '_'))
-			return false;
-	return !*given && !*name;
-}
-
-bool summary_filter_wants(const struct summary_filter *f, const char *name, uint32_t pid)
-{
-	char p[16];
-
-	if (!f || !f->nr_vms)
-		return true;
-	snprintf(p, sizeof(p), "%u", pid);
-	for (size_t i = 0; i < f->nr_vms; i++)
-		if (vm_name_is(f->vms[i], name) || !strcmp(f->vms[i], p))
-			return true;
-	return false;
 }
 
 /*

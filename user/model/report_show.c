@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <jansson.h>
-#include "model/model.h"
+#include "model/flow.h"
+#include "model/pcpu.h"
+#include "model/placement.h"
+#include "model/report.h"
 
 /* A view of the window (--placement, --pcpu) as JSON: the window's fields and the view under key. */
 static json_t *view_json(const char *file, struct sht_reader *r, uint64_t t1, uint64_t t2, const char *key,

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "util/util.h"
-#include "model/model.h"
+#include "model/summary.h"
 
 __u64 latency_percentile(const __u64 *bucket, __u64 count, double q)
 {

@@ -11,7 +11,8 @@
 #include <time.h>
 #include "util/jsonw.h"
 #include "util/util.h"
-#include "model/model.h"
+#include "model/placement.h"
+#include "model/summary.h"
 
 /* ---- JSON ---- */
 

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <time.h>
 #include "util/util.h"
-#include "model/model.h"
+#include "model/placement.h"
+#include "model/summary.h"
 
 /* ---- text ---- */
 
