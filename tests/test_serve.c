@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The exporter's HTTP server (user/serve/httpd.c) on its own, without BPF:
+ * The exporter's HTTP server (user/serve/httpd.c) and its session
+ * (session.c) on their own, without BPF:
  * it serves a metrics model that a source of ours brings up to date, so what
  * it sends, when it samples and what a failed sample gives are checked on
  * every machine (the live tests do it again over the real maps, test_export.c
@@ -9,9 +10,13 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "export/export.h"
 #include "serve/serve.h"
 #include "helpers.h"
@@ -27,11 +32,12 @@ static int count_sample(void *ctx, unsigned long long *ts)
 {
 	struct counting_source *c = ctx;
 	struct summary s = { .t0 = c->samples * 1000000000ull, .t1 = (c->samples + 1) * 1000000000ull };
+	int fail = __atomic_load_n(&c->fail, __ATOMIC_SEQ_CST);
 	struct vm_summary *vm;
 	int err;
 
-	if (c->fail)
-		return c->fail;
+	if (fail)
+		return fail;
 	vm = s.vms = calloc(1, sizeof(*s.vms));
 	if (!vm)
 		return -ENOMEM;
@@ -52,23 +58,30 @@ static int count_sample(void *ctx, unsigned long long *ts)
 	summary_free(&s);
 	if (err)
 		return err;
-	c->samples++;
+	__atomic_add_fetch(&c->samples, 1, __ATOMIC_SEQ_CST); /* the session test reads it from another thread */
 	*ts = vcpustat_now_ns();
 	return 0;
 }
 
-static struct httpd *serve(struct counting_source *c, unsigned int cache_ms)
+/* A fresh counting source over a new model (the caller frees c->m). */
+static void counting_init(struct counting_source *c)
 {
 	struct metrics_opts mo = { .top_culprits = 5 };
+
+	memset(c, 0, sizeof(*c));
+	c->m = metrics_new(&mo);
+	cr_assert_not_null(c->m);
+}
+
+static struct httpd *serve(struct counting_source *c, unsigned int cache_ms)
+{
 	struct httpd_opts ho = { .cache_ms = cache_ms };
 	struct vcpustat_error err = { 0 };
 	struct httpd_source src;
 	struct httpd *h;
 	int fd;
 
-	memset(c, 0, sizeof(*c));
-	c->m = metrics_new(&mo);
-	cr_assert_not_null(c->m);
+	counting_init(c);
 	src = (struct httpd_source){ .m = c->m, .sample = count_sample, .ctx = c };
 	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
 	cr_assert_eq(httpd_start(&h, fd, &src, &ho, &err), 0, "%s", err.msg);
@@ -191,5 +204,96 @@ Test(serve, a_failed_sample_is_a_500_and_the_next_scrape_samples_again)
 	cr_assert_eq(c.samples, 1);
 	cr_assert(strstr(body, "vm=\"web1\""), "%s", body);
 	httpd_stop(h);
+	metrics_free(c.m);
+}
+
+/* serve_run()'s warnings, kept for the test that runs it. */
+static char run_warning[256];
+static unsigned int run_warnings;
+
+static void count_warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(run_warning, sizeof(run_warning), fmt, ap);
+	va_end(ap);
+	__atomic_add_fetch(&run_warnings, 1, __ATOMIC_SEQ_CST);
+}
+
+struct session_run {
+	struct serve *s;
+	volatile sig_atomic_t stop;
+};
+
+static void *run_session(void *arg)
+{
+	struct session_run *r = arg;
+
+	serve_run(r->s, &r->stop, count_warning);
+	return NULL;
+}
+
+/* Wait (10 s at most: a hang, not a speed) until what *n counts reaches want. */
+static void wait_for(const unsigned int *n, unsigned int want, const char *what)
+{
+	for (int i = 0; i < 1000 && __atomic_load_n(n, __ATOMIC_SEQ_CST) < want; i++)
+		usleep(10000);
+	cr_assert_geq(__atomic_load_n(n, __ATOMIC_SEQ_CST), want, "%s: %u, not %u, after 10 s", what,
+		      __atomic_load_n(n, __ATOMIC_SEQ_CST), want);
+}
+
+/*
+ * The exporter's session over a source of its own (what `vcpustat serve`
+ * runs over the live maps): prepared on a port of its own, which a second
+ * session cannot take; a --user that does not exist refused before
+ * anything starts; started, it says where it serves and serves the
+ * source's samples; run, it refreshes every refresh interval until told to
+ * stop, warning of a sample that fails; stopped, it can be stopped again.
+ */
+Test(serve, the_session_serves_its_source_and_refreshes_until_stopped, .timeout = 60)
+{
+	static char body[1 << 16];
+	struct serve_opts o = { .listen = "127.0.0.1:0", .cache_ms = 0, .refresh = 0.02 };
+	struct vcpustat_error err = { 0 };
+	struct counting_source c;
+	struct session_run r = { 0 };
+	struct httpd_source src;
+	struct serve s, other;
+	char where[256], port_taken[64];
+	pthread_t t;
+
+	o.user = "vcpustat-no-such-user";
+	cr_assert_eq(serve_prepare(&s, &o, &err), -EINVAL, "--user of no one is refused");
+	cr_assert(strstr(err.msg, "vcpustat-no-such-user"), "the message names the user: %s", err.msg);
+	serve_stop(&s);
+	o.user = NULL;
+	cr_assert_eq(serve_prepare(&s, &o, &err), 0, "%s", err.msg);
+	cr_assert_not(serve_auth_in_clear(&s));
+	counting_init(&c);
+	src = (struct httpd_source){ .m = c.m, .sample = count_sample, .ctx = &c };
+	cr_assert_eq(serve_start(&s, &src, &err), 0, "%s", err.msg);
+	serve_describe(&s, where, sizeof(where));
+	snprintf(port_taken, sizeof(port_taken), "http://%s/metrics", httpd_address(s.httpd));
+	cr_assert_str_eq(where, port_taken, "where it serves");
+	snprintf(port_taken, sizeof(port_taken), "%s", httpd_address(s.httpd));
+	o.listen = port_taken;
+	cr_assert_neq(serve_prepare(&other, &o, &err), 0, "a second session on %s", port_taken);
+	cr_assert(strstr(err.msg, port_taken), "the message names the address: %s", err.msg);
+	serve_stop(&other);
+
+	expect_scrape(s.httpd, &c, 1, "the first scrape", body, sizeof(body));
+	r.s = &s;
+	cr_assert_eq(pthread_create(&t, NULL, run_session, &r), 0);
+	wait_for(&c.samples, 4, "samples while it runs");
+	__atomic_store_n(&c.fail, -EIO, __ATOMIC_SEQ_CST);
+	wait_for(&run_warnings, 1, "warnings of failed samples");
+	r.stop = 1;
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert(strstr(run_warning, strerror(EIO)), "the warning says why: %s", run_warning);
+	c.fail = 0;
+	expect_scrape(s.httpd, &c, c.samples + 1, "a scrape after the run", body, sizeof(body));
+	serve_stop(&s);
+	serve_stop(&s);
 	metrics_free(c.m);
 }

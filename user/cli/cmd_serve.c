@@ -30,6 +30,7 @@ int cmd_serve(int argc, char **argv)
 {
 	enum { OPT_WEB = 256, OPT_NO_LABELS, OPT_TOP, OPT_VM, OPT_CACHE, OPT_REFRESH, OPT_AS };
 	struct serve_opts so = { .listen = HTTPD_DEFAULT_LISTEN, .cache_ms = 250, .refresh = 10 };
+	struct metrics_opts mo = { 0 };
 	struct summary_filter filter = { 0 };
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
 	struct vcpustat_error err = { 0 };
@@ -44,7 +45,7 @@ int cmd_serve(int argc, char **argv)
 						      "(tls_server_config: cert_file, key_file; basic_auth_users: bcrypt)",
 		  CLI_STRING, &so.web_file },
 		{ "no-vcpu-labels", OPT_NO_LABELS, NULL, "one series per VM instead of per vCPU (big hosts)", CLI_FLAG,
-		  &so.mo.no_vcpu_labels },
+		  &mo.no_vcpu_labels },
 		{ "top-culprits", OPT_TOP, "N", "culprits named per VM, the rest as \"other\" (default 5)", CLI_NUMBER,
 		  &top, 0, 1000, "culprits per VM" },
 		{ "vm", OPT_VM, "NAME|PID", "only this VM (repeatable)" },
@@ -62,7 +63,7 @@ int cmd_serve(int argc, char **argv)
 	};
 	const struct cli_command cmd = { "serve", synopsis, about, options, notes };
 	struct vcpustat *vs = NULL;
-	struct serve s;
+	static struct serve_live sl; /* big: the live model */
 	struct cli_args a;
 	char where[512];
 	int c, ret;
@@ -76,30 +77,29 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (c < 0 || cli_no_more_args(&a))
 		return c < 0 ? cli_args_exit(c) : CLI_USAGE;
-	so.mo.top_culprits = (unsigned int)top;
+	mo.top_culprits = (unsigned int)top;
 	so.cache_ms = (unsigned int)cache_ms;
-	so.filter = &filter;
-	ret = serve_prepare(&s, &so, &err);
+	ret = serve_prepare(&sl.s, &so, &err);
 	if (ret) {
 		cli_err("%s", err.msg);
 		return ret == -EINVAL ? CLI_USAGE : CLI_FAIL;
 	}
-	if (s.web.warning)
-		cli_warn("%s", s.web.warning);
-	if (serve_auth_in_clear(&s))
+	if (sl.s.web.warning)
+		cli_warn("%s", sl.s.web.warning);
+	if (serve_auth_in_clear(&sl.s))
 		cli_warn("%s: basic auth without tls_server_config: passwords cross the network in clear", so.web_file);
 	ret = cli_open_live(&vs, &opts, verbose, false);
-	if (!ret && serve_start(&s, vs, &err)) {
+	if (!ret && serve_live_start(&sl, vs, &mo, &filter, &err)) {
 		cli_err("%s", err.msg);
 		ret = CLI_FAIL;
 	}
 	if (!ret) {
 		cli_catch_stop(false);
-		serve_describe(&s, where, sizeof(where));
+		serve_describe(&sl.s, where, sizeof(where));
 		fprintf(stderr, "%s: serving %s\n", cli_prog, where);
-		serve_run(&s, &cli_stop, cli_warn);
+		serve_run(&sl.s, &cli_stop, cli_warn);
 	}
-	serve_stop(&s);
+	serve_live_stop(&sl);
 	vcpustat_close(vs);
 	return ret;
 }

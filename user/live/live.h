@@ -2,10 +2,10 @@
 /*
  * live.h - libvcpustat's live layer, the only part that talks to the kernel:
  * open, load and attach the BPF programs (loader.c), inject synthetic events,
- * read the maps into plain C structs (model/model.h) and drain the ring buffer;
+ * read the maps into plain C structs (base/base.h) and drain the ring buffer;
  * successive windows of the maps for the exporters (sample.c) and their source
- * for the HTTP server (serve/serve.h), dropping privileges once attached
- * (privdrop.c) and the exporter's session (serve.c).
+ * for the HTTP server (serve/serve.h), and the exporter's session over
+ * them (serve.c).
  * Everything else in libvcpustat is offline and builds without this.
  *
  * Functions return 0 (or a count) on success and a negative errno on
@@ -392,61 +392,21 @@ int metrics_live_export(struct metrics_live *l, double interval, double every, v
 			enum metrics_format fmt, const char *path, struct vcpustat_error *err);
 
 /*
- * ---- privdrop.c: after the BPF programs are loaded and attached ----
- * A long-running exporter needs almost nothing: reading maps through file
- * descriptors it already holds. privdrop_to_user() becomes an unprivileged
- * user and keeps only CAP_BPF (kernels before 6.5 refuse every bpf() command,
- * map reads included, without it while kernel.unprivileged_bpf_disabled is
- * set; later ones check only map creation and program loading).
+ * ---- serve.c: the exporter's session over the live maps ----
+ * serve/serve.h's session (serve_prepare() first) with the live samples
+ * behind it: serve_live_start(), once the BPF programs are attached, starts
+ * metrics_live over vs (mo, filter), then serve_start() over its source;
+ * serve_live_stop() stops the server, then the samples (also after a
+ * failure). sl->live_ok must start false (a zeroed struct).
  */
-
-/* Does user (name or numeric uid) exist, and is it not root? 0, or -ENOENT/-EINVAL with err filled. */
-int privdrop_check_user(const char *user, struct vcpustat_error *err);
-
-/*
- * Become user (name or numeric uid) with its primary group and no
- * supplementary groups, keeping CAP_BPF (permitted and effective) and no
- * other capability; sets no_new_privs. Call before starting any thread
- * (capabilities are per thread). 0, or a negative errno with err filled.
- */
-int privdrop_to_user(const char *user, struct vcpustat_error *err);
-
-/*
- * ---- serve.c: the exporter's session (`vcpustat serve`) ----
- * serve_prepare() checks what can be refused before anything is loaded
- * (the user to become, the web configuration, the port: -EINVAL for what
- * was asked wrongly); once the BPF programs are attached, serve_start()
- * starts the live samples and the HTTP server (after dropping to o->user);
- * serve_run() samples at least every refresh seconds until *stop (warn: for
- * a sample that fails); serve_stop() ends it all (also after a failure).
- */
-struct serve_opts {
-	const char *listen;   /* ADDR:PORT */
-	const char *user;     /* become this user, keeping CAP_BPF (NULL: stay) */
-	const char *web_file; /* --web.config.file (NULL: plain HTTP) */
-	struct metrics_opts mo;
-	const struct summary_filter *filter;
-	unsigned int cache_ms;
-	double refresh; /* seconds */
-};
-
-struct serve {
-	struct serve_opts o;
-	struct web_config web;
-	struct httpd_opts ho;
+struct serve_live {
+	struct serve s;
 	struct metrics_live live;
 	bool live_ok;
-	struct httpd *httpd;
-	int fd;
 };
 
-int serve_prepare(struct serve *s, const struct serve_opts *o, struct vcpustat_error *err);
-/* Basic auth without TLS: the passwords cross the network in clear (worth a warning). */
-bool serve_auth_in_clear(const struct serve *s);
-int serve_start(struct serve *s, struct vcpustat *vs, struct vcpustat_error *err);
-/* "https://127.0.0.1:9090/metrics (basic auth) as user x": where it serves. */
-void serve_describe(const struct serve *s, char *buf, size_t len);
-void serve_run(struct serve *s, volatile const sig_atomic_t *stop, void (*warn)(const char *fmt, ...));
-void serve_stop(struct serve *s);
+int serve_live_start(struct serve_live *sl, struct vcpustat *vs, const struct metrics_opts *mo,
+		     const struct summary_filter *filter, struct vcpustat_error *err);
+void serve_live_stop(struct serve_live *sl);
 
 #endif /* VCPUSTAT_LIVE_H */

@@ -1,100 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * serve.c - the exporter's session (`vcpustat serve`): what is checked
- * before anything is loaded (the user to become, the web configuration, the
- * port), then the live samples behind the HTTP server, privileges dropped,
- * and a sample at least every refresh interval between scrapes.
+ * serve.c - the exporter's session over the live maps: serve/session.c's
+ * session with metrics_live (sample.c) as the HTTP server's source.
  */
 #include <errno.h>
-#include <signal.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "live/live.h"
 
-int serve_prepare(struct serve *s, const struct serve_opts *o, struct vcpustat_error *err)
+int serve_live_start(struct serve_live *sl, struct vcpustat *vs, const struct metrics_opts *mo,
+		     const struct summary_filter *filter, struct vcpustat_error *err)
 {
-	int e;
+	struct httpd_source src;
 
-	memset(s, 0, sizeof(*s));
-	s->o = *o;
-	s->fd = -1;
-	s->ho.cache_ms = o->cache_ms;
-	if (o->user && geteuid() != 0)
-		return verror(err, -EINVAL, "--user %s: only root can switch users (start as root, or drop --user)",
-			      o->user);
-	if (o->user && privdrop_check_user(o->user, err))
-		return -EINVAL;
-	/* read while still root (the key can be root's alone), checked before anything is loaded */
-	if (o->web_file) {
-		if (web_config_load(&s->web, o->web_file, err))
-			return -EINVAL;
-		s->ho.web = &s->web;
-	}
-	/* the port first: a port in use is refused before anything is loaded */
-	e = httpd_listen(o->listen, &s->fd, err);
-	if (e)
-		web_config_free(&s->web);
-	return e;
-}
-
-bool serve_auth_in_clear(const struct serve *s)
-{
-	return s->web.nr_users && !s->web.cert_pem;
-}
-
-int serve_start(struct serve *s, struct vcpustat *vs, struct vcpustat_error *err)
-{
-	int e;
-
-	if (metrics_live_init(&s->live, vs, &s->o.mo, s->o.filter))
+	if (metrics_live_init(&sl->live, vs, mo, filter))
 		return verror(err, -ENOMEM, "out of memory");
-	s->live_ok = true;
-	/* before any thread starts: capabilities are per thread */
-	if (s->o.user && privdrop_to_user(s->o.user, err))
-		return -EPERM;
-	s->ho.user = s->o.user;
-	{
-		struct httpd_source src = metrics_live_source(&s->live);
-
-		e = httpd_start(&s->httpd, s->fd, &src, &s->ho, err);
-	}
-	s->fd = -1; /* the server's now, or closed by its failure */
-	if (e)
-		return e;
-	signal(SIGPIPE, SIG_IGN);
-	return 0;
+	sl->live_ok = true;
+	src = metrics_live_source(&sl->live);
+	return serve_start(&sl->s, &src, err);
 }
 
-void serve_describe(const struct serve *s, char *buf, size_t len)
+void serve_live_stop(struct serve_live *sl)
 {
-	snprintf(buf, len, "%s://%s/metrics%s%s%s", s->web.cert_pem ? "https" : "http", httpd_address(s->httpd),
-		 s->web.nr_users ? " (basic auth)" : "", s->o.user ? " as user " : "", s->o.user ? s->o.user : "");
-}
-
-void serve_run(struct serve *s, volatile const sig_atomic_t *stop, void (*warn)(const char *fmt, ...))
-{
-	while (!*stop) {
-		struct timespec ts = { .tv_sec = (time_t)s->o.refresh,
-				       .tv_nsec = (long)((s->o.refresh - (double)(time_t)s->o.refresh) * 1e9) };
-		int e;
-
-		nanosleep(&ts, NULL); /* a signal ends it early */
-		if (*stop)
-			break;
-		e = httpd_refresh(s->httpd);
-		if (e)
-			warn("cannot read the BPF maps: %s", strerror(-e));
-	}
-}
-
-void serve_stop(struct serve *s)
-{
-	httpd_stop(s->httpd);
-	if (s->fd >= 0)
-		close(s->fd);
-	if (s->live_ok)
-		metrics_live_free(&s->live);
-	web_config_free(&s->web);
-	memset(s, 0, sizeof(*s));
+	serve_stop(&sl->s); /* the server first: it samples the live maps */
+	if (sl->live_ok)
+		metrics_live_free(&sl->live);
+	sl->live_ok = false;
 }

@@ -4,8 +4,10 @@
  * server (httpd.c, libmicrohttpd) renders a metrics model (export/export.h)
  * that a source brings up to date, so it runs and is tested without BPF; its
  * TLS and basic auth configuration (webconfig.c, Prometheus exporter-toolkit's
- * file) and the password checks that never stall it (httpauth.c). The live
- * layer's source and the exporter's session are in live/live.h.
+ * file) and the password checks that never stall it (httpauth.c); the
+ * exporter's session over any source (session.c) and the privilege drop it
+ * makes (privdrop.c). The live maps' source is in live/live.h
+ * (metrics_live_source(), serve_live_start()).
  *
  * Functions return 0 on success and a negative errno on failure, with one
  * sentence in a struct vcpustat_error where they take one; they never exit
@@ -15,6 +17,7 @@
 #define VCPUSTAT_SERVE_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include "util/util.h"
 #include "export/export.h"
@@ -217,5 +220,60 @@ void httpauth_completed(struct httpauth *a, void **con_cls);
 void httpauth_stop(struct httpauth *a);
 /* After MHD_stop_daemon(). NULL is fine. */
 void httpauth_free(struct httpauth *a);
+
+/*
+ * ---- session.c: the exporter's session (`vcpustat serve`), over any source ----
+ * serve_prepare() checks what can be refused before anything is loaded
+ * (the user to become, the web configuration, the port: -EINVAL for what
+ * was asked wrongly); serve_start() drops to o->user and starts the HTTP
+ * server over src (live: serve_live_start(), live/live.h); serve_run()
+ * refreshes at least every refresh seconds until *stop (warn: for a sample
+ * that fails); serve_stop() ends it all (also after a failure, and when
+ * nothing was started).
+ */
+struct serve_opts {
+	const char *listen;   /* ADDR:PORT */
+	const char *user;     /* become this user, keeping CAP_BPF (NULL: stay) */
+	const char *web_file; /* --web.config.file (NULL: plain HTTP) */
+	unsigned int cache_ms;
+	double refresh; /* seconds */
+};
+
+struct serve {
+	struct serve_opts o;
+	struct web_config web;
+	struct httpd_opts ho;
+	struct httpd *httpd;
+	int fd;
+};
+
+int serve_prepare(struct serve *s, const struct serve_opts *o, struct vcpustat_error *err);
+/* Basic auth without TLS: the passwords cross the network in clear (worth a warning). */
+bool serve_auth_in_clear(const struct serve *s);
+int serve_start(struct serve *s, const struct httpd_source *src, struct vcpustat_error *err);
+/* "https://127.0.0.1:9090/metrics (basic auth) as user x": where it serves. */
+void serve_describe(const struct serve *s, char *buf, size_t len);
+void serve_run(struct serve *s, volatile const sig_atomic_t *stop, void (*warn)(const char *fmt, ...));
+void serve_stop(struct serve *s);
+
+/*
+ * ---- privdrop.c: after the BPF programs are loaded and attached ----
+ * A long-running exporter needs almost nothing: reading maps through file
+ * descriptors it already holds. privdrop_to_user() becomes an unprivileged
+ * user and keeps only CAP_BPF (kernels before 6.5 refuse every bpf() command,
+ * map reads included, without it while kernel.unprivileged_bpf_disabled is
+ * set; later ones check only map creation and program loading).
+ */
+
+/* Does user (name or numeric uid) exist, and is it not root? 0, or -ENOENT/-EINVAL with err filled. */
+int privdrop_check_user(const char *user, struct vcpustat_error *err);
+
+/*
+ * Become user (name or numeric uid) with its primary group and no
+ * supplementary groups, keeping CAP_BPF (permitted and effective) and no
+ * other capability; sets no_new_privs. Call before starting any thread
+ * (capabilities are per thread). 0, or a negative errno with err filled.
+ */
+int privdrop_to_user(const char *user, struct vcpustat_error *err);
 
 #endif /* VCPUSTAT_SERVE_H */

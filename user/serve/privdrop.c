@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* privdrop.c - become an unprivileged user that can still read BPF maps (live.h). */
+/* privdrop.c - become an unprivileged user that can still read BPF maps (serve/serve.h). */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -8,7 +8,7 @@
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-#include "live/live.h"
+#include "serve/serve.h"
 
 #ifndef CAP_BPF
 #define CAP_BPF 39
