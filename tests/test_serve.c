@@ -260,7 +260,7 @@ Test(serve, the_session_serves_its_source_and_refreshes_until_stopped, .timeout 
 	struct session_run r = { 0 };
 	struct httpd_source src;
 	struct serve s, other;
-	char where[256], port_taken[64];
+	char where[256], want[256], port_taken[64];
 	pthread_t t;
 
 	o.user = "vcpustat-no-such-user";
@@ -274,8 +274,8 @@ Test(serve, the_session_serves_its_source_and_refreshes_until_stopped, .timeout 
 	src = (struct httpd_source){ .m = c.m, .sample = count_sample, .ctx = &c };
 	cr_assert_eq(serve_start(&s, &src, &err), 0, "%s", err.msg);
 	serve_describe(&s, where, sizeof(where));
-	snprintf(port_taken, sizeof(port_taken), "http://%s/metrics", httpd_address(s.httpd));
-	cr_assert_str_eq(where, port_taken, "where it serves");
+	snprintf(want, sizeof(want), "http://%s/metrics", httpd_address(s.httpd));
+	cr_assert_str_eq(where, want, "where it serves");
 	snprintf(port_taken, sizeof(port_taken), "%s", httpd_address(s.httpd));
 	o.listen = port_taken;
 	cr_assert_neq(serve_prepare(&other, &o, &err), 0, "a second session on %s", port_taken);

@@ -63,7 +63,7 @@ int cmd_serve(int argc, char **argv)
 	};
 	const struct cli_command cmd = { "serve", synopsis, about, options, notes };
 	struct vcpustat *vs = NULL;
-	static struct serve_live sl; /* big: the live model */
+	struct serve_live sl = { 0 }; /* live_ok false until serve_live_start() */
 	struct cli_args a;
 	char where[512];
 	int c, ret;
