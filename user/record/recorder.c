@@ -833,187 +833,262 @@ static int apply_value(struct recorder *r, const struct attr_value *v)
 			v->type == SHT_STR ? v->s : NULL);
 }
 
+/*
+ * ---- one record: a function per record type, chosen by the table below ----
+ * Those of a thread (a switch, a wake-up, a VMM thread, a CPU's runner) take
+ * va NULL; every other gets the record's vCPU, made known first if new.
+ */
+typedef int apply_fn(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va);
+
+static int apply_switch(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	struct thread_attrs *prev, *next;
+	size_t cpu;
+	int e = cpu_attr(r, rec->cpu, false, &cpu);
+
+	if (!e)
+		e = set_int(r, cpu, t, rec->arg0);
+	prev = e ? NULL : thread_get(r, rec->tid, t, &e);
+	if (prev && rec->tid)
+		e = rec->to ? set_null(r, prev->state, t) :
+			      set_str(r, prev->state, t, rec->from ? r->s_preempted : r->s_blocked);
+	next = e ? NULL : thread_get(r, rec->arg0, t, &e);
+	if (next && rec->arg0)
+		e = set_str(r, next->state, t, r->s_running);
+	return e;
+}
+
+/* Who runs where tracked threads wait: the thread's names come with it. */
+static int apply_runner(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	size_t cpu;
+	int e = cpu_attr(r, rec->arg0, true, &cpu);
+
+	if (e)
+		return e;
+	if (rec->from != VCPUSTAT_RUNNER_IS)
+		return set_null(r, cpu, t);
+	e = set_int(r, cpu, t, rec->tid);
+	if (!e && rec->tid)
+		thread_get(r, rec->tid, t, &e);
+	return e;
+}
+
+static int apply_wakeup(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	int e = 0;
+	struct thread_attrs *th = thread_get(r, rec->tid, t, &e);
+
+	return th ? set_str(r, th->state, t, r->s_wait) : e;
+}
+
+/* A VMM thread's state; UNKNOWN: it exited or became a vCPU, and its attributes end. */
+static int apply_vmm(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	int e = 0;
+	struct vmm_attrs *th = vmm_get(r, rec, t, &e);
+	const char *st = rec->to == VCPUSTAT_VMM_T_RUN ? r->s_running :
+			 rec->to == VCPUSTAT_VMM_T_WAIT ? r->s_wait :
+			 rec->to == VCPUSTAT_VMM_T_SLEEP ? r->s_blocked : NULL;
+
+	if (!th)
+		return e;
+	if (st) {
+		e = set_str(r, th->state, t, st);
+		return e ? e : set_int(r, th->cpu, t, rec->arg0);
+	}
+	e = set_null(r, th->state, t);
+	if (!e)
+		e = set_null(r, th->name, t);
+	if (!e)
+		e = set_null(r, th->kind, t);
+	if (!e)
+		e = set_null(r, th->cpu, t);
+	hashmap_delete(&r->vmm, &rec->tid);
+	return e;
+}
+
+static int apply_state(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	int e = set_int(r, va->state, t, rec->to);
+
+	if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
+		e = details_end(r, va, t);
+	if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
+		e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
+	if (!e && rec->cause == VCPUSTAT_EV_USERSPACE_EXIT)
+		e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
+	if (!e && rec->to == VCPU_GUEST) { /* kvm_entry ends both kinds of exit, and their accesses */
+		e = set_null(r, va->exit, t);
+		if (!e)
+			e = set_null(r, va->uexit, t);
+		if (!e)
+			e = details_end(r, va, t);
+	}
+	if (!e && rec->cause == VCPUSTAT_EV_KVM_RUN)
+		e = set_null(r, va->uexit, t);
+	if (!e && rec->cause == VCPUSTAT_EV_SWITCH)
+		e = set_int(r, va->pcpu, t, rec->cpu);
+	if (!e && (rec->to == VCPU_IDLE || rec->to == VCPU_BLOCKED)) { /* asleep: its last wake-up's reason ends */
+		e = set_null(r, va->wake, t);
+		if (!e)
+			e = set_null(r, va->wake_vector, t);
+	}
+	return e;
+}
+
+static int apply_exit(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	int e = details_end(r, va, t);
+
+	return e ? e : set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
+}
+
+static int apply_detail(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	bool fault = rec->from == VCPUSTAT_DETAIL_PAGE_FAULT;
+	size_t *slot = fault ? &va->fault : &va->access;
+	const char *v = detail_value(r, rec);
+
+	if (!v)
+		return -ENOMEM;
+	if (*slot == ATTR_NONE) {
+		int e = vcpu_lazy_attr(r, va, slot, fault ? "exit_fault" : "exit_access");
+
+		if (e)
+			return e;
+		r->attrs[*slot].exit = true;
+	}
+	return set_str(r, *slot, t, v);
+}
+
+static int apply_uexit(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
+}
+
+static int apply_run(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return set_null(r, va->uexit, t);
+}
+
+static int apply_pcpu(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return set_int(r, va->pcpu, t, rec->arg0);
+}
+
+static int apply_hypercall(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return set_int(r, va->sync, t, (int64_t)(rec->arg0 | (uint64_t)rec->arg1 << 32));
+}
+
+static int apply_sync_entry(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return set_null(r, va->sync, t);
+}
+
+/* An attribute of the vCPU made at its first value: an integer, arg0. */
+static int lazy_int(struct recorder *r, struct vcpu_attrs *va, size_t *slot, const char *leaf, uint64_t t,
+		    int64_t i)
+{
+	int e = vcpu_lazy_attr(r, va, slot, leaf);
+
+	return e ? e : set_int(r, *slot, t, i);
+}
+
+static int apply_halt_poll_ns(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return lazy_int(r, va, &va->halt_poll_ns, "halt_poll_ns", t, rec->arg0);
+}
+
+/* Each move sets the vCPU's count: report counts the sets. */
+static int apply_numa_move(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return lazy_int(r, va, &va->numa_moves, "numa_moves", t, rec->arg0);
+}
+
+/* 2: in L2 (the L1 hypervisor's guest), 1: back in L1. */
+static int apply_nested(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	return lazy_int(r, va, &va->guest_level, "guest_level", t, rec->arg0);
+}
+
+static int apply_wake(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	char buf[8];
+	int e = vcpu_lazy_attr(r, va, &va->wake, "wake_reason");
+
+	if (!e)
+		e = set_str(r, va->wake, t, intern(r, wake_reason_name(rec->arg0)));
+	if (!e)
+		e = vcpu_lazy_attr(r, va, &va->wake_vector, "wake_vector");
+	if (!e)
+		e = set_str(r, va->wake_vector, t, intern(r, wake_vector_name(rec->from, buf, sizeof(buf))));
+	return e;
+}
+
+static int apply_guest_cr3(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	char buf[24];
+	int e = vcpu_lazy_attr(r, va, &va->guest_cr3, "guest_cr3");
+
+	return e ? e : set_str(r, va->guest_cr3, t,
+			       intern(r, cr3_target(rec->arg0 | (uint64_t)rec->arg1 << 32, buf, sizeof(buf))));
+}
+
+static int apply_vcpu_gone(struct recorder *r, const struct vcpustat_record *rec, uint64_t t, struct vcpu_attrs *va)
+{
+	int e = vcpu_null_all(r, va, t);
+
+	hashmap_delete(&r->vcpus, &rec->tid);
+	return e;
+}
+
+/*
+ * What each record type does. A type with no entry (VCPU_NEW, and any this
+ * recorder does not know) only makes its vCPU known: vcpu_get does the work.
+ */
+static const struct {
+	apply_fn *fn;
+	bool thread; /* of a thread, not of a vCPU: va is NULL */
+} applies[VCPUSTAT_NR_RECORDS] = {
+	[VCPUSTAT_REC_SWITCH] = { apply_switch, true },
+	[VCPUSTAT_REC_RUNNER] = { apply_runner, true },
+	[VCPUSTAT_REC_WAKEUP] = { apply_wakeup, true },
+	[VCPUSTAT_REC_VMM] = { apply_vmm, true },
+	[VCPUSTAT_REC_STATE] = { apply_state },
+	[VCPUSTAT_REC_EXIT] = { apply_exit },
+	[VCPUSTAT_REC_DETAIL] = { apply_detail },
+	[VCPUSTAT_REC_UEXIT] = { apply_uexit },
+	[VCPUSTAT_REC_RUN] = { apply_run },
+	[VCPUSTAT_REC_PCPU] = { apply_pcpu },
+	[VCPUSTAT_REC_HYPERCALL] = { apply_hypercall },
+	[VCPUSTAT_REC_SYNC_ENTRY] = { apply_sync_entry },
+	[VCPUSTAT_REC_HALT_POLL_NS] = { apply_halt_poll_ns },
+	[VCPUSTAT_REC_WAKE] = { apply_wake },
+	[VCPUSTAT_REC_GUEST_CR3] = { apply_guest_cr3 },
+	[VCPUSTAT_REC_NUMA_MOVE] = { apply_numa_move },
+	[VCPUSTAT_REC_NESTED] = { apply_nested },
+	[VCPUSTAT_REC_VCPU_GONE] = { apply_vcpu_gone },
+};
+
 static int apply(struct recorder *r, const struct vcpustat_record *rec)
 {
 	uint64_t t = file_time(r, rec->ts);
-	struct vcpu_attrs *va;
+	apply_fn *fn = rec->type < VCPUSTAT_NR_RECORDS ? applies[rec->type].fn : NULL;
+	struct vcpu_attrs *va = NULL;
 	int e = begin_at(r, rec->ts);
 
 	if (!e)
 		e = maybe_rotate(r, t, NULL);
 	if (e)
 		return e;
-
-	switch (rec->type) {
-	case VCPUSTAT_REC_SWITCH: {
-		struct thread_attrs *prev, *next;
-		size_t cpu;
-
-		e = cpu_attr(r, rec->cpu, false, &cpu);
-		if (!e)
-			e = set_int(r, cpu, t, rec->arg0);
-		prev = e ? NULL : thread_get(r, rec->tid, t, &e);
-		if (prev && rec->tid)
-			e = rec->to ? set_null(r, prev->state, t) :
-				      set_str(r, prev->state, t, rec->from ? r->s_preempted : r->s_blocked);
-		next = e ? NULL : thread_get(r, rec->arg0, t, &e);
-		if (next && rec->arg0)
-			e = set_str(r, next->state, t, r->s_running);
-		return e;
-	}
-	case VCPUSTAT_REC_RUNNER: { /* who runs where tracked threads wait: the thread's names come with it */
-		size_t cpu;
-
-		e = cpu_attr(r, rec->arg0, true, &cpu);
-		if (e)
+	if (!fn || !applies[rec->type].thread) {
+		va = vcpu_get(r, rec, t, &e);
+		if (!va)
 			return e;
-		if (rec->from != VCPUSTAT_RUNNER_IS)
-			return set_null(r, cpu, t);
-		e = set_int(r, cpu, t, rec->tid);
-		if (!e && rec->tid)
-			thread_get(r, rec->tid, t, &e);
-		return e;
 	}
-	case VCPUSTAT_REC_WAKEUP: {
-		struct thread_attrs *th = thread_get(r, rec->tid, t, &e);
-
-		return th ? set_str(r, th->state, t, r->s_wait) : e;
-	}
-	case VCPUSTAT_REC_VMM: { /* its state; UNKNOWN: it exited or became a vCPU, and its attributes end */
-		struct vmm_attrs *th = vmm_get(r, rec, t, &e);
-		const char *st = rec->to == VCPUSTAT_VMM_T_RUN ? r->s_running :
-				 rec->to == VCPUSTAT_VMM_T_WAIT ? r->s_wait :
-				 rec->to == VCPUSTAT_VMM_T_SLEEP ? r->s_blocked : NULL;
-
-		if (!th)
-			return e;
-		if (st) {
-			e = set_str(r, th->state, t, st);
-			return e ? e : set_int(r, th->cpu, t, rec->arg0);
-		}
-		e = set_null(r, th->state, t);
-		if (!e)
-			e = set_null(r, th->name, t);
-		if (!e)
-			e = set_null(r, th->kind, t);
-		if (!e)
-			e = set_null(r, th->cpu, t);
-		hashmap_delete(&r->vmm, &rec->tid);
-		return e;
-	}
-	default:
-		break;
-	}
-
-	va = vcpu_get(r, rec, t, &e);
-	if (!va)
-		return e;
-	switch (rec->type) {
-	case VCPUSTAT_REC_STATE:
-		e = set_int(r, va->state, t, rec->to);
-		if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
-			e = details_end(r, va, t);
-		if (!e && rec->cause == VCPUSTAT_EV_KVM_EXIT)
-			e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
-		if (!e && rec->cause == VCPUSTAT_EV_USERSPACE_EXIT)
-			e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
-		if (!e && rec->to == VCPU_GUEST) { /* kvm_entry ends both kinds of exit, and their accesses */
-			e = set_null(r, va->exit, t);
-			if (!e)
-				e = set_null(r, va->uexit, t);
-			if (!e)
-				e = details_end(r, va, t);
-		}
-		if (!e && rec->cause == VCPUSTAT_EV_KVM_RUN)
-			e = set_null(r, va->uexit, t);
-		if (!e && rec->cause == VCPUSTAT_EV_SWITCH)
-			e = set_int(r, va->pcpu, t, rec->cpu);
-		if (!e && (rec->to == VCPU_IDLE || rec->to == VCPU_BLOCKED)) { /* asleep: its last wake-up's reason ends */
-			e = set_null(r, va->wake, t);
-			if (!e)
-				e = set_null(r, va->wake_vector, t);
-		}
-		break;
-	case VCPUSTAT_REC_EXIT:
-		e = details_end(r, va, t);
-		if (!e)
-			e = set_str(r, va->exit, t, reason_name(r, false, rec->arg1, rec->arg0));
-		break;
-	case VCPUSTAT_REC_DETAIL: {
-		bool fault = rec->from == VCPUSTAT_DETAIL_PAGE_FAULT;
-		size_t *slot = fault ? &va->fault : &va->access;
-		const char *v = detail_value(r, rec);
-
-		if (!v)
-			return -ENOMEM;
-		if (*slot == ATTR_NONE) {
-			e = vcpu_lazy_attr(r, va, slot, fault ? "exit_fault" : "exit_access");
-			if (e)
-				return e;
-			r->attrs[*slot].exit = true;
-		}
-		e = set_str(r, *slot, t, v);
-		break;
-	}
-	case VCPUSTAT_REC_UEXIT:
-		e = set_str(r, va->uexit, t, reason_name(r, true, 0, rec->arg0));
-		break;
-	case VCPUSTAT_REC_RUN:
-		e = set_null(r, va->uexit, t);
-		break;
-	case VCPUSTAT_REC_PCPU:
-		e = set_int(r, va->pcpu, t, rec->arg0);
-		break;
-	case VCPUSTAT_REC_HYPERCALL:
-		e = set_int(r, va->sync, t, (int64_t)(rec->arg0 | (uint64_t)rec->arg1 << 32));
-		break;
-	case VCPUSTAT_REC_SYNC_ENTRY:
-		e = set_null(r, va->sync, t);
-		break;
-	case VCPUSTAT_REC_HALT_POLL_NS:
-		e = vcpu_lazy_attr(r, va, &va->halt_poll_ns, "halt_poll_ns");
-		if (!e)
-			e = set_int(r, va->halt_poll_ns, t, rec->arg0);
-		break;
-	case VCPUSTAT_REC_WAKE:
-		e = vcpu_lazy_attr(r, va, &va->wake, "wake_reason");
-		if (!e)
-			e = set_str(r, va->wake, t, intern(r, wake_reason_name(rec->arg0)));
-		if (!e)
-			e = vcpu_lazy_attr(r, va, &va->wake_vector, "wake_vector");
-		if (!e) {
-			char buf[8];
-
-			e = set_str(r, va->wake_vector, t, intern(r, wake_vector_name(rec->from, buf, sizeof(buf))));
-		}
-		break;
-	case VCPUSTAT_REC_GUEST_CR3: {
-		char buf[24];
-
-		e = vcpu_lazy_attr(r, va, &va->guest_cr3, "guest_cr3");
-		if (!e)
-			e = set_str(r, va->guest_cr3, t,
-				    intern(r, cr3_target(rec->arg0 | (uint64_t)rec->arg1 << 32, buf, sizeof(buf))));
-		break;
-	}
-	case VCPUSTAT_REC_NUMA_MOVE: /* each move sets the vCPU's count: report counts the sets */
-		e = vcpu_lazy_attr(r, va, &va->numa_moves, "numa_moves");
-		if (!e)
-			e = set_int(r, va->numa_moves, t, rec->arg0);
-		break;
-	case VCPUSTAT_REC_NESTED: /* 2: in L2 (the L1 hypervisor's guest), 1: back in L1 */
-		e = vcpu_lazy_attr(r, va, &va->guest_level, "guest_level");
-		if (!e)
-			e = set_int(r, va->guest_level, t, rec->arg0);
-		break;
-	case VCPUSTAT_REC_VCPU_GONE:
-		e = vcpu_null_all(r, va, t);
-		hashmap_delete(&r->vcpus, &rec->tid);
-		break;
-	default: /* VCPU_NEW: vcpu_get did the work */
-		break;
-	}
-	return e;
+	return fn ? fn(r, rec, t, va) : 0;
 }
 
 /*
