@@ -386,6 +386,20 @@ static void waits_charged_to_who_ran(void *(*tracked)(void *), void *(*other)(vo
 			cr_skip_test("marks mode needs pidfds of threads (Linux 6.9): the hot page's programs run here"); \
 	} while (0)
 
+/* plot --live's window: at least as long as asked (the kernel's clock), and none once stopped. */
+Test(live, a_sampled_window_covers_its_interval_and_a_stop_takes_none)
+{
+	volatile sig_atomic_t stop = 0;
+	struct summary s;
+
+	cr_assert_eq(live_window_sample(vs, NULL, 50000000ull, &stop, &s), 0);
+	cr_assert_geq(s.t1 - s.t0, 50000000ull, "a window of %llu ns, not the 50 ms asked",
+		      (unsigned long long)(s.t1 - s.t0));
+	summary_free(&s);
+	stop = 1;
+	cr_assert_eq(live_window_sample(vs, NULL, 1000000ull, &stop, &s), -EINTR, "stopped: no window");
+}
+
 Test(live, marks_pass_to_each_thread_that_runs_while_a_tracked_one_waits)
 {
 	NEED_MARKS();

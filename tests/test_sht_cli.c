@@ -364,6 +364,14 @@ Test(sht_cli, the_global_json_option_reaches_each_command_as_its_table_says)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert(!strncmp(r.out, "{\n  \"", 5), "indented: %s", r.out);
 	json_decref(parse(r.out));
+	RUN(&r, "report", "--json", f, "--pretty"); /* the global --pretty after the command, past an operand */
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strncmp(r.out, "{\n  \"", 5), "indented: %s", r.out);
+	json_decref(parse(r.out));
+	RUN(&r, "report", "--json", f);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strncmp(r.out, "{\"", 2), "compact without it: %s", r.out);
+	json_decref(parse(r.out));
 	RUN(&r, "-j", "check", f);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	json_decref(parse(r.out));

@@ -110,7 +110,7 @@ struct cli_args {
 	char *arg; /* the value of the option cli_next() returned */
 	int pos;   /* after the options: argv[pos..argc-1] are the operands */
 	enum cli_json_form json; /* the global -j's option, still to parse (cli_json_given) */
-	struct option longopts[CLI_MAX_OPTIONS + 2];
+	struct option longopts[CLI_MAX_OPTIONS + 3]; /* and --help, --pretty, the end */
 	char shortopts[2 * CLI_MAX_OPTIONS + 4];
 };
 
@@ -148,7 +148,11 @@ int cli_no_more_args(const struct cli_args *a);
 /* The command's --help. */
 void cli_usage(const struct cli_command *cmd, FILE *f);
 
-/* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] = the subcommand. */
+/*
+ * Subcommands: int cmd_<name>(int argc, char **argv), argv[1..] its options
+ * and operands; argv[0] its name, or with no command the argument before
+ * (getopt does not read it).
+ */
 int cmd_top(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

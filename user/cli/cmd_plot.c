@@ -4,6 +4,7 @@
  * time, per vCPU, latency histograms: plot_recording), or of a few live
  * seconds (per vCPU and histograms: a live window, plot_live_window).
  */
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
@@ -55,10 +56,7 @@ static int plot_file(struct plot_args *p)
 static int plot_live(const struct plot_args *p)
 {
 	struct vcpustat_options opts = { .record_level = VCPUSTAT_LEVEL_NONE };
-	struct timespec ts = { .tv_sec = (time_t)p->interval,
-			       .tv_nsec = (long)((p->interval - (double)(time_t)p->interval) * 1e9) };
 	struct vcpustat_error err = { 0 };
-	struct live_window w;
 	struct vcpustat *vs;
 	struct summary s;
 	time_t start = time(NULL);
@@ -67,20 +65,18 @@ static int plot_live(const struct plot_args *p)
 	if (ret)
 		return ret;
 	cli_catch_stop(false);
-	e = live_window_init(&w, vs, &p->filter);
-	if (!e && !(e = live_window_next(&w, NULL)) && !nanosleep(&ts, NULL) && !cli_stop &&
-	    !(e = live_window_next(&w, &s))) {
+	e = live_window_sample(vs, &p->filter, (__u64)(p->interval * 1e9 + 0.5), &cli_stop, &s);
+	if (!e) {
 		if (plot_live_window(&s, start, time(NULL), p->path, &err)) {
 			cli_err("%s", err.msg);
 			ret = CLI_FAIL;
 		}
 		summary_free(&s);
 	} else {
-		if (e)
+		if (e != -EINTR)
 			cli_err("cannot read the BPF maps: %s", strerror(-e));
 		ret = CLI_FAIL; /* or stopped before the window ended: no chart */
 	}
-	live_window_free(&w);
 	vcpustat_close(vs);
 	return ret;
 }

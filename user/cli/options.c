@@ -11,6 +11,8 @@
 
 /* The column where option help starts, and where its continuation lines are. */
 #define HELP_COLUMN 24
+/* The global --pretty, which every command takes after its name too: a key no command's option has. */
+#define KEY_PRETTY 0x10000
 
 static void print_indented(FILE *f, const char *text, int indent)
 {
@@ -80,9 +82,10 @@ void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, 
 		}
 	}
 	if (!option_of(cmd, 'h')) { /* -h/--help: listed in --help by the commands that say so */
-		a->longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
+		a->longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 		a->shortopts[s++] = 'h';
 	}
+	a->longopts[n] = (struct option){ "pretty", no_argument, NULL, KEY_PRETTY }; /* then a zero: the end */
 	a->shortopts[s] = '\0';
 	a->json = cli_json_given;
 	optind = 1;
@@ -166,6 +169,9 @@ again:
 	case 'h':
 		cli_usage(a->cmd, stdout);
 		return CLI_HELPED;
+	case KEY_PRETTY: /* vcpustat.c's global option, after the command: `vcpustat report --json day.sht --pretty` */
+		cli_pretty = true;
+		goto again;
 	case ':':
 	case '?': {
 		const char *bad = a->argv[optind - 1];

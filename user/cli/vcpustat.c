@@ -85,15 +85,15 @@ static int finish_stdout(int ret)
 
 /*
  * The global options, bpftool's: -j/--json and -p/--pretty before the
- * command (`vcpustat -j report day.sht`), --pretty anywhere after it. -j
- * becomes the command's own JSON option (its json field in commands[]: the
- * option layer parses it before argv's, options.c) and makes errors JSON
- * objects for the commands that print no document. Takes them out of argv;
- * returns the new argc.
+ * command (`vcpustat -j report day.sht`); --pretty after it is the option
+ * layer's (options.c). -j becomes the command's own JSON option (its json
+ * field in commands[]) and makes errors JSON objects for the commands that
+ * print no document. Returns the index of the first argument after them;
+ * argv is not changed.
  */
 static int global_options(int argc, char **argv, bool *json)
 {
-	int i = 1, n;
+	int i = 1;
 
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json"))
@@ -105,75 +105,56 @@ static int global_options(int argc, char **argv, bool *json)
 		else
 			break;
 	}
-	memmove(argv + 1, argv + i, (size_t)(argc - i + 1) * sizeof(*argv)); /* with the NULL */
-	argc -= i - 1;
-	for (i = n = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			while (i < argc)
-				argv[n++] = argv[i++];
-			break;
-		}
-		if (!strcmp(argv[i], "--pretty"))
-			cli_pretty = true;
-		else
-			argv[n++] = argv[i];
-	}
-	argv[n] = NULL;
-	return n;
+	return i;
 }
 
-/* args: a copy of argv with room for the NULL (main frees it): global_options() edits it */
-static int run(int argc, char **argv, char **args)
+static const struct command *command_named(const char *name)
 {
-	const struct command *cmd = NULL;
-	bool json = false;
-	size_t i;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
 
-	memcpy(args, argv, (size_t)argc * sizeof(*args));
-	argv = args;
-	argc = global_options(argc, argv, &json);
-	if (argc > 1) {
-		if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+/*
+ * The command gets argv from its name on: argv[0] its name (or, with no
+ * command, whatever came before the options, which getopt does not read).
+ */
+static int run(int argc, char **argv)
+{
+	const struct command *cmd = &commands[0]; /* no command, or options only: the live view */
+	bool json = false;
+	int i = global_options(argc, argv, &json);
+
+	if (i < argc) {
+		const char *name = argv[i];
+
+		if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
 			usage(stdout);
 			return CLI_OK;
 		}
-		if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
 			printf("vcpustat %s\n", VCPUSTAT_VERSION);
 			return CLI_OK;
 		}
-		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-			if (!strcmp(argv[1], commands[i].name))
-				cmd = &commands[i];
-		if (!cmd && argv[1][0] != '-') {
-			cli_err("unknown command '%s' (see `%s --help`)", argv[1], cli_prog);
-			return CLI_USAGE;
+		if (name[0] != '-') {
+			cmd = command_named(name);
+			if (!cmd) {
+				cli_err("unknown command '%s' (see `%s --help`)", name, cli_prog);
+				return CLI_USAGE;
+			}
+			i++;
 		}
-	}
-	if (cmd) {
-		argc--;
-		argv++;
-	} else { /* no command, or options only: the live view */
-		argv[0] = "top";
-		cmd = &commands[0];
 	}
 	if (json) {
 		cli_json = true;
 		cli_json_given = cmd->json;
 	}
-	return cmd->fn(argc, argv);
+	return cmd->fn(argc - i + 1, argv + i - 1);
 }
 
 int main(int argc, char **argv)
 {
-	char **args = calloc((size_t)argc + 1, sizeof(*args));
-	int ret;
-
-	if (!args) {
-		cli_err("out of memory");
-		return CLI_FAIL;
-	}
 	heap_keep();
-	ret = finish_stdout(run(argc, argv, args));
-	free(args);
-	return ret;
+	return finish_stdout(run(argc, argv));
 }

@@ -360,6 +360,13 @@ struct live_window {
 int live_window_init(struct live_window *w, struct vcpustat *vs, const struct summary_filter *filter);
 int live_window_next(struct live_window *w, struct summary *s);
 void live_window_free(struct live_window *w);
+/*
+ * One window of interval_ns from now: its summary into *s (summary_free it).
+ * 0; -EINTR when *stop (may be NULL) was set or a signal ended the wait
+ * first (then no summary); or the error reading the maps. `plot --live`.
+ */
+int live_window_sample(struct vcpustat *vs, const struct summary_filter *filter, __u64 interval_ns,
+		       volatile const sig_atomic_t *stop, struct summary *s);
 
 /* ---- sample.c: successive windows of the maps, for the exporters ---- */
 

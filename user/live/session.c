@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/libbpf.h>
 #include "live/live.h"
 #include "record/record.h"
@@ -344,4 +345,22 @@ void live_window_free(struct live_window *w)
 	health_free(&w->health);
 	health_tracker_free(&w->tracker);
 	memset(w, 0, sizeof(*w));
+}
+
+int live_window_sample(struct vcpustat *vs, const struct summary_filter *filter, __u64 interval_ns,
+		       volatile const sig_atomic_t *stop, struct summary *s)
+{
+	struct timespec ts = { .tv_sec = (time_t)(interval_ns / 1000000000ull),
+			       .tv_nsec = (long)(interval_ns % 1000000000ull) };
+	struct live_window w;
+	int e = live_window_init(&w, vs, filter);
+
+	if (!e)
+		e = live_window_next(&w, NULL);
+	if (!e && (nanosleep(&ts, NULL) || (stop && *stop)))
+		e = -EINTR;
+	if (!e)
+		e = live_window_next(&w, s);
+	live_window_free(&w);
+	return e;
 }
