@@ -7,9 +7,9 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include "cli/cli.h"
+#include "model/recording.h"
 #include "util/jsonw.h"
 #include "sht/sht.h"
-#include "model/model.h"
 #include "record/record.h"
 
 bool cli_json;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "export/export.h"
 
 extern bool cli_json;   /* errors as {"error": "..."} on stdout */

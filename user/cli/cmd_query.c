@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli/cli.h"
+#include "model/query_view.h"
 #include "sht/sht.h"
 
 static const char synopsis[] =

@@ -2,7 +2,9 @@
 /* vcpustat report: the live view's tables for any window of a recording. */
 #include <stdio.h>
 #include "cli/cli.h"
-#include "model/model.h"
+#include "model/pcpu.h"
+#include "model/placement.h"
+#include "model/report.h"
 
 static const char synopsis[] =
 	"FILE.sht [--from T] [--to T] [--vm NAME|PID]... [FILTERS] [--json] [--top N]\n"

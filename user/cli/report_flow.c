@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli/cli.h"
-#include "model/model.h"
+#include "model/report.h"
+#include "model/flow.h"
 
 int report_flow(const char *file, const char *thread, const char *min_arg, const char *from, const char *to, bool json,
 		const struct summary_filter *filter, bool other_view, bool top)

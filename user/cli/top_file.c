@@ -18,8 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "model/report.h"
+#include "model/playback.h"
 #include "util/util.h"
-#include "model/model.h"
 #include "cli/ui.h"
 
 #define MIN_FRAME_NS 100000000ull /* the UI redraws at most 10 times a second while playing */

@@ -73,13 +73,4 @@ void pcpu_print(FILE *f, const struct pcpu_view *v);
 json_t *pcpu_json(const struct pcpu_view *v);
 void pcpu_free(struct pcpu_view *v);
 
-/*
- * The window's fields of `vcpustat report -j` (docs/json.md), added to doc (a
- * summary_json() document of that window): file, from_ns, to_ns, wall_clock,
- * from, to (null without a wall clock), culprits_recorded, and recovered for
- * an unfinished file.
- */
-void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
-			bool has_culprits);
-
 #endif /* VCPUSTAT_MODEL_PCPU_H */

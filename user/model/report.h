@@ -62,4 +62,13 @@ struct flow_target;
 int report_show_flow(FILE *f, json_t **doc, struct sht_reader *r, const char *file, const struct flow_target *target,
 		     const char *thread, uint64_t t1, uint64_t t2, double min_impact, struct vcpustat_error *err);
 
+/*
+ * The window's fields of `vcpustat report -j` (docs/json.md), added to doc (a
+ * summary_json() document of that window): file, from_ns, to_ns, wall_clock,
+ * from, to (null without a wall clock), culprits_recorded, and recovered for
+ * an unfinished file.
+ */
+void report_json_window(json_t *doc, struct sht_reader *r, const char *file, uint64_t t1, uint64_t t2,
+			bool has_culprits);
+
 #endif /* VCPUSTAT_MODEL_REPORT_H */
