@@ -12,9 +12,6 @@
 /* The longest the final drain may take, however many records wait. */
 #define RECORD_FINAL_DRAIN_S 30
 
-/* The metadata keys record writes itself. */
-static const char *const reserved[] = { "host", "kernel", "tool", "command", "level", "culprits", "cpus", "topology.", NULL };
-
 struct record_args {
 	struct vcpustat_options vo;
 	struct rec_session_opts so;
@@ -84,7 +81,7 @@ static int parse(int argc, char **argv, struct record_args *r)
 	while ((c = cli_next(&a)) > 0) {
 		if (c == 'l' && record_level_parse(a.arg, &r->vo.record_level))
 			return cli_usage_error("--level %s: the level is vcpu or full", a.arg);
-		if (c == OPT_META && cli_add_meta(&r->user, a.arg, reserved, 16))
+		if (c == OPT_META && cli_add_meta(&r->user, a.arg, record_meta_live_keys, 16))
 			return CLI_USAGE;
 	}
 	if (c < 0 || cli_no_more_args(&a))

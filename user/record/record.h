@@ -147,6 +147,12 @@ void record_meta_topology(struct record_meta *m, const char *sysfs);
  */
 void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, int argc, char **argv,
 		      const struct record_meta *user);
+/*
+ * The keys a live recording writes itself (record_meta_live(), and "cpus" in
+ * its capture); one ending in '.' is a prefix. A user's --meta may take none.
+ * NULL-terminated.
+ */
+extern const char *const record_meta_live_keys[];
 /* A capture's metadata text ("key=value" lines), then source=replay. */
 void record_meta_replay(struct record_meta *m, const char *text);
 

@@ -331,6 +331,10 @@ void record_meta_topology(struct record_meta *m, const char *sysfs)
 	topology_free(&t);
 }
 
+const char *const record_meta_live_keys[] = {
+	"host", "kernel", "tool", "command", "level", "culprits", "cpus", "topology.", NULL,
+};
+
 void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, int argc, char **argv,
 		      const struct record_meta *user)
 {
