@@ -5,10 +5,11 @@
 #include <string.h>
 #include "util/util.h"
 #include "model/report.h"
+#include "model/report_parts.h"
 
 /* Intervals of attr meeting [t1, t2] (empty if attr is absent). */
-static int range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out, size_t *n,
-		 struct vcpustat_error *err)
+int report_range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out,
+		 size_t *n, struct vcpustat_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -159,7 +160,7 @@ static struct runs *cpu_runs_get(struct sht_reader *r, struct cpu_runs *cr, uint
 	snprintf(name, sizeof(name), "%u", cpu);
 	a = sht_attr_child(r, cr->host_cpus, name);
 	a = a == SHT_NO_ATTR ? SHT_NO_ATTR : sht_attr_child(r, a, cr->full ? "current_tid" : "runner_tid");
-	*e = range(r, a, cr->t1, cr->t2, &fresh.iv, &fresh.n, err);
+	*e = report_range(r, a, cr->t1, cr->t2, &fresh.iv, &fresh.n, err);
 	if (*e || hashmap_insert(&cr->cpus, &cpu, &fresh)) {
 		free(fresh.iv);
 		*e = *e ? *e : -ENOMEM;
@@ -197,7 +198,7 @@ struct culprit_acc {
 };
 
 /* Charge the threads that ran on cpu during [a, b) to the VM. */
-static int charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a,
+int report_charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a,
 		  uint64_t b, struct vcpustat_error *err)
 {
 	struct runs *runs;
@@ -704,7 +705,7 @@ static int spaces_name(struct sht_reader *r, uint32_t vm, struct vm_summary *vs,
 		if (!d->guest_tid)
 			continue;
 		snprintf(tid, sizeof(tid), "%u", d->guest_tid);
-		e = range(r, sht_attr_child(r, sht_attr_child(r, threads, tid), "name"), sht_get_info(r)->start, t2, &nm,
+		e = report_range(r, sht_attr_child(r, sht_attr_child(r, threads, tid), "name"), sht_get_info(r)->start, t2, &nm,
 			  &nnm, err);
 		for (size_t j = 0; !e && j < nnm; j++)
 			if (nm[j].value.type == SHT_STR && nm[j].start < t2)
@@ -928,7 +929,7 @@ static int vcpu_window(struct sht_reader *r, uint32_t vc, uint32_t index, uint64
 
 				if (b > a && pc[k].value.type == SHT_INT && pc[k].value.i >= 0 &&
 				    (!on || id_set_has(cpus, (uint32_t)pc[k].value.i)))
-					e = charge(r, cr, culprits, (uint32_t)pc[k].value.i, a, b, err);
+					e = report_charge(r, cr, culprits, (uint32_t)pc[k].value.i, a, b, err);
 			}
 			if (e)
 				goto out;
@@ -989,7 +990,7 @@ struct vcpu_ref {
  * The culprits of acc (tid -> ns) as summaries: names from /host/threads (one
  * query for the name and pid attributes of them all), VM and vCPU if a vCPU.
  */
-static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, size_t *nout, struct hashmap *acc,
+int report_culprits_fill(struct sht_reader *r, struct culprit_summary **out, size_t *nout, struct hashmap *acc,
 			 struct hashmap *vcpu_of_tid, __u64 waited)
 {
 	uint32_t threads = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "host"), "threads");
@@ -1052,13 +1053,12 @@ static int culprits_fill(struct sht_reader *r, struct culprit_summary **out, siz
 static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct hashmap *acc,
 			    struct hashmap *vcpu_of_tid)
 {
-	return culprits_fill(r, &vm->culprits, &vm->nr_culprits, acc, vcpu_of_tid,
+	return report_culprits_fill(r, &vm->culprits, &vm->nr_culprits, acc, vcpu_of_tid,
 			     vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT]);
 }
 
 /* ---- the VMM's other threads (level full) ---- */
 
-static int by_ns_desc(const void *a, const void *b);
 
 /* The CPU thread tid is current on at t, by current_tid, or -1. */
 static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint64_t t, struct vcpustat_error *err,
@@ -1084,13 +1084,13 @@ static int charge_on(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *
 {
 	struct sht_interval *iv = NULL;
 	size_t n = 0;
-	int e = range(r, cpu_attr, a, b, &iv, &n, err);
+	int e = report_range(r, cpu_attr, a, b, &iv, &n, err);
 
 	for (size_t i = 0; i < n && !e; i++) {
 		uint64_t s = max_u64(iv[i].start, a), t = min_u64(iv[i].end, b);
 
 		if (t > s && iv[i].value.type == SHT_INT && iv[i].value.i >= 0)
-			e = charge(r, cr, acc, (uint32_t)iv[i].value.i, s, t, err);
+			e = report_charge(r, cr, acc, (uint32_t)iv[i].value.i, s, t, err);
 	}
 	free(iv);
 	return e;
@@ -1109,7 +1109,7 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 	struct sht_interval *iv = NULL;
 	bool seen = false;
 	size_t n = 0;
-	int e = range(r, sht_attr_child(r, th, "state"), cr->t1, cr->t2, &iv, &n, err);
+	int e = report_range(r, sht_attr_child(r, th, "state"), cr->t1, cr->t2, &iv, &n, err);
 
 	for (size_t i = 0; i < n && !e; i++) {
 		uint64_t a = max_u64(iv[i].start, cr->t1), b = min_u64(iv[i].end, cr->t2);
@@ -1133,7 +1133,7 @@ static int vmm_thread(struct sht_reader *r, uint32_t th, uint32_t tid, int kind,
 			if (cpu < 0 && !e && iv[i].start)
 				cpu = cpu_of(r, cr, tid, iv[i].start - 1, err, &e);
 			if (cpu >= 0 && !e)
-				e = charge(r, cr, acc, (uint32_t)cpu, a, b, err);
+				e = report_charge(r, cr, acc, (uint32_t)cpu, a, b, err);
 		}
 	}
 	free(iv);
@@ -1162,11 +1162,11 @@ static int host_threads(struct sht_reader *r, struct report_thread **out, size_t
 /* The VMM threads' culprits from acc (tid -> ns), by ns, their shares of the threads' waiting. */
 static int vmm_culprits(struct sht_reader *r, struct vm_summary *vs, struct hashmap *acc, struct hashmap *vcpu_of_tid)
 {
-	int e = culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, acc, vcpu_of_tid,
+	int e = report_culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, acc, vcpu_of_tid,
 			      vs->vmm.wait_ns[VMM_EMULATOR] + vs->vmm.wait_ns[VMM_VHOST]);
 
 	if (!e && vs->vmm.nr_culprits > 1)
-		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), by_ns_desc);
+		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), report_by_ns_desc);
 	return e;
 }
 
@@ -1248,222 +1248,13 @@ static int vmm_threads_recorded(struct sht_reader *r, uint32_t vmm, struct vm_su
 	return e;
 }
 
-/* ---- guest threads (vcpustat import with guest traces, docs/import.md) ---- */
-
-/* A vCPU's timelines in the window. */
-struct vcpu_lines {
-	uint32_t index;
-	struct sht_interval *gtid, *state, *pcpu;
-	size_t ngtid, nstate, npcpu;
-};
-
-static int guest_state_of(const char *s)
-{
-	for (unsigned int i = 0; i < GUEST_NR_STATES; i++)
-		if (!strcmp(s, guest_thread_state_name(i)))
-			return (int)i;
-	return -1;
-}
-
-/* [s, e) of a guest thread's virt_preempted time, on vCPU v: what the vCPU did, and who ran. */
-static int lost_on_vcpu(struct sht_reader *r, const struct vcpu_lines *v, uint64_t s, uint64_t e,
-			struct guest_thread_summary *g, struct cpu_runs *cr, struct hashmap *acc,
-			struct vcpustat_error *err)
-{
-	for (size_t i = report_first_after(v->state, v->nstate, s); i < v->nstate && v->state[i].start < e; i++) {
-		const struct sht_interval *iv = &v->state[i];
-		uint64_t a = max_u64(iv->start, s), b = min_u64(iv->end, e);
-		const struct sht_interval *p;
-		int err2;
-
-		if (b <= a || iv->value.type != SHT_INT)
-			continue;
-		switch (iv->value.i) {
-		case VCPU_HOST:
-		case VCPU_GUEST:
-		case VCPU_POLL:
-			g->lost_hypervisor_ns += b - a;
-			break;
-		case VCPU_PREEMPTED:
-		case VCPU_WAIT:
-			g->lost_runq_ns += b - a;
-			p = report_covering(v->pcpu, v->npcpu, iv->start);
-			if (cr && p && p->value.type == SHT_INT) {
-				err2 = charge(r, cr, acc, (uint32_t)p->value.i, a, b, err);
-				if (err2)
-					return err2;
-			}
-			break;
-		case VCPU_IDLE:
-		case VCPU_BLOCKED:
-			g->lost_blocked_ns += b - a;
-			break;
-		default:
-			break;
-		}
-	}
-	return 0;
-}
-
-static int by_lost_desc(const void *a, const void *b)
-{
-	const struct guest_thread_summary *x = a, *y = b;
-
-	if (x->ns[GUEST_VIRT_PREEMPTED] != y->ns[GUEST_VIRT_PREEMPTED])
-		return x->ns[GUEST_VIRT_PREEMPTED] > y->ns[GUEST_VIRT_PREEMPTED] ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-static int by_culprit_ns(const void *a, const void *b);
-
-/* One guest thread's window. */
-static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lines *vl, size_t nvl, uint64_t t1,
-			uint64_t t2, struct cpu_runs *cr, struct hashmap *vcpu_of_tid, struct guest_thread_summary *g,
-			struct vcpustat_error *err)
-{
-	struct sht_interval *st = NULL, *nm = NULL;
-	size_t nst = 0, nnm = 0;
-	struct hashmap acc;
-	uint32_t tid = (uint32_t)strtoul(sht_attr_name(r, th), NULL, 10);
-	int e;
-
-	memset(g, 0, sizeof(*g));
-	g->tid = tid;
-	g->vcpu = -1;
-	if (hashmap_init(&acc, sizeof(uint32_t), sizeof(uint64_t), 0))
-		return -ENOMEM;
-	e = range(r, sht_attr_child(r, th, "state"), t1, t2, &st, &nst, err);
-	if (!e)
-		e = range(r, sht_attr_child(r, th, "name"), sht_get_info(r)->start, t2, &nm, &nnm, err);
-	for (size_t i = 0; !e && i < nnm; i++)
-		if (nm[i].value.type == SHT_STR)
-			snprintf(g->comm, sizeof(g->comm), "%s", nm[i].value.s);
-	for (size_t i = 0; !e && i < nst; i++) {
-		uint64_t s = max_u64(st[i].start, t1), t = min_u64(st[i].end, t2);
-		int state = st[i].value.type == SHT_STR ? guest_state_of(st[i].value.s) : -1;
-
-		if (state < 0 || t <= s)
-			continue;
-		g->ns[state] += t - s;
-		if (state != GUEST_RUNNING && state != GUEST_VIRT_PREEMPTED)
-			continue;
-		/* which vCPU it was on: the guest_tid intervals that name it */
-		for (size_t v = 0; !e && v < nvl; v++)
-			for (size_t k = report_first_after(vl[v].gtid, vl[v].ngtid, s); !e && k < vl[v].ngtid && vl[v].gtid[k].start < t;
-			     k++) {
-				const struct sht_interval *gi = &vl[v].gtid[k];
-
-				if (gi->value.type != SHT_INT || gi->value.i != (int64_t)tid)
-					continue;
-				g->vcpu = (int)vl[v].index;
-				if (state == GUEST_VIRT_PREEMPTED)
-					e = lost_on_vcpu(r, &vl[v], max_u64(gi->start, s), min_u64(gi->end, t), g, cr, &acc, err);
-			}
-	}
-	if (!e)
-		e = culprits_fill(r, &g->culprits, &g->nr_culprits, &acc, vcpu_of_tid, g->lost_runq_ns);
-	if (!e && g->nr_culprits > 1)
-		qsort(g->culprits, g->nr_culprits, sizeof(*g->culprits), by_culprit_ns);
-	hashmap_free(&acc);
-	free(st);
-	free(nm);
-	return e;
-}
-
-static void vcpu_lines_free(struct vcpu_lines *vl, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(vl[i].gtid);
-		free(vl[i].state);
-		free(vl[i].pcpu);
-	}
-	free(vl);
-}
-
-static int guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *vs, uint64_t t1, uint64_t t2,
-			 struct cpu_runs *cr, struct hashmap *vcpu_of_tid, struct vcpustat_error *err)
-{
-	uint32_t threads = sht_attr_child(r, vm, "threads"), vcpus = sht_attr_child(r, vm, "vcpus");
-	struct vcpu_lines *vl = NULL;
-	size_t nvl = 0;
-	int e = 0;
-
-	if (threads == SHT_NO_ATTR)
-		return 0;
-	for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e; vc = sht_attr_next_sibling(r, vc)) {
-		struct vcpu_lines *a = realloc(vl, (nvl + 1) * sizeof(*a)), *l;
-
-		if (!a) {
-			e = -ENOMEM;
-			break;
-		}
-		vl = a;
-		l = &vl[nvl++];
-		memset(l, 0, sizeof(*l));
-		l->index = (uint32_t)atoi(sht_attr_name(r, vc));
-		e = range(r, sht_attr_child(r, vc, "guest_tid"), t1, t2, &l->gtid, &l->ngtid, err);
-		if (!e)
-			e = range(r, sht_attr_child(r, vc, "state"), t1, t2, &l->state, &l->nstate, err);
-		if (!e)
-			e = range(r, sht_attr_child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu, &l->npcpu, err);
-	}
-	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
-		struct guest_thread_summary g, *a;
-		bool seen = false;
-
-		e = guest_thread(r, th, vl, nvl, t1, t2, cr, vcpu_of_tid, &g, err);
-		for (unsigned int k = 0; k < GUEST_NR_STATES; k++)
-			seen |= g.ns[k] > 0;
-		if (e || !seen) {
-			free(g.culprits);
-			continue;
-		}
-		a = realloc(vs->guest_threads, (vs->nr_guest_threads + 1) * sizeof(*a));
-		if (!a) {
-			free(g.culprits);
-			e = -ENOMEM;
-			break;
-		}
-		vs->guest_threads = a;
-		vs->guest_threads[vs->nr_guest_threads++] = g;
-	}
-	vcpu_lines_free(vl, nvl);
-	if (!e && vs->nr_guest_threads > 1)
-		qsort(vs->guest_threads, vs->nr_guest_threads, sizeof(*vs->guest_threads), by_lost_desc);
-	return e;
-}
-
-/* --vcpu, --tid: the guest threads last current on a vCPU the filter keeps. */
-static void guest_threads_keep(struct vm_summary *vs)
-{
-	size_t k = 0;
-
-	for (size_t g = 0; g < vs->nr_guest_threads; g++) {
-		struct guest_thread_summary *t = &vs->guest_threads[g];
-		bool kept = false;
-
-		for (size_t v = 0; v < vs->nr_vcpus && t->vcpu >= 0; v++)
-			kept |= vs->vcpus[v].index == (uint32_t)t->vcpu;
-		if (kept)
-			vs->guest_threads[k++] = *t;
-		else
-			free(t->culprits);
-	}
-	vs->nr_guest_threads = k;
-}
-
-static int by_ns_desc(const void *a, const void *b)
+int report_by_ns_desc(const void *a, const void *b)
 {
 	const struct culprit_summary *x = a, *y = b;
 
 	if (x->ns != y->ns)
 		return x->ns > y->ns ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-static int by_culprit_ns(const void *a, const void *b)
-{
-	return by_ns_desc(a, b);
 }
 
 static int by_index(const void *a, const void *b)
@@ -1625,9 +1416,9 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		if (!e)
 			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
 		if (!e)
-			e = guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
+			e = report_guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
 		if (!e && summary_filter_vcpus(f))
-			guest_threads_keep(vs);
+			report_guest_threads_keep(vs);
 		/* the VMM's other threads: not per vCPU (--vcpu) nor per CPU (--pcpu); --tid keeps those threads */
 		if (!e && cr.full && sht_attr_child(r, host, "threads") != SHT_NO_ATTR && !(f && f->vcpus.n) &&
 		    !(f && f->pcpus.n)) {
@@ -1653,7 +1444,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 			if (vs->nr_vcpus > 1)
 				qsort(vs->vcpus, vs->nr_vcpus, sizeof(*vs->vcpus), by_index);
 			if (vs->nr_culprits > 1)
-				qsort(vs->culprits, vs->nr_culprits, sizeof(*vs->culprits), by_ns_desc);
+				qsort(vs->culprits, vs->nr_culprits, sizeof(*vs->culprits), report_by_ns_desc);
 			if (!vs->nr_vcpus) { /* the VM did not live in the window */
 				summary_free_vm(vs);
 				s->nr_vms--;
