@@ -82,7 +82,7 @@ static struct httpd *serve(struct counting_source *c, unsigned int cache_ms)
 	int fd;
 
 	counting_init(c);
-	src = (struct httpd_source){ .m = c->m, .sample = count_sample, .ctx = c };
+	src = (struct httpd_source){ .m = c->m, .sample = count_sample, .ctx = c, .what = "the counter" };
 	cr_assert_eq(httpd_listen("127.0.0.1:0", &fd, &err), 0, "%s", err.msg);
 	cr_assert_eq(httpd_start(&h, fd, &src, &ho, &err), 0, "%s", err.msg);
 	return h;
@@ -197,6 +197,10 @@ Test(serve, a_failed_sample_is_a_500_and_the_next_scrape_samples_again)
 
 	c.fail = -EIO;
 	cr_assert_eq(get(h, "/metrics", "", body, sizeof(body)), 500, "a failed sample: %s", body);
+	cr_assert(strstr(body, "cannot read the counter: ") && strstr(body, strerror(EIO)),
+		  "the source's own name, and why: %s", body);
+	cr_assert_eq(get(h, "/", "", body, sizeof(body)), 500, "the page of a failed sample: %s", body);
+	cr_assert(strstr(body, "cannot read the counter: ") && strstr(body, strerror(EIO)), "the page too: %s", body);
 	cr_assert_eq(httpd_refresh(h), -EIO);
 	cr_assert_eq(c.samples, 0);
 	c.fail = 0;
@@ -291,6 +295,7 @@ Test(serve, the_session_serves_its_source_and_refreshes_until_stopped, .timeout 
 	r.stop = 1;
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_assert(strstr(run_warning, strerror(EIO)), "the warning says why: %s", run_warning);
+	cr_assert(strstr(run_warning, "the samples"), "a source with no name: %s", run_warning);
 	c.fail = 0;
 	expect_scrape(s.httpd, &c, c.samples + 1, "a scrape after the run", body, sizeof(body));
 	serve_stop(&s);

@@ -57,7 +57,9 @@ static int live_source_sample(void *ctx, unsigned long long *ts)
 
 struct httpd_source metrics_live_source(struct metrics_live *l)
 {
-	return (struct httpd_source){ .m = l->m, .sample = live_source_sample, .ctx = l, .last_sample = l->last_sample };
+	return (struct httpd_source){
+		.m = l->m, .sample = live_source_sample, .ctx = l, .last_sample = l->last_sample, .what = "the BPF maps"
+	};
 }
 
 void metrics_live_free(struct metrics_live *l)

@@ -46,6 +46,11 @@ struct httpd {
 
 /* ---- listening ---- */
 
+const char *httpd_source_what(const struct httpd_source *src)
+{
+	return src->what ? src->what : "the samples";
+}
+
 int httpd_listen(const char *addr, int *fd, struct vcpustat_error *err)
 {
 	char host[128], *port;
@@ -453,7 +458,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			char msg[160];
 
 			pthread_mutex_unlock(&h->lock);
-			snprintf(msg, sizeof(msg), "cannot read the BPF maps: %s\n", strerror(-err));
+			snprintf(msg, sizeof(msg), "cannot read %s: %s\n", httpd_source_what(&h->src), strerror(-err));
 			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
 		}
 		h->scrapes++;
@@ -471,7 +476,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		pthread_mutex_unlock(&h->lock);
 		if (err) {
 			free(buf);
-			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the BPF maps\n");
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "cannot read %s: %s\n", httpd_source_what(&h->src), strerror(-err));
+			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
 		}
 		ret = reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", buf, len);
 		free(buf);

@@ -57,7 +57,10 @@ struct httpd_source {
 	int (*sample)(void *ctx, unsigned long long *ts);
 	void *ctx;
 	unsigned long long last_sample;
+	const char *what; /* what sample() reads, for its errors ("the BPF maps"); NULL: "the samples" */
 };
+/* src->what, or "the samples". */
+const char *httpd_source_what(const struct httpd_source *src);
 
 /*
  * Bind and listen on addr: "HOST:PORT" ("127.0.0.1:9477", "localhost:9477"),
@@ -245,6 +248,7 @@ struct serve {
 	struct httpd_opts ho;
 	struct httpd *httpd;
 	int fd;
+	const char *what; /* what its source samples (httpd_source_what()), for serve_run()'s warnings */
 };
 
 int serve_prepare(struct serve *s, const struct serve_opts *o, struct vcpustat_error *err);
