@@ -63,7 +63,7 @@ int cmd_serve(int argc, char **argv)
 	};
 	const struct cli_command cmd = { "serve", synopsis, about, options, notes };
 	struct vcpustat *vs = NULL;
-	struct serve_live sl = { 0 }; /* live_ok false until serve_live_start() */
+	struct serve_live sl = { 0 }; /* serve_live_stop() takes it so, as after a failed start */
 	struct cli_args a;
 	char where[512];
 	int c, ret;

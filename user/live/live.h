@@ -404,12 +404,12 @@ int metrics_live_export(struct metrics_live *l, double interval, double every, v
  * behind it: serve_live_start(), once the BPF programs are attached, starts
  * metrics_live over vs (mo, filter), then serve_start() over its source;
  * serve_live_stop() stops the server, then the samples (also after a
- * failure). sl->live_ok must start false (a zeroed struct).
+ * failure, and of a zeroed sl: metrics_live_free() takes a zeroed one and
+ * a failed metrics_live_init()'s alike).
  */
 struct serve_live {
 	struct serve s;
 	struct metrics_live live;
-	bool live_ok;
 };
 
 int serve_live_start(struct serve_live *sl, struct vcpustat *vs, const struct metrics_opts *mo,

@@ -13,7 +13,6 @@ int serve_live_start(struct serve_live *sl, struct vcpustat *vs, const struct me
 
 	if (metrics_live_init(&sl->live, vs, mo, filter))
 		return verror(err, -ENOMEM, "out of memory");
-	sl->live_ok = true;
 	src = metrics_live_source(&sl->live);
 	return serve_start(&sl->s, &src, err);
 }
@@ -21,7 +20,5 @@ int serve_live_start(struct serve_live *sl, struct vcpustat *vs, const struct me
 void serve_live_stop(struct serve_live *sl)
 {
 	serve_stop(&sl->s); /* the server first: it samples the live maps */
-	if (sl->live_ok)
-		metrics_live_free(&sl->live);
-	sl->live_ok = false;
+	metrics_live_free(&sl->live);
 }
