@@ -275,21 +275,17 @@ Test(replay, every_key_a_live_recording_writes_is_reserved)
 {
 	static struct record_meta user, m;
 	char *argv[] = { "record", "-o", "x.sht", NULL };
-	bool cpus = false;
 
 	cr_assert_eq(record_meta_add(&user, "workload", "w"), 0);
 	record_meta_live(&m, VCPUSTAT_LEVEL_VCPU, 3, argv, &user);
 	cr_assert_gt(m.n, 5, "host, kernel, tool, command, level, culprits at least: %zu keys", m.n);
 	for (size_t i = 0; i < m.n; i++) {
-		bool reserved = false;
+		bool reserved = record_meta_reserved(m.key[i], record_meta_live_keys);
 
-		for (const char *const *k = record_meta_live_keys; *k && !reserved; k++)
-			reserved = !strcmp(m.key[i], *k) ||
-				   ((*k)[strlen(*k) - 1] == '.' && !strncmp(m.key[i], *k, strlen(*k)));
 		cr_expect(reserved == (strcmp(m.key[i], "workload") != 0), "%s: %s", m.key[i],
 			  reserved ? "the user's, yet reserved" : "written by record, not reserved");
 	}
-	for (const char *const *k = record_meta_live_keys; *k; k++)
-		cpus |= !strcmp(*k, "cpus");
-	cr_expect(cpus, "the capture's cpus key is reserved too");
+	cr_expect(record_meta_reserved("cpus", record_meta_live_keys), "the capture's cpus key is reserved too");
+	cr_expect(record_meta_reserved("topology.anything", record_meta_live_keys), "topology. is a prefix");
+	cr_expect(!record_meta_reserved("topology", record_meta_live_keys), "the prefix alone is no key of it");
 }

@@ -230,12 +230,10 @@ int cli_parse_meta(char *arg, const char *const *reserved, const char **key, con
 			cli_err("--meta %s=...: a key is letters, digits, '_', '-' and '.'", arg);
 			return CLI_USAGE;
 		}
-	for (size_t i = 0; reserved && reserved[i]; i++)
-		if (!strcmp(arg, reserved[i]) ||
-		    (reserved[i][strlen(reserved[i]) - 1] == '.' && !strncmp(arg, reserved[i], strlen(reserved[i])))) {
-			cli_err("--meta %s=...: vcpustat writes '%s' itself", arg, arg);
-			return CLI_USAGE;
-		}
+	if (record_meta_reserved(arg, reserved)) {
+		cli_err("--meta %s=...: vcpustat writes '%s' itself", arg, arg);
+		return CLI_USAGE;
+	}
 	*key = arg;
 	*value = eq + 1;
 	return 0;

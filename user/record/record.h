@@ -153,6 +153,8 @@ void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, i
  * NULL-terminated.
  */
 extern const char *const record_meta_live_keys[];
+/* key is one of reserved (NULL-terminated; an entry ending in '.' is a prefix); reserved may be NULL. */
+bool record_meta_reserved(const char *key, const char *const *reserved);
 /* A capture's metadata text ("key=value" lines), then source=replay. */
 void record_meta_replay(struct record_meta *m, const char *text);
 

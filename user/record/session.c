@@ -335,6 +335,17 @@ const char *const record_meta_live_keys[] = {
 	"host", "kernel", "tool", "command", "level", "culprits", "cpus", "topology.", NULL,
 };
 
+bool record_meta_reserved(const char *key, const char *const *reserved)
+{
+	for (size_t i = 0; reserved && reserved[i]; i++) {
+		size_t n = strlen(reserved[i]);
+
+		if (!strcmp(key, reserved[i]) || (n && reserved[i][n - 1] == '.' && !strncmp(key, reserved[i], n)))
+			return true;
+	}
+	return false;
+}
+
 void record_meta_live(struct record_meta *m, enum vcpustat_record_level level, int argc, char **argv,
 		      const struct record_meta *user)
 {
