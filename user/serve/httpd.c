@@ -46,11 +46,6 @@ struct httpd {
 
 /* ---- listening ---- */
 
-const char *httpd_source_what(const struct httpd_source *src)
-{
-	return src->what ? src->what : "the samples";
-}
-
 int httpd_listen(const char *addr, int *fd, struct vcpustat_error *err)
 {
 	char host[128], *port;
@@ -412,6 +407,20 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		httpauth_completed(h->auth, con_cls);
 }
 
+const char *httpd_what(const struct httpd *h)
+{
+	return h->src.what ? h->src.what : "the samples";
+}
+
+/* A sample that failed with err: a 500 that names what was read, and why. */
+static enum MHD_Result sample_failed(struct MHD_Connection *c, const struct httpd *h, int err)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "cannot read %s: %s\n", httpd_what(h), strerror(-err));
+	return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -455,11 +464,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		pthread_mutex_lock(&h->lock);
 		err = current(h, f, &r);
 		if (err) {
-			char msg[160];
-
 			pthread_mutex_unlock(&h->lock);
-			snprintf(msg, sizeof(msg), "cannot read %s: %s\n", httpd_source_what(&h->src), strerror(-err));
-			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+			return sample_failed(c, h, err);
 		}
 		h->scrapes++;
 		ret = reply_body(c, metrics_content_type(f), r->body);
@@ -476,10 +482,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		pthread_mutex_unlock(&h->lock);
 		if (err) {
 			free(buf);
-			char msg[160];
-
-			snprintf(msg, sizeof(msg), "cannot read %s: %s\n", httpd_source_what(&h->src), strerror(-err));
-			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+			return sample_failed(c, h, err);
 		}
 		ret = reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", buf, len);
 		free(buf);

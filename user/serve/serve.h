@@ -59,8 +59,6 @@ struct httpd_source {
 	unsigned long long last_sample;
 	const char *what; /* what sample() reads, for its errors ("the BPF maps"); NULL: "the samples" */
 };
-/* src->what, or "the samples". */
-const char *httpd_source_what(const struct httpd_source *src);
 
 /*
  * Bind and listen on addr: "HOST:PORT" ("127.0.0.1:9477", "localhost:9477"),
@@ -79,6 +77,8 @@ int httpd_start(struct httpd **h, int fd, const struct httpd_source *src, const 
  * rare scrapes. Returns 0 or the sampling error.
  */
 int httpd_refresh(struct httpd *h);
+/* What its source samples, for errors: the source's what, or "the samples". */
+const char *httpd_what(const struct httpd *h);
 
 /* The address it listens on, as HOST:PORT (the port chosen by the kernel for port 0). */
 const char *httpd_address(const struct httpd *h);
@@ -248,7 +248,6 @@ struct serve {
 	struct httpd_opts ho;
 	struct httpd *httpd;
 	int fd;
-	const char *what; /* what its source samples (httpd_source_what()), for serve_run()'s warnings */
 };
 
 int serve_prepare(struct serve *s, const struct serve_opts *o, struct vcpustat_error *err);

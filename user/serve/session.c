@@ -53,7 +53,6 @@ int serve_start(struct serve *s, const struct httpd_source *src, struct vcpustat
 	if (s->o.user && privdrop_to_user(s->o.user, err))
 		return -EPERM;
 	s->ho.user = s->o.user;
-	s->what = httpd_source_what(src);
 	e = httpd_start(&s->httpd, s->fd, src, &s->ho, err);
 	s->fd = -1; /* the server's now, or closed by its failure */
 	if (e)
@@ -80,7 +79,7 @@ void serve_run(struct serve *s, volatile const sig_atomic_t *stop, void (*warn)(
 			break;
 		e = httpd_refresh(s->httpd);
 		if (e)
-			warn("cannot read %s: %s", s->what, strerror(-e));
+			warn("cannot read %s: %s", httpd_what(s->httpd), strerror(-e));
 	}
 }
 
