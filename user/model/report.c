@@ -8,8 +8,8 @@
 #include "model/report_parts.h"
 
 /* Intervals of attr meeting [t1, t2] (empty if attr is absent). */
-int report_range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out,
-		 size_t *n, struct vcpustat_error *err)
+int report_range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out, size_t *n,
+		 struct vcpustat_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -198,8 +198,8 @@ struct culprit_acc {
 };
 
 /* Charge the threads that ran on cpu during [a, b) to the VM. */
-int report_charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a,
-		  uint64_t b, struct vcpustat_error *err)
+int report_charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a, uint64_t b,
+		  struct vcpustat_error *err)
 {
 	struct runs *runs;
 	int e;
@@ -705,8 +705,8 @@ static int spaces_name(struct sht_reader *r, uint32_t vm, struct vm_summary *vs,
 		if (!d->guest_tid)
 			continue;
 		snprintf(tid, sizeof(tid), "%u", d->guest_tid);
-		e = report_range(r, sht_attr_child(r, sht_attr_child(r, threads, tid), "name"), sht_get_info(r)->start, t2, &nm,
-			  &nnm, err);
+		e = report_range(r, sht_attr_child(r, sht_attr_child(r, threads, tid), "name"), sht_get_info(r)->start,
+				 t2, &nm, &nnm, err);
 		for (size_t j = 0; !e && j < nnm; j++)
 			if (nm[j].value.type == SHT_STR && nm[j].start < t2)
 				snprintf(d->guest_comm, sizeof(d->guest_comm), "%s", nm[j].value.s);
@@ -1054,11 +1054,10 @@ static int culprits_collect(struct sht_reader *r, struct vm_summary *vm, struct 
 			    struct hashmap *vcpu_of_tid)
 {
 	return report_culprits_fill(r, &vm->culprits, &vm->nr_culprits, acc, vcpu_of_tid,
-			     vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT]);
+				    vm->ns[VCPU_PREEMPTED] + vm->ns[VCPU_WAIT]);
 }
 
 /* ---- the VMM's other threads (level full) ---- */
-
 
 /* The CPU thread tid is current on at t, by current_tid, or -1. */
 static int cpu_of(struct sht_reader *r, struct cpu_runs *cr, uint32_t tid, uint64_t t, struct vcpustat_error *err,
@@ -1163,7 +1162,7 @@ static int host_threads(struct sht_reader *r, struct report_thread **out, size_t
 static int vmm_culprits(struct sht_reader *r, struct vm_summary *vs, struct hashmap *acc, struct hashmap *vcpu_of_tid)
 {
 	int e = report_culprits_fill(r, &vs->vmm.culprits, &vs->vmm.nr_culprits, acc, vcpu_of_tid,
-			      vs->vmm.wait_ns[VMM_EMULATOR] + vs->vmm.wait_ns[VMM_VHOST]);
+				     vs->vmm.wait_ns[VMM_EMULATOR] + vs->vmm.wait_ns[VMM_VHOST]);
 
 	if (!e && vs->vmm.nr_culprits > 1)
 		qsort(vs->vmm.culprits, vs->vmm.nr_culprits, sizeof(*vs->vmm.culprits), report_by_ns_desc);

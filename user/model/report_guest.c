@@ -107,15 +107,16 @@ static int guest_thread(struct sht_reader *r, uint32_t th, const struct vcpu_lin
 			continue;
 		/* which vCPU it was on: the guest_tid intervals that name it */
 		for (size_t v = 0; !e && v < nvl; v++)
-			for (size_t k = report_first_after(vl[v].gtid, vl[v].ngtid, s); !e && k < vl[v].ngtid && vl[v].gtid[k].start < t;
-			     k++) {
+			for (size_t k = report_first_after(vl[v].gtid, vl[v].ngtid, s);
+			     !e && k < vl[v].ngtid && vl[v].gtid[k].start < t; k++) {
 				const struct sht_interval *gi = &vl[v].gtid[k];
 
 				if (gi->value.type != SHT_INT || gi->value.i != (int64_t)tid)
 					continue;
 				g->vcpu = (int)vl[v].index;
 				if (state == GUEST_VIRT_PREEMPTED)
-					e = lost_on_vcpu(r, &vl[v], max_u64(gi->start, s), min_u64(gi->end, t), g, cr, &acc, err);
+					e = lost_on_vcpu(r, &vl[v], max_u64(gi->start, s), min_u64(gi->end, t), g, cr,
+							 &acc, err);
 			}
 	}
 	if (!e)
@@ -163,7 +164,8 @@ int report_guest_threads(struct sht_reader *r, uint32_t vm, struct vm_summary *v
 		if (!e)
 			e = report_range(r, sht_attr_child(r, vc, "state"), t1, t2, &l->state, &l->nstate, err);
 		if (!e)
-			e = report_range(r, sht_attr_child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu, &l->npcpu, err);
+			e = report_range(r, sht_attr_child(r, vc, "pcpu"), sht_get_info(r)->start, t2, &l->pcpu,
+					 &l->npcpu, err);
 	}
 	for (uint32_t th = report_first_child(r, threads); th != SHT_NO_ATTR && !e; th = sht_attr_next_sibling(r, th)) {
 		struct guest_thread_summary g, *a;

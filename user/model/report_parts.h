@@ -14,11 +14,11 @@
 struct cpu_runs;
 
 /* Intervals of attr meeting [t1, t2] (none if attr is SHT_NO_ATTR): 0 or -errno with err. */
-int report_range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out,
-		 size_t *n, struct vcpustat_error *err);
+int report_range(struct sht_reader *r, uint32_t attr, uint64_t t1, uint64_t t2, struct sht_interval **out, size_t *n,
+		 struct vcpustat_error *err);
 /* Charge the threads that ran on cpu during [a, b) into acc (tid -> ns). */
-int report_charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a,
-		  uint64_t b, struct vcpustat_error *err);
+int report_charge(struct sht_reader *r, struct cpu_runs *cr, struct hashmap *acc, uint32_t cpu, uint64_t a, uint64_t b,
+		  struct vcpustat_error *err);
 /* The culprits of acc (tid -> ns) as summaries, named from /host/threads; a vCPU's as VM and vCPU. */
 int report_culprits_fill(struct sht_reader *r, struct culprit_summary **out, size_t *nout, struct hashmap *acc,
 			 struct hashmap *vcpu_of_tid, __u64 waited);
