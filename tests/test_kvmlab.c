@@ -1361,7 +1361,7 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 	char args[512], out[256];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r, *rep, *rvm;
 	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, sleeps[3] = { 0 }, lives[3] = { 0 }, total = 0;
-	long long rec[VCPU_NR_WAKE_REASONS] = { 0 }, by_vec[256], rec_vec[256] = { 0 }, vtotal;
+	long long waits[3] = {0}, rec[VCPU_NR_WAKE_REASONS] = {0}, by_vec[256], rec_vec[256] = {0}, vtotal;
 	const char *sht;
 	unsigned int seen = 0;
 	size_t i, j, k;
@@ -1404,9 +1404,14 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 		seen |= 1u << idx;
 		sleeps[idx] = slept;
 		lives[idx] = life;
-		fprintf(stderr, "kvmlab:   vCPU %lld: woken %lld times; its thread slept %lld times while it ran, %lld in its life, "
-				"KVM's halt_wakeup %lld; timer interrupts %lld, IPIs %lld (vCPU 0 sent %lld)\n",
-			idx, woke[idx], slept, life, kw, jint(vcpu, "timer_irqs"), jint(vcpu, "ipis"), jint(vcpu, "ipis_sent"));
+		waits[idx] = jint(jget(vcpu, "kvm_hists"), "halt_wait_hist");
+		fprintf(stderr,
+			"kvmlab:   vCPU %lld: woken %lld times; its thread slept %lld times while it ran, %lld in its "
+			"life, "
+			"KVM's halts that slept %lld, halt_wakeup %lld; timer interrupts %lld, IPIs %lld (vCPU 0 sent "
+			"%lld)\n",
+			idx, woke[idx], slept, life, waits[idx], kw, jint(vcpu, "timer_irqs"), jint(vcpu, "ipis"),
+			jint(vcpu, "ipis_sent"));
 	}
 	cr_assert_eq(seen, 7u, "microvm reports vCPUs 0, 1 and 2");
 	fprintf(stderr, "kvmlab:   wake reasons: timer %lld, ipi %lld, device %lld, other %lld\n", by[VCPU_WAKE_TIMER],
@@ -1414,10 +1419,11 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 	for (int idx = 0; idx < 3; idx++) {
 		/*
 		 * The kernel's count of the thread's sleeps is the ground truth, as
-		 * in the device test below; KVM's halt_wakeup is not (it also counts
-		 * a kick of a vCPU on its way to sleep that then never slept). Each
-		 * sleep of the run ends in a wake-up, but the stop's kick ends a last
-		 * halt for good: at least run_sleeps - 1. vcpustat also counts the
+		 * in the device test below (which says why not KVM's halts that
+		 * slept, nor its halt_wakeup). Each sleep of the run ends in a
+		 * wake-up but a halt's that sleeps again, and the stop's kick ends a
+		 * last halt for good: at least run_sleeps less 1 % and 1. vcpustat
+		 * also counts the
 		 * thread's other sleeps (its start before the first KVM_RUN, its
 		 * exit after microvm read its count, which can sleep on the mm's
 		 * lock): at most its sleeps over its life, read just before it
@@ -1425,8 +1431,9 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 		 * on 6.1 up to 7 (219 wake-ups, 212 sleeps), which is not explained
 		 * (docs/kvmlab.md, "Known problems").
 		 */
-		cr_assert_geq(woke[idx], sleeps[idx] - 1, "vCPU %d: wake-ups %lld, its thread's sleeps in the run %lld less one",
-			      idx, woke[idx], sleeps[idx]);
+		cr_assert_geq(woke[idx], sleeps[idx] - sleeps[idx] / 100 - 1,
+			      "vCPU %d: wake-ups %lld, its thread's sleeps in the run %lld less 1 %% and one", idx,
+			      woke[idx], sleeps[idx]);
 		cr_assert_leq(woke[idx], lives[idx] + lives[idx] / 20 + 3,
 			      "vCPU %d: wake-ups %lld, its thread's sleeps in its life %lld + 5 %% + 3", idx, woke[idx], lives[idx]);
 		cr_assert_geq(sleeps[idx], 5, "vCPU %d slept and was woken: %lld sleeps", idx, sleeps[idx]);
@@ -1505,18 +1512,24 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
  * VMM's I/O thread sends each vCPU an MSI (vector 0x42) every millisecond,
  * and that ends their halts. The kernel's count of the vCPU threads' sleeps
  * is their voluntary context switches (microvm's run_sleeps: from just
- * before each thread's first KVM_RUN to the stop): vcpustat counts a
- * wake-up for each sleep it saw end in a return to the guest, so no more
- * than the sleeps, and no fewer than the sleeps less one a vCPU (the stop's
- * kick ends a last halt for good).
- * KVM's halt_wakeup is not that count: it also counts a wake-up that found
- * the vCPU still on its way to sleep (it then never slept; 7 of 65 in one
- * CI run), which is why the ratios are to the sleeps. The wake-ups
- * vcpustat explains as "device" are at least 90 % of the sleeps (and no
- * more than the MSIs the guest took), none as "ipi", at most 5 % as "timer"
+ * before each thread's first KVM_RUN to the stop). vcpustat counts a
+ * wake-up for each sleep it saw end in a return to the guest: no more than
+ * the sleeps, and no fewer than the sleeps less 1 % and one a vCPU. The
+ * stop's kick ends a last halt for good; and a halt may sleep more than
+ * once (a kick that finds the vCPU still unable to run: kvm_vcpu_block()
+ * sleeps again), only its last sleep ending in an entry -- one CI run
+ * counted 2,259 sleeps and 2,252 wake-ups. No counter of the kernel's
+ * tells those sleeps apart: KVM's halts that slept (the samples of its
+ * halt_wait_hist, microvm's kvm_hists) also count a halt that called
+ * schedule() once woken already, which did not sleep (481 halts, 479 sleeps
+ * seen), so it is printed, not compared. KVM's halt_wakeup is no such
+ * count either: it also counts a wake-up that found the vCPU still on its
+ * way to sleep (it then never slept; 7 of 65 in one CI run), which is why
+ * the ratios are to the sleeps. The wake-ups vcpustat explains as "device"
+ * are at least 90 % of the sleeps (and no more than the MSIs the guest took), none as "ipi", at most 5 % as "timer"
  * or "other"; by vector, 0x42 as many as "device" within 5 % + 2, and no
  * vector but 0x42 (or none). How often the vCPUs sleep depends on the
- * emulation's speed (37 to 259 sleeps in 2 s were seen in the lab): at
+ * emulation's speed (37 to 2,259 sleeps in 2 s were seen in the lab): at
  * least 20, for the ratios to mean something.
  */
 Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
@@ -1524,7 +1537,7 @@ Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
 	char args[512];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r, *io;
 	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, by_vec[256], total = 0, kwoke = 0, taken = 0, vtotal, sleeps = 0;
-	long long nr_vcpus;
+	long long nr_vcpus, waited = 0;
 	size_t i, j;
 
 	SKIP_UNLESS(bpf_unavailable());
@@ -1549,21 +1562,23 @@ Test(kvmlab, a_device_interrupt_wakes_a_vcpu_as_a_device_with_its_vector)
 	}
 	json_array_foreach(jget(vm, "vcpus"), j, vcpu) {
 		kwoke += jint(jget(vcpu, "kvm_stats"), "halt_wakeup");
+		waited += jint(jget(vcpu, "kvm_hists"), "halt_wait_hist");
 		taken += jint(vcpu, "msis");
 		sleeps += jint(vcpu, "run_sleeps");
 	}
 	nr_vcpus = (long long)json_array_size(jget(vm, "vcpus"));
 	vtotal = live_wake_vectors(docs, vm, by_vec);
 	fprintf(stderr,
-		"kvmlab: microvm %s: MSIs sent %lld, taken %lld; the vCPU threads' sleeps %lld, KVM's halt_wakeup %lld; "
-		"vcpustat -j: wake-ups %lld: device %lld, timer %lld, ipi %lld, other %lld; vector 0x42 %lld, none %lld\n",
-		args, jint(io, "msis_sent"), taken, sleeps, kwoke, total, by[VCPU_WAKE_DEVICE], by[VCPU_WAKE_TIMER],
-		by[VCPU_WAKE_IPI], by[VCPU_WAKE_OTHER], by_vec[0x42], by_vec[0]);
+		"kvmlab: microvm %s: MSIs sent %lld, taken %lld; the vCPU threads' sleeps %lld, KVM's halts that slept "
+		"%lld, halt_wakeup %lld; vcpustat -j: wake-ups %lld: device %lld, timer %lld, ipi %lld, other %lld; "
+		"vector 0x42 %lld, none %lld\n",
+		args, jint(io, "msis_sent"), taken, sleeps, waited, kwoke, total, by[VCPU_WAKE_DEVICE],
+		by[VCPU_WAKE_TIMER], by[VCPU_WAKE_IPI], by[VCPU_WAKE_OTHER], by_vec[0x42], by_vec[0]);
 	cr_assert_geq(sleeps, 20, "the vCPUs slept and were woken: %lld sleeps (KVM's halt_wakeup %lld)", sleeps, kwoke);
 	cr_assert_leq(taken, jint(io, "msis_sent"), "the guest took no more MSIs than were sent");
 	cr_assert_leq(total, sleeps, "wake-ups %lld, the vCPU threads' sleeps %lld", total, sleeps);
-	cr_assert_geq(total, sleeps - nr_vcpus, "wake-ups %lld, the vCPU threads' sleeps %lld less one a vCPU", total,
-		      sleeps);
+	cr_assert_geq(total, sleeps - sleeps / 100 - nr_vcpus,
+		      "wake-ups %lld, the vCPU threads' sleeps %lld less 1 %% and one a vCPU", total, sleeps);
 	cr_assert_geq(by[VCPU_WAKE_DEVICE] * 100, sleeps * 90, "device: %lld, the vCPU threads' sleeps %lld",
 		      by[VCPU_WAKE_DEVICE], sleeps);
 	cr_assert_leq(by[VCPU_WAKE_DEVICE], taken + 2, "device: %lld, MSIs the guest took %lld", by[VCPU_WAKE_DEVICE],

@@ -458,12 +458,16 @@ static void check_kvm_stats(json_t *vcpu)
 
 	if (json_is_null(stats)) {
 		cr_assert(json_is_string(json_object_get(vcpu, "kvm_stats_error")), "null kvm_stats says why");
+		cr_assert(json_is_null(jget(vcpu, "kvm_hists")), "no histograms without the counters");
 		return;
 	}
 	cr_assert(json_is_object(stats));
+	cr_assert(json_is_object(jget(vcpu, "kvm_hists")), "the histograms' totals with the counters");
 	cr_assert_geq(kvm_stat(vcpu, "exits"), 0);
 	if (!getenv("KVMLAB"))
 		return;
+	/* a halt that slept is a halt: KVM samples halt_wait_hist once for it */
+	cr_assert_leq(jint(jget(vcpu, "kvm_hists"), "halt_wait_hist"), kvm_stat(vcpu, "halt_exits"));
 	cr_assert_eq(kvm_stat(vcpu, "io_exits"), exits_of(vcpu, "IO"));
 	cr_assert_eq(kvm_stat(vcpu, "halt_exits"), exits_of(vcpu, "HLT"));
 	cr_assert_eq(kvm_stat(vcpu, "mmio_exits"), exits_of(vcpu, "MMIO"));

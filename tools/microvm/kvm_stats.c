@@ -8,7 +8,10 @@
  * microvm reads them once, after the vCPU threads have stopped, so they
  * cover exactly the vCPU's life: `exits` (every VM exit), `io_exits`,
  * `halt_exits`, `mmio_exits`, `irq_exits`, `insn_emulation`, `pf_*`, ...
- * Only scalar statistics are kept (histograms, size > 1, are left out).
+ * A histogram (size > 1: its buckets) is kept as its total, the samples it
+ * took, in a second object: `halt_wait_hist` is the number of halts whose
+ * kvm_vcpu_block() called schedule(), however often it did (a halt woken
+ * just before that call is one, though its thread never slept).
  */
 #include <errno.h>
 #include <linux/kvm.h>
@@ -57,14 +60,16 @@ static int pread_all(int fd, void *buf, size_t len, off_t off)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, char *why, size_t whylen)
+json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, json_t **hists, char *why, size_t whylen)
 {
 	struct kvm_stats_header h;
 	json_t *stats = NULL;
 	char *descs = NULL;
+	__u64 *buckets = NULL;
 	size_t stride;
 	int fd, err;
 
+	*hists = NULL;
 	if (ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_BINARY_STATS_FD) <= 0) {
 		snprintf(why, whylen, "this KVM has no KVM_CAP_BINARY_STATS_FD (KVM_GET_STATS_FD: Linux >= 5.14)");
 		return NULL;
@@ -96,25 +101,37 @@ json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, char *why, size_t whylen)
 		goto out;
 	}
 	stats = json_object();
-	for (__u32 i = 0; stats && i < h.num_desc; i++) {
+	*hists = json_object();
+	buckets = calloc(UINT16_MAX, sizeof(*buckets));
+	if (!stats || !*hists || !buckets) {
+		snprintf(why, whylen, "out of memory");
+		goto fail;
+	}
+	for (__u32 i = 0; i < h.num_desc; i++) {
 		struct kvm_stats_desc *d = (struct kvm_stats_desc *)(descs + i * stride);
 		char name[STATS_MAX_NAME + 1];
-		__u64 value;
+		__u64 value = 0;
 
-		if (d->size != 1)
-			continue; /* a histogram */
+		if (!d->size)
+			continue;
 		memcpy(name, d->name, h.name_size);
 		name[h.name_size] = '\0';
-		err = pread_all(fd, &value, sizeof(value), (off_t)h.data_offset + d->offset);
+		err = pread_all(fd, buckets, d->size * sizeof(*buckets), (off_t)h.data_offset + d->offset);
 		if (err) {
 			snprintf(why, whylen, "reading statistic %s: %s", name, strerror(-err));
-			json_decref(stats);
-			stats = NULL;
-			break;
+			goto fail;
 		}
-		json_object_set_new(stats, name, json_integer((json_int_t)value));
+		for (__u16 b = 0; b < d->size; b++)
+			value += buckets[b];
+		json_object_set_new(d->size == 1 ? stats : *hists, name, json_integer((json_int_t)value));
 	}
+	goto out;
+fail:
+	json_decref(stats);
+	json_decref(*hists);
+	stats = *hists = NULL;
 out:
+	free(buckets);
 	free(descs);
 	close(fd);
 	return stats;

@@ -167,9 +167,10 @@ extern const unsigned short guest_ipi_isr_offset;
 extern const unsigned short guest_mix_count_offset[MIX_NR_OPS];
 
 /* kvm_stats.c: every scalar statistic of a vCPU (KVM_GET_STATS_FD) as a JSON
- * object {name: value}, or NULL with why filled in. */
+ * object {name: value}, and in *hists every histogram's total {name: samples};
+ * or NULL (and *hists NULL) with why filled in. */
 #include <jansson.h>
-json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, char *why, size_t whylen);
+json_t *kvm_vcpu_stats(int kvm_fd, int vcpu_fd, json_t **hists, char *why, size_t whylen);
 /* KVM's counters for the whole VM from debugfs (kernels before 5.14 have no per-vCPU ones), or NULL and why. */
 json_t *kvm_vm_debugfs_stats(pid_t pid, int vm_fd, char *why, size_t whylen);
 

@@ -107,6 +107,7 @@ struct vcpu {
 	struct vcpu_stats st;
 	unsigned int touch_first, touch_pages, touch_next; /* its share of the touch area, in pages */
 	json_t *kvm_stats;	/* KVM's counters at the end, or NULL ... */
+	json_t *kvm_hists;	/* ... its histograms' totals ... */
 	char kvm_stats_why[160]; /* ... and why */
 	char error[320];
 };
@@ -1089,8 +1090,10 @@ static void vm_teardown(struct vm *vm)
 		if (v->fd >= 0)
 			close(v->fd);
 	}
-	for (unsigned int i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
+	for (unsigned int i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
 		json_decref(vm->vcpus[i].kvm_stats);
+		json_decref(vm->vcpus[i].kvm_hists);
+	}
 	json_decref(vm->kvm_stats);
 	free(vm->vcpus);
 	free(vm->cpuid);
@@ -1176,6 +1179,7 @@ static json_t *vcpu_json(const struct vcpu *v)
 				    st->last_exit < 0 ? json_null() :
 							json_string(exit_name((unsigned int)st->last_exit, nb, sizeof(nb))));
 		json_object_set_new(o, "kvm_stats", v->kvm_stats ? json_incref(v->kvm_stats) : json_null());
+		json_object_set_new(o, "kvm_hists", v->kvm_hists ? json_incref(v->kvm_hists) : json_null());
 		if (!v->kvm_stats)
 			json_object_set_new(o, "kvm_stats_error", json_string(v->kvm_stats_why));
 	}
@@ -1344,7 +1348,8 @@ static int collect_counts(struct vm *vm)
 			else
 				v->st.ipis = count;
 		}
-		v->kvm_stats = kvm_vcpu_stats(vm->kvm_fd, v->fd, v->kvm_stats_why, sizeof(v->kvm_stats_why));
+		v->kvm_stats =
+		    kvm_vcpu_stats(vm->kvm_fd, v->fd, &v->kvm_hists, v->kvm_stats_why, sizeof(v->kvm_stats_why));
 	}
 	if (vm->nr_vcpus && !vm->vcpus[0].kvm_stats)
 		vm->kvm_stats = kvm_vm_debugfs_stats(getpid(), vm->vm_fd, vm->kvm_stats_why, sizeof(vm->kvm_stats_why));
