@@ -1263,17 +1263,287 @@ static int by_index(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* What every VM of one report reads: the window, the filter, and what the VMs share. */
+struct report_ctx {
+	struct sht_reader *r;
+	uint64_t t1, t2;
+	const struct summary_filter *f;
+	bool has_culprits;
+	uint32_t host;
+	struct cpu_runs cr;
+	struct hashmap vcpu_of_tid; /* tid -> struct vcpu_ref, every VM's vCPUs */
+	struct report_thread *ht;   /* the host threads, read at the first VM that needs them */
+	size_t nht;
+};
+
+/* One VM's accumulators over its vCPUs: by exit reason, by wake reason and vector, and the rest. */
+struct vm_accs {
+	struct hashmap exits, uexits, runq, culprits, details, cr3_votes, wakes[2]; /* by reason, by vector */
+};
+
+static void vm_accs_init(struct vm_accs *a)
+{
+	hashmap_init(&a->exits, 32, sizeof(struct latency_summary), 0);
+	hashmap_init(&a->uexits, 32, sizeof(struct latency_summary), 0);
+	hashmap_init(&a->runq, 32, sizeof(struct latency_summary), 0);
+	hashmap_init(&a->wakes[0], 32, sizeof(struct latency_summary), 0);
+	hashmap_init(&a->wakes[1], 32, sizeof(struct latency_summary), 0);
+	hashmap_init(&a->culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
+	hashmap_init(&a->details, 64, sizeof(struct detail_summary), 0);
+	hashmap_init(&a->cr3_votes, sizeof(struct cr3_vote), sizeof(uint64_t), 0);
+}
+
+static void vm_accs_free(struct vm_accs *a)
+{
+	hashmap_free(&a->exits);
+	hashmap_free(&a->uexits);
+	hashmap_free(&a->runq);
+	hashmap_free(&a->wakes[0]);
+	hashmap_free(&a->wakes[1]);
+	hashmap_free(&a->culprits);
+	hashmap_free(&a->details);
+	hashmap_free(&a->cr3_votes);
+}
+
+/* Every VM's vCPU threads into c->vcpu_of_tid, also of VMs filtered out: a culprit may be one of them. */
+static int vcpus_of_tids(struct report_ctx *c, uint32_t vms)
+{
+	struct sht_reader *r = c->r;
+
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
+		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
+		     vc = sht_attr_next_sibling(r, vc)) {
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+			struct vcpu_ref who = { .vcpu = atoi(sht_attr_name(r, vc)) };
+
+			snprintf(who.vm, sizeof(who.vm), "%s", sht_attr_name(r, vm));
+			if (tid && !hashmap_lookup(&c->vcpu_of_tid, &tid) &&
+			    hashmap_insert(&c->vcpu_of_tid, &tid, &who))
+				return -ENOMEM;
+		}
+	return 0;
+}
+
+/* A new VM summary at the end of s, named from proc: NULL when out of memory. */
+static struct vm_summary *vm_new(struct summary *s, struct sht_reader *r, uint32_t vm, const struct report_thread *proc)
+{
+	struct vm_summary *vs, *arr = realloc(s->vms, (s->nr_vms + 1) * sizeof(*arr));
+
+	if (!arr)
+		return NULL;
+	s->vms = arr;
+	vs = &s->vms[s->nr_vms++];
+	memset(vs, 0, sizeof(*vs));
+	vs->tgid = proc->pid;
+	snprintf(vs->name, sizeof(vs->name), "%s", sht_attr_name(r, vm));
+	snprintf(vs->cgroup, sizeof(vs->cgroup), "%s", proc->cgroup);
+	vs->pidns = proc->pidns;
+	snprintf(vs->pod_name, sizeof(vs->pod_name), "%s", proc->pod_name);
+	snprintf(vs->pod_namespace, sizeof(vs->pod_namespace), "%s", proc->pod_namespace);
+	snprintf(vs->container_name, sizeof(vs->container_name), "%s", proc->container_name);
+	vs->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
+	return vs;
+}
+
+/* vCPU v's window added to its VM's. */
+static int vm_add_vcpu(struct report_ctx *c, struct vm_summary *vs, const struct vcpu_summary *v)
+{
+	struct vcpu_summary *va = realloc(vs->vcpus, (vs->nr_vcpus + 1) * sizeof(*va));
+
+	if (!va)
+		return -ENOMEM;
+	vs->vcpus = va;
+	vs->vcpus[vs->nr_vcpus++] = *v;
+	for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
+		vs->ns[k] += v->ns[k];
+	vs->preemptions += v->preemptions;
+	vs->wakeups += v->wakeups;
+	vs->migrations += v->migrations;
+	vs->kvm_exits += v->kvm_exits;
+	vs->userspace_exits += v->userspace_exits;
+	vs->kvm_exits_open += v->kvm_exits_open;
+	vs->userspace_exits_open += v->userspace_exits_open;
+	vs->l2_ns += v->l2_ns;
+	vs->nested |= v->nested;
+	summary_add_polls(vs, v);
+	if (v->tid) {
+		struct vcpu_ref who = {.vcpu = (int)v->index};
+
+		snprintf(who.vm, sizeof(who.vm), "%s", vs->name);
+		hashmap_update(&c->vcpu_of_tid, &v->tid, &who);
+	}
+	return 0;
+}
+
+/* The vCPUs of VM attribute vm the filter keeps and that lived in the window, into vs and a. */
+static int vm_vcpus(struct report_ctx *c, struct summary *s, uint32_t vm, struct vm_summary *vs, struct vm_accs *a,
+		    struct vcpustat_error *err)
+{
+	struct sht_reader *r = c->r;
+	const struct summary_filter *f = c->f;
+	int e = 0;
+
+	for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR && !e;
+	     vc = sht_attr_next_sibling(r, vc)) {
+		uint32_t index = (uint32_t)atoi(sht_attr_name(r, vc));
+		struct vcpu_summary v;
+		bool seen = false;
+
+		if (summary_filter_vcpus(f)) {
+			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
+
+			vs->nr_vcpus_all++;
+			if (!summary_filter_wants_vcpu(f, index, tid))
+				continue;
+		}
+		e = vcpu_window(r, vc, index, c->t1, c->t2, &v, &a->exits, &a->uexits, &a->runq, a->wakes,
+				c->has_culprits ? &c->cr : NULL, &a->culprits, &a->details, &a->cr3_votes,
+				&s->has_details, f ? &f->pcpus : NULL, err);
+		if (e)
+			break;
+		for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
+			seen |= v.ns[k] > 0;
+		if (seen) /* else no life in the window */
+			e = vm_add_vcpu(c, vs, &v);
+	}
+	return e;
+}
+
+/* The VM's accumulators as its tables: exits, details, address spaces, wake-ups, run-queue waits, culprits. */
+static int vm_collect(struct report_ctx *c, uint32_t vm, struct vm_summary *vs, struct vm_accs *a, double seconds,
+		      struct vcpustat_error *err)
+{
+	int e = latency_collect(&a->exits, &vs->exits, &vs->nr_exits, seconds);
+
+	if (!e)
+		e = latency_collect(&a->uexits, &vs->uexits, &vs->nr_uexits, seconds);
+	if (!e)
+		e = details_collect(&a->details, vs, seconds);
+	if (!e)
+		e = spaces_name(c->r, vm, vs, &a->cr3_votes, c->t2, err);
+	if (!e)
+		e = latency_collect(&a->wakes[0], &vs->wakes, &vs->nr_wakes, seconds);
+	if (!e)
+		e = latency_collect(&a->wakes[1], &vs->wake_vectors, &vs->nr_wake_vectors, seconds);
+	if (!e && a->runq.count) {
+		size_t pos = 0;
+		void *k, *v;
+
+		hashmap_next(&a->runq, &pos, &k, &v);
+		vs->runq = *(struct latency_summary *)v;
+		latency_finish(&vs->runq, seconds);
+	}
+	if (!e)
+		e = culprits_collect(c->r, vs, &a->culprits, &c->vcpu_of_tid);
+	return e;
+}
+
+/* The VM's guest threads, and the VMM's other threads: not per vCPU (--vcpu) nor per CPU (--pcpu); --tid keeps those
+ * threads. */
+static int vm_threads(struct report_ctx *c, uint32_t vm, struct vm_summary *vs, struct vcpustat_error *err)
+{
+	struct sht_reader *r = c->r;
+	const struct summary_filter *f = c->f;
+	bool per_vcpu_or_cpu = f && (f->vcpus.n || f->pcpus.n);
+	int e = report_guest_threads(r, vm, vs, c->t1, c->t2, c->has_culprits ? &c->cr : NULL, &c->vcpu_of_tid, err);
+
+	if (!e && summary_filter_vcpus(f))
+		report_guest_threads_keep(vs);
+	if (e || per_vcpu_or_cpu)
+		return e;
+	if (c->cr.full && sht_attr_child(r, c->host, "threads") != SHT_NO_ATTR) {
+		if (!c->ht && !(e = host_threads(r, &c->ht, &c->nht, err)) && !c->ht)
+			c->ht = calloc(1, sizeof(*c->ht)); /* none: do not ask again */
+		if (!e && !c->ht)
+			e = verror(err, -ENOMEM, "out of memory");
+		if (!e)
+			e = vmm_threads(r, vs, &c->cr, &c->vcpu_of_tid, c->ht, c->nht, f ? &f->tids : NULL, err);
+	} else if (sht_attr_child(r, vm, "vmm") != SHT_NO_ATTR) {
+		e = vmm_threads_recorded(r, sht_attr_child(r, vm, "vmm"), vs, &c->cr, c->has_culprits, &c->vcpu_of_tid,
+					 f ? &f->tids : NULL, err);
+	}
+	return e;
+}
+
+/* VM attribute vm in the window into s, unless the filter leaves it out or it did not live then. */
+static int vm_report(struct report_ctx *c, struct summary *s, uint32_t vm, struct vcpustat_error *err)
+{
+	struct report_thread proc = {.th = vm}; /* its pid, cgroup, pidns, Kubernetes names: one query */
+	struct vm_summary *vs;
+	struct vm_accs a;
+	int e = report_thread_names(c->r, &proc, 1, err);
+
+	if (e || !summary_filter_wants(c->f, sht_attr_name(c->r, vm), proc.pid))
+		return e;
+	vs = vm_new(s, c->r, vm, &proc);
+	if (!vs)
+		return -ENOMEM;
+	vm_accs_init(&a);
+	e = vm_vcpus(c, s, vm, vs, &a, err);
+	if (!e)
+		e = vm_collect(c, vm, vs, &a, s->seconds, err);
+	if (!e)
+		e = vm_threads(c, vm, vs, err);
+	vm_accs_free(&a);
+	if (e)
+		return e;
+	if (vs->nr_vcpus > 1)
+		qsort(vs->vcpus, vs->nr_vcpus, sizeof(*vs->vcpus), by_index);
+	if (vs->nr_culprits > 1)
+		qsort(vs->culprits, vs->nr_culprits, sizeof(*vs->culprits), report_by_ns_desc);
+	if (!vs->nr_vcpus) { /* the VM did not live in the window */
+		summary_free_vm(vs);
+		s->nr_vms--;
+	}
+	return 0;
+}
+
+/* Culprits that are vCPUs of a VM later in the list: named now that all are known. */
+static void culprits_name_vcpus(struct culprit_summary *cu, size_t n, struct hashmap *vcpu_of_tid)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct vcpu_ref *who = hashmap_lookup(vcpu_of_tid, &cu[i].tid);
+
+		if (who && !cu[i].vm[0] && cu[i].tid) {
+			snprintf(cu[i].vm, sizeof(cu[i].vm), "%s", who->vm);
+			cu[i].vcpu = who->vcpu;
+		}
+	}
+}
+
+/* The ring buffer's losses: since the start, and in the window. */
+static void report_lost(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2)
+{
+	uint32_t lost_attr = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "meta"), "lost");
+	int64_t l1, l2;
+
+	if (lost_attr == SHT_NO_ATTR)
+		return;
+	l1 = int_at(r, lost_attr, t1, 0);
+	l2 = int_at(r, lost_attr, t2 ? t2 - 1 : 0, l1);
+	s->lost[VCPUSTAT_LOST_RINGBUF] = (__u64)l2;
+	s->lost_window[VCPUSTAT_LOST_RINGBUF] = l2 > l1 ? (__u64)(l2 - l1) : 0;
+}
+
+static void report_ctx_free(struct report_ctx *c)
+{
+	size_t pos = 0;
+	void *k, *v;
+
+	while (hashmap_next(&c->cr.cpus, &pos, &k, &v))
+		free(((struct runs *)v)->iv);
+	hashmap_free(&c->cr.cpus);
+	hashmap_free(&c->vcpu_of_tid);
+	free(c->ht);
+}
+
 int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t t2, const struct summary_filter *f,
 		 bool *has_culprits, struct vcpustat_error *err)
 {
-	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms"), host = sht_attr_child(r, SHT_NO_ATTR, "host");
-	struct hashmap vcpu_of_tid = { 0 };
-	struct report_thread *ht = NULL; /* the host threads, read at the first VM that needs them */
-	struct cpu_runs cr = { 0 };
+	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
+	struct report_ctx c = {.r = r, .t1 = t1, .t2 = t2, .f = f, .host = sht_attr_child(r, SHT_NO_ATTR, "host")};
 	const char *culprits;
-	uint32_t lost_attr;
-	size_t nht = 0;
-	int e = 0;
+	int e;
 
 	memset(s, 0, sizeof(*s));
 	s->t0 = t1;
@@ -1284,211 +1554,30 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 	s->seconds = t2 > t1 ? (double)(t2 - t1) / 1e9 : 0;
 	if (f && f->pcpus.n)
 		snprintf(s->pcpus, sizeof(s->pcpus), "%s", f->pcpus.text);
-	cr.host_cpus = sht_attr_child(r, host, "cpus");
-	cr.full = report_host_recorded(r);
-	cr.t1 = t1;
-	cr.t2 = t2;
+	c.cr.host_cpus = sht_attr_child(r, c.host, "cpus");
+	c.cr.full = report_host_recorded(r);
+	c.cr.t1 = t1;
+	c.cr.t2 = t2;
 	/* a level-vcpu recording says it records runners even if no tracked thread ever waited */
 	culprits = sht_meta_get(r, "culprits");
-	*has_culprits = cr.host_cpus != SHT_NO_ATTR || (culprits && !strcmp(culprits, "runners"));
-	if (hashmap_init(&cr.cpus, sizeof(uint32_t), sizeof(struct runs), 0) ||
-	    hashmap_init(&vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0))
+	c.has_culprits = *has_culprits = c.cr.host_cpus != SHT_NO_ATTR || (culprits && !strcmp(culprits, "runners"));
+	if (hashmap_init(&c.cr.cpus, sizeof(uint32_t), sizeof(struct runs), 0) ||
+	    hashmap_init(&c.vcpu_of_tid, sizeof(uint32_t), sizeof(struct vcpu_ref), 0)) {
+		hashmap_free(&c.cr.cpus);
 		return verror(err, -ENOMEM, "out of memory");
-	/* every VM's vCPU threads, also of VMs filtered out: a culprit may be one of them */
-	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR; vm = sht_attr_next_sibling(r, vm))
-		for (uint32_t vc = report_first_child(r, sht_attr_child(r, vm, "vcpus")); vc != SHT_NO_ATTR;
-		     vc = sht_attr_next_sibling(r, vc)) {
-			uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
-			struct vcpu_ref who = { .vcpu = atoi(sht_attr_name(r, vc)) };
-
-			snprintf(who.vm, sizeof(who.vm), "%s", sht_attr_name(r, vm));
-			if (tid && !hashmap_lookup(&vcpu_of_tid, &tid) && hashmap_insert(&vcpu_of_tid, &tid, &who))
-				e = -ENOMEM;
-		}
-
-	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm)) {
-		struct hashmap exits, uexits, runq, culprits, details, cr3_votes, wakes[2]; /* by reason, by vector */
-		uint32_t vcpus = sht_attr_child(r, vm, "vcpus"), pid;
-		struct report_thread proc = { .th = vm }; /* its pid, cgroup, pidns, Kubernetes names: one query */
-		struct vm_summary *vs, *arr;
-
-		e = report_thread_names(r, &proc, 1, err);
-		if (e)
-			break;
-		pid = proc.pid;
-
-		if (!summary_filter_wants(f, sht_attr_name(r, vm), pid))
-			continue;
-		arr = realloc(s->vms, (s->nr_vms + 1) * sizeof(*arr));
-		if (!arr) {
-			e = -ENOMEM;
-			break;
-		}
-		s->vms = arr;
-		vs = &s->vms[s->nr_vms++];
-		memset(vs, 0, sizeof(*vs));
-		vs->tgid = pid;
-		snprintf(vs->name, sizeof(vs->name), "%s", sht_attr_name(r, vm));
-		snprintf(vs->cgroup, sizeof(vs->cgroup), "%s", proc.cgroup);
-		vs->pidns = proc.pidns;
-		snprintf(vs->pod_name, sizeof(vs->pod_name), "%s", proc.pod_name);
-		snprintf(vs->pod_namespace, sizeof(vs->pod_namespace), "%s", proc.pod_namespace);
-		snprintf(vs->container_name, sizeof(vs->container_name), "%s", proc.container_name);
-		vs->runq.kind = VCPU_SAMPLE_RUNQ_WAIT;
-		hashmap_init(&exits, 32, sizeof(struct latency_summary), 0);
-		hashmap_init(&uexits, 32, sizeof(struct latency_summary), 0);
-		hashmap_init(&runq, 32, sizeof(struct latency_summary), 0);
-		hashmap_init(&wakes[0], 32, sizeof(struct latency_summary), 0);
-		hashmap_init(&wakes[1], 32, sizeof(struct latency_summary), 0);
-		hashmap_init(&culprits, sizeof(uint32_t), sizeof(uint64_t), 0);
-		hashmap_init(&details, 64, sizeof(struct detail_summary), 0);
-		hashmap_init(&cr3_votes, sizeof(struct cr3_vote), sizeof(uint64_t), 0);
-		for (uint32_t vc = report_first_child(r, vcpus); vc != SHT_NO_ATTR && !e;
-		     vc = sht_attr_next_sibling(r, vc)) {
-			struct vcpu_summary v, *va;
-			bool seen = false;
-
-			if (summary_filter_vcpus(f)) {
-				uint32_t tid = (uint32_t)report_first_int(r, sht_attr_child(r, vc, "tid"), 0);
-
-				vs->nr_vcpus_all++;
-				if (!summary_filter_wants_vcpu(f, (uint32_t)atoi(sht_attr_name(r, vc)), tid))
-					continue;
-			}
-			e = vcpu_window(r, vc, (uint32_t)atoi(sht_attr_name(r, vc)), t1, t2, &v, &exits, &uexits, &runq,
-					wakes,
-					*has_culprits ? &cr : NULL, &culprits, &details, &cr3_votes, &s->has_details,
-					f ? &f->pcpus : NULL, err);
-			if (e)
-				break;
-			for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
-				seen |= v.ns[k] > 0;
-			if (!seen)
-				continue; /* no life in the window */
-			v.tgid = pid;
-			va = realloc(vs->vcpus, (vs->nr_vcpus + 1) * sizeof(*va));
-			if (!va) {
-				e = -ENOMEM;
-				break;
-			}
-			vs->vcpus = va;
-			vs->vcpus[vs->nr_vcpus++] = v;
-			for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
-				vs->ns[k] += v.ns[k];
-			vs->preemptions += v.preemptions;
-			vs->wakeups += v.wakeups;
-			vs->migrations += v.migrations;
-			vs->kvm_exits += v.kvm_exits;
-			vs->userspace_exits += v.userspace_exits;
-			vs->kvm_exits_open += v.kvm_exits_open;
-			vs->userspace_exits_open += v.userspace_exits_open;
-			vs->l2_ns += v.l2_ns;
-			vs->nested |= v.nested;
-			summary_add_polls(vs, &v);
-			if (v.tid) {
-				struct vcpu_ref who = { .vcpu = (int)v.index };
-
-				snprintf(who.vm, sizeof(who.vm), "%s", vs->name);
-				hashmap_update(&vcpu_of_tid, &v.tid, &who);
-			}
-		}
-		if (!e)
-			e = latency_collect(&exits, &vs->exits, &vs->nr_exits, s->seconds);
-		if (!e)
-			e = latency_collect(&uexits, &vs->uexits, &vs->nr_uexits, s->seconds);
-		if (!e)
-			e = details_collect(&details, vs, s->seconds);
-		if (!e)
-			e = spaces_name(r, vm, vs, &cr3_votes, t2, err);
-		if (!e)
-			e = latency_collect(&wakes[0], &vs->wakes, &vs->nr_wakes, s->seconds);
-		if (!e)
-			e = latency_collect(&wakes[1], &vs->wake_vectors, &vs->nr_wake_vectors, s->seconds);
-		if (!e && runq.count) {
-			size_t pos = 0;
-			void *k, *v;
-
-			hashmap_next(&runq, &pos, &k, &v);
-			vs->runq = *(struct latency_summary *)v;
-			latency_finish(&vs->runq, s->seconds);
-		}
-		if (!e)
-			e = culprits_collect(r, vs, &culprits, &vcpu_of_tid);
-		if (!e)
-			e = report_guest_threads(r, vm, vs, t1, t2, *has_culprits ? &cr : NULL, &vcpu_of_tid, err);
-		if (!e && summary_filter_vcpus(f))
-			report_guest_threads_keep(vs);
-		/* the VMM's other threads: not per vCPU (--vcpu) nor per CPU (--pcpu); --tid keeps those threads */
-		if (!e && cr.full && sht_attr_child(r, host, "threads") != SHT_NO_ATTR && !(f && f->vcpus.n) &&
-		    !(f && f->pcpus.n)) {
-			if (!ht && !(e = host_threads(r, &ht, &nht, err)) && !ht)
-				ht = calloc(1, sizeof(*ht)); /* none: do not ask again */
-			if (!e && !ht)
-				e = verror(err, -ENOMEM, "out of memory");
-			if (!e)
-				e = vmm_threads(r, vs, &cr, &vcpu_of_tid, ht, nht, f ? &f->tids : NULL, err);
-		} else if (!e && sht_attr_child(r, vm, "vmm") != SHT_NO_ATTR && !(f && f->vcpus.n) && !(f && f->pcpus.n)) {
-			e = vmm_threads_recorded(r, sht_attr_child(r, vm, "vmm"), vs, &cr, *has_culprits, &vcpu_of_tid,
-						 f ? &f->tids : NULL, err);
-		}
-		hashmap_free(&exits);
-		hashmap_free(&uexits);
-		hashmap_free(&runq);
-		hashmap_free(&wakes[0]);
-		hashmap_free(&wakes[1]);
-		hashmap_free(&culprits);
-		hashmap_free(&details);
-		hashmap_free(&cr3_votes);
-		if (!e) {
-			if (vs->nr_vcpus > 1)
-				qsort(vs->vcpus, vs->nr_vcpus, sizeof(*vs->vcpus), by_index);
-			if (vs->nr_culprits > 1)
-				qsort(vs->culprits, vs->nr_culprits, sizeof(*vs->culprits), report_by_ns_desc);
-			if (!vs->nr_vcpus) { /* the VM did not live in the window */
-				summary_free_vm(vs);
-				s->nr_vms--;
-			}
-		}
 	}
-	/* a culprit that is a vCPU of a later VM in the list: name it now that all are known */
-	for (size_t i = 0; i < s->nr_vms && !e; i++)
-		for (size_t c = 0; c < s->vms[i].nr_culprits; c++) {
-			struct culprit_summary *cu = &s->vms[i].culprits[c];
-			const struct vcpu_ref *who = hashmap_lookup(&vcpu_of_tid, &cu->tid);
-
-			if (who && !cu->vm[0] && cu->tid) {
-				snprintf(cu->vm, sizeof(cu->vm), "%s", who->vm);
-				cu->vcpu = who->vcpu;
-			}
-		}
-	for (size_t i = 0; i < s->nr_vms && !e; i++)
+	e = vcpus_of_tids(&c, vms);
+	for (uint32_t vm = report_first_child(r, vms); vm != SHT_NO_ATTR && !e; vm = sht_attr_next_sibling(r, vm))
+		e = vm_report(&c, s, vm, err);
+	for (size_t i = 0; i < s->nr_vms && !e; i++) {
+		culprits_name_vcpus(s->vms[i].culprits, s->vms[i].nr_culprits, &c.vcpu_of_tid);
 		for (size_t g = 0; g < s->vms[i].nr_guest_threads; g++)
-			for (size_t c = 0; c < s->vms[i].guest_threads[g].nr_culprits; c++) {
-				struct culprit_summary *cu = &s->vms[i].guest_threads[g].culprits[c];
-				const struct vcpu_ref *who = hashmap_lookup(&vcpu_of_tid, &cu->tid);
-
-				if (who && !cu->vm[0] && cu->tid) {
-					snprintf(cu->vm, sizeof(cu->vm), "%s", who->vm);
-					cu->vcpu = who->vcpu;
-				}
-			}
-	lost_attr = sht_attr_child(r, sht_attr_child(r, SHT_NO_ATTR, "meta"), "lost");
-	if (!e && lost_attr != SHT_NO_ATTR) {
-		int64_t l1 = int_at(r, lost_attr, t1, 0), l2 = int_at(r, lost_attr, t2 ? t2 - 1 : 0, l1);
-
-		s->lost[VCPUSTAT_LOST_RINGBUF] = (__u64)l2;
-		s->lost_window[VCPUSTAT_LOST_RINGBUF] = l2 > l1 ? (__u64)(l2 - l1) : 0;
+			culprits_name_vcpus(s->vms[i].guest_threads[g].culprits, s->vms[i].guest_threads[g].nr_culprits,
+					    &c.vcpu_of_tid);
 	}
-	{
-		size_t pos = 0;
-		void *k, *v;
-
-		while (hashmap_next(&cr.cpus, &pos, &k, &v))
-			free(((struct runs *)v)->iv);
-	}
-	hashmap_free(&cr.cpus);
-	hashmap_free(&vcpu_of_tid);
-	free(ht);
+	if (!e)
+		report_lost(s, r, t1, t2);
+	report_ctx_free(&c);
 	if (e) {
 		summary_free(s);
 		if (err && !err->code)
