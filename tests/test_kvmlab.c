@@ -1361,7 +1361,7 @@ Test(kvmlab, wake_reasons_are_the_timer_and_the_ipis_microvm_sends)
 	char args[512], out[256];
 	json_t *report, *docs, *doc, *vm, *vcpu, *r, *rep, *rvm;
 	long long by[VCPU_NR_WAKE_REASONS] = { 0 }, woke[3] = { 0 }, sleeps[3] = { 0 }, lives[3] = { 0 }, total = 0;
-	long long waits[3] = {0}, rec[VCPU_NR_WAKE_REASONS] = {0}, by_vec[256], rec_vec[256] = {0}, vtotal;
+	long long waits[3] = { 0 }, rec[VCPU_NR_WAKE_REASONS] = { 0 }, by_vec[256], rec_vec[256] = { 0 }, vtotal;
 	const char *sht;
 	unsigned int seen = 0;
 	size_t i, j, k;

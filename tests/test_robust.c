@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <jansson.h>
 #include "sht_model.h"
+#include "record/record.h"
 #include "helpers.h"
 
 #define NS 4096u
@@ -518,6 +519,38 @@ Test(robust, rows8_to_10_messages_name_what_was_wrong, .timeout = 120)
 	unlink(sht);
 }
 
+/*
+ * The recorder's limits are the record command's usage errors, said in its
+ * options' words before anything loads (no root needed, no file written);
+ * recorder_open() holds to the same, and refuses to rotate an atomic file.
+ */
+Test(robust, record_refuses_what_the_recorder_cannot_do_before_it_loads)
+{
+	const char *out = tmp_path("limits.sht");
+	struct recorder_opts ro = { .path = out, .atomic = true, .rotate_ns = 1000000000 };
+	struct vcpustat_error err = { 0 };
+	struct recorder *rec = NULL;
+	struct run r;
+
+	unlink(out);
+	RUN(&r, "record", "-o", out, "--max-size", "40960");
+	cr_assert_eq(r.status, 2, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "--max-size 40960: a file of the series takes at least 49152 bytes (48K"), "%s", r.err);
+	RUN(&r, "record", "-o", out, "--keep", "3");
+	cr_assert_eq(r.status, 2, "%d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "--keep only makes sense with --max-size or --rotate-every"), "%s", r.err);
+	cr_assert_neq(access(out, F_OK), 0, "nothing recorded to %s", out);
+	cr_assert_eq(recorder_open(&rec, &ro, &err), -EINVAL);
+	cr_assert_null(rec);
+	cr_assert(strstr(err.msg, "an atomic recording does not rotate"), "%s", err.msg);
+	ro = (struct recorder_opts){ .path = out, .keep = 2 };
+	cr_assert_eq(recorder_opts_check(&ro, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "--keep only"), "%s", err.msg);
+	ro.max_bytes = 48 * 1024;
+	cr_assert_eq(recorder_opts_check(&ro, &err), 0, "%s", err.msg);
+	cr_assert_neq(access(out, F_OK), 0, "the checks wrote nothing");
+}
+
 /* ---- row 11: one exit status policy (docs/vcpustat.md, "Exit codes and messages") ---- */
 
 /*
@@ -576,6 +609,8 @@ Test(robust, row11_one_exit_status_policy_in_every_command, .timeout = 300)
 		{ { "top", "-n", "-3" } },
 		{ { "record", "--duration", "banana", "-o", out } },
 		{ { "record" } },
+		{ { "record", "-o", out, "--max-size", "40K" } },
+		{ { "record", "-o", out, "--keep", "3" } },
 		{ { "serve", "--listen", "nowhere" } },
 		{ { "serve", "--cache-ms", "-1" } },
 		{ { "check" } },

@@ -74,6 +74,7 @@ static int parse(int argc, char **argv, struct record_args *r)
 			 "reported. The file is readable at any time up to its last sealed node, also if\n"
 			 "vcpustat is killed.\n",
 	};
+	struct vcpustat_error err = { 0 };
 	struct cli_args a;
 	int c;
 
@@ -90,16 +91,12 @@ static int parse(int argc, char **argv, struct record_args *r)
 		return cli_usage_error("--ringbuf %lld: a power of two from 4K to 1G", r->ringbuf);
 	if (!r->so.rec.path)
 		return cli_usage_error("record: -o FILE.sht is required");
-	if (r->max_size && (uint64_t)r->max_size < recorder_min_size())
-		return cli_usage_error("--max-size %lld: a file of the series takes at least %llu bytes (%lluK: its header, one node and its footer)",
-				       r->max_size, (unsigned long long)recorder_min_size(),
-				       (unsigned long long)recorder_min_size() / 1024);
-	if (r->keep && !r->max_size && !r->so.rec.rotate_ns)
-		return cli_usage_error("--keep only makes sense with --max-size or --rotate-every");
 	r->vo.ringbuf_bytes = (unsigned int)r->ringbuf;
 	r->so.rec.max_bytes = (uint64_t)r->max_size;
 	r->so.rec.keep = (unsigned int)r->keep;
 	r->vo.record_raw = r->so.capture != NULL;
+	if (recorder_opts_check(&r->so.rec, &err)) /* before BPF loads */
+		return cli_usage_error("%s", err.msg);
 	return -1;
 }
 

@@ -1367,7 +1367,7 @@ static int vm_add_vcpu(struct report_ctx *c, struct vm_summary *vs, const struct
 	vs->nested |= v->nested;
 	summary_add_polls(vs, v);
 	if (v->tid) {
-		struct vcpu_ref who = {.vcpu = (int)v->index};
+		struct vcpu_ref who = { .vcpu = (int)v->index };
 
 		snprintf(who.vm, sizeof(who.vm), "%s", vs->name);
 		hashmap_update(&c->vcpu_of_tid, &v->tid, &who);
@@ -1468,7 +1468,7 @@ static int vm_threads(struct report_ctx *c, uint32_t vm, struct vm_summary *vs, 
 /* VM attribute vm in the window into s, unless the filter leaves it out or it did not live then. */
 static int vm_report(struct report_ctx *c, struct summary *s, uint32_t vm, struct vcpustat_error *err)
 {
-	struct report_thread proc = {.th = vm}; /* its pid, cgroup, pidns, Kubernetes names: one query */
+	struct report_thread proc = { .th = vm }; /* its pid, cgroup, pidns, Kubernetes names: one query */
 	struct vm_summary *vs;
 	struct vm_accs a;
 	int e = report_thread_names(c->r, &proc, 1, err);
@@ -1541,7 +1541,7 @@ int report_build(struct summary *s, struct sht_reader *r, uint64_t t1, uint64_t 
 		 bool *has_culprits, struct vcpustat_error *err)
 {
 	uint32_t vms = sht_attr_child(r, SHT_NO_ATTR, "vms");
-	struct report_ctx c = {.r = r, .t1 = t1, .t2 = t2, .f = f, .host = sht_attr_child(r, SHT_NO_ATTR, "host")};
+	struct report_ctx c = { .r = r, .t1 = t1, .t2 = t2, .f = f, .host = sht_attr_child(r, SHT_NO_ATTR, "host") };
 	const char *culprits;
 	int e;
 

@@ -63,6 +63,13 @@ struct recorder_opts {
 
 /* The smallest max_bytes: a file with nothing in it (its header, one node, its footer). */
 uint64_t recorder_min_size(void);
+/*
+ * The limits of the options, checked by recorder_open and before it by the
+ * record command, before anything loads: no rotation of an atomic file, no
+ * max_bytes under recorder_min_size(), no keep without rotation. 0, or
+ * -EINVAL with err saying which (in the record command's option words).
+ */
+int recorder_opts_check(const struct recorder_opts *o, struct vcpustat_error *err);
 
 /*
  * Open the recorder and its first file. With rotation (max_bytes or

@@ -1357,25 +1357,36 @@ uint64_t recorder_min_size(void)
 	return sht_writer_min_size(NULL);
 }
 
+int recorder_opts_check(const struct recorder_opts *o, struct vcpustat_error *err)
+{
+	bool rotating = o->max_bytes || o->rotate_ns;
+
+	if (o->atomic && rotating)
+		return verror(err, -EINVAL, "%s: an atomic recording does not rotate", o->path);
+	if (o->max_bytes && o->max_bytes < recorder_min_size())
+		return verror(err, -EINVAL,
+			      "--max-size %llu: a file of the series takes at least %llu bytes (%lluK: its header, one "
+			      "node and its footer)",
+			      (unsigned long long)o->max_bytes, (unsigned long long)recorder_min_size(),
+			      (unsigned long long)recorder_min_size() / 1024);
+	if (o->keep && !rotating)
+		return verror(err, -EINVAL, "--keep only makes sense with --max-size or --rotate-every");
+	return 0;
+}
+
 int recorder_open(struct recorder **rp, const struct recorder_opts *opts, struct vcpustat_error *err)
 {
-	struct recorder *r = calloc(1, sizeof(*r));
+	struct recorder *r;
 	int e;
 
 	*rp = NULL;
+	e = recorder_opts_check(opts, err);
+	if (e)
+		return e;
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return verror(err, -ENOMEM, "out of memory");
 	r->o = *opts;
-	if (r->o.atomic && (r->o.max_bytes || r->o.rotate_ns)) {
-		free(r);
-		return verror(err, -EINVAL, "%s: an atomic recording does not rotate", opts->path);
-	}
-	if (r->o.max_bytes && r->o.max_bytes < recorder_min_size()) {
-		free(r);
-		return verror(err, -EINVAL, "%s: a file of %llu bytes cannot hold a recording (at least %llu)",
-			      opts->path, (unsigned long long)opts->max_bytes,
-			      (unsigned long long)recorder_min_size());
-	}
 	if (r->o.max_bytes || r->o.rotate_ns) {
 		e = series_check(opts->path, err);
 		if (e) {
