@@ -23,7 +23,7 @@
 #include "cli/cli.h"
 #include "live/live.h"
 #include "util/util.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "util/jsonw.h"
 
 static double cpu_ms(void)

@@ -19,7 +19,7 @@
 #include "helpers.h"
 #include "live/live.h"
 #include "record/record.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "util/jsonw.h"
 
 const char *bpf_unavailable(void)

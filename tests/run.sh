@@ -101,7 +101,7 @@ done
 # and microvm of its own, 1-2 minutes), and the whole tree warning-free with
 # gcc as well (gcc.sh: -O3, Debian's hardening flags, -Werror; 1.5 minutes);
 # the tree's layers (layers.sh: no include points up, every header compiles on
-# its own; seconds).
+# its own, none includes the whole model/model.h; seconds).
 for t in layers install man completion deb build-sh gcc; do
 	tests/pkg/$t.sh "$dir" | tee "$summary"
 	count

@@ -18,7 +18,7 @@
 #include "helpers.h"
 #include "export/export.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "record/record.h"
 
 #define VM 70

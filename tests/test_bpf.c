@@ -18,7 +18,7 @@
 #include <bpf/libbpf.h>
 #include "helpers.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
 
 static struct vcpustat *vs;
 static struct ring_buffer *rb;

@@ -22,7 +22,7 @@
 #include "record/record.h"
 #include "helpers.h"
 #include "import_helpers.h"
-#include "model/model.h"
+#include "model/summary.h"
 
 #define CID "4f2a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a"
 #define UID "6b1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"

@@ -17,7 +17,8 @@
 #include "helpers.h"
 #include "live/live.h"
 #include "export/export.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
 #include "record/record.h"
 #include "sht/sht.h"
 

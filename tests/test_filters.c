@@ -13,7 +13,12 @@
 #include <unistd.h>
 #include "cli_run.h"
 #include "export/export.h"
-#include "model/model.h"
+#include "model/health.h"
+#include "model/filter.h"
+#include "model/report.h"
+#include "model/placement.h"
+#include "model/query_view.h"
+#include "model/flow.h"
 
 #define S 1000000000ull
 #define MS 1000000ull

@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <jansson.h>
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
+#include "model/flow.h"
 #include "sht/sht.h"
 #include "cli_run.h"
 #include "import/import.h"

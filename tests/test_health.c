@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include "helpers.h"
-#include "model/model.h"
+#include "model/health.h"
 
 static struct kvm_view view(struct kvm_vm_seen *vms, size_t n, const char *why)
 {

@@ -19,7 +19,10 @@
 #include <unistd.h>
 #include "cli_run.h"
 #include "helpers.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
+#include "model/placement.h"
+#include "model/pcpu.h"
 #include "record/record.h"
 
 #define S 1000000000ull

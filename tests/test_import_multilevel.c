@@ -19,7 +19,8 @@
 #include "import_synth.h"
 #include "multilevel_scenario.h"
 #include "import/import.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
 #include "record/record.h"
 
 static uint64_t mapped(const struct import_result *res, uint64_t guest_ns)

@@ -36,7 +36,8 @@
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/placement.h"
 
 /* The kvm_exit reasons the microvm mix program causes, as vcpustat names them. */
 struct isa_names {

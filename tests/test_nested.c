@@ -20,7 +20,7 @@
 #include "exit_reasons.h"
 #include "helpers.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "record/record.h"
 
 #define VM 80

@@ -16,7 +16,8 @@
 #include <jansson.h>
 #include "helpers.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/placement.h"
 #include "export/export.h"
 
 static struct vcpustat *vs;

@@ -23,7 +23,8 @@
 #include "helpers.h"
 #include "cli_run.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
 
 static pid_t start_microvm(const char *name, const char *extra_pin, double duration)
 {

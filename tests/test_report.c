@@ -18,7 +18,8 @@
 #include "helpers.h"
 #include "host_scenario.h"
 #include "import_helpers.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
 
 #define MONO0 5000000000000ull	     /* a recording's start on CLOCK_MONOTONIC */
 #define REAL0 1795356187000000000ull /* 2026-11-22T14:03:07Z */

@@ -17,7 +17,8 @@
 #include <unistd.h>
 #include "helpers.h"
 #include "import_helpers.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/report.h"
 #include "record/record.h"
 #include "sht/sht.h"
 

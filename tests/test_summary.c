@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "helpers.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "record/record.h"
 
 Test(names, exit_reasons_vmx_svm_userspace)

@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "helpers.h"
-#include "model/model.h"
+#include "model/summary.h"
+#include "model/playback.h"
 #include "sht/sht.h"
 
 #define SEC 1000000000ull

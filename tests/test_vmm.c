@@ -24,7 +24,7 @@
 #include <bpf/libbpf.h>
 #include "helpers.h"
 #include "live/live.h"
-#include "model/model.h"
+#include "model/summary.h"
 #include "record/record.h"
 #include "export/export.h"
 #include "sht/sht.h"

@@ -5,7 +5,9 @@
 #    rank do not include each other);
 #  - every header of user/ compiles on its own (it includes what it uses), so
 #    a file can include the one capability it needs (model/summary.h, not the
-#    whole model/model.h).
+#    whole model/model.h);
+#  - and none includes the whole model/model.h: not the code, nor the tests
+#    and benchmarks.
 #
 #   tests/pkg/layers.sh BUILD_DIR
 set -uo pipefail
@@ -70,4 +72,15 @@ for h in user/*/*.h; do
 	fi
 done
 [ "$bad" -eq 0 ] && pass "each of the $n headers of user/ compiles on its own ($cc)"
+
+# model/model.h is the model's whole API in one place; code and tests include
+# the capability they use (model/summary.h, model/report.h, ...), so that what
+# a file depends on reads from its includes
+whole=$(grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"model/model\.h"' user/*/*.[ch] tests/*.[ch] bench/*.c \
+	tools/*/*.c 2> /dev/null | grep -v '^user/model/model\.h$' | tr '\n' ' ')
+if [ -n "$whole" ]; then
+	fail "these include the whole of model/model.h, not the capabilities they use: $whole"
+else
+	pass "no file includes the whole of model/model.h: each includes the capabilities it uses"
+fi
 summary
