@@ -466,7 +466,7 @@ static void check_kvm_stats(json_t *vcpu)
 	cr_assert_geq(kvm_stat(vcpu, "exits"), 0);
 	if (!getenv("KVMLAB"))
 		return;
-	/* a halt that slept is a halt: KVM samples halt_wait_hist once for it */
+	/* a halt that waited is a halt: KVM samples halt_wait_hist once for it */
 	cr_assert_leq(jint(jget(vcpu, "kvm_hists"), "halt_wait_hist"), kvm_stat(vcpu, "halt_exits"));
 	cr_assert_eq(kvm_stat(vcpu, "io_exits"), exits_of(vcpu, "IO"));
 	cr_assert_eq(kvm_stat(vcpu, "halt_exits"), exits_of(vcpu, "HLT"));

@@ -1354,18 +1354,7 @@ static int vm_add_vcpu(struct report_ctx *c, struct vm_summary *vs, const struct
 		return -ENOMEM;
 	vs->vcpus = va;
 	vs->vcpus[vs->nr_vcpus++] = *v;
-	for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
-		vs->ns[k] += v->ns[k];
-	vs->preemptions += v->preemptions;
-	vs->wakeups += v->wakeups;
-	vs->migrations += v->migrations;
-	vs->kvm_exits += v->kvm_exits;
-	vs->userspace_exits += v->userspace_exits;
-	vs->kvm_exits_open += v->kvm_exits_open;
-	vs->userspace_exits_open += v->userspace_exits_open;
-	vs->l2_ns += v->l2_ns;
-	vs->nested |= v->nested;
-	summary_add_polls(vs, v);
+	summary_vm_add_vcpu(vs, v);
 	if (v->tid) {
 		struct vcpu_ref who = { .vcpu = (int)v->index };
 

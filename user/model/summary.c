@@ -241,7 +241,6 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	for (unsigned int i = 0; i < VCPU_NR_STATES; i++) {
 		vs->ns_total[i] = now[i];
 		vs->ns[i] = sub0(now[i], before[i]);
-		vm->ns[i] += vs->ns[i];
 	}
 #define DELTA(field) (same ? sub0(v->fsm.field, pv->v->fsm.field) : v->fsm.field)
 	vs->preemptions = DELTA(preemptions);
@@ -265,16 +264,7 @@ static int vcpu_add(struct summary *s, struct hashmap *by_tgid, struct names *na
 	vs->l2_ns = same ? sub0(vs->l2_ns_total, l2_total(pv->v, before[VCPU_GUEST])) : vs->l2_ns_total;
 	vs->in_l2 = v->in_l2;
 	vs->nested = vs->l2_ns_total || v->in_l2;
-	vm->l2_ns += vs->l2_ns;
-	vm->nested |= vs->nested;
-	vm->preemptions += vs->preemptions;
-	vm->wakeups += vs->wakeups;
-	vm->migrations += vs->migrations;
-	vm->kvm_exits += vs->kvm_exits;
-	vm->userspace_exits += vs->userspace_exits;
-	vm->kvm_exits_open += vs->kvm_exits_open;
-	vm->userspace_exits_open += vs->userspace_exits_open;
-	summary_add_polls(vm, vs);
+	summary_vm_add_vcpu(vm, vs);
 	return 0;
 }
 
@@ -293,6 +283,22 @@ void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v)
 	vm->poll_fail_ns += v->poll_fail_ns;
 	if (v->halt_poll_ns > vm->halt_poll_ns)
 		vm->halt_poll_ns = v->halt_poll_ns;
+}
+
+void summary_vm_add_vcpu(struct vm_summary *vm, const struct vcpu_summary *v)
+{
+	for (unsigned int k = 0; k < VCPU_NR_STATES; k++)
+		vm->ns[k] += v->ns[k];
+	vm->preemptions += v->preemptions;
+	vm->wakeups += v->wakeups;
+	vm->migrations += v->migrations;
+	vm->kvm_exits += v->kvm_exits;
+	vm->userspace_exits += v->userspace_exits;
+	vm->kvm_exits_open += v->kvm_exits_open;
+	vm->userspace_exits_open += v->userspace_exits_open;
+	vm->l2_ns += v->l2_ns;
+	vm->nested |= v->nested;
+	summary_add_polls(vm, v);
 }
 
 static void latency_fill(struct latency_summary *l, const struct vcpustat_hist_key *k, const struct vcpustat_hist *h,

@@ -335,6 +335,12 @@ double vm_share(const struct summary *s, const struct vm_summary *vm, unsigned i
 double summary_per_s(const struct summary *s, __u64 n);
 /* A vCPU's halt polling into its VM's: the counts summed, halt_poll_ns the largest. */
 void summary_add_polls(struct vm_summary *vm, const struct vcpu_summary *v);
+/*
+ * A vCPU's window into its VM's: the time in each state, preemptions,
+ * wake-ups, migrations, exits (and those open), L2 time and nested summed,
+ * and its halt polling (summary_add_polls).
+ */
+void summary_vm_add_vcpu(struct vm_summary *vm, const struct vcpu_summary *v);
 /* A VM's exits from L2 in the window: handled here (L0), reflected to L1. */
 void vm_nested_exits(const struct vm_summary *vm, __u64 *l0, __u64 *l1);
 
